@@ -1,0 +1,52 @@
+// The plain-data description of one paged attention call over a flattened batch.
+//
+// Rows of the batch: the verbal rows of all sequences first (sequence s owns rows
+// [query_start[s], query_start[s+1])), then the ARACH hub rows (sequence s owns hub rows
+// [hub_start[s], hub_start[s+1]) counted from the first hub row; a sequence has either no hub rows
+// or exactly one per verbal row, hub i paired with verbal i).
+//
+// Keys and values: every verbal row's K/V has already been written to the paged cache. Verbal row r
+// and its hub row both attend cached positions [0, positions[r]] of their sequence; with ARACH on,
+// both also attend the pair's own hub key/value with logit + hub_logit_offset[s]. Hub keys/values are
+// never in the cache: they are passed in `hub_k` / `hub_v` for this call only.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/device_matrix.h"
+
+namespace arach {
+
+// One layer of the paged KV cache: K and V are each [num_blocks, block_size, num_kv_heads, head_dim].
+struct PagedKvLayer {
+  void* k = nullptr;
+  void* v = nullptr;
+  DType dtype = DType::kF32;
+  int block_size = 16;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+};
+
+struct AttentionParams {
+  DeviceMatrix q;    // [num_verbal_rows + num_hub_rows, num_heads * head_dim]
+  DeviceMatrix out;  // [num_verbal_rows + num_hub_rows, num_heads * head_dim]
+  PagedKvLayer kv;
+  int num_heads = 0;
+  float scale = 1.0f;  // multiplies q.k before the softmax
+  int num_seqs = 0;
+  int num_verbal_rows = 0;
+  const int32_t* query_start = nullptr;        // [num_seqs + 1] device
+  const int32_t* positions = nullptr;          // [num_verbal_rows] device
+  const int32_t* block_table_start = nullptr;  // [num_seqs + 1] device, offsets into block_tables
+  const int32_t* block_tables = nullptr;       // [block_table_start[num_seqs]] device, block ids
+  int max_context = 0;                         // max over sequences of positions[last row] + 1
+
+  // ARACH hub term; num_hub_rows == 0 means no sequence has it.
+  int num_hub_rows = 0;
+  const int32_t* hub_start = nullptr;          // [num_seqs + 1] device
+  const float* hub_logit_offset = nullptr;     // [num_seqs] device, b
+  DeviceMatrix hub_k;                          // [num_hub_rows, num_kv_heads * head_dim]
+  DeviceMatrix hub_v;                          // [num_hub_rows, num_kv_heads * head_dim]
+};
+
+}  // namespace arach

@@ -1,0 +1,187 @@
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace arach {
+namespace {
+
+class HostBuffer final : public DeviceBuffer {
+ public:
+  HostBuffer(void* data, size_t size) : data_(data), size_(size) {}
+  ~HostBuffer() override { std::free(data_); }
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_;
+  size_t size_;
+};
+
+inline float* Row(const DeviceMatrix& m, int64_t r) { return m.As<float>() + r * m.stride; }
+
+float ActivateOne(Activation act, float x) {
+  switch (act) {
+    case Activation::kGeluTanh: {
+      constexpr float kSqrt2OverPi = 0.7978845608028654f;
+      return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    }
+    case Activation::kGeluErf:
+      return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+    case Activation::kSilu:
+      return x / (1.0f + std::exp(-x));
+    case Activation::kRelu:
+      return x > 0.0f ? x : 0.0f;
+  }
+  return x;
+}
+
+}  // namespace
+
+std::string CpuBackend::Describe() const {
+  return absl::StrCat("cpu (OpenBLAS ", openblas_get_config(), ", ", openblas_get_num_threads(), " threads)");
+}
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded);
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
+  }
+  return std::unique_ptr<DeviceBuffer>(new HostBuffer(data, bytes));
+}
+
+void CpuBackend::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes > 0) std::memcpy(device_dst, host_src, bytes);
+}
+
+void CpuBackend::CopyToHost(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes > 0) std::memcpy(host_dst, device_src, bytes);
+}
+
+void CpuBackend::Fill(void* device_dst, size_t bytes, unsigned char value) { std::memset(device_dst, value, bytes); }
+
+void CpuBackend::UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) {
+  ConvertFromFloat(dtype, host_src, count, device_dst);
+}
+
+void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
+  for (int64_t r = 0; r < src.rows; ++r) {
+    ConvertToFloat(src.dtype, static_cast<const char*>(src.data) + r * src.stride * DTypeSize(src.dtype),
+                   static_cast<size_t>(src.cols), host_dst + r * src.cols);
+  }
+}
+
+void CpuBackend::Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+                       const DeviceMatrix& position_table, const DeviceMatrix& out) {
+  for (int64_t r = 0; r < out.rows; ++r) {
+    float* dst = Row(out, r);
+    const float* tok = Row(table, ids[r]);
+    if (position_table.data != nullptr) {
+      const float* pos = Row(position_table, positions[r]);
+      for (int64_t c = 0; c < out.cols; ++c) dst[c] = tok[c] + pos[c];
+    } else {
+      std::memcpy(dst, tok, out.cols * sizeof(float));
+    }
+  }
+}
+
+void CpuBackend::LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                           const DeviceMatrix& out) {
+  const int64_t n = in.cols;
+  const float* w = weight.As<float>();
+  const float* b = bias.data != nullptr ? bias.As<float>() : nullptr;
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float* x = Row(in, r);
+    float* y = Row(out, r);
+    float mean = 0.0f;
+    for (int64_t c = 0; c < n; ++c) mean += x[c];
+    mean /= static_cast<float>(n);
+    float var = 0.0f;
+    for (int64_t c = 0; c < n; ++c) var += (x[c] - mean) * (x[c] - mean);
+    var /= static_cast<float>(n);
+    const float inv = 1.0f / std::sqrt(var + eps);
+    for (int64_t c = 0; c < n; ++c) y[c] = (x[c] - mean) * inv * w[c] + (b != nullptr ? b[c] : 0.0f);
+  }
+}
+
+void CpuBackend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
+  const int64_t n = in.cols;
+  const float* w = weight.As<float>();
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float* x = Row(in, r);
+    float* y = Row(out, r);
+    float sum_sq = 0.0f;
+    for (int64_t c = 0; c < n; ++c) sum_sq += x[c] * x[c];
+    const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
+    for (int64_t c = 0; c < n; ++c) y[c] = x[c] * inv * w[c];
+  }
+}
+
+void CpuBackend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                      const float* inv_freq) {
+  const int half = rotary_dim / 2;
+  std::vector<float> cos_table(half), sin_table(half);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float position = static_cast<float>(positions[r]);
+    for (int i = 0; i < half; ++i) {
+      const float angle = position * inv_freq[i];
+      cos_table[i] = std::cos(angle);
+      sin_table[i] = std::sin(angle);
+    }
+    float* row = Row(x, r);
+    for (int h = 0; h < heads; ++h) {
+      float* head = row + static_cast<int64_t>(h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float a = head[i], b = head[i + half];
+        head[i] = a * cos_table[i] - b * sin_table[i];
+        head[i + half] = b * cos_table[i] + a * sin_table[i];
+      }
+    }
+  }
+}
+
+void CpuBackend::Activate(Activation act, const DeviceMatrix& x) {
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* row = Row(x, r);
+    for (int64_t c = 0; c < x.cols; ++c) row[c] = ActivateOne(act, row[c]);
+  }
+}
+
+void CpuBackend::GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
+  const int64_t inner = out.cols;
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float* gate = Row(in, r);
+    const float* up = gate + inner;
+    float* y = Row(out, r);
+    for (int64_t c = 0; c < inner; ++c) y[c] = ActivateOne(act, gate[c]) * up[c];
+  }
+}
+
+void CpuBackend::Add(const DeviceMatrix& x, const DeviceMatrix& y) {
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* a = Row(x, r);
+    const float* b = Row(y, r);
+    for (int64_t c = 0; c < x.cols; ++c) a[c] += b[c];
+  }
+}
+
+void CpuBackend::WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
+  const int64_t row_elems = static_cast<int64_t>(kv.num_kv_heads) * kv.head_dim;  // one slot: [kv_heads, head_dim]
+  for (int64_t r = 0; r < k.rows; ++r) {
+    const int64_t slot = slots[r];
+    std::memcpy(static_cast<float*>(kv.k) + slot * row_elems, Row(k, r), row_elems * sizeof(float));
+    std::memcpy(static_cast<float*>(kv.v) + slot * row_elems, Row(v, r), row_elems * sizeof(float));
+  }
+}
+
+void CpuBackend::GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
+  for (int64_t r = 0; r < dst.rows; ++r) std::memcpy(Row(dst, r), Row(src, rows[r]), dst.cols * sizeof(float));
+}
+
+}  // namespace arach

@@ -1,0 +1,47 @@
+// The CPU backend: float32 activations and weights, GEMMs through OpenBLAS, loops for the rest.
+#pragma once
+
+#include <vector>
+
+#include "engine/backend/backend.h"
+
+namespace arach {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() = default;
+
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
+  std::string Describe() const override;
+  DType activation_dtype() const override { return DType::kF32; }
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
+  void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
+  void CopyToHost(void* host_dst, const void* device_src, size_t bytes) override;
+  void Fill(void* device_dst, size_t bytes, unsigned char value) override;
+  void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override;
+  void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+             const DeviceMatrix& position_table, const DeviceMatrix& out) override;
+  void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                 const DeviceMatrix& out) override;
+  void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override;
+  void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+              bool accumulate) override;  // cpu_linear.cc
+  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+            const float* inv_freq) override;
+  void Activate(Activation act, const DeviceMatrix& x) override;
+  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;
+  void Add(const DeviceMatrix& x, const DeviceMatrix& y) override;
+  void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
+  void Attention(const AttentionParams& params) override;  // cpu_attention.cc
+  void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
+
+ private:
+  // Scratch reused by Attention: gathered keys/values of one sequence and head, and scores.
+  std::vector<float> keys_, values_, scores_;
+};
+
+}  // namespace arach

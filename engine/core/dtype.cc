@@ -1,0 +1,141 @@
+#include "engine/core/dtype.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace arach {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+  }
+  return 0;
+}
+
+absl::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kI32: return "I32";
+    case DType::kI64: return "I64";
+  }
+  return "?";
+}
+
+absl::StatusOr<DType> ParseDType(absl::string_view name) {
+  if (name == "F32") return DType::kF32;
+  if (name == "F16") return DType::kF16;
+  if (name == "BF16") return DType::kBF16;
+  if (name == "I32") return DType::kI32;
+  if (name == "I64") return DType::kI64;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported dtype \"", name, "\" (supported: F32, F16, BF16, I32, I64)"));
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400u) == 0) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      mantissa &= 0x3ffu;
+      bits = sign | (exponent << 23) | (mantissa << 13);
+    }
+  } else if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t FloatToHalf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits >= 0x7f800000u) {  // inf or nan
+    return sign | 0x7c00u | (abs_bits > 0x7f800000u ? 0x200u : 0u);
+  }
+  if (abs_bits >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to inf
+  if (abs_bits < 0x38800000u) {                         // below the smallest normal half
+    if (abs_bits < 0x33000000u) return sign;            // rounds to zero
+    const uint32_t exponent = abs_bits >> 23;
+    const uint32_t mantissa = (abs_bits & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;  // 14..24
+    uint32_t half_mantissa = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half_mantissa & 1u))) ++half_mantissa;
+    return sign | static_cast<uint16_t>(half_mantissa);
+  }
+  uint32_t rounded = abs_bits + 0xfffu + ((abs_bits >> 13) & 1u);  // round to nearest even
+  return sign | static_cast<uint16_t>(((rounded >> 13) - ((127 - 15) << 10)) & 0x7fffu);
+}
+
+uint16_t FloatToBFloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet nan
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+void ConvertToFloat(DType dtype, const void* src, size_t count, float* dst) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, count * sizeof(float));
+      return;
+    case DType::kF16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < count; ++i) dst[i] = HalfToFloat(in[i]);
+      return;
+    }
+    case DType::kBF16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < count; ++i) dst[i] = BFloat16ToFloat(in[i]);
+      return;
+    }
+    default:
+      return;  // callers check the dtype first
+  }
+}
+
+void ConvertFromFloat(DType dtype, const float* src, size_t count, void* dst) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, count * sizeof(float));
+      return;
+    case DType::kF16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < count; ++i) out[i] = FloatToHalf(src[i]);
+      return;
+    }
+    case DType::kBF16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < count; ++i) out[i] = FloatToBFloat16(src[i]);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace arach

@@ -1,0 +1,43 @@
+// Element types of stored tensors and the conversions the engine needs between them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/statusor.h"
+
+namespace arach {
+
+enum class DType : uint8_t {
+  kF32,   // IEEE float32
+  kF16,   // IEEE float16
+  kBF16,  // bfloat16 (upper half of a float32)
+  kI32,   // int32 (metadata only)
+  kI64,   // int64 (metadata only)
+};
+
+// Bytes per element.
+size_t DTypeSize(DType dtype);
+// Name as safetensors spells it ("F32", "F16", "BF16", "I32", "I64").
+absl::string_view DTypeName(DType dtype);
+// Parses a safetensors dtype string; unsupported ones (e.g. "F8_E4M3") are an error naming the string.
+absl::StatusOr<DType> ParseDType(absl::string_view name);
+
+float HalfToFloat(uint16_t bits);
+uint16_t FloatToHalf(float value);  // round to nearest even
+inline float BFloat16ToFloat(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, sizeof(f));
+  return f;
+}
+uint16_t FloatToBFloat16(float value);  // round to nearest even
+
+// Converts `count` elements of `dtype` at `src` to float32 at `dst`. `dtype` must be F32, F16 or BF16.
+void ConvertToFloat(DType dtype, const void* src, size_t count, float* dst);
+// Converts `count` float32 values to `dtype` (F32, F16 or BF16) at `dst`.
+void ConvertFromFloat(DType dtype, const float* src, size_t count, void* dst);
+
+}  // namespace arach

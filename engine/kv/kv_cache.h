@@ -1,0 +1,42 @@
+// Device memory of the paged KV cache: per layer, K and V of [num_blocks, block_size, kv_heads, head_dim].
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/model/model_config.h"
+
+namespace arach {
+
+struct KvCacheConfig {
+  int block_size = 16;  // tokens per block
+  int num_blocks = 0;   // blocks in the pool (all layers share block ids)
+};
+
+class KvCache {
+ public:
+  // Bytes one block takes over all layers (K and V).
+  static size_t BytesPerBlock(const ModelConfig& model, int block_size, DType dtype);
+  // Allocates the pool on `backend`; RESOURCE_EXHAUSTED when the device lacks the memory.
+  static absl::StatusOr<std::unique_ptr<KvCache>> Create(Backend& backend, const ModelConfig& model,
+                                                         const KvCacheConfig& config);
+
+  PagedKvLayer layer(int index) const;
+  int num_blocks() const { return config_.num_blocks; }
+  int block_size() const { return config_.block_size; }
+  size_t total_bytes() const { return total_bytes_; }
+
+ private:
+  KvCache() = default;
+  KvCacheConfig config_;
+  int num_kv_heads_ = 0;
+  int head_dim_ = 0;
+  DType dtype_ = DType::kF32;
+  size_t total_bytes_ = 0;
+  std::vector<std::unique_ptr<DeviceBuffer>> keys_;    // [num_layers]
+  std::vector<std::unique_ptr<DeviceBuffer>> values_;  // [num_layers]
+};
+
+}  // namespace arach

@@ -1,0 +1,72 @@
+// The architecture description the engine needs, parsed from a Hugging Face `config.json`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/statusor.h"
+
+namespace arach {
+
+enum class Architecture { kGpt2, kGptNeox, kLlama };
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class Activation { kGeluTanh, kGeluErf, kSilu, kRelu };
+
+absl::string_view ArchitectureName(Architecture arch);  // "gpt2", "gpt_neox", "llama"
+
+// Rotary position embedding settings (rotate-half convention, as HF GPT-NeoX and Llama use).
+struct RopeConfig {
+  int rotary_dim = 0;      // leading dims of each head that rotate (even; head_dim for Llama)
+  double theta = 10000.0;  // base of the inverse frequencies
+  // Frequency scaling: "default" (none), "linear" (positions / factor) or "llama3".
+  std::string type = "default";
+  double factor = 1.0;                     // linear and llama3
+  double low_freq_factor = 1.0;            // llama3
+  double high_freq_factor = 4.0;           // llama3
+  int original_max_position_embeddings = 8192;  // llama3
+
+  // The rotary_dim / 2 inverse frequencies, after any scaling.
+  std::vector<float> InverseFrequencies() const;
+};
+
+struct ModelConfig {
+  Architecture arch = Architecture::kGpt2;
+  int hidden_size = 0;         // d
+  int num_layers = 0;
+  int num_heads = 0;           // query heads
+  int num_kv_heads = 0;        // key/value heads (GQA when < num_heads)
+  int head_dim = 0;
+  int intermediate_size = 0;   // MLP inner width
+  int vocab_size = 0;
+  int max_positions = 0;       // context length
+  float norm_eps = 1e-5f;
+  NormKind norm = NormKind::kLayerNorm;
+  Activation activation = Activation::kGeluTanh;
+  bool gated_mlp = false;          // Llama: down(act(gate(x)) * up(x))
+  bool parallel_residual = false;  // GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
+  bool learned_positions = false;  // GPT-2: wpe added to the token embedding
+  bool use_rope = false;
+  RopeConfig rope;
+  bool qkv_bias = false;        // biases on the Q/K/V projection
+  bool attn_out_bias = false;   // bias on the attention output projection
+  bool mlp_bias = false;        // biases on the MLP projections
+  bool tie_word_embeddings = false;
+  bool scale_attn_weights = true;              // GPT-2: divide logits by sqrt(head_dim)
+  bool scale_attn_by_inverse_layer_idx = false;  // GPT-2: also divide by layer index + 1
+  int bos_token_id = -1;                 // -1: none
+  std::vector<int> eos_token_ids;        // may be empty
+
+  int q_size() const { return num_heads * head_dim; }
+  int kv_size() const { return num_kv_heads * head_dim; }
+  int qkv_size() const { return q_size() + 2 * kv_size(); }
+  // Softmax scale of layer `layer`'s attention logits.
+  float AttentionScale(int layer) const;
+};
+
+// Parses config.json text. `source` names the file in errors; every error names the field.
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
+// Reads and parses `<dir>/config.json`.
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
+
+}  // namespace arach

@@ -1,0 +1,54 @@
+#include "engine/model/weight_reader.h"
+
+#include <cstring>
+
+#include "engine/core/status.h"
+
+namespace arach {
+
+absl::StatusOr<HostTensor> WeightReader::Read(const std::string& name, std::vector<int64_t> shape) const {
+  HostTensor tensor;
+  ARACH_ASSIGN_OR_RETURN(tensor.data, checkpoint_.ReadFloat(name, shape));
+  tensor.shape = std::move(shape);
+  return tensor;
+}
+
+absl::StatusOr<HostTensor> WeightReader::ReadOptional(const std::string& name, std::vector<int64_t> shape) const {
+  if (!checkpoint_.Has(name)) return HostTensor{};
+  return Read(name, std::move(shape));
+}
+
+absl::StatusOr<HostTensor> WeightReader::ReadTransposed(const std::string& name, int64_t rows, int64_t cols) const {
+  ARACH_ASSIGN_OR_RETURN(std::vector<float> stored, checkpoint_.ReadFloat(name, {rows, cols}));
+  HostTensor tensor;
+  tensor.shape = {cols, rows};
+  tensor.data.resize(stored.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) tensor.data[c * rows + r] = stored[r * cols + c];
+  }
+  return tensor;
+}
+
+HostTensor ConcatRows(const std::vector<const HostTensor*>& parts) {
+  HostTensor out;
+  int64_t rows = 0;
+  for (const HostTensor* part : parts) {
+    rows += part->rows();
+    out.data.insert(out.data.end(), part->data.begin(), part->data.end());
+  }
+  out.shape = parts.front()->shape;
+  out.shape[0] = rows;
+  return out;
+}
+
+absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint, const ModelConfig& config) {
+  WeightReader reader(checkpoint);
+  switch (config.arch) {
+    case Architecture::kGpt2: return LoadGpt2Weights(reader, config);
+    case Architecture::kGptNeox: return LoadGptNeoxWeights(reader, config);
+    case Architecture::kLlama: return LoadLlamaWeights(reader, config);
+  }
+  return absl::InternalError("unknown architecture");
+}
+
+}  // namespace arach

@@ -1,0 +1,38 @@
+// Reads named checkpoint tensors into HostTensors with shape checks (used by the family loaders).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model/checkpoint.h"
+#include "engine/model/model_weights.h"
+
+namespace arach {
+
+class WeightReader {
+ public:
+  explicit WeightReader(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+
+  // Tensor `name` with exactly `shape`.
+  absl::StatusOr<HostTensor> Read(const std::string& name, std::vector<int64_t> shape) const;
+  // Like Read, but absent tensors give an empty HostTensor instead of an error.
+  absl::StatusOr<HostTensor> ReadOptional(const std::string& name, std::vector<int64_t> shape) const;
+  // A 2-D tensor stored as [rows, cols] (e.g. GPT-2 Conv1D [in, out]) returned transposed [cols, rows].
+  absl::StatusOr<HostTensor> ReadTransposed(const std::string& name, int64_t rows, int64_t cols) const;
+
+  bool Has(const std::string& name) const { return checkpoint_.Has(name); }
+
+ private:
+  const Checkpoint& checkpoint_;
+};
+
+// Concatenates 2-D (or 1-D) tensors along the first dimension.
+HostTensor ConcatRows(const std::vector<const HostTensor*>& parts);
+
+// Family loaders (one file each).
+absl::StatusOr<ModelWeights> LoadGpt2Weights(const WeightReader& reader, const ModelConfig& config);
+absl::StatusOr<ModelWeights> LoadGptNeoxWeights(const WeightReader& reader, const ModelConfig& config);
+absl::StatusOr<ModelWeights> LoadLlamaWeights(const WeightReader& reader, const ModelConfig& config);
+
+}  // namespace arach

@@ -1,0 +1,48 @@
+#include "engine/runner/device_weights.h"
+
+#include "engine/core/status.h"
+
+namespace arach {
+
+absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& tensor) {
+  if (tensor.empty()) return DeviceMatrix{};
+  const DType dtype = backend.activation_dtype();
+  const size_t count = tensor.data.size();
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer, backend.Allocate(count * DTypeSize(dtype)));
+  backend.UploadFloat(buffer->data(), dtype, tensor.data.data(), count);
+  const int64_t rows = tensor.shape.size() == 2 ? tensor.shape[0] : 1;
+  const int64_t cols = tensor.shape.size() == 2 ? tensor.shape[1] : tensor.shape[0];
+  DeviceMatrix view = DeviceMatrix::Dense(buffer->data(), dtype, rows, cols);
+  total_bytes += buffer->size();
+  buffers_.push_back(std::move(buffer));
+  tensor = HostTensor{};  // free the host copy now
+  return view;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& backend, ModelWeights&& host) {
+  std::unique_ptr<DeviceWeights> w(new DeviceWeights());
+  ARACH_ASSIGN_OR_RETURN(w->token_embedding, w->Put(backend, std::move(host.token_embedding)));
+  ARACH_ASSIGN_OR_RETURN(w->position_embedding, w->Put(backend, std::move(host.position_embedding)));
+  for (LayerWeights& l : host.layers) {
+    DeviceLayerWeights& d = w->layers.emplace_back();
+    ARACH_ASSIGN_OR_RETURN(d.norm1_weight, w->Put(backend, std::move(l.norm1_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.norm1_bias, w->Put(backend, std::move(l.norm1_bias)));
+    ARACH_ASSIGN_OR_RETURN(d.qkv_weight, w->Put(backend, std::move(l.qkv_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.qkv_bias, w->Put(backend, std::move(l.qkv_bias)));
+    ARACH_ASSIGN_OR_RETURN(d.out_weight, w->Put(backend, std::move(l.out_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.out_bias, w->Put(backend, std::move(l.out_bias)));
+    ARACH_ASSIGN_OR_RETURN(d.norm2_weight, w->Put(backend, std::move(l.norm2_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.norm2_bias, w->Put(backend, std::move(l.norm2_bias)));
+    ARACH_ASSIGN_OR_RETURN(d.mlp_in_weight, w->Put(backend, std::move(l.mlp_in_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.mlp_in_bias, w->Put(backend, std::move(l.mlp_in_bias)));
+    ARACH_ASSIGN_OR_RETURN(d.mlp_out_weight, w->Put(backend, std::move(l.mlp_out_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.mlp_out_bias, w->Put(backend, std::move(l.mlp_out_bias)));
+  }
+  ARACH_ASSIGN_OR_RETURN(w->final_norm_weight, w->Put(backend, std::move(host.final_norm_weight)));
+  ARACH_ASSIGN_OR_RETURN(w->final_norm_bias, w->Put(backend, std::move(host.final_norm_bias)));
+  ARACH_ASSIGN_OR_RETURN(w->lm_head, w->Put(backend, std::move(host.lm_head)));
+  if (w->lm_head.data == nullptr) w->lm_head = w->token_embedding;
+  return w;
+}
+
+}  // namespace arach

@@ -1,0 +1,40 @@
+// The model's weights in device memory (the backend's weight dtype), as DeviceMatrix views.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/model/model_weights.h"
+
+namespace arach {
+
+struct DeviceLayerWeights {
+  DeviceMatrix norm1_weight, norm1_bias;      // [1, d]
+  DeviceMatrix qkv_weight, qkv_bias;          // [qkv_size, d], [1, qkv_size]
+  DeviceMatrix out_weight, out_bias;          // [d, q_size], [1, d]
+  DeviceMatrix norm2_weight, norm2_bias;      // [1, d]
+  DeviceMatrix mlp_in_weight, mlp_in_bias;    // [I or 2I, d], [1, I or 2I]
+  DeviceMatrix mlp_out_weight, mlp_out_bias;  // [d, I], [1, d]
+};
+
+class DeviceWeights {
+ public:
+  // Uploads `host` (freeing each host tensor once copied). An absent tensor becomes an empty view.
+  static absl::StatusOr<std::unique_ptr<DeviceWeights>> Upload(Backend& backend, ModelWeights&& host);
+
+  DeviceMatrix token_embedding;     // [V, d]
+  DeviceMatrix position_embedding;  // [max_positions, d] or empty
+  std::vector<DeviceLayerWeights> layers;
+  DeviceMatrix final_norm_weight, final_norm_bias;  // [1, d]
+  DeviceMatrix lm_head;             // [V, d] (the token embedding when tied)
+  size_t total_bytes = 0;
+
+ private:
+  DeviceWeights() = default;
+  absl::StatusOr<DeviceMatrix> Put(Backend& backend, HostTensor&& tensor);
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
+};
+
+}  // namespace arach

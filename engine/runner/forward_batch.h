@@ -1,0 +1,43 @@
+// What one forward step computes: new tokens of several sequences, flattened, over the paged KV cache.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv/block_allocator.h"
+
+namespace arach {
+
+// Which logits a sequence wants back from the step.
+enum class LogitsMode {
+  kNone,  // a prefill chunk that is not the last one
+  kLast,  // the last new token (generation)
+  kAll,   // every new token (scoring)
+};
+
+struct SequenceInput {
+  std::span<const int32_t> tokens;        // new tokens of this step (at least one)
+  int start_position = 0;                 // tokens of this sequence already in the cache
+  const BlockTable* block_table = nullptr;  // must cover positions [0, start_position + tokens.size())
+  LogitsMode logits = LogitsMode::kLast;
+};
+
+struct ForwardBatch {
+  std::vector<SequenceInput> sequences;
+};
+
+// Logits of the rows the sequences asked for, in sequence order.
+struct ForwardOutput {
+  int vocab_size = 0;
+  std::vector<float> logits;      // [num_rows, vocab_size]
+  std::vector<int> row_start;     // [num_sequences + 1]: sequence s owns rows [row_start[s], row_start[s+1])
+
+  int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
+  // Logits of row `i` of sequence `seq`.
+  std::span<const float> Row(int seq, int i) const {
+    return {logits.data() + static_cast<size_t>(row_start[seq] + i) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+};
+
+}  // namespace arach

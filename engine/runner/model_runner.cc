@@ -1,0 +1,198 @@
+#include "engine/runner/model_runner.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+
+namespace arach {
+
+absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr<Backend> backend,
+                                                                 const ModelConfig& config, ModelWeights&& weights,
+                                                                 const KvCacheConfig& kv) {
+  std::unique_ptr<ModelRunner> runner(new ModelRunner());
+  runner->config_ = config;
+  runner->backend_ = std::move(backend);
+  ARACH_ASSIGN_OR_RETURN(runner->weights_, DeviceWeights::Upload(*runner->backend_, std::move(weights)));
+  ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, kv));
+  runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
+  if (config.use_rope) {
+    const std::vector<float> inv_freq = config.rope.InverseFrequencies();
+    ARACH_ASSIGN_OR_RETURN(runner->inv_freq_, runner->backend_->Allocate(inv_freq.size() * sizeof(float)));
+    runner->backend_->CopyToDevice(runner->inv_freq_->data(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  }
+  return runner;
+}
+
+absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch) const {
+  FlatBatch flat;
+  const int block_size = kv_cache_->block_size();
+  flat.query_start.push_back(0);
+  flat.block_table_start.push_back(0);
+  flat.logit_row_start.push_back(0);
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const SequenceInput& seq = batch.sequences[s];
+    const int n = static_cast<int>(seq.tokens.size());
+    if (n == 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": no new tokens"));
+    if (seq.block_table == nullptr) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": no block table"));
+    if (seq.start_position < 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": negative start position"));
+    const int end = seq.start_position + n;
+    if (end > config_.max_positions) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": ", end, " tokens exceed the model's context of ",
+                                                     config_.max_positions));
+    }
+    if (seq.block_table->capacity() < end) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": block table holds ", seq.block_table->capacity(),
+                                                     " positions, ", end, " needed"));
+    }
+    for (int32_t block : seq.block_table->blocks()) {
+      if (block < 0 || block >= kv_cache_->num_blocks()) {
+        return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": block id ", block, " is outside the pool of ",
+                                                       kv_cache_->num_blocks()));
+      }
+    }
+    const int first_row = static_cast<int>(flat.ids.size());
+    for (int i = 0; i < n; ++i) {
+      const int32_t id = seq.tokens[i];
+      if (id < 0 || id >= config_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": token id ", id, " at index ", i,
+                                                       " is outside the vocabulary [0, ", config_.vocab_size, ")"));
+      }
+      const int position = seq.start_position + i;
+      flat.ids.push_back(id);
+      flat.positions.push_back(position);
+      flat.slots.push_back(seq.block_table->Slot(position));
+    }
+    flat.query_start.push_back(first_row + n);
+    const std::vector<int32_t>& blocks = seq.block_table->blocks();
+    const int used_blocks = (end + block_size - 1) / block_size;
+    flat.block_tables.insert(flat.block_tables.end(), blocks.begin(), blocks.begin() + used_blocks);
+    flat.block_table_start.push_back(static_cast<int32_t>(flat.block_tables.size()));
+    flat.max_context = std::max(flat.max_context, end);
+    if (seq.logits == LogitsMode::kLast) {
+      flat.logit_rows.push_back(first_row + n - 1);
+    } else if (seq.logits == LogitsMode::kAll) {
+      for (int i = 0; i < n; ++i) flat.logit_rows.push_back(first_row + i);
+    }
+    flat.logit_row_start.push_back(static_cast<int>(flat.logit_rows.size()));
+  }
+  return flat;
+}
+
+absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const AttentionParams& attention_template,
+                                   const int32_t* positions, const int32_t* slots, int num_verbal_rows) {
+  const ModelConfig& c = config_;
+  const DeviceLayerWeights& w = weights_->layers[l];
+  Backend& b = *backend_;
+  const int64_t rows = hidden.rows;
+
+  auto norm = [&](const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out) {
+    if (c.norm == NormKind::kLayerNorm) {
+      b.LayerNorm(in, weight, bias, c.norm_eps, out);
+    } else {
+      b.RmsNorm(in, weight, c.norm_eps, out);
+    }
+  };
+
+  // ---- attention block
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kNormed, rows, c.hidden_size));
+  norm(hidden, w.norm1_weight, w.norm1_bias, normed);
+  DeviceMatrix mlp_input = normed;
+  if (c.parallel_residual) {  // the MLP reads norm2 of the block input, before the attention is added
+    ARACH_ASSIGN_OR_RETURN(mlp_input, workspace_->Matrix(Scratch::kNormed2, rows, c.hidden_size));
+    norm(hidden, w.norm2_weight, w.norm2_bias, mlp_input);
+  }
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix qkv, workspace_->Matrix(Scratch::kQkv, rows, c.qkv_size()));
+  b.Linear(normed, w.qkv_weight, w.qkv_bias, qkv, /*accumulate=*/false);
+  const DeviceMatrix q = qkv.Cols(0, c.q_size());
+  const DeviceMatrix k = qkv.Cols(c.q_size(), c.kv_size());
+  const DeviceMatrix v = qkv.Cols(c.q_size() + c.kv_size(), c.kv_size());
+  if (c.use_rope) {
+    const float* inv_freq = static_cast<const float*>(inv_freq_->data());
+    b.Rope(q, c.num_heads, c.head_dim, c.rope.rotary_dim, positions, inv_freq);
+    b.Rope(k, c.num_kv_heads, c.head_dim, c.rope.rotary_dim, positions, inv_freq);
+  }
+  const PagedKvLayer kv = kv_cache_->layer(l);
+  b.WriteKv(k.Rows(0, num_verbal_rows), v.Rows(0, num_verbal_rows), slots, kv);
+
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix attention, workspace_->Matrix(Scratch::kAttention, rows, c.q_size()));
+  AttentionParams params = attention_template;
+  params.q = q;
+  params.out = attention;
+  params.kv = kv;
+  params.scale = c.AttentionScale(l);
+  b.Attention(params);
+  b.Linear(attention, w.out_weight, w.out_bias, hidden, /*accumulate=*/true);  // residual add
+
+  // ---- MLP block
+  if (!c.parallel_residual) norm(hidden, w.norm2_weight, w.norm2_bias, mlp_input);
+  const int64_t inner = c.intermediate_size;
+  if (c.gated_mlp) {
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix gate_up, workspace_->Matrix(Scratch::kMlpIn, rows, 2 * inner));
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix act, workspace_->Matrix(Scratch::kMlpAct, rows, inner));
+    b.Linear(mlp_input, w.mlp_in_weight, w.mlp_in_bias, gate_up, /*accumulate=*/false);
+    b.GatedActivate(c.activation, gate_up, act);
+    b.Linear(act, w.mlp_out_weight, w.mlp_out_bias, hidden, /*accumulate=*/true);
+  } else {
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix act, workspace_->Matrix(Scratch::kMlpIn, rows, inner));
+    b.Linear(mlp_input, w.mlp_in_weight, w.mlp_in_bias, act, /*accumulate=*/false);
+    b.Activate(c.activation, act);
+    b.Linear(act, w.mlp_out_weight, w.mlp_out_bias, hidden, /*accumulate=*/true);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
+  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(batch));
+  const ModelConfig& c = config_;
+  Backend& b = *backend_;
+  const int num_verbal = static_cast<int>(flat.ids.size());
+  const int rows = num_verbal;
+
+  ARACH_ASSIGN_OR_RETURN(const int32_t* ids, workspace_->Upload(Scratch::kIds, flat.ids));
+  ARACH_ASSIGN_OR_RETURN(const int32_t* positions, workspace_->Upload(Scratch::kPositions, flat.positions));
+  ARACH_ASSIGN_OR_RETURN(const int32_t* slots, workspace_->Upload(Scratch::kSlots, flat.slots));
+  ARACH_ASSIGN_OR_RETURN(const int32_t* query_start, workspace_->Upload(Scratch::kQueryStart, flat.query_start));
+  ARACH_ASSIGN_OR_RETURN(const int32_t* table_start, workspace_->Upload(Scratch::kBlockTableStart, flat.block_table_start));
+  ARACH_ASSIGN_OR_RETURN(const int32_t* tables, workspace_->Upload(Scratch::kBlockTables, flat.block_tables));
+
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix hidden, workspace_->Matrix(Scratch::kHidden, rows, c.hidden_size));
+  b.Embed(ids, positions, weights_->token_embedding, weights_->position_embedding, hidden.Rows(0, num_verbal));
+
+  AttentionParams attention;
+  attention.num_heads = c.num_heads;
+  attention.num_seqs = static_cast<int>(batch.sequences.size());
+  attention.num_verbal_rows = num_verbal;
+  attention.query_start = query_start;
+  attention.positions = positions;
+  attention.block_table_start = table_start;
+  attention.block_tables = tables;
+  attention.max_context = flat.max_context;
+  for (int l = 0; l < c.num_layers; ++l) {
+    ARACH_RETURN_IF_ERROR(RunLayer(l, hidden, attention, positions, slots, num_verbal));
+  }
+
+  ForwardOutput output;
+  output.vocab_size = c.vocab_size;
+  output.row_start = flat.logit_row_start;
+  const int logit_rows = static_cast<int>(flat.logit_rows.size());
+  if (logit_rows > 0) {
+    ARACH_ASSIGN_OR_RETURN(const int32_t* selected, workspace_->Upload(Scratch::kLogitRows, flat.logit_rows));
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(Scratch::kLogits, logit_rows, c.vocab_size));
+    b.GatherRows(hidden, selected, gathered);
+    if (c.norm == NormKind::kLayerNorm) {
+      b.LayerNorm(gathered, weights_->final_norm_weight, weights_->final_norm_bias, c.norm_eps, normed);
+    } else {
+      b.RmsNorm(gathered, weights_->final_norm_weight, c.norm_eps, normed);
+    }
+    b.Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
+    output.logits.resize(static_cast<size_t>(logit_rows) * c.vocab_size);
+    b.DownloadFloat(output.logits.data(), logits);
+  }
+  ARACH_RETURN_IF_ERROR(b.Synchronize());
+  return output;
+}
+
+}  // namespace arach

@@ -1,0 +1,139 @@
+#include "engine/runner/offline_session.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+
+namespace arach {
+namespace {
+
+// Block tables of a set of sequences that are released however the session's call ends.
+class SequenceTables {
+ public:
+  SequenceTables(BlockAllocator& allocator, int block_size, size_t count) : allocator_(allocator) {
+    for (size_t i = 0; i < count; ++i) tables_.emplace_back(block_size);
+  }
+  ~SequenceTables() {
+    for (BlockTable& table : tables_) table.ReleaseAll(allocator_);
+  }
+  BlockTable& operator[](size_t i) { return tables_[i]; }
+
+ private:
+  BlockAllocator& allocator_;
+  std::vector<BlockTable> tables_;
+};
+
+}  // namespace
+
+OfflineSession::OfflineSession(ModelRunner& runner)
+    : runner_(runner), allocator_(runner.kv_cache().num_blocks()) {}
+
+int32_t ArgMax(std::span<const float> values) {
+  return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
+}
+
+double LogSoftmaxAt(std::span<const float> values, int32_t index) {
+  const float max_value = *std::max_element(values.begin(), values.end());
+  double sum = 0.0;
+  for (float v : values) sum += std::exp(static_cast<double>(v) - max_value);
+  return static_cast<double>(values[index]) - max_value - std::log(sum);
+}
+
+absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk,
+                                             const LogitsFn& fn) {
+  SequenceTables tables(allocator_, runner_.kv_cache().block_size(), sequences.size());
+  std::vector<int> done(sequences.size(), 0);  // tokens already fed per sequence
+  while (true) {
+    ForwardBatch batch;
+    std::vector<int> batch_seq;  // batch index -> sequence index
+    for (size_t s = 0; s < sequences.size(); ++s) {
+      const int remaining = static_cast<int>(sequences[s].size()) - done[s];
+      if (remaining <= 0) continue;
+      const int n = chunk > 0 ? std::min(chunk, remaining) : remaining;
+      ARACH_RETURN_IF_ERROR(tables[s].Reserve(done[s] + n, allocator_));
+      SequenceInput input;
+      input.tokens = std::span<const int32_t>(sequences[s]).subspan(done[s], n);
+      input.start_position = done[s];
+      input.block_table = &tables[s];
+      input.logits = LogitsMode::kAll;
+      batch.sequences.push_back(input);
+      batch_seq.push_back(static_cast<int>(s));
+    }
+    if (batch.sequences.empty()) return absl::OkStatus();
+    ARACH_ASSIGN_OR_RETURN(ForwardOutput out, runner_.Execute(batch));
+    for (size_t i = 0; i < batch_seq.size(); ++i) {
+      const int s = batch_seq[i];
+      for (int r = 0; r < out.num_rows(static_cast<int>(i)); ++r) fn(s, done[s] + r, out.Row(static_cast<int>(i), r));
+      done[s] += static_cast<int>(batch.sequences[i].tokens.size());
+    }
+  }
+}
+
+absl::StatusOr<std::vector<float>> OfflineSession::Logits(const std::vector<int32_t>& ids, int chunk) {
+  const size_t vocab = static_cast<size_t>(runner_.config().vocab_size);
+  std::vector<float> logits(ids.size() * vocab);
+  ARACH_RETURN_IF_ERROR(ForEachPosition({ids}, chunk, [&](int, int position, std::span<const float> row) {
+    std::copy(row.begin(), row.end(), logits.begin() + position * vocab);
+  }));
+  return logits;
+}
+
+absl::StatusOr<std::vector<double>> OfflineSession::TokenLogProbs(const std::vector<int32_t>& ids, int chunk) {
+  if (ids.size() < 2) return absl::InvalidArgumentError("scoring needs at least two tokens");
+  std::vector<double> logprobs(ids.size() - 1);
+  const std::vector<int32_t> context(ids.begin(), ids.end() - 1);  // the last token predicts nothing
+  ARACH_RETURN_IF_ERROR(ForEachPosition({context}, chunk, [&](int, int position, std::span<const float> row) {
+    logprobs[position] = LogSoftmaxAt(row, ids[position + 1]);
+  }));
+  return logprobs;
+}
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy(
+    const std::vector<std::vector<int32_t>>& prompts, const GreedyOptions& options) {
+  const size_t count = prompts.size();
+  SequenceTables tables(allocator_, runner_.kv_cache().block_size(), count);
+  std::vector<std::vector<int32_t>> tokens = prompts;  // prompt + generated so far
+  std::vector<std::vector<int32_t>> generated(count);
+  std::vector<int> cached(count, 0);  // tokens whose K/V are in the cache
+  std::vector<bool> finished(count, options.max_new_tokens <= 0);
+  for (size_t s = 0; s < count; ++s) {
+    if (prompts[s].empty()) return absl::InvalidArgumentError(absl::StrCat("prompt ", s, " is empty"));
+  }
+  while (true) {
+    ForwardBatch batch;
+    std::vector<size_t> batch_seq;
+    for (size_t s = 0; s < count; ++s) {
+      if (finished[s]) continue;
+      const int pending = static_cast<int>(tokens[s].size()) - cached[s];
+      const int n = options.prefill_chunk > 0 ? std::min(options.prefill_chunk, pending) : pending;
+      ARACH_RETURN_IF_ERROR(tables[s].Reserve(cached[s] + n, allocator_));
+      SequenceInput input;
+      input.tokens = std::span<const int32_t>(tokens[s]).subspan(cached[s], n);
+      input.start_position = cached[s];
+      input.block_table = &tables[s];
+      input.logits = n == pending ? LogitsMode::kLast : LogitsMode::kNone;
+      batch.sequences.push_back(input);
+      batch_seq.push_back(s);
+    }
+    if (batch.sequences.empty()) return generated;
+    ARACH_ASSIGN_OR_RETURN(ForwardOutput out, runner_.Execute(batch));
+    for (size_t i = 0; i < batch_seq.size(); ++i) {
+      const size_t s = batch_seq[i];
+      cached[s] += static_cast<int>(batch.sequences[i].tokens.size());
+      if (out.num_rows(static_cast<int>(i)) == 0) continue;  // mid-prompt chunk
+      const int32_t next = ArgMax(out.Row(static_cast<int>(i), 0));
+      generated[s].push_back(next);
+      tokens[s].push_back(next);
+      const bool stop = std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), next) !=
+                        options.stop_token_ids.end();
+      if (stop || static_cast<int>(generated[s].size()) >= options.max_new_tokens ||
+          static_cast<int>(tokens[s].size()) >= runner_.config().max_positions) {
+        finished[s] = true;
+      }
+    }
+  }
+}
+
+}  // namespace arach

@@ -1,0 +1,55 @@
+// Runs whole requests on a ModelRunner without a scheduler (tools, tests, benchmarks): a fixed set of
+// sequences is prefilled (optionally in chunks) and then decoded together, greedily.
+// The serving engine's scheduler replaces this loop for live traffic.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/kv/block_allocator.h"
+#include "engine/runner/model_runner.h"
+
+namespace arach {
+
+struct GreedyOptions {
+  int max_new_tokens = 32;
+  std::vector<int> stop_token_ids;  // generation of a sequence ends after it emits one of these
+  int prefill_chunk = 0;            // prompt tokens per step and sequence; 0 = the whole prompt at once
+};
+
+class OfflineSession {
+ public:
+  explicit OfflineSession(ModelRunner& runner);
+
+  // Called for each row of logits: sequence index, position of the token whose next-token logits these are.
+  using LogitsFn = std::function<void(int seq, int position, std::span<const float> logits)>;
+
+  // Feeds every sequence through the cache, `chunk` tokens per step (0 = all at once), in one batch,
+  // and hands the logits of every position to `fn`. Blocks are released afterwards.
+  absl::Status ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk, const LogitsFn& fn);
+
+  // Logits of every position of `ids` ([T, V] row-major).
+  absl::StatusOr<std::vector<float>> Logits(const std::vector<int32_t>& ids, int chunk = 0);
+
+  // log p(ids[t] | ids[<t]) for t = 1..T-1 (T-1 values).
+  absl::StatusOr<std::vector<double>> TokenLogProbs(const std::vector<int32_t>& ids, int chunk = 512);
+
+  // Greedy continuations of `prompts` decoded together in one batch; returns the new tokens of each.
+  absl::StatusOr<std::vector<std::vector<int32_t>>> GenerateGreedy(const std::vector<std::vector<int32_t>>& prompts,
+                                                                   const GreedyOptions& options);
+
+  BlockAllocator& allocator() { return allocator_; }
+
+ private:
+  ModelRunner& runner_;
+  BlockAllocator allocator_;
+};
+
+// Index of the largest value (the first one on ties).
+int32_t ArgMax(std::span<const float> values);
+// log softmax(values)[index], computed in double precision.
+double LogSoftmaxAt(std::span<const float> values, int32_t index);
+
+}  // namespace arach

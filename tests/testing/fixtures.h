@@ -1,0 +1,47 @@
+// Access to ../shared/fixtures from tests. Tests that need them call ARACH_REQUIRE_FIXTURES() first,
+// which skips the test with a clear message where the folder is absent.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model/checkpoint.h"
+#include "engine/runner/model_runner.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace arach::testing {
+
+// The fixtures folder (ARACH_FIXTURES env var, else the configured ../shared/fixtures).
+std::string FixturesDir();
+bool HaveFixtures();
+// `<fixtures>/<relative>`.
+std::string FixturePath(const std::string& relative);
+
+// refs/refs.json, parsed once.
+const nlohmann::json& RefsJson();
+// refs/refs.safetensors, opened once.
+const Checkpoint& RefsTensors();
+// A reference tensor as float32.
+std::vector<float> RefTensor(const std::string& name);
+// A prompt of refs.json: models.<model>.prompts.<prompt>.
+std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prompt);
+
+// Loads fixture model `name` (e.g. "gpt2-tiny") onto the CPU backend with a KV pool of `num_blocks`.
+absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks = 256,
+                                                               int block_size = 16);
+
+// Largest |a[i] - b[i]|.
+float MaxAbsDiff(const float* a, const float* b, size_t n);
+
+}  // namespace arach::testing
+
+#define ARACH_REQUIRE_FIXTURES()                                                               \
+  do {                                                                                         \
+    if (!::arach::testing::HaveFixtures()) {                                                   \
+      GTEST_SKIP() << "conformance fixtures not found at " << ::arach::testing::FixturesDir() \
+                   << " (set ARACH_FIXTURES or place ../shared/fixtures beside the project)"; \
+    }                                                                                          \
+  } while (0)
