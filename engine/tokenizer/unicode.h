@@ -1,0 +1,38 @@
+// UTF-8 and Unicode character classes (ICU underneath) used by the tokenizers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace arach {
+
+// One decoded code point and where its bytes are.
+struct CodePoint {
+  char32_t value;
+  uint32_t offset;  // byte offset in the source
+  uint32_t length;  // 1..4
+};
+
+// Decodes UTF-8; malformed input (bad sequences, overlongs, surrogates) is INVALID_ARGUMENT with the byte offset.
+absl::StatusOr<std::vector<CodePoint>> DecodeUtf8(absl::string_view text);
+void AppendUtf8(char32_t value, std::string& out);
+// Length of the longest prefix of `bytes` that ends on a complete UTF-8 character (for streaming).
+size_t CompleteUtf8Prefix(absl::string_view bytes);
+
+enum class CharClass : uint8_t {
+  kLetter,      // \p{L}
+  kNumber,      // \p{N}
+  kWhitespace,  // \s (Unicode White_Space)
+  kOther,
+};
+CharClass ClassifyChar(char32_t c);
+
+enum class NormalizationForm { kNone, kNfc, kNfkc, kNfd, kNfkd };
+// Applies a Unicode normalisation form to valid UTF-8 text.
+absl::StatusOr<std::string> Normalize(NormalizationForm form, absl::string_view text);
+
+}  // namespace arach
