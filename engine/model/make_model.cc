@@ -1,0 +1,267 @@
+#include "engine/model/make_model.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/core/mapped_file.h"
+#include "engine/core/status.h"
+#include "engine/model/safetensors.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "nlohmann/json.hpp"
+
+namespace arach {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct Shape {
+  int d, layers, heads, kv_heads, inner, vocab, context;
+};
+
+// Sizes of the real models each preset mirrors.
+const std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string>>& PresetTable() {
+  static const auto* table = new std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string>>{
+      {{"gpt2", "tiny"}, {{64, 2, 2, 2, 256, 1024, 256}, "GPT-2 layout, d=64, 2 layers (tests)"}},
+      {{"gpt2", "124m"}, {{768, 12, 12, 12, 3072, 50257, 1024}, "GPT-2 small (124M)"}},
+      {{"gpt2", "355m"}, {{1024, 24, 16, 16, 4096, 50257, 1024}, "GPT-2 medium (355M)"}},
+      {{"gpt_neox", "tiny"}, {{64, 2, 2, 2, 256, 1024, 256}, "Pythia layout, d=64, 2 layers (tests)"}},
+      {{"gpt_neox", "160m"}, {{768, 12, 12, 12, 3072, 50304, 2048}, "Pythia-160M"}},
+      {{"gpt_neox", "410m"}, {{1024, 24, 16, 16, 4096, 50304, 2048}, "Pythia-410M"}},
+      {{"llama", "tiny"}, {{64, 2, 4, 2, 172, 1024, 256}, "Llama layout with GQA, d=64, 2 layers (tests)"}},
+      {{"llama", "1b"}, {{2048, 22, 32, 4, 5632, 32000, 2048}, "TinyLlama-1.1B shape (GQA 32/4)"}},
+  };
+  return *table;
+}
+
+std::string CanonicalPreset(const std::string& preset) {
+  for (const char* prefix : {"gpt2-", "pythia-", "llama-", "tinyllama-"}) {
+    if (preset.rfind(prefix, 0) == 0) return preset.substr(std::string(prefix).size());
+  }
+  if (preset == "1.1b") return "1b";
+  return preset;
+}
+
+// Deterministic normal samples: splitmix64 + Box-Muller.
+class NormalSampler {
+ public:
+  explicit NormalSampler(uint64_t seed) : state_(seed) {}
+  float Next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = (static_cast<double>(NextU64() >> 11) + 1.0) * (1.0 / 9007199254740993.0);
+    const double u2 = static_cast<double>(NextU64() >> 11) * (1.0 / 9007199254740992.0);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
+    has_spare_ = true;
+    return static_cast<float>(r * std::cos(2.0 * M_PI * u2));
+  }
+
+ private:
+  uint64_t NextU64() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+  float spare_ = 0.0f;
+  bool has_spare_ = false;
+};
+
+// How a tensor is initialised.
+enum class Init { kNormal, kOnes, kZeros };
+
+struct TensorPlan {
+  std::string name;
+  std::vector<int64_t> shape;
+  Init init;
+  float std = 0.02f;
+};
+
+std::vector<TensorPlan> PlanGpt2(const Shape& s) {
+  const int64_t d = s.d, f = s.inner;
+  const float proj_std = 0.02f / std::sqrt(2.0f * s.layers);
+  std::vector<TensorPlan> t = {{"wte.weight", {s.vocab, d}, Init::kNormal}, {"wpe.weight", {s.context, d}, Init::kNormal, 0.01f}};
+  for (int i = 0; i < s.layers; ++i) {
+    const std::string p = absl::StrCat("h.", i, ".");
+    t.push_back({p + "ln_1.weight", {d}, Init::kOnes});
+    t.push_back({p + "ln_1.bias", {d}, Init::kZeros});
+    t.push_back({p + "attn.c_attn.weight", {d, 3 * d}, Init::kNormal});
+    t.push_back({p + "attn.c_attn.bias", {3 * d}, Init::kZeros});
+    t.push_back({p + "attn.c_proj.weight", {d, d}, Init::kNormal, proj_std});
+    t.push_back({p + "attn.c_proj.bias", {d}, Init::kZeros});
+    t.push_back({p + "ln_2.weight", {d}, Init::kOnes});
+    t.push_back({p + "ln_2.bias", {d}, Init::kZeros});
+    t.push_back({p + "mlp.c_fc.weight", {d, f}, Init::kNormal});
+    t.push_back({p + "mlp.c_fc.bias", {f}, Init::kZeros});
+    t.push_back({p + "mlp.c_proj.weight", {f, d}, Init::kNormal, proj_std});
+    t.push_back({p + "mlp.c_proj.bias", {d}, Init::kZeros});
+  }
+  t.push_back({"ln_f.weight", {d}, Init::kOnes});
+  t.push_back({"ln_f.bias", {d}, Init::kZeros});
+  return t;
+}
+
+std::vector<TensorPlan> PlanGptNeox(const Shape& s) {
+  const int64_t d = s.d, f = s.inner;
+  std::vector<TensorPlan> t = {{"gpt_neox.embed_in.weight", {s.vocab, d}, Init::kNormal}};
+  for (int i = 0; i < s.layers; ++i) {
+    const std::string p = absl::StrCat("gpt_neox.layers.", i, ".");
+    t.push_back({p + "input_layernorm.weight", {d}, Init::kOnes});
+    t.push_back({p + "input_layernorm.bias", {d}, Init::kZeros});
+    t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kOnes});
+    t.push_back({p + "post_attention_layernorm.bias", {d}, Init::kZeros});
+    t.push_back({p + "attention.query_key_value.weight", {3 * d, d}, Init::kNormal});
+    t.push_back({p + "attention.query_key_value.bias", {3 * d}, Init::kZeros});
+    t.push_back({p + "attention.dense.weight", {d, d}, Init::kNormal});
+    t.push_back({p + "attention.dense.bias", {d}, Init::kZeros});
+    t.push_back({p + "mlp.dense_h_to_4h.weight", {f, d}, Init::kNormal});
+    t.push_back({p + "mlp.dense_h_to_4h.bias", {f}, Init::kZeros});
+    t.push_back({p + "mlp.dense_4h_to_h.weight", {d, f}, Init::kNormal});
+    t.push_back({p + "mlp.dense_4h_to_h.bias", {d}, Init::kZeros});
+  }
+  t.push_back({"gpt_neox.final_layer_norm.weight", {d}, Init::kOnes});
+  t.push_back({"gpt_neox.final_layer_norm.bias", {d}, Init::kZeros});
+  t.push_back({"embed_out.weight", {s.vocab, d}, Init::kNormal});
+  return t;
+}
+
+std::vector<TensorPlan> PlanLlama(const Shape& s) {
+  const int64_t d = s.d, f = s.inner, hd = s.d / s.heads, kv = static_cast<int64_t>(s.kv_heads) * hd;
+  std::vector<TensorPlan> t = {{"model.embed_tokens.weight", {s.vocab, d}, Init::kNormal}};
+  for (int i = 0; i < s.layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    t.push_back({p + "input_layernorm.weight", {d}, Init::kOnes});
+    t.push_back({p + "self_attn.q_proj.weight", {d, d}, Init::kNormal});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, d}, Init::kNormal});
+    t.push_back({p + "self_attn.v_proj.weight", {kv, d}, Init::kNormal});
+    t.push_back({p + "self_attn.o_proj.weight", {d, d}, Init::kNormal});
+    t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kOnes});
+    t.push_back({p + "mlp.gate_proj.weight", {f, d}, Init::kNormal});
+    t.push_back({p + "mlp.up_proj.weight", {f, d}, Init::kNormal});
+    t.push_back({p + "mlp.down_proj.weight", {d, f}, Init::kNormal});
+  }
+  t.push_back({"model.norm.weight", {d}, Init::kOnes});
+  t.push_back({"lm_head.weight", {s.vocab, d}, Init::kNormal});
+  return t;
+}
+
+json ConfigJson(const std::string& arch, const Shape& s, const std::string& dtype_name) {
+  const int special = s.vocab - 1;  // the synthetic tokenizer's <|endoftext|>
+  const std::string torch_dtype = dtype_name == "F32" ? "float32" : dtype_name == "F16" ? "float16" : "bfloat16";
+  if (arch == "gpt2") {
+    return {{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}, {"n_embd", s.d}, {"n_layer", s.layers},
+            {"n_head", s.heads}, {"n_inner", nullptr}, {"n_positions", s.context}, {"n_ctx", s.context},
+            {"vocab_size", s.vocab}, {"activation_function", "gelu_new"}, {"layer_norm_epsilon", 1e-5},
+            {"bos_token_id", special}, {"eos_token_id", special}, {"tie_word_embeddings", true},
+            {"torch_dtype", torch_dtype}};
+  }
+  if (arch == "gpt_neox") {
+    return {{"architectures", {"GPTNeoXForCausalLM"}}, {"model_type", "gpt_neox"}, {"hidden_size", s.d},
+            {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"intermediate_size", s.inner},
+            {"max_position_embeddings", s.context}, {"rotary_pct", 0.25}, {"rotary_emb_base", 10000},
+            {"use_parallel_residual", true}, {"layer_norm_eps", 1e-5}, {"hidden_act", "gelu"},
+            {"tie_word_embeddings", false}, {"vocab_size", s.vocab}, {"bos_token_id", special},
+            {"eos_token_id", special}, {"torch_dtype", torch_dtype}};
+  }
+  return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", s.d},
+          {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
+          {"intermediate_size", s.inner}, {"max_position_embeddings", s.context}, {"rms_norm_eps", 1e-5},
+          {"rope_theta", 10000.0}, {"hidden_act", "silu"}, {"tie_word_embeddings", false},
+          {"vocab_size", s.vocab}, {"bos_token_id", special}, {"eos_token_id", special},
+          {"attention_bias", false}, {"mlp_bias", false}, {"torch_dtype", torch_dtype}};
+}
+
+absl::Status CopyTokenizerFiles(const std::string& from, const std::string& to) {
+  int copied = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(from, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool tokenizer_file = name == "tokenizer.json" || name == "vocab.json" || name == "merges.txt" ||
+                                name == "tokenizer_config.json" || name == "special_tokens_map.json" ||
+                                name == "tokenizer.bin" || (name.rfind("tok", 0) == 0 && name.size() > 4 &&
+                                                            name.substr(name.size() - 4) == ".bin");
+    if (!tokenizer_file) continue;
+    fs::copy_file(entry.path(), fs::path(to) / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) return absl::InternalError(absl::StrCat(entry.path().string(), ": cannot copy: ", ec.message()));
+    ++copied;
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat(from, ": cannot read: ", ec.message()));
+  if (copied == 0) return absl::NotFoundError(absl::StrCat(from, ": no tokenizer files to copy"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<MakeModelPreset> MakeModelPresets() {
+  std::vector<MakeModelPreset> presets;
+  for (const auto& [key, value] : PresetTable()) presets.push_back({key.first, key.second, value.second});
+  return presets;
+}
+
+absl::StatusOr<ModelConfig> MakeModel(const MakeModelOptions& options) {
+  const auto it = PresetTable().find({options.arch, CanonicalPreset(options.preset)});
+  if (it == PresetTable().end()) {
+    std::vector<std::string> known;
+    for (const MakeModelPreset& p : MakeModelPresets()) known.push_back(absl::StrCat(p.arch, "/", p.name));
+    return absl::InvalidArgumentError(absl::StrCat("make-model: unknown arch/preset \"", options.arch, "/", options.preset,
+                                                   "\" (known: ", absl::StrJoin(known, ", "), ")"));
+  }
+  const Shape& shape = it->second.first;
+  std::string dtype_name = options.dtype;
+  if (dtype_name.empty()) dtype_name = options.arch == "gpt2" ? "F32" : options.arch == "gpt_neox" ? "F16" : "BF16";
+  ARACH_ASSIGN_OR_RETURN(DType dtype, ParseDType(dtype_name));
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
+    return absl::InvalidArgumentError("make-model: --dtype must be F32, F16 or BF16");
+  }
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat(options.out_dir, ": cannot create: ", ec.message()));
+
+  const std::vector<TensorPlan> plan = options.arch == "gpt2"       ? PlanGpt2(shape)
+                                       : options.arch == "gpt_neox" ? PlanGptNeox(shape)
+                                                                    : PlanLlama(shape);
+  SafetensorsStreamWriter writer;
+  for (const TensorPlan& t : plan) writer.Declare(t.name, dtype, t.shape);
+  const std::string weights_path = (fs::path(options.out_dir) / "model.safetensors").string();
+  ARACH_RETURN_IF_ERROR(writer.Open(weights_path, {{"format", "pt"}, {"generator", "arach-run make-model"},
+                                                   {"seed", std::to_string(options.seed)}}));
+  std::vector<float> values;
+  std::vector<unsigned char> bytes;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const TensorPlan& t = plan[i];
+    size_t count = 1;
+    for (int64_t dim : t.shape) count *= static_cast<size_t>(dim);
+    values.resize(count);
+    if (t.init == Init::kNormal) {
+      NormalSampler sampler(options.seed * 0x100000001b3ull + std::hash<std::string>{}(t.name));
+      for (float& v : values) v = t.std * sampler.Next();
+    } else {
+      std::fill(values.begin(), values.end(), t.init == Init::kOnes ? 1.0f : 0.0f);
+    }
+    bytes.resize(count * DTypeSize(dtype));
+    ConvertFromFloat(dtype, values.data(), count, bytes.data());
+    ARACH_RETURN_IF_ERROR(writer.Append(bytes.data(), bytes.size()));
+  }
+  ARACH_RETURN_IF_ERROR(writer.Close());
+
+  const std::string config_text = ConfigJson(options.arch, shape, dtype_name).dump(2);
+  const std::string config_path = (fs::path(options.out_dir) / "config.json").string();
+  std::ofstream(config_path) << config_text << "\n";
+  if (options.tokenizer_from.empty()) {
+    ARACH_RETURN_IF_ERROR(WriteSyntheticTokenizer(options.out_dir, shape.vocab, options.seed));
+  } else {
+    ARACH_RETURN_IF_ERROR(CopyTokenizerFiles(options.tokenizer_from, options.out_dir));
+  }
+  return ParseModelConfig(config_text, config_path);
+}
+
+}  // namespace arach

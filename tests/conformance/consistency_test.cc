@@ -1,0 +1,126 @@
+// The same prompts give the same logits whether run alone, in one batch of mixed lengths, or prefilled
+// in chunks and then decoded token by token through the paged KV cache; and validation perplexity and
+// the Llama story match the references.
+#include <cmath>
+
+#include "engine/core/mapped_file.h"
+#include "engine/runner/offline_session.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
+
+namespace arach {
+namespace {
+
+using testing::MaxAbsDiff;
+using testing::RefPrompt;
+
+class Consistency : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    // Block size 4 makes every prompt span several blocks.
+    auto runner = testing::LoadFixtureRunner(GetParam(), /*num_blocks=*/512, /*block_size=*/4);
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    runner_ = std::move(*runner);
+  }
+  std::unique_ptr<ModelRunner> runner_;
+};
+
+// Logits of every position of each prompt, all prompts in one batch, `chunk` tokens per step.
+std::vector<std::vector<float>> BatchedLogits(OfflineSession& session, const std::vector<std::vector<int32_t>>& prompts,
+                                              int chunk, int vocab) {
+  std::vector<std::vector<float>> out(prompts.size());
+  for (size_t s = 0; s < prompts.size(); ++s) out[s].resize(prompts[s].size() * vocab);
+  const absl::Status status = session.ForEachPosition(prompts, chunk, [&](int s, int position, std::span<const float> row) {
+    std::copy(row.begin(), row.end(), out[s].begin() + static_cast<size_t>(position) * vocab);
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+TEST_P(Consistency, AloneBatchedChunkedAndDecodedAgree) {
+  OfflineSession session(*runner_);
+  const int vocab = runner_->config().vocab_size;
+  const std::vector<int32_t> p48 = RefPrompt(GetParam(), "p48");
+  const std::vector<std::vector<int32_t>> prompts = {
+      RefPrompt(GetParam(), "p7"), p48, std::vector<int32_t>(p48.begin() + 5, p48.begin() + 30), {p48[3]}};
+
+  std::vector<std::vector<float>> alone;
+  for (const auto& prompt : prompts) alone.push_back(BatchedLogits(session, {prompt}, 0, vocab)[0]);
+  for (int chunk : {0, 1, 3, 16}) {  // 0: one-shot prefill; 1: token-by-token decode through the cache
+    const auto batched = BatchedLogits(session, prompts, chunk, vocab);
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      EXPECT_LT(MaxAbsDiff(batched[s].data(), alone[s].data(), alone[s].size()), 1e-4f)
+          << "prompt " << s << " chunk " << chunk;
+    }
+  }
+  EXPECT_EQ(session.allocator().num_free(), session.allocator().num_blocks()) << "blocks leaked";
+}
+
+TEST_P(Consistency, GreedyIsTheSameChunkedAndBatched) {
+  OfflineSession session(*runner_);
+  const std::vector<int32_t> p48 = RefPrompt(GetParam(), "p48");
+  const auto expected = testing::RefsJson()["models"][GetParam()]["variants"]["base"]["greedy_p48_32"].get<std::vector<int32_t>>();
+  GreedyOptions options;
+  options.max_new_tokens = 32;
+  options.prefill_chunk = 5;
+  auto out = session.GenerateGreedy({RefPrompt(GetParam(), "p7"), p48, {p48[0], p48[1]}}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[1], expected);
+}
+
+TEST_P(Consistency, ValidationPerplexity) {
+  const auto& ref = testing::RefsJson()["models"][GetParam()]["variants"]["base"];
+  std::vector<int32_t> val;
+  if (GetParam() == "llama-stories260k") {
+    const auto story = testing::RefsJson()["notes"]["llama_greedy_from_bos_60"].get<std::vector<int32_t>>();
+    for (int r = 0; r < 6; ++r) val.insert(val.end(), story.begin(), story.end());
+  } else {
+    auto tokenizer = LoadTokenizer(testing::FixturePath(GetParam()));
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    auto text = ReadFileToString(testing::FixturePath("data/tinyshakespeare.txt"));
+    ASSERT_TRUE(text.ok()) << text.status();
+    auto ids = (*tokenizer)->Encode(*text);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    val.assign(ids->begin() + static_cast<long>(0.9 * ids->size()), ids->end());
+  }
+  OfflineSession session(*runner_);
+  const int windows = std::min<int>(8, (static_cast<int>(val.size()) - 1) / 128);
+  double total = 0.0;
+  int count = 0;
+  for (int w = 0; w < windows; ++w) {
+    const std::vector<int32_t> window(val.begin() + 128 * w, val.begin() + 128 * w + 129);
+    auto logprobs = session.TokenLogProbs(window);
+    ASSERT_TRUE(logprobs.ok()) << logprobs.status();
+    for (double lp : *logprobs) total -= lp;
+    count += static_cast<int>(logprobs->size());
+  }
+  EXPECT_EQ(count, ref["val_tokens"].get<int>());
+  const double ppl = std::exp(total / count);
+  const double ref_ppl = ref["val_ppl"].get<double>();
+  EXPECT_NEAR(ppl, ref_ppl, 1e-3 * ref_ppl) << "ppl " << ppl << " vs " << ref_ppl;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Consistency, ::testing::Values("gpt2-tiny", "neox-tiny", "llama-stories260k"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) if (c == '-') c = '_';
+                           return name;
+                         });
+
+TEST(LlamaStory, GreedyFromBosMatchesTheReference) {
+  ARACH_REQUIRE_FIXTURES();
+  auto runner = testing::LoadFixtureRunner("llama-stories260k");
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  OfflineSession session(**runner);
+  const auto expected = testing::RefsJson()["notes"]["llama_greedy_from_bos_60"].get<std::vector<int32_t>>();
+  GreedyOptions options;
+  options.max_new_tokens = static_cast<int>(expected.size()) - 1;
+  auto out = session.GenerateGreedy({{1}}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0], std::vector<int32_t>(expected.begin() + 1, expected.end()));
+}
+
+}  // namespace
+}  // namespace arach

@@ -1,0 +1,138 @@
+// Tokenizer pieces without fixtures: the GPT-2 pre-tokenizer, BPE merging, added tokens, UTF-8 helpers,
+// the synthetic vocabulary of make-model, and llama2.c encoding.
+#include <fstream>
+#include <numeric>
+
+#include "engine/tokenizer/added_tokens.h"
+#include "engine/tokenizer/bpe_model.h"
+#include "engine/tokenizer/gpt2_pretokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/unicode.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+std::vector<std::string> Split(const std::string& text) {
+  auto pieces = SplitGpt2(text);
+  EXPECT_TRUE(pieces.ok()) << pieces.status();
+  std::vector<std::string> out;
+  for (absl::string_view p : *pieces) out.emplace_back(p);
+  return out;
+}
+
+TEST(Gpt2PreTokenizer, FollowsTheRegexAlternatives) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Split("Hello world"), (V{"Hello", " world"}));
+  EXPECT_EQ(Split("Hello  world"), (V{"Hello", " ", " world"}));
+  EXPECT_EQ(Split("I'm you're we'll"), (V{"I", "'m", " you", "'re", " we", "'ll"}));
+  EXPECT_EQ(Split("don't!!!???"), (V{"don", "'t", "!!!???"}));
+  EXPECT_EQ(Split("  \nHi"), (V{"  ", "\n", "Hi"}));
+  EXPECT_EQ(Split("a  "), (V{"a", "  "}));
+  EXPECT_EQ(Split("x 123 3.14"), (V{"x", " 123", " 3", ".", "14"}));
+  EXPECT_EQ(Split(" 's"), (V{" '", "s"}));
+  EXPECT_EQ(Split("\xc2\xa0nbsp"), (V{"\xc2\xa0", "nbsp"}));  // U+00A0 is whitespace
+  EXPECT_EQ(Split("Привет мир"), (V{"Привет", " мир"}));
+  EXPECT_EQ(Split(""), V{});
+}
+
+TEST(Gpt2PreTokenizer, RejectsMalformedUtf8) {
+  EXPECT_FALSE(SplitGpt2("ok\xff").ok());
+  EXPECT_FALSE(SplitGpt2("\xe2\x82").ok());       // truncated
+  EXPECT_FALSE(SplitGpt2("\xc0\xaf").ok());       // overlong
+  EXPECT_FALSE(SplitGpt2("\xed\xa0\x80").ok());   // surrogate
+}
+
+TEST(Utf8, CompletePrefixHoldsBackAPartialCharacter) {
+  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
+  EXPECT_EQ(CompleteUtf8Prefix("a\xe2\x82"), 1u);
+  EXPECT_EQ(CompleteUtf8Prefix("a\xe2\x82\xac"), 4u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xf0\x9f\xa4"), 0u);
+  EXPECT_EQ(CompleteUtf8Prefix(""), 0u);
+}
+
+TEST(Bpe, MergesLowestRankFirstLeftmostOnTies) {
+  std::unordered_map<std::string, int32_t> vocab = {{"a", 0}, {"b", 1}, {"ab", 2}, {"aa", 3}, {"aab", 4}};
+  auto model = BpeModel::Create(vocab, {{"a", "a"}, {"a", "b"}, {"aa", "b"}}, false, "test");
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(model->Encode("aaab", ids).ok());
+  EXPECT_EQ(ids, (std::vector<int32_t>{3, 2}));  // (a a) first at the left, then (a b): "aa" "ab"
+  ids.clear();
+  ASSERT_TRUE(model->Encode("aab", ids).ok());
+  EXPECT_EQ(ids, (std::vector<int32_t>{4}));
+  auto bad = BpeModel::Create(vocab, {{"b", "b"}}, false, "merges.txt");
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("merge 0 (\"b\" \"b\")"));
+}
+
+TEST(AddedTokens, LeftmostLongestMatch) {
+  AddedTokenMatcher matcher({{"<|a|>", 10, true, false}, {"<|a|><|b|>", 11, true, false}, {"  ", 12, false, true}});
+  const auto segments = matcher.Split("x<|a|><|b|>y<|a|>  z");
+  ASSERT_EQ(segments.size(), 6u);
+  EXPECT_EQ(segments[0].text, "x");
+  EXPECT_EQ(segments[1].id, 11);
+  EXPECT_EQ(segments[2].text, "y");
+  EXPECT_EQ(segments[3].id, 10);
+  EXPECT_EQ(segments[4].id, 12);
+  EXPECT_EQ(segments[5].text, "z");
+}
+
+TEST(SyntheticTokenizer, IsAValidVocabularyOfTheRequestedSize) {
+  testing::ScopedTempDir dir;
+  ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 3000, 1).ok());
+  auto tokenizer = LoadTokenizer(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_EQ((*tokenizer)->vocab_size(), 3000);
+  EXPECT_EQ((*tokenizer)->TokenToId("<|endoftext|>"), 2999);
+  for (const std::string text : {"hello there, general kenobi!", "ünïcödé ✓ 日本", "<|endoftext|>tail"}) {
+    auto ids = (*tokenizer)->Encode(text);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*(*tokenizer)->Decode(*ids), text);
+  }
+  // Every id decodes to something.
+  std::vector<int32_t> all(3000);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_TRUE((*tokenizer)->Decode(all).ok());
+  EXPECT_FALSE((*tokenizer)->Decode(std::vector<int32_t>{3000}).ok());
+}
+
+TEST(Llama2cTokenizer, EncodesWithDummyPrefixByteFallbackAndScores) {
+  testing::ScopedTempDir dir;
+  // A five-piece vocabulary plus the 256 byte pieces.
+  std::vector<std::pair<std::string, float>> pieces = {{"<unk>", 0}, {"\n<s>\n", 0}, {"\n</s>\n", 0}};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    pieces.push_back({name, 0});
+  }
+  for (const auto& [piece, score] : std::vector<std::pair<std::string, float>>{
+           {" ", -1}, {"h", -2}, {"i", -3}, {"hi", -4}, {" hi", -5}}) {
+    pieces.push_back({piece, score});
+  }
+  {
+    std::ofstream out(dir.File("tokenizer.bin"), std::ios::binary);
+    const int32_t max_len = 6;
+    out.write(reinterpret_cast<const char*>(&max_len), 4);
+    for (const auto& [piece, score] : pieces) {
+      const int32_t len = static_cast<int32_t>(piece.size());
+      out.write(reinterpret_cast<const char*>(&score), 4);
+      out.write(reinterpret_cast<const char*>(&len), 4);
+      out.write(piece.data(), len);
+    }
+  }
+  auto tokenizer = LoadTokenizer(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const int space = 259, hi_with_space = 263;
+  auto ids = EncodePrompt(**tokenizer, "hi\xc3\xa9", 1);
+  ASSERT_TRUE(ids.ok());
+  // BOS, " hi" (merged from " " + "hi"), then é by byte fallback (0xC3, 0xA9 -> ids 3 + byte).
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, hi_with_space, 3 + 0xc3, 3 + 0xa9}));
+  EXPECT_EQ(*(*tokenizer)->Decode(*ids), "hi\xc3\xa9");  // the space after BOS is dropped
+  EXPECT_EQ(*(*tokenizer)->Decode(std::vector<int32_t>{space, 3 + 'A'}), " A");
+}
+
+}  // namespace
+}  // namespace arach
