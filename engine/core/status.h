@@ -15,6 +15,7 @@
 #define ARACH_CONCAT_(a, b) ARACH_CONCAT_INNER_(a, b)
 
 // `lhs = value of expr` where expr is an absl::StatusOr<T>; returns its status early on error.
+// Expands to several statements: inside an if/else, use braces.
 #define ARACH_ASSIGN_OR_RETURN(lhs, expr) \
   ARACH_ASSIGN_OR_RETURN_IMPL_(ARACH_CONCAT_(arach_statusor_, __LINE__), lhs, expr)
 

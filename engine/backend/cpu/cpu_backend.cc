@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/cpu/cpu_parallel.h"
 
 namespace arach {
 namespace {
@@ -25,26 +26,15 @@ class HostBuffer final : public DeviceBuffer {
 
 inline float* Row(const DeviceMatrix& m, int64_t r) { return m.As<float>() + r * m.stride; }
 
-float ActivateOne(Activation act, float x) {
-  switch (act) {
-    case Activation::kGeluTanh: {
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    }
-    case Activation::kGeluErf:
-      return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-    case Activation::kSilu:
-      return x / (1.0f + std::exp(-x));
-    case Activation::kRelu:
-      return x > 0.0f ? x : 0.0f;
-  }
-  return x;
-}
-
 }  // namespace
 
+CpuBackend::CpuBackend() {
+  // The backend parallelises its kernels itself (cpu_parallel.h) and calls OpenBLAS inside them.
+  openblas_set_num_threads(1);
+}
+
 std::string CpuBackend::Describe() const {
-  return absl::StrCat("cpu (OpenBLAS ", openblas_get_config(), ", ", openblas_get_num_threads(), " threads)");
+  return absl::StrCat("cpu (", cpu::MaxThreads(), " threads; OpenBLAS ", openblas_get_corename(), " kernels)");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
@@ -143,23 +133,6 @@ void CpuBackend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary
         head[i + half] = b * cos_table[i] + a * sin_table[i];
       }
     }
-  }
-}
-
-void CpuBackend::Activate(Activation act, const DeviceMatrix& x) {
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* row = Row(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) row[c] = ActivateOne(act, row[c]);
-  }
-}
-
-void CpuBackend::GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
-  const int64_t inner = out.cols;
-  for (int64_t r = 0; r < in.rows; ++r) {
-    const float* gate = Row(in, r);
-    const float* up = gate + inner;
-    float* y = Row(out, r);
-    for (int64_t c = 0; c < inner; ++c) y[c] = ActivateOne(act, gate[c]) * up[c];
   }
 }
 

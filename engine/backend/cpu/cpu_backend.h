@@ -9,7 +9,8 @@ namespace arach {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() = default;
+  // Sets OpenBLAS to one thread: the backend runs its own parallel loops (OpenMP) around BLAS calls.
+  CpuBackend();
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string Describe() const override;
@@ -32,16 +33,13 @@ class CpuBackend final : public Backend {
               bool accumulate) override;  // cpu_linear.cc
   void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
             const float* inv_freq) override;
-  void Activate(Activation act, const DeviceMatrix& x) override;
-  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;
+  void Activate(Activation act, const DeviceMatrix& x) override;  // cpu_activation.cc
+  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;  // cpu_activation.cc
   void Add(const DeviceMatrix& x, const DeviceMatrix& y) override;
   void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
   void Attention(const AttentionParams& params) override;  // cpu_attention.cc
   void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
 
- private:
-  // Scratch reused by Attention: gathered keys/values of one sequence and head, and scores.
-  std::vector<float> keys_, values_, scores_;
 };
 
 }  // namespace arach

@@ -1,40 +1,141 @@
-// Linear layers on CPU: one OpenBLAS call per projection (sgemv for a single row).
+// Linear layers on CPU. Few rows (decode): a register-tiled kernel that streams each weight row once,
+// parallel over output features. Many rows (prefill): OpenBLAS sgemm, one single-threaded call per
+// thread on a slice of the output features (the weights are never repacked twice).
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/cpu_parallel.h"
 
 namespace arach {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr int kLanes = 16;
+#elif defined(__AVX__)
+constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;
+#endif
+typedef float VecF __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline VecF LoadVec(const float* p) {
+  VecF v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Horizontal sum by halving (a loop over lanes compiles to one extract per lane).
+inline float SumLanes(VecF v) {
+  typedef float Vec4 __attribute__((vector_size(4 * sizeof(float))));
+#if defined(__AVX512F__)
+  typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
+  const Vec8 half = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Vec4 quarter = __builtin_shufflevector(half, half, 0, 1, 2, 3) + __builtin_shufflevector(half, half, 4, 5, 6, 7);
+#elif defined(__AVX__)
+  const Vec4 quarter = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+#else
+  const Vec4 quarter = v;
+#endif
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+// Rows at or below this count use the tiled kernel instead of sgemm.
+constexpr int64_t kSmallRows = 12;
+// Output features per task of the tiled kernel.
+constexpr int64_t kFeatureTile = 4;
+
+// out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB.
+template <int MB, int NB>
+inline void Tile(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int64_t k_size, float* out,
+                 int64_t out_stride, bool accumulate) {
+  VecF acc[MB][NB] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= k_size; k += kLanes) {
+    VecF wv[NB];
+    for (int j = 0; j < NB; ++j) wv[j] = LoadVec(w + j * w_stride + k);
+    for (int i = 0; i < MB; ++i) {
+      const VecF xv = LoadVec(x + i * x_stride + k);
+      for (int j = 0; j < NB; ++j) acc[i][j] += xv * wv[j];
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) {
+      float sum = SumLanes(acc[i][j]);
+      for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * w[j * w_stride + kk];
+      float& o = out[i * out_stride + j];
+      o = accumulate ? o + sum : sum;
+    }
+  }
+}
+
+// All rows of x against NB consecutive weight rows.
+template <int NB>
+void AllRows(const DeviceMatrix& in, const float* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
+  const float* x = in.As<float>();
+  const int64_t k = in.cols;
+  int64_t m = 0;
+  for (; m + 4 <= in.rows; m += 4) Tile<4, NB>(x + m * in.stride, in.stride, w, w_stride, k, out + m * out_stride, out_stride, accumulate);
+  const float* xr = x + m * in.stride;
+  float* o = out + m * out_stride;
+  switch (in.rows - m) {
+    case 3: Tile<3, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 2: Tile<2, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 1: Tile<1, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
+    default: break;
+  }
+}
+
+void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate) {
+  const int64_t n = weight.rows;
+  const int64_t tiles = (n + kFeatureTile - 1) / kFeatureTile;
+  cpu::ParallelRanges(tiles, cpu::MaxThreads(), [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t j0 = t * kFeatureTile;
+      const float* w = weight.As<float>() + j0 * weight.stride;
+      float* o = out.As<float>() + j0;
+      if (j0 + kFeatureTile <= n) {
+        AllRows<kFeatureTile>(in, w, weight.stride, o, out.stride, accumulate);
+      } else {
+        for (int64_t j = j0; j < n; ++j) AllRows<1>(in, weight.As<float>() + j * weight.stride, weight.stride, out.As<float>() + j, out.stride, accumulate);
+      }
+    }
+  });
+}
+
+void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate) {
+  const int64_t n = weight.rows;
+  const int parts = static_cast<int>(std::min<int64_t>(cpu::MaxThreads(), std::max<int64_t>(1, n / 64)));
+  cpu::ParallelRanges(n, parts, [&](int64_t first, int64_t last) {
+    // out[:, first:last] (m x cols) = in (m x k) . W[first:last]^T (k x cols)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows),
+                static_cast<blasint>(last - first), static_cast<blasint>(in.cols), 1.0f, in.As<float>(),
+                static_cast<blasint>(in.stride), weight.As<float>() + first * weight.stride,
+                static_cast<blasint>(weight.stride), accumulate ? 1.0f : 0.0f, out.As<float>() + first,
+                static_cast<blasint>(out.stride));
+  });
+}
+
+}  // namespace
 
 void CpuBackend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                         const DeviceMatrix& out, bool accumulate) {
-  const int64_t m = in.rows, n = weight.rows, k = weight.cols;
-  if (m == 0) return;
-  float beta = accumulate ? 1.0f : 0.0f;
+  if (in.rows == 0) return;
+  if (in.rows <= kSmallRows) {
+    SmallRowsLinear(in, weight, out, accumulate);
+  } else {
+    LargeRowsLinear(in, weight, out, accumulate);
+  }
   if (bias.data != nullptr) {
     const float* b = bias.As<float>();
-    for (int64_t r = 0; r < m; ++r) {
+    for (int64_t r = 0; r < out.rows; ++r) {
       float* y = out.As<float>() + r * out.stride;
-      if (accumulate) {
-        for (int64_t c = 0; c < n; ++c) y[c] += b[c];
-      } else {
-        std::memcpy(y, b, n * sizeof(float));
-      }
+      for (int64_t c = 0; c < out.cols; ++c) y[c] += b[c];
     }
-    beta = 1.0f;
   }
-  if (m == 1) {
-    // y (n) = W (n x k) x (k)
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n), static_cast<blasint>(k), 1.0f,
-                weight.As<float>(), static_cast<blasint>(weight.stride), in.As<float>(), 1, beta,
-                out.As<float>(), 1);
-    return;
-  }
-  // out (m x n) = in (m x k) . W^T (k x n)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, in.As<float>(), static_cast<blasint>(in.stride), weight.As<float>(),
-              static_cast<blasint>(weight.stride), beta, out.As<float>(), static_cast<blasint>(out.stride));
 }
 
 }  // namespace arach

@@ -1,0 +1,52 @@
+#include "bench/bench_util.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/core/status.h"
+#include "engine/model/make_model.h"
+
+namespace arach::bench {
+
+absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::string>& dirs,
+                                                       const std::vector<std::string>& fixtures,
+                                                       const std::string& fixtures_dir,
+                                                       const std::vector<std::string>& presets,
+                                                       const std::string& scratch_dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out = dirs;
+  for (const std::string& name : fixtures) {
+    const fs::path dir = fs::path(fixtures_dir) / name;
+    if (fs::exists(dir / "config.json")) {
+      out.push_back(dir.string());
+    } else {
+      std::fprintf(stderr, "[bench] fixture %s not found under %s; skipped\n", name.c_str(), fixtures_dir.c_str());
+    }
+  }
+  for (const std::string& preset : presets) {
+    const std::vector<std::string> parts = absl::StrSplit(preset, '/');
+    if (parts.size() != 2) return absl::InvalidArgumentError(absl::StrCat("preset \"", preset, "\" is not ARCH/NAME"));
+    const fs::path dir = fs::path(scratch_dir) / absl::StrCat(parts[0], "-", parts[1]);
+    if (!fs::exists(dir / "config.json")) {
+      std::fprintf(stderr, "[bench] writing make-model %s to %s\n", preset.c_str(), dir.c_str());
+      MakeModelOptions options;
+      options.arch = parts[0];
+      options.preset = parts[1];
+      options.out_dir = dir.string();
+      ARACH_RETURN_IF_ERROR(MakeModel(options).status());
+    }
+    out.push_back(dir.string());
+  }
+  return out;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace arach::bench

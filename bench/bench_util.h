@@ -1,0 +1,26 @@
+// Helpers shared by the benchmarks: wall-clock timing and model folders (fixtures or make-model presets).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace arach::bench {
+
+inline double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Model folders to benchmark: the given list, the fixtures that exist under `fixtures_dir`, and each
+// make-model preset ("arch/preset") written once into `scratch_dir` (reused on later runs).
+absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::string>& dirs,
+                                                       const std::vector<std::string>& fixtures,
+                                                       const std::string& fixtures_dir,
+                                                       const std::vector<std::string>& presets,
+                                                       const std::string& scratch_dir);
+
+double Median(std::vector<double> values);
+
+}  // namespace arach::bench

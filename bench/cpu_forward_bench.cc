@@ -1,0 +1,132 @@
+// CPU forward throughput: prefill tokens/s and decode ms/step + tokens/s at several batch sizes, for the
+// fixture models and make-model presets. Prints one table; figures, not pass/fail.
+//
+//   build/bench/cpu_forward_bench [--presets gpt2/124m] [--batches 1,8] [--prompt_len 128] [--decode_steps 32]
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
+#include "engine/runner/loaded_model.h"
+#include "tools/common/openblas_reexec.h"
+
+ABSL_FLAG(std::vector<std::string>, models, {}, "extra model folders");
+ABSL_FLAG(std::vector<std::string>, fixtures, std::vector<std::string>({"gpt2-tiny", "neox-tiny", "llama-stories260k"}),
+          "fixture models (under --fixtures_dir)");
+ABSL_FLAG(std::string, fixtures_dir, "../shared/fixtures", "fixtures folder");
+ABSL_FLAG(std::vector<std::string>, presets, std::vector<std::string>({"gpt2/124m"}), "make-model presets ARCH/NAME");
+ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where make-model presets are written");
+ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes");
+ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
+ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
+ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
+
+namespace arach::bench {
+namespace {
+
+struct Figures {
+  double prefill_tokens_per_s = 0;
+  double decode_ms_per_step = 0;
+  double decode_tokens_per_s = 0;
+};
+
+// Prefills `batch` sequences of `prompt_len` tokens, then decodes `steps` tokens each.
+absl::StatusOr<Figures> Measure(ModelRunner& runner, int batch, int prompt_len, int steps) {
+  const ModelConfig& c = runner.config();
+  BlockAllocator allocator(runner.kv_cache().num_blocks());
+  std::vector<BlockTable> tables(batch, BlockTable(runner.kv_cache().block_size()));
+  std::vector<std::vector<int32_t>> tokens(batch);
+  for (int s = 0; s < batch; ++s) {
+    for (int i = 0; i < prompt_len; ++i) tokens[s].push_back((s * 7919 + i * 104729) % c.vocab_size);
+    auto reserved = tables[s].Reserve(prompt_len + steps, allocator);
+    if (!reserved.ok()) return reserved;
+  }
+  Figures f;
+  ForwardBatch prefill;
+  for (int s = 0; s < batch; ++s) prefill.sequences.push_back({tokens[s], 0, &tables[s], LogitsMode::kLast});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = runner.Execute(prefill);
+  if (!out.ok()) return out.status();
+  f.prefill_tokens_per_s = batch * prompt_len / Seconds(t0);
+
+  std::vector<int32_t> next(batch, 1);
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int step = 0; step < steps; ++step) {
+    ForwardBatch decode;
+    for (int s = 0; s < batch; ++s) {
+      decode.sequences.push_back({std::span<const int32_t>(&next[s], 1), prompt_len + step, &tables[s], LogitsMode::kLast});
+    }
+    auto logits = runner.Execute(decode);
+    if (!logits.ok()) return logits.status();
+    for (int s = 0; s < batch; ++s) next[s] = (next[s] * 31 + step) % c.vocab_size;
+  }
+  const double seconds = Seconds(t1);
+  f.decode_ms_per_step = 1e3 * seconds / steps;
+  f.decode_tokens_per_s = batch * steps / seconds;
+  for (BlockTable& t : tables) t.ReleaseAll(allocator);
+  return f;
+}
+
+int Run() {
+  auto models = ResolveModels(absl::GetFlag(FLAGS_models), absl::GetFlag(FLAGS_fixtures), absl::GetFlag(FLAGS_fixtures_dir),
+                              absl::GetFlag(FLAGS_presets), absl::GetFlag(FLAGS_scratch));
+  if (!models.ok()) {
+    std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<int> batches;
+  for (const std::string& b : absl::GetFlag(FLAGS_batches)) {
+    int v;
+    if (absl::SimpleAtoi(b, &v) && v > 0) batches.push_back(v);
+  }
+  const int prompt_len = absl::GetFlag(FLAGS_prompt_len), steps = absl::GetFlag(FLAGS_decode_steps);
+  bool printed_header = false;
+  for (const std::string& dir : *models) {
+    LoadModelOptions load;
+    load.default_kv_sequences = *std::max_element(batches.begin(), batches.end());
+    auto model = LoadModel(dir, load);
+    if (!model.ok()) {
+      std::fprintf(stderr, "%s: %s\n", dir.c_str(), model.status().ToString().c_str());
+      return 1;
+    }
+    if (!printed_header) {
+      std::printf("# cpu_forward_bench on %s; prompt %d tokens, %d decode steps, median of %d\n",
+                  model->runner->backend().Describe().c_str(), prompt_len, steps, absl::GetFlag(FLAGS_repeats));
+      std::printf("%-28s %8s %6s %16s %16s %16s\n", "model", "params", "batch", "prefill tok/s", "decode ms/step",
+                  "decode tok/s");
+      printed_header = true;
+    }
+    const double params = model->runner->weight_bytes() / 4.0 / 1e6;
+    const int len = std::min(prompt_len, model->config.max_positions - steps);
+    for (int batch : batches) {
+      std::vector<double> prefill, ms, tps;
+      for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
+        auto f = Measure(*model->runner, batch, len, steps);
+        if (!f.ok()) {
+          std::fprintf(stderr, "%s: %s\n", dir.c_str(), f.status().ToString().c_str());
+          return 1;
+        }
+        prefill.push_back(f->prefill_tokens_per_s);
+        ms.push_back(f->decode_ms_per_step);
+        tps.push_back(f->decode_tokens_per_s);
+      }
+      std::printf("%-28s %7.1fM %6d %16.0f %16.2f %16.1f\n", std::filesystem::path(dir).filename().c_str(), params,
+                  batch, Median(prefill), Median(ms), Median(tps));
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace arach::bench
+
+int main(int argc, char** argv) {
+  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  absl::ParseCommandLine(argc, argv);
+  return arach::bench::Run();
+}

@@ -1,0 +1,35 @@
+// Parallel loops of the CPU backend (OpenMP underneath). The backend parallelises its own kernels and
+// runs OpenBLAS single-threaded inside them, so that one pool of threads does all the work.
+#pragma once
+
+#include <cstdint>
+
+#include <omp.h>
+
+namespace arach::cpu {
+
+inline int MaxThreads() { return omp_get_max_threads(); }
+
+// Calls fn(begin, end) on `parts` contiguous ranges covering [0, count), in parallel.
+template <typename Fn>
+void ParallelRanges(int64_t count, int parts, const Fn& fn) {
+  if (parts <= 1 || count <= 1) {
+    fn(int64_t{0}, count);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(parts)
+  for (int p = 0; p < parts; ++p) {
+    const int64_t begin = count * p / parts;
+    const int64_t end = count * (p + 1) / parts;
+    if (begin < end) fn(begin, end);
+  }
+}
+
+// Calls fn(i) for i in [0, count) in parallel, dynamically balanced.
+template <typename Fn>
+void ParallelFor(int64_t count, const Fn& fn) {
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < count; ++i) fn(i);
+}
+
+}  // namespace arach::cpu

@@ -1,0 +1,40 @@
+#include "engine/runner/loaded_model.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "engine/model/checkpoint.h"
+#include "engine/model/model_weights.h"
+
+namespace arach {
+
+int KvBlocksForBytes(const ModelConfig& config, int block_size, DType dtype, size_t bytes) {
+  const size_t per_block = KvCache::BytesPerBlock(config, block_size, dtype);
+  return static_cast<int>(std::max<size_t>(1, bytes / per_block));
+}
+
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options) {
+  LoadedModel model;
+  model.dir = dir;
+  ARACH_ASSIGN_OR_RETURN(model.config, LoadModelConfig(dir));
+  ARACH_ASSIGN_OR_RETURN(model.tokenizer, LoadTokenizer(dir));
+  if (model.tokenizer->vocab_size() > model.config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", model.tokenizer->vocab_size(),
+                                                   " tokens but config.json says vocab_size ", model.config.vocab_size));
+  }
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+  ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
+  checkpoint.reset();  // unmap the files; the weights are copied
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device));
+  KvCacheConfig kv;
+  kv.block_size = options.block_size;
+  if (options.kv_cache_bytes > 0) {
+    kv.num_blocks = KvBlocksForBytes(model.config, kv.block_size, backend->activation_dtype(), options.kv_cache_bytes);
+  } else {
+    const int per_sequence = (model.config.max_positions + kv.block_size - 1) / kv.block_size;
+    kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);
+  }
+  ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights), kv));
+  return model;
+}
+
+}  // namespace arach

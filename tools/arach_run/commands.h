@@ -1,0 +1,56 @@
+// The subcommands of arach-run. Each takes its options as a plain struct (filled from flags in main.cc)
+// and returns a process exit code; errors are printed to stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/model/make_model.h"
+#include "engine/runner/loaded_model.h"
+
+namespace arach::tools {
+
+struct ModelOptions {
+  std::string model_dir;
+  LoadModelOptions load;
+};
+
+struct GenerateOptions {
+  ModelOptions model;
+  std::string prompt;            // text prompt (or)
+  std::vector<int32_t> ids;      // token ids
+  int max_new_tokens = 32;
+  int prefill_chunk = 0;
+  bool ignore_eos = false;
+  bool json = false;             // print one JSON object instead of text
+};
+
+struct ScoreOptions {
+  ModelOptions model;
+  std::string text;              // text to score (or)
+  std::string file;              // a text file to score (or)
+  std::vector<int32_t> ids;
+  int window = 0;                // tokens scored per window (0 = min(context - 1, 1024))
+  int max_windows = 0;           // 0 = all
+  bool per_token = false;        // print every token's log-prob
+};
+
+struct LogitsOptions {
+  ModelOptions model;
+  std::vector<int32_t> ids;
+  std::string out;               // T x V little-endian float32
+  int prefill_chunk = 0;
+};
+
+absl::Status RunGenerate(const GenerateOptions& options);
+absl::Status RunScore(const ScoreOptions& options);
+absl::Status RunLogits(const LogitsOptions& options);
+// Reads one JSON string per stdin line and prints one JSON array of ids per line.
+absl::Status RunTokenize(const std::string& model_dir);
+absl::Status RunMakeModel(const MakeModelOptions& options);
+// Lists CUDA devices (or says why there are none).
+absl::Status RunDevices();
+
+}  // namespace arach::tools

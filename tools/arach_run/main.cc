@@ -1,0 +1,146 @@
+// arach-run: the engine offline.
+//   arach-run generate   --model DIR (--prompt TEXT | --ids 1,2,3) [--max_new_tokens N]
+//   arach-run score      --model DIR (--text TEXT | --file F | --ids ...) [--window N] [--per_token]
+//   arach-run logits     --model DIR --ids 1,2,3 --out FILE        (prints "T V")
+//   arach-run tokenize   --model DIR  < lines of JSON strings      (prints JSON arrays of ids)
+//   arach-run make-model --arch gpt2|gpt_neox|llama --preset NAME --out DIR [--seed N] [--dtype F32|F16|BF16]
+//   arach-run devices
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/backend/backend.h"
+#include "tools/arach_run/commands.h"
+#include "tools/common/openblas_reexec.h"
+
+ABSL_FLAG(std::string, model, "", "model folder (Hugging Face layout)");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+ABSL_FLAG(std::string, prompt, "", "generate: prompt text");
+ABSL_FLAG(std::string, ids, "", "token ids, comma separated");
+ABSL_FLAG(int, max_new_tokens, 32, "generate: tokens to generate");
+ABSL_FLAG(bool, ignore_eos, false, "generate: keep going after an end-of-sequence token");
+ABSL_FLAG(int, prefill_chunk, 0, "prompt tokens per forward step (0 = whole prompt)");
+ABSL_FLAG(bool, json, false, "generate: print a JSON object");
+ABSL_FLAG(std::string, text, "", "score: text to score");
+ABSL_FLAG(std::string, file, "", "score: text file to score");
+ABSL_FLAG(int, window, 0, "score: tokens scored per window (0 = min(context - 1, 1024))");
+ABSL_FLAG(int, max_windows, 0, "score: windows to score (0 = all)");
+ABSL_FLAG(bool, per_token, false, "score: print every token's log-prob");
+ABSL_FLAG(std::string, out, "", "logits: output file; make-model: output folder");
+ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
+ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
+ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama");
+ABSL_FLAG(std::string, preset, "tiny", "make-model: tiny, 124m, 355m (gpt2); tiny, 160m, 410m (gpt_neox); tiny, 1b (llama)");
+ABSL_FLAG(uint64_t, seed, 0, "make-model: random seed");
+ABSL_FLAG(std::string, dtype, "", "make-model: F32 | F16 | BF16 (default: the family's usual)");
+ABSL_FLAG(std::string, tokenizer_from, "", "make-model: copy the tokenizer files of this folder");
+
+namespace arach::tools {
+namespace {
+
+absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int32_t id;
+    if (!absl::SimpleAtoi(part, &id)) return absl::InvalidArgumentError(absl::StrCat("--ids: \"", part, "\" is not an integer"));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+absl::StatusOr<ModelOptions> ModelFlags() {
+  ModelOptions options;
+  options.model_dir = absl::GetFlag(FLAGS_model);
+  if (options.model_dir.empty()) return absl::InvalidArgumentError("--model DIR is required");
+  auto device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) return device.status();
+  options.load.device = *device;
+  options.load.block_size = absl::GetFlag(FLAGS_block_size);
+  if (options.load.block_size <= 0) return absl::InvalidArgumentError("--block_size must be positive");
+  const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  if (bytes < 0) return absl::InvalidArgumentError("--kv_cache_bytes must not be negative");
+  options.load.kv_cache_bytes = static_cast<size_t>(bytes);
+  options.load.default_kv_sequences = 1;
+  return options;
+}
+
+absl::Status Dispatch(const std::string& command) {
+  if (command == "make-model") {
+    MakeModelOptions options;
+    options.arch = absl::GetFlag(FLAGS_arch);
+    options.preset = absl::GetFlag(FLAGS_preset);
+    options.out_dir = absl::GetFlag(FLAGS_out);
+    options.seed = absl::GetFlag(FLAGS_seed);
+    options.dtype = absl::GetFlag(FLAGS_dtype);
+    options.tokenizer_from = absl::GetFlag(FLAGS_tokenizer_from);
+    return RunMakeModel(options);
+  }
+  if (command == "devices") return RunDevices();
+  if (command == "tokenize") {
+    if (absl::GetFlag(FLAGS_model).empty()) return absl::InvalidArgumentError("--model DIR is required");
+    return RunTokenize(absl::GetFlag(FLAGS_model));
+  }
+  auto model = ModelFlags();
+  if (!model.ok()) return model.status();
+  auto ids = ParseIds(absl::GetFlag(FLAGS_ids));
+  if (!ids.ok()) return ids.status();
+  if (command == "generate") {
+    GenerateOptions options;
+    options.model = *model;
+    options.prompt = absl::GetFlag(FLAGS_prompt);
+    options.ids = *ids;
+    options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+    options.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
+    options.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+    options.json = absl::GetFlag(FLAGS_json);
+    return RunGenerate(options);
+  }
+  if (command == "score") {
+    ScoreOptions options;
+    options.model = *model;
+    options.text = absl::GetFlag(FLAGS_text);
+    options.file = absl::GetFlag(FLAGS_file);
+    options.ids = *ids;
+    options.window = absl::GetFlag(FLAGS_window);
+    options.max_windows = absl::GetFlag(FLAGS_max_windows);
+    options.per_token = absl::GetFlag(FLAGS_per_token);
+    return RunScore(options);
+  }
+  if (command == "logits") {
+    LogitsOptions options;
+    options.model = *model;
+    options.ids = *ids;
+    options.out = absl::GetFlag(FLAGS_out);
+    options.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
+    return RunLogits(options);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown command \"", command,
+                                                 "\" (generate, score, logits, tokenize, make-model, devices)"));
+}
+
+}  // namespace
+}  // namespace arach::tools
+
+int main(int argc, char** argv) {
+  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  absl::SetProgramUsageMessage(
+      "arach-run COMMAND [flags]\n  commands: generate, score, logits, tokenize, make-model, devices\n"
+      "  e.g. arach-run generate --model DIR --prompt \"Hello\" --max_new_tokens 32");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() != 2) {
+    std::fprintf(stderr, "%s\n", std::string(absl::ProgramUsageMessage()).c_str());
+    return 2;
+  }
+  const absl::Status status = arach::tools::Dispatch(positional[1]);
+  if (!status.ok()) {
+    std::fprintf(stderr, "arach-run %s: %s\n", positional[1], status.ToString().c_str());
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
