@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds, and runs every test with ctest (summary printed).
+# Tests that need ../shared/fixtures skip with a message where it is absent; GPU tests skip without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" --timeout 600
