@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
+#include "bench/throughput.h"
 #include "engine/runner/loaded_model.h"
 #include "tools/common/openblas_reexec.h"
 
@@ -27,49 +28,6 @@ ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
 
 namespace arach::bench {
 namespace {
-
-struct Figures {
-  double prefill_tokens_per_s = 0;
-  double decode_ms_per_step = 0;
-  double decode_tokens_per_s = 0;
-};
-
-// Prefills `batch` sequences of `prompt_len` tokens, then decodes `steps` tokens each.
-absl::StatusOr<Figures> Measure(ModelRunner& runner, int batch, int prompt_len, int steps) {
-  const ModelConfig& c = runner.config();
-  BlockAllocator allocator(runner.kv_cache().num_blocks());
-  std::vector<BlockTable> tables(batch, BlockTable(runner.kv_cache().block_size()));
-  std::vector<std::vector<int32_t>> tokens(batch);
-  for (int s = 0; s < batch; ++s) {
-    for (int i = 0; i < prompt_len; ++i) tokens[s].push_back((s * 7919 + i * 104729) % c.vocab_size);
-    auto reserved = tables[s].Reserve(prompt_len + steps, allocator);
-    if (!reserved.ok()) return reserved;
-  }
-  Figures f;
-  ForwardBatch prefill;
-  for (int s = 0; s < batch; ++s) prefill.sequences.push_back({tokens[s], 0, &tables[s], LogitsMode::kLast});
-  const auto t0 = std::chrono::steady_clock::now();
-  auto out = runner.Execute(prefill);
-  if (!out.ok()) return out.status();
-  f.prefill_tokens_per_s = batch * prompt_len / Seconds(t0);
-
-  std::vector<int32_t> next(batch, 1);
-  const auto t1 = std::chrono::steady_clock::now();
-  for (int step = 0; step < steps; ++step) {
-    ForwardBatch decode;
-    for (int s = 0; s < batch; ++s) {
-      decode.sequences.push_back({std::span<const int32_t>(&next[s], 1), prompt_len + step, &tables[s], LogitsMode::kLast});
-    }
-    auto logits = runner.Execute(decode);
-    if (!logits.ok()) return logits.status();
-    for (int s = 0; s < batch; ++s) next[s] = (next[s] * 31 + step) % c.vocab_size;
-  }
-  const double seconds = Seconds(t1);
-  f.decode_ms_per_step = 1e3 * seconds / steps;
-  f.decode_tokens_per_s = batch * steps / seconds;
-  for (BlockTable& t : tables) t.ReleaseAll(allocator);
-  return f;
-}
 
 int Run() {
   auto models = ResolveModels(absl::GetFlag(FLAGS_models), absl::GetFlag(FLAGS_fixtures), absl::GetFlag(FLAGS_fixtures_dir),
@@ -105,7 +63,7 @@ int Run() {
     for (int batch : batches) {
       std::vector<double> prefill, ms, tps;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
-        auto f = Measure(*model->runner, batch, len, steps);
+        auto f = MeasureThroughput(*model->runner, batch, len, steps, Variant{});
         if (!f.ok()) {
           std::fprintf(stderr, "%s: %s\n", dir.c_str(), f.status().ToString().c_str());
           return 1;

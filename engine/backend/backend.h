@@ -79,6 +79,10 @@ class Backend {
   virtual void Attention(const AttentionParams& params) = 0;
   // dst[i] = src[rows[i]], rows: [dst.rows] device.
   virtual void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) = 0;
+  // dst[rows[i]] = src[i] (accumulate: +=), rows: [src.rows] device, distinct.
+  virtual void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) = 0;
+  // Every row of out = row ([1, out.cols]).
+  virtual void FillRows(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
 };
 
 // Creates the backend for `kind`; CUDA fails with FAILED_PRECONDITION where it was not built or no GPU is present.

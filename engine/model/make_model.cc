@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/core/mapped_file.h"
+#include "engine/core/random.h"
 #include "engine/core/status.h"
 #include "engine/model/safetensors.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
@@ -46,35 +47,6 @@ std::string CanonicalPreset(const std::string& preset) {
   if (preset == "1.1b") return "1b";
   return preset;
 }
-
-// Deterministic normal samples: splitmix64 + Box-Muller.
-class NormalSampler {
- public:
-  explicit NormalSampler(uint64_t seed) : state_(seed) {}
-  float Next() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u1 = (static_cast<double>(NextU64() >> 11) + 1.0) * (1.0 / 9007199254740993.0);
-    const double u2 = static_cast<double>(NextU64() >> 11) * (1.0 / 9007199254740992.0);
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
-    has_spare_ = true;
-    return static_cast<float>(r * std::cos(2.0 * M_PI * u2));
-  }
-
- private:
-  uint64_t NextU64() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t state_;
-  float spare_ = 0.0f;
-  bool has_spare_ = false;
-};
 
 // How a tensor is initialised.
 enum class Init { kNormal, kOnes, kZeros };
@@ -152,6 +124,34 @@ std::vector<TensorPlan> PlanLlama(const Shape& s) {
   t.push_back({"model.norm.weight", {d}, Init::kOnes});
   t.push_back({"lm_head.weight", {s.vocab, d}, Init::kNormal});
   return t;
+}
+
+// A random adapter with the method's names (E = 1.25 d), small enough to perturb the model mildly.
+absl::Status WriteRandomAdapter(const std::string& arch, const Shape& s, uint64_t seed, const std::string& path) {
+  const int64_t d = s.d, e = s.d * 5 / 4;
+  SafetensorsStreamWriter writer;
+  std::vector<std::string> modules;
+  for (int i = 0; i < s.layers; ++i) {
+    modules.push_back(arch == "gpt2" ? absl::StrCat("h.", i, ".attn.c_attn")
+                      : arch == "gpt_neox" ? absl::StrCat("gpt_neox.layers.", i, ".attention.query_key_value")
+                                           : absl::StrCat("model.layers.", i, ".self_attn"));
+  }
+  for (const std::string& m : modules) {
+    writer.Declare(m + ".preproj.up_proj.weight", DType::kF32, {e, d});
+    writer.Declare(m + ".preproj.down_proj.weight", DType::kF32, {d, e});
+    writer.Declare(m + ".preproj.skip_proj.weight", DType::kF32, {d, d});
+  }
+  ARACH_RETURN_IF_ERROR(writer.Open(path, {{"expansion", "1.25"}, {"activation", "silu"}, {"generator", "arach-run make-model"}}));
+  NormalSampler sampler(seed ^ 0xada97e4ull);
+  std::vector<float> values;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    for (const auto& [count, scale] : {std::pair<int64_t, float>{e * d, 0.01f}, {d * e, 0.01f}, {d * d, 1e-3f}}) {
+      values.resize(static_cast<size_t>(count));
+      for (float& v : values) v = scale * sampler.Next();
+      ARACH_RETURN_IF_ERROR(writer.Append(values.data(), values.size() * sizeof(float)));
+    }
+  }
+  return writer.Close();
 }
 
 json ConfigJson(const std::string& arch, const Shape& s, const std::string& dtype_name) {
@@ -260,6 +260,10 @@ absl::StatusOr<ModelConfig> MakeModel(const MakeModelOptions& options) {
     ARACH_RETURN_IF_ERROR(WriteSyntheticTokenizer(options.out_dir, shape.vocab, options.seed));
   } else {
     ARACH_RETURN_IF_ERROR(CopyTokenizerFiles(options.tokenizer_from, options.out_dir));
+  }
+  if (options.write_adapter) {
+    ARACH_RETURN_IF_ERROR(WriteRandomAdapter(options.arch, shape, options.seed,
+                                             (fs::path(options.out_dir) / "preproj.safetensors").string()));
   }
   return ParseModelConfig(config_text, config_path);
 }

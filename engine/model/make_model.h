@@ -19,6 +19,7 @@ struct MakeModelOptions {
   uint64_t seed = 0;
   std::string dtype;                 // F32 | F16 | BF16; empty = the family's usual (F32, F16, BF16)
   std::string tokenizer_from;        // copy tokenizer files from this folder; empty = write a synthetic one
+  bool write_adapter = false;        // also write a random pre-projection + skip adapter, preproj.safetensors
 };
 
 struct MakeModelPreset {

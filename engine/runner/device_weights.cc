@@ -1,5 +1,6 @@
 #include "engine/runner/device_weights.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 
 namespace arach {
@@ -19,8 +20,28 @@ absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& t
   return view;
 }
 
-absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& backend, ModelWeights&& host) {
+absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& backend, ModelWeights&& host,
+                                                                     FeatureWeights&& features) {
   std::unique_ptr<DeviceWeights> w(new DeviceWeights());
+  const int64_t d = host.token_embedding.cols();
+  if (static_cast<int64_t>(features.hub_embedding.size()) != d) {
+    return absl::InvalidArgumentError(absl::StrCat("hub embedding has ", features.hub_embedding.size(),
+                                                   " values, the model's hidden size is ", d));
+  }
+  HostTensor hub_input{features.hub_embedding, {1, d}};
+  if (!host.position_embedding.empty()) {  // hub tokens sit at position 0
+    for (int64_t c = 0; c < d; ++c) hub_input.data[c] += host.position_embedding.data[c];
+  }
+  ARACH_ASSIGN_OR_RETURN(w->hub_input, w->Put(backend, std::move(hub_input)));
+  if (features.adapter) {
+    w->adapter_expansion = features.adapter->expansion;
+    for (AdapterLayer& layer : features.adapter->layers) {
+      DeviceAdapterLayer& a = w->adapter.emplace_back();
+      ARACH_ASSIGN_OR_RETURN(a.up, w->Put(backend, std::move(layer.up)));
+      ARACH_ASSIGN_OR_RETURN(a.down, w->Put(backend, std::move(layer.down)));
+      ARACH_ASSIGN_OR_RETURN(a.skip, w->Put(backend, std::move(layer.skip)));
+    }
+  }
   ARACH_ASSIGN_OR_RETURN(w->token_embedding, w->Put(backend, std::move(host.token_embedding)));
   ARACH_ASSIGN_OR_RETURN(w->position_embedding, w->Put(backend, std::move(host.position_embedding)));
   for (LayerWeights& l : host.layers) {

@@ -1,11 +1,14 @@
-// The model's weights in device memory (the backend's weight dtype), as DeviceMatrix views.
+// The model's weights in device memory (the backend's weight dtype), as DeviceMatrix views, plus the
+// feature weights: the ARACH hub input row and the pre-projection + skip adapter.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/features/adapter.h"
 #include "engine/model/model_weights.h"
 
 namespace arach {
@@ -19,16 +22,32 @@ struct DeviceLayerWeights {
   DeviceMatrix mlp_out_weight, mlp_out_bias;  // [d, I], [1, d]
 };
 
+struct DeviceAdapterLayer {
+  DeviceMatrix up;    // [E, d]
+  DeviceMatrix down;  // [d, E]
+  DeviceMatrix skip;  // [d, d]
+};
+
+// Weights of the model variants beside the base model.
+struct FeatureWeights {
+  std::vector<float> hub_embedding;       // [d] ARACH hub embedding
+  std::optional<AdapterWeights> adapter;  // pre-projection + skip, when loaded
+};
+
 class DeviceWeights {
  public:
-  // Uploads `host` (freeing each host tensor once copied). An absent tensor becomes an empty view.
-  static absl::StatusOr<std::unique_ptr<DeviceWeights>> Upload(Backend& backend, ModelWeights&& host);
+  // Uploads `host` and `features` (freeing each host tensor once copied). Absent tensors become empty views.
+  static absl::StatusOr<std::unique_ptr<DeviceWeights>> Upload(Backend& backend, ModelWeights&& host,
+                                                               FeatureWeights&& features);
 
   DeviceMatrix token_embedding;     // [V, d]
   DeviceMatrix position_embedding;  // [max_positions, d] or empty
   std::vector<DeviceLayerWeights> layers;
   DeviceMatrix final_norm_weight, final_norm_bias;  // [1, d]
   DeviceMatrix lm_head;             // [V, d] (the token embedding when tied)
+  DeviceMatrix hub_input;           // [1, d]: hub embedding (+ the position-0 embedding for learned positions)
+  std::vector<DeviceAdapterLayer> adapter;  // [num_layers], empty without an adapter
+  int adapter_expansion = 0;        // E
   size_t total_bytes = 0;
 
  private:

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/features/variant.h"
 #include "engine/kv/block_allocator.h"
 
 namespace arach {
@@ -21,6 +22,7 @@ struct SequenceInput {
   int start_position = 0;                 // tokens of this sequence already in the cache
   const BlockTable* block_table = nullptr;  // must cover positions [0, start_position + tokens.size())
   LogitsMode logits = LogitsMode::kLast;
+  Variant variant;                        // ARACH adds one hub row per new token; skip runs the adapter
 };
 
 struct ForwardBatch {

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "engine/features/adapter.h"
+#include "engine/features/hub_embedding.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_weights.h"
 
@@ -10,6 +12,20 @@ namespace arach {
 int KvBlocksForBytes(const ModelConfig& config, int block_size, DType dtype, size_t bytes) {
   const size_t per_block = KvCache::BytesPerBlock(config, block_size, dtype);
   return static_cast<int>(std::max<size_t>(1, bytes / per_block));
+}
+
+absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, const ModelWeights& weights,
+                                                 const LoadModelOptions& options) {
+  FeatureWeights features;
+  if (options.hub_embedding.empty()) {
+    features.hub_embedding = DefaultHubEmbedding(weights.token_embedding, options.hub_seed);
+  } else {
+    ARACH_ASSIGN_OR_RETURN(features.hub_embedding, LoadHubEmbedding(options.hub_embedding, config.hidden_size));
+  }
+  if (!options.adapter.empty()) {
+    ARACH_ASSIGN_OR_RETURN(features.adapter, LoadAdapter(options.adapter, config));
+  }
+  return features;
 }
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options) {
@@ -24,6 +40,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
   checkpoint.reset();  // unmap the files; the weights are copied
+  ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(model.config, weights, options));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device));
   KvCacheConfig kv;
   kv.block_size = options.block_size;
@@ -33,7 +50,8 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
     const int per_sequence = (model.config.max_positions + kv.block_size - 1) / kv.block_size;
     kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);
   }
-  ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights), kv));
+  ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights),
+                                                           std::move(features), kv));
   return model;
 }
 

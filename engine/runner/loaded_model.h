@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/model/model_config.h"
+#include "engine/runner/device_weights.h"
 #include "engine/runner/model_runner.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -17,6 +18,9 @@ struct LoadModelOptions {
   int block_size = 16;          // tokens per KV block
   size_t kv_cache_bytes = 0;    // KV pool size; 0 = room for `default_kv_sequences` full-context sequences
   int default_kv_sequences = 4;
+  std::string hub_embedding;    // "FILE.safetensors:KEY"; empty = derived from the embeddings (seed below)
+  uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
+  std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
 };
 
 struct LoadedModel {
@@ -26,8 +30,12 @@ struct LoadedModel {
   std::unique_ptr<ModelRunner> runner;
 };
 
-// Loads config.json, the tokenizer and the weights of `dir` and builds the runner.
+// Loads config.json, the tokenizer, the weights and the variant features of `dir` and builds the runner.
 absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options);
+
+// The hub embedding (given or derived) and the adapter (when asked for) of `options`.
+absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, const ModelWeights& weights,
+                                                 const LoadModelOptions& options);
 
 // KV blocks that fit in `bytes` for `config` (at least one).
 int KvBlocksForBytes(const ModelConfig& config, int block_size, DType dtype, size_t bytes);

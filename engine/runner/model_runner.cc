@@ -1,6 +1,7 @@
 #include "engine/runner/model_runner.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
@@ -9,11 +10,11 @@ namespace arach {
 
 absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr<Backend> backend,
                                                                  const ModelConfig& config, ModelWeights&& weights,
-                                                                 const KvCacheConfig& kv) {
+                                                                 FeatureWeights&& features, const KvCacheConfig& kv) {
   std::unique_ptr<ModelRunner> runner(new ModelRunner());
   runner->config_ = config;
   runner->backend_ = std::move(backend);
-  ARACH_ASSIGN_OR_RETURN(runner->weights_, DeviceWeights::Upload(*runner->backend_, std::move(weights)));
+  ARACH_ASSIGN_OR_RETURN(runner->weights_, DeviceWeights::Upload(*runner->backend_, std::move(weights), std::move(features)));
   ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, kv));
   runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
   if (config.use_rope) {
@@ -28,6 +29,7 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   FlatBatch flat;
   const int block_size = kv_cache_->block_size();
   flat.query_start.push_back(0);
+  flat.hub_start.push_back(0);
   flat.block_table_start.push_back(0);
   flat.logit_row_start.push_back(0);
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
@@ -36,6 +38,14 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     if (n == 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": no new tokens"));
     if (seq.block_table == nullptr) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": no block table"));
     if (seq.start_position < 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": negative start position"));
+    if (seq.variant.skip && !has_adapter()) {
+      return absl::FailedPreconditionError(absl::StrCat("sequence ", s, ": the ", seq.variant.Name(),
+                                                        " variant needs the pre-projection + skip adapter, and this "
+                                                        "model was loaded without one (--adapter FILE)"));
+    }
+    if (seq.variant.arach && !std::isfinite(seq.variant.arach_offset)) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": ARACH offset ", seq.variant.arach_offset, " is not finite"));
+    }
     const int end = seq.start_position + n;
     if (end > config_.max_positions) {
       return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": ", end, " tokens exceed the model's context of ",
@@ -64,6 +74,8 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       flat.slots.push_back(seq.block_table->Slot(position));
     }
     flat.query_start.push_back(first_row + n);
+    flat.hub_start.push_back(flat.hub_start.back() + (seq.variant.arach ? n : 0));
+    flat.hub_offsets.push_back(seq.variant.arach ? seq.variant.arach_offset : 0.0f);
     const std::vector<int32_t>& blocks = seq.block_table->blocks();
     const int used_blocks = (end + block_size - 1) / block_size;
     flat.block_tables.insert(flat.block_tables.end(), blocks.begin(), blocks.begin() + used_blocks);
@@ -76,11 +88,36 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     }
     flat.logit_row_start.push_back(static_cast<int>(flat.logit_rows.size()));
   }
+  // Hub rows follow all verbal rows; they sit at position 0.
+  const int num_verbal = static_cast<int>(flat.ids.size());
+  flat.rope_positions = flat.positions;
+  flat.rope_positions.resize(num_verbal + flat.num_hub_rows(), 0);
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    if (!batch.sequences[s].variant.skip) continue;
+    for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.skip_rows.push_back(r);
+    for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.skip_rows.push_back(num_verbal + h);
+  }
   return flat;
 }
 
+absl::StatusOr<DeviceMatrix> ModelRunner::ApplyAdapter(int l, const DeviceMatrix& normed, const StepInputs& in) {
+  const DeviceAdapterLayer& a = weights_->adapter[l];
+  Backend& b = *backend_;
+  const int64_t rows = in.num_skip_rows, d = config_.hidden_size;
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix x, workspace_->Matrix(Scratch::kAdapterX, rows, d));
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix inner, workspace_->Matrix(Scratch::kAdapterInner, rows, weights_->adapter_expansion));
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix skip, workspace_->Matrix(Scratch::kAdapterSkip, rows, d));
+  b.GatherRows(normed, in.skip_rows, x);                            // x^
+  b.Linear(x, a.up, DeviceMatrix{}, inner, /*accumulate=*/false);   // up(x^)
+  b.Activate(Activation::kSilu, inner);
+  b.Linear(inner, a.down, DeviceMatrix{}, x, /*accumulate=*/true);  // x~ = x^ + down(SiLU(up(x^)))
+  b.Linear(x, a.skip, DeviceMatrix{}, skip, /*accumulate=*/false);  // skip_proj(x~)
+  b.ScatterRows(x, in.skip_rows, normed, /*accumulate=*/false);     // Q, K, V read x~
+  return skip;
+}
+
 absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const AttentionParams& attention_template,
-                                   const int32_t* positions, const int32_t* slots, int num_verbal_rows) {
+                                   const StepInputs& in) {
   const ModelConfig& c = config_;
   const DeviceLayerWeights& w = weights_->layers[l];
   Backend& b = *backend_;
@@ -102,6 +139,10 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
     ARACH_ASSIGN_OR_RETURN(mlp_input, workspace_->Matrix(Scratch::kNormed2, rows, c.hidden_size));
     norm(hidden, w.norm2_weight, w.norm2_bias, mlp_input);
   }
+  DeviceMatrix skip;
+  if (in.num_skip_rows > 0) {
+    ARACH_ASSIGN_OR_RETURN(skip, ApplyAdapter(l, normed, in));
+  }
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix qkv, workspace_->Matrix(Scratch::kQkv, rows, c.qkv_size()));
   b.Linear(normed, w.qkv_weight, w.qkv_bias, qkv, /*accumulate=*/false);
   const DeviceMatrix q = qkv.Cols(0, c.q_size());
@@ -109,11 +150,12 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   const DeviceMatrix v = qkv.Cols(c.q_size() + c.kv_size(), c.kv_size());
   if (c.use_rope) {
     const float* inv_freq = static_cast<const float*>(inv_freq_->data());
-    b.Rope(q, c.num_heads, c.head_dim, c.rope.rotary_dim, positions, inv_freq);
-    b.Rope(k, c.num_kv_heads, c.head_dim, c.rope.rotary_dim, positions, inv_freq);
+    b.Rope(q, c.num_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, inv_freq);
+    b.Rope(k, c.num_kv_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, inv_freq);
   }
   const PagedKvLayer kv = kv_cache_->layer(l);
-  b.WriteKv(k.Rows(0, num_verbal_rows), v.Rows(0, num_verbal_rows), slots, kv);
+  const int num_verbal = in.num_verbal_rows;
+  b.WriteKv(k.Rows(0, num_verbal), v.Rows(0, num_verbal), in.slots, kv);  // hub rows never enter the cache
 
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix attention, workspace_->Matrix(Scratch::kAttention, rows, c.q_size()));
   AttentionParams params = attention_template;
@@ -121,8 +163,11 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   params.out = attention;
   params.kv = kv;
   params.scale = c.AttentionScale(l);
+  params.hub_k = k.Rows(num_verbal, rows - num_verbal);
+  params.hub_v = v.Rows(num_verbal, rows - num_verbal);
   b.Attention(params);
   b.Linear(attention, w.out_weight, w.out_bias, hidden, /*accumulate=*/true);  // residual add
+  if (in.num_skip_rows > 0) b.ScatterRows(skip, in.skip_rows, hidden, /*accumulate=*/true);  // + skip
 
   // ---- MLP block
   if (!c.parallel_residual) norm(hidden, w.norm2_weight, w.norm2_bias, mlp_input);
@@ -147,7 +192,8 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   const ModelConfig& c = config_;
   Backend& b = *backend_;
   const int num_verbal = static_cast<int>(flat.ids.size());
-  const int rows = num_verbal;
+  const int num_hub = flat.num_hub_rows();
+  const int rows = num_verbal + num_hub;
 
   ARACH_ASSIGN_OR_RETURN(const int32_t* ids, workspace_->Upload(Scratch::kIds, flat.ids));
   ARACH_ASSIGN_OR_RETURN(const int32_t* positions, workspace_->Upload(Scratch::kPositions, flat.positions));
@@ -156,8 +202,18 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   ARACH_ASSIGN_OR_RETURN(const int32_t* table_start, workspace_->Upload(Scratch::kBlockTableStart, flat.block_table_start));
   ARACH_ASSIGN_OR_RETURN(const int32_t* tables, workspace_->Upload(Scratch::kBlockTables, flat.block_tables));
 
+  StepInputs in;
+  in.num_verbal_rows = num_verbal;
+  in.num_skip_rows = static_cast<int>(flat.skip_rows.size());
+  in.slots = slots;
+  ARACH_ASSIGN_OR_RETURN(in.rope_positions, workspace_->Upload(Scratch::kRopePositions, flat.rope_positions));
+  ARACH_ASSIGN_OR_RETURN(in.skip_rows, workspace_->Upload(Scratch::kSkipRows, flat.skip_rows));
+  ARACH_ASSIGN_OR_RETURN(const int32_t* hub_start, workspace_->Upload(Scratch::kHubStart, flat.hub_start));
+  ARACH_ASSIGN_OR_RETURN(const float* hub_offsets, workspace_->Upload(Scratch::kHubOffsets, flat.hub_offsets));
+
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix hidden, workspace_->Matrix(Scratch::kHidden, rows, c.hidden_size));
   b.Embed(ids, positions, weights_->token_embedding, weights_->position_embedding, hidden.Rows(0, num_verbal));
+  if (num_hub > 0) b.FillRows(weights_->hub_input, hidden.Rows(num_verbal, num_hub));
 
   AttentionParams attention;
   attention.num_heads = c.num_heads;
@@ -168,8 +224,11 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   attention.block_table_start = table_start;
   attention.block_tables = tables;
   attention.max_context = flat.max_context;
+  attention.num_hub_rows = num_hub;
+  attention.hub_start = hub_start;
+  attention.hub_logit_offset = hub_offsets;
   for (int l = 0; l < c.num_layers; ++l) {
-    ARACH_RETURN_IF_ERROR(RunLayer(l, hidden, attention, positions, slots, num_verbal));
+    ARACH_RETURN_IF_ERROR(RunLayer(l, hidden, attention, in));
   }
 
   ForwardOutput output;

@@ -1,6 +1,9 @@
 // ModelRunner: one transformer forward over a ForwardBatch on one backend, reading and writing the
-// paged KV cache. It owns the backend, the device weights, the KV pool and the scratch memory; block
-// bookkeeping (which sequence owns which blocks) belongs to the caller.
+// paged KV cache. It owns the backend, the device weights (base model and variant features), the KV
+// pool and the scratch memory; block bookkeeping (which sequence owns which blocks) belongs to the caller.
+//
+// Rows of a forward: the verbal rows of every sequence (its new tokens), then one ARACH hub row per new
+// token of each ARACH sequence. Only verbal rows write K/V to the cache; hub K/V exist for the step only.
 #pragma once
 
 #include <memory>
@@ -19,18 +22,21 @@ namespace arach {
 
 class ModelRunner {
  public:
-  // Uploads `weights` to `backend` and allocates a KV pool of `kv.num_blocks` blocks.
+  // Uploads `weights` and `features` to `backend` and allocates a KV pool of `kv.num_blocks` blocks.
   static absl::StatusOr<std::unique_ptr<ModelRunner>> Create(std::unique_ptr<Backend> backend, const ModelConfig& config,
-                                                             ModelWeights&& weights, const KvCacheConfig& kv);
+                                                             ModelWeights&& weights, FeatureWeights&& features,
+                                                             const KvCacheConfig& kv);
 
   // Runs the forward. Invalid input (token ids outside the vocabulary, positions past the context,
-  // block tables too short) is INVALID_ARGUMENT naming the sequence and value; nothing is written then.
+  // block tables too short, a non-finite ARACH offset) is INVALID_ARGUMENT naming the sequence and value;
+  // the skip variant without an adapter is FAILED_PRECONDITION. Nothing is written then.
   absl::StatusOr<ForwardOutput> Execute(const ForwardBatch& batch);
 
   const ModelConfig& config() const { return config_; }
   const KvCache& kv_cache() const { return *kv_cache_; }
   Backend& backend() { return *backend_; }
   size_t weight_bytes() const { return weights_->total_bytes; }
+  bool has_adapter() const { return !weights_->adapter.empty(); }
 
  private:
   ModelRunner() = default;
@@ -40,17 +46,33 @@ class ModelRunner {
     std::vector<int32_t> ids;                // [N_v]
     std::vector<int32_t> positions;          // [N_v]
     std::vector<int32_t> slots;              // [N_v]
+    std::vector<int32_t> rope_positions;     // [N_v + N_h]: positions, then 0 for hub rows
     std::vector<int32_t> query_start;        // [S + 1]
+    std::vector<int32_t> hub_start;          // [S + 1]
+    std::vector<float> hub_offsets;          // [S]
     std::vector<int32_t> block_table_start;  // [S + 1]
     std::vector<int32_t> block_tables;       // flattened block ids
+    std::vector<int32_t> skip_rows;          // rows (verbal and hub) of skip-on sequences
     std::vector<int32_t> logit_rows;         // verbal rows whose logits are returned
     std::vector<int> logit_row_start;        // [S + 1]
     int max_context = 0;
+    int num_hub_rows() const { return hub_start.back(); }
   };
   absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch) const;
+
+  // Device pointers of the uploaded per-step metadata.
+  struct StepInputs {
+    const int32_t* rope_positions = nullptr;
+    const int32_t* slots = nullptr;
+    const int32_t* skip_rows = nullptr;
+    int num_verbal_rows = 0;
+    int num_skip_rows = 0;
+  };
   // Runs layer `l` on the rows of `hidden`.
-  absl::Status RunLayer(int l, const DeviceMatrix& hidden, const AttentionParams& attention_template,
-                        const int32_t* positions, const int32_t* slots, int num_verbal_rows);
+  absl::Status RunLayer(int l, const DeviceMatrix& hidden, const AttentionParams& attention_template, const StepInputs& in);
+  // Pre-projection + skip on the skip rows of `normed`: replaces them by x~ and returns skip_proj(x~)
+  // ([skip rows, d], to be added to the residual).
+  absl::StatusOr<DeviceMatrix> ApplyAdapter(int l, const DeviceMatrix& normed, const StepInputs& in);
 
   ModelConfig config_;
   std::unique_ptr<Backend> backend_;

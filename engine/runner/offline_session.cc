@@ -42,7 +42,7 @@ double LogSoftmaxAt(std::span<const float> values, int32_t index) {
 }
 
 absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk,
-                                             const LogitsFn& fn) {
+                                             const LogitsFn& fn, const std::vector<Variant>& variants) {
   SequenceTables tables(allocator_, runner_.kv_cache().block_size(), sequences.size());
   std::vector<int> done(sequences.size(), 0);  // tokens already fed per sequence
   while (true) {
@@ -58,6 +58,7 @@ absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32
       input.start_position = done[s];
       input.block_table = &tables[s];
       input.logits = LogitsMode::kAll;
+      if (!variants.empty()) input.variant = variants[s];
       batch.sequences.push_back(input);
       batch_seq.push_back(static_cast<int>(s));
     }
@@ -71,22 +72,24 @@ absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32
   }
 }
 
-absl::StatusOr<std::vector<float>> OfflineSession::Logits(const std::vector<int32_t>& ids, int chunk) {
+absl::StatusOr<std::vector<float>> OfflineSession::Logits(const std::vector<int32_t>& ids, int chunk,
+                                                          const Variant& variant) {
   const size_t vocab = static_cast<size_t>(runner_.config().vocab_size);
   std::vector<float> logits(ids.size() * vocab);
   ARACH_RETURN_IF_ERROR(ForEachPosition({ids}, chunk, [&](int, int position, std::span<const float> row) {
     std::copy(row.begin(), row.end(), logits.begin() + position * vocab);
-  }));
+  }, {variant}));
   return logits;
 }
 
-absl::StatusOr<std::vector<double>> OfflineSession::TokenLogProbs(const std::vector<int32_t>& ids, int chunk) {
+absl::StatusOr<std::vector<double>> OfflineSession::TokenLogProbs(const std::vector<int32_t>& ids, int chunk,
+                                                                  const Variant& variant) {
   if (ids.size() < 2) return absl::InvalidArgumentError("scoring needs at least two tokens");
   std::vector<double> logprobs(ids.size() - 1);
   const std::vector<int32_t> context(ids.begin(), ids.end() - 1);  // the last token predicts nothing
   ARACH_RETURN_IF_ERROR(ForEachPosition({context}, chunk, [&](int, int position, std::span<const float> row) {
     logprobs[position] = LogSoftmaxAt(row, ids[position + 1]);
-  }));
+  }, {variant}));
   return logprobs;
 }
 
@@ -98,6 +101,10 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy
   std::vector<std::vector<int32_t>> generated(count);
   std::vector<int> cached(count, 0);  // tokens whose K/V are in the cache
   std::vector<bool> finished(count, options.max_new_tokens <= 0);
+  int step = 0;
+  if (!options.per_sequence.empty() && options.per_sequence.size() != count) {
+    return absl::InvalidArgumentError("GreedyOptions::per_sequence must give one variant per prompt");
+  }
   for (size_t s = 0; s < count; ++s) {
     if (prompts[s].empty()) return absl::InvalidArgumentError(absl::StrCat("prompt ", s, " is empty"));
   }
@@ -114,11 +121,13 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy
       input.start_position = cached[s];
       input.block_table = &tables[s];
       input.logits = n == pending ? LogitsMode::kLast : LogitsMode::kNone;
+      input.variant = options.per_sequence.empty() ? options.variant : options.per_sequence[s];
       batch.sequences.push_back(input);
       batch_seq.push_back(s);
     }
     if (batch.sequences.empty()) return generated;
     ARACH_ASSIGN_OR_RETURN(ForwardOutput out, runner_.Execute(batch));
+    ++step;
     for (size_t i = 0; i < batch_seq.size(); ++i) {
       const size_t s = batch_seq[i];
       cached[s] += static_cast<int>(batch.sequences[i].tokens.size());
@@ -132,6 +141,11 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy
           static_cast<int>(tokens[s].size()) >= runner_.config().max_positions) {
         finished[s] = true;
       }
+    }
+    if (options.on_step) {
+      std::vector<int> held(count);
+      for (size_t s = 0; s < count; ++s) held[s] = static_cast<int>(tables[s].blocks().size());
+      options.on_step(step, held);
     }
   }
 }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+
+#include "engine/features/variant.h"
 #include <span>
 #include <vector>
 
@@ -14,9 +16,13 @@
 namespace arach {
 
 struct GreedyOptions {
+  Variant variant;                  // the variant every sequence runs under
   int max_new_tokens = 32;
   std::vector<int> stop_token_ids;  // generation of a sequence ends after it emits one of these
   int prefill_chunk = 0;            // prompt tokens per step and sequence; 0 = the whole prompt at once
+  std::vector<Variant> per_sequence;  // when non-empty: the variant of each sequence (overrides `variant`)
+  // Called after every step with the number of KV blocks each sequence holds.
+  std::function<void(int step, const std::vector<int>& blocks_held)> on_step;
 };
 
 class OfflineSession {
@@ -28,13 +34,16 @@ class OfflineSession {
 
   // Feeds every sequence through the cache, `chunk` tokens per step (0 = all at once), in one batch,
   // and hands the logits of every position to `fn`. Blocks are released afterwards.
-  absl::Status ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk, const LogitsFn& fn);
+  // `variants` gives each sequence's variant (empty: all base).
+  absl::Status ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk, const LogitsFn& fn,
+                               const std::vector<Variant>& variants = {});
 
   // Logits of every position of `ids` ([T, V] row-major).
-  absl::StatusOr<std::vector<float>> Logits(const std::vector<int32_t>& ids, int chunk = 0);
+  absl::StatusOr<std::vector<float>> Logits(const std::vector<int32_t>& ids, int chunk = 0, const Variant& variant = {});
 
   // log p(ids[t] | ids[<t]) for t = 1..T-1 (T-1 values).
-  absl::StatusOr<std::vector<double>> TokenLogProbs(const std::vector<int32_t>& ids, int chunk = 512);
+  absl::StatusOr<std::vector<double>> TokenLogProbs(const std::vector<int32_t>& ids, int chunk = 512,
+                                                    const Variant& variant = {});
 
   // Greedy continuations of `prompts` decoded together in one batch; returns the new tokens of each.
   absl::StatusOr<std::vector<std::vector<int32_t>>> GenerateGreedy(const std::vector<std::vector<int32_t>>& prompts,

@@ -26,6 +26,12 @@ absl::StatusOr<const int32_t*> Workspace::Upload(Scratch slot, const std::vector
   return static_cast<const int32_t*>(data);
 }
 
+absl::StatusOr<const float*> Workspace::Upload(Scratch slot, const std::vector<float>& values) {
+  ARACH_ASSIGN_OR_RETURN(void* data, Reserve(slot, values.size() * sizeof(float)));
+  backend_.CopyToDevice(data, values.data(), values.size() * sizeof(float));
+  return static_cast<const float*>(data);
+}
+
 size_t Workspace::bytes() const {
   size_t total = 0;
   for (const auto& buffer : buffers_) total += buffer == nullptr ? 0 : buffer->size();

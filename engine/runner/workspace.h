@@ -29,6 +29,13 @@ enum class Scratch : int {
   kBlockTableStart,
   kBlockTables,
   kLogitRows,
+  kRopePositions,  // [rows]: verbal positions, then 0 for hub rows
+  kHubStart,
+  kHubOffsets,     // float [num_seqs]
+  kSkipRows,       // rows of skip-on sequences
+  kAdapterX,       // [skip rows, d]: x^ then x~
+  kAdapterInner,   // [skip rows, E]
+  kAdapterSkip,    // [skip rows, d]
   kCount,
 };
 
@@ -40,6 +47,7 @@ class Workspace {
   absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols);
   // Copies `values` into scratch `slot`; returns the device pointer.
   absl::StatusOr<const int32_t*> Upload(Scratch slot, const std::vector<int32_t>& values);
+  absl::StatusOr<const float*> Upload(Scratch slot, const std::vector<float>& values);
   // Total bytes held.
   size_t bytes() const;
 

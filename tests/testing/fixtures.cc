@@ -9,6 +9,7 @@
 #include "engine/core/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/runner/loaded_model.h"
 
 namespace arach::testing {
 
@@ -54,16 +55,27 @@ std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prom
   return RefsJson()["models"][model]["prompts"][prompt].get<std::vector<int32_t>>();
 }
 
-absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks, int block_size) {
+absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options) {
   const std::string dir = FixturePath(name);
   ARACH_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, config));
+  LoadModelOptions load;
+  if (options.reference_hub) load.hub_embedding = FixturePath("refs/refs.safetensors") + ":" + name + ".hub_embedding";
+  if (options.adapter) load.adapter = dir + "/preproj.safetensors";
+  ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(config, weights, load));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(DeviceKind::kCpu));
   KvCacheConfig kv;
-  kv.num_blocks = num_blocks;
-  kv.block_size = block_size;
-  return ModelRunner::Create(std::move(backend), config, std::move(weights), kv);
+  kv.num_blocks = options.num_blocks;
+  kv.block_size = options.block_size;
+  return ModelRunner::Create(std::move(backend), config, std::move(weights), std::move(features), kv);
+}
+
+absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks, int block_size) {
+  FixtureOptions options;
+  options.num_blocks = num_blocks;
+  options.block_size = block_size;
+  return LoadFixtureRunner(name, options);
 }
 
 float MaxAbsDiff(const float* a, const float* b, size_t n) {

@@ -29,9 +29,17 @@ std::vector<float> RefTensor(const std::string& name);
 // A prompt of refs.json: models.<model>.prompts.<prompt>.
 std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prompt);
 
-// Loads fixture model `name` (e.g. "gpt2-tiny") onto the CPU backend with a KV pool of `num_blocks`.
-absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks = 256,
-                                                               int block_size = 16);
+// How a fixture model is loaded for a test.
+struct FixtureOptions {
+  int num_blocks = 256;
+  int block_size = 16;
+  bool reference_hub = true;  // use the references' hub embedding (refs.safetensors "<model>.hub_embedding")
+  bool adapter = false;       // load <model>/preproj.safetensors
+};
+
+// Loads fixture model `name` (e.g. "gpt2-tiny") onto the CPU backend.
+absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options = {});
+absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks, int block_size = 16);
 
 // Largest |a[i] - b[i]|.
 float MaxAbsDiff(const float* a, const float* b, size_t n);

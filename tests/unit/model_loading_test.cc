@@ -7,6 +7,7 @@
 #include "engine/model/checkpoint.h"
 #include "engine/model/make_model.h"
 #include "engine/model/model_weights.h"
+#include "engine/runner/loaded_model.h"
 #include "engine/runner/offline_session.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"
@@ -25,9 +26,11 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> LoadRunner(const std::string& dir) 
   if (!checkpoint.ok()) return checkpoint.status();
   auto weights = LoadModelWeights(**checkpoint, *config);
   if (!weights.ok()) return weights.status();
+  auto features = LoadFeatureWeights(*config, *weights, LoadModelOptions{});
+  if (!features.ok()) return features.status();
   auto backend = CreateBackend(DeviceKind::kCpu);
   if (!backend.ok()) return backend.status();
-  return ModelRunner::Create(std::move(*backend), *config, std::move(*weights), KvCacheConfig{16, 64});
+  return ModelRunner::Create(std::move(*backend), *config, std::move(*weights), std::move(*features), KvCacheConfig{16, 64});
 }
 
 // Rewrites dir/model.safetensors through `edit`, which may drop (return false) or change a tensor.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/features/variant.h"
 #include "engine/model/make_model.h"
 #include "engine/runner/loaded_model.h"
 
@@ -15,6 +16,7 @@ namespace arach::tools {
 struct ModelOptions {
   std::string model_dir;
   LoadModelOptions load;
+  Variant variant;  // the variant generate / score / logits run under
 };
 
 struct GenerateOptions {

@@ -19,6 +19,7 @@ absl::Status RunGenerate(const GenerateOptions& options) {
     if (prompt.empty()) return absl::InvalidArgumentError("generate: --prompt encodes to no tokens");
   }
   GreedyOptions greedy;
+  greedy.variant = options.model.variant;
   greedy.max_new_tokens = options.max_new_tokens;
   greedy.prefill_chunk = options.prefill_chunk;
   if (!options.ignore_eos) greedy.stop_token_ids = model.config.eos_token_ids;
@@ -32,12 +33,14 @@ absl::Status RunGenerate(const GenerateOptions& options) {
 
   if (options.json) {
     nlohmann::json out = {{"model", model.dir},         {"prompt_ids", prompt},  {"ids", generated},
-                          {"text", text},               {"seconds", seconds},    {"device", model.runner->backend().Describe()}};
+                          {"text", text},               {"seconds", seconds},    {"device", model.runner->backend().Describe()},
+                          {"variant", options.model.variant.Describe()}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n", text.c_str());
-    std::fprintf(stderr, "[arach-run] %zu prompt + %zu generated tokens in %.3f s on %s\n[arach-run] ids: %s\n",
-                 prompt.size(), generated.size(), seconds, model.runner->backend().Describe().c_str(),
+    std::fprintf(stderr, "[arach-run] %s: %zu prompt + %zu generated tokens in %.3f s on %s\n[arach-run] ids: %s\n",
+                 options.model.variant.Describe().c_str(), prompt.size(), generated.size(), seconds,
+                 model.runner->backend().Describe().c_str(),
                  absl::StrJoin(generated, ",").c_str());
   }
   return absl::OkStatus();

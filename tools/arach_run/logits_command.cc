@@ -12,7 +12,7 @@ absl::Status RunLogits(const LogitsOptions& options) {
   if (options.out.empty()) return absl::InvalidArgumentError("logits: --out FILE is required");
   ARACH_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model.model_dir, options.model.load));
   OfflineSession session(*model.runner);
-  ARACH_ASSIGN_OR_RETURN(std::vector<float> logits, session.Logits(options.ids, options.prefill_chunk));
+  ARACH_ASSIGN_OR_RETURN(std::vector<float> logits, session.Logits(options.ids, options.prefill_chunk, options.model.variant));
   std::FILE* out = std::fopen(options.out.c_str(), "wb");
   if (out == nullptr) return absl::PermissionDeniedError(absl::StrCat(options.out, ": cannot create"));
   const size_t written = std::fwrite(logits.data(), sizeof(float), logits.size(), out);  // little-endian host

@@ -5,6 +5,8 @@
 //   arach-run tokenize   --model DIR  < lines of JSON strings      (prints JSON arrays of ids)
 //   arach-run make-model --arch gpt2|gpt_neox|llama --preset NAME --out DIR [--seed N] [--dtype F32|F16|BF16]
 //   arach-run devices
+// generate, score and logits take --arach [--arach-offset B] [--arach-hub-embedding FILE:KEY] and
+// --adapter FILE --skip. Flag names may be written with hyphens or underscores.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/backend/backend.h"
 #include "tools/arach_run/commands.h"
+#include "tools/common/flag_names.h"
 #include "tools/common/openblas_reexec.h"
 
 ABSL_FLAG(std::string, model, "", "model folder (Hugging Face layout)");
@@ -40,6 +43,13 @@ ABSL_FLAG(std::string, preset, "tiny", "make-model: tiny, 124m, 355m (gpt2); tin
 ABSL_FLAG(uint64_t, seed, 0, "make-model: random seed");
 ABSL_FLAG(std::string, dtype, "", "make-model: F32 | F16 | BF16 (default: the family's usual)");
 ABSL_FLAG(std::string, tokenizer_from, "", "make-model: copy the tokenizer files of this folder");
+ABSL_FLAG(bool, with_adapter, false, "make-model: also write a random adapter, preproj.safetensors");
+ABSL_FLAG(bool, arach, false, "run the ARACH variant (hub stream)");
+ABSL_FLAG(double, arach_offset, -0.5, "ARACH logit offset b");
+ABSL_FLAG(std::string, arach_hub_embedding, "", "ARACH hub embedding FILE.safetensors:KEY (default: derived from the embeddings)");
+ABSL_FLAG(uint64_t, hub_seed, 0, "seed of the derived hub embedding");
+ABSL_FLAG(std::string, adapter, "", "pre-projection + skip adapter (safetensors)");
+ABSL_FLAG(bool, skip, false, "run the skip variant (needs --adapter)");
 
 namespace arach::tools {
 namespace {
@@ -67,6 +77,15 @@ absl::StatusOr<ModelOptions> ModelFlags() {
   if (bytes < 0) return absl::InvalidArgumentError("--kv_cache_bytes must not be negative");
   options.load.kv_cache_bytes = static_cast<size_t>(bytes);
   options.load.default_kv_sequences = 1;
+  options.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);
+  options.load.hub_seed = absl::GetFlag(FLAGS_hub_seed);
+  options.load.adapter = absl::GetFlag(FLAGS_adapter);
+  options.variant.arach = absl::GetFlag(FLAGS_arach);
+  options.variant.arach_offset = static_cast<float>(absl::GetFlag(FLAGS_arach_offset));
+  options.variant.skip = absl::GetFlag(FLAGS_skip);
+  if (options.variant.skip && options.load.adapter.empty()) {
+    return absl::FailedPreconditionError("--skip needs the pre-projection + skip adapter: give --adapter FILE");
+  }
   return options;
 }
 
@@ -79,6 +98,7 @@ absl::Status Dispatch(const std::string& command) {
     options.seed = absl::GetFlag(FLAGS_seed);
     options.dtype = absl::GetFlag(FLAGS_dtype);
     options.tokenizer_from = absl::GetFlag(FLAGS_tokenizer_from);
+    options.write_adapter = absl::GetFlag(FLAGS_with_adapter);
     return RunMakeModel(options);
   }
   if (command == "devices") return RunDevices();
@@ -129,10 +149,12 @@ absl::Status Dispatch(const std::string& command) {
 
 int main(int argc, char** argv) {
   arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  std::vector<std::string> flag_storage;
+  std::vector<char*> args = arach::tools::NormalizeFlagNames(argc, argv, flag_storage);
   absl::SetProgramUsageMessage(
       "arach-run COMMAND [flags]\n  commands: generate, score, logits, tokenize, make-model, devices\n"
       "  e.g. arach-run generate --model DIR --prompt \"Hello\" --max_new_tokens 32");
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, args.data());
   if (positional.size() != 2) {
     std::fprintf(stderr, "%s\n", std::string(absl::ProgramUsageMessage()).c_str());
     return 2;

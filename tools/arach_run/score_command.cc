@@ -37,7 +37,7 @@ absl::Status RunScore(const ScoreOptions& options) {
     if (options.max_windows > 0 && static_cast<int>(begin / window) >= options.max_windows) break;
     const size_t end = std::min(ids.size(), begin + window + 1);
     const std::vector<int32_t> chunk(ids.begin() + begin, ids.begin() + end);
-    ARACH_ASSIGN_OR_RETURN(std::vector<double> logprobs, session.TokenLogProbs(chunk));
+    ARACH_ASSIGN_OR_RETURN(std::vector<double> logprobs, session.TokenLogProbs(chunk, 512, options.model.variant));
     for (size_t i = 0; i < logprobs.size(); ++i) {
       total_nll -= logprobs[i];
       ++scored;
@@ -51,7 +51,8 @@ absl::Status RunScore(const ScoreOptions& options) {
                         {"total_nll", total_nll},
                         {"nll_per_token", total_nll / scored},
                         {"perplexity", std::exp(total_nll / scored)},
-                        {"window", window}};
+                        {"window", window},
+                        {"variant", options.model.variant.Describe()}};
   if (options.per_token) out["per_token"] = tokens;
   std::printf("%s\n", out.dump(options.per_token ? 1 : -1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return absl::OkStatus();

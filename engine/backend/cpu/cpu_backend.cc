@@ -157,4 +157,20 @@ void CpuBackend::GatherRows(const DeviceMatrix& src, const int32_t* rows, const 
   for (int64_t r = 0; r < dst.rows; ++r) std::memcpy(Row(dst, r), Row(src, rows[r]), dst.cols * sizeof(float));
 }
 
+void CpuBackend::ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
+  for (int64_t r = 0; r < src.rows; ++r) {
+    float* d = Row(dst, rows[r]);
+    const float* s = Row(src, r);
+    if (accumulate) {
+      for (int64_t c = 0; c < src.cols; ++c) d[c] += s[c];
+    } else {
+      std::memcpy(d, s, src.cols * sizeof(float));
+    }
+  }
+}
+
+void CpuBackend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
+  for (int64_t r = 0; r < out.rows; ++r) std::memcpy(Row(out, r), row.As<float>(), out.cols * sizeof(float));
+}
+
 }  // namespace arach

@@ -39,6 +39,8 @@ class CpuBackend final : public Backend {
   void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
   void Attention(const AttentionParams& params) override;  // cpu_attention.cc
   void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
+  void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
+  void FillRows(const DeviceMatrix& row, const DeviceMatrix& out) override;
 
 };
 

@@ -1,0 +1,21 @@
+// One throughput measurement on a ModelRunner: prefill `batch` sequences of `prompt_len` tokens, then
+// decode `steps` tokens each, all under one variant.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "engine/features/variant.h"
+#include "engine/runner/model_runner.h"
+
+namespace arach::bench {
+
+struct ThroughputFigures {
+  double prefill_tokens_per_s = 0;
+  double decode_ms_per_step = 0;
+  double decode_tokens_per_s = 0;
+  double kv_bytes_per_token = 0;  // KV blocks held after prefill x bytes per block / tokens cached
+};
+
+absl::StatusOr<ThroughputFigures> MeasureThroughput(ModelRunner& runner, int batch, int prompt_len, int steps,
+                                                    const Variant& variant);
+
+}  // namespace arach::bench

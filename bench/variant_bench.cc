@@ -1,0 +1,96 @@
+// Cost of each model variant on CPU: prefill and decode throughput of base, arach, skip and arach+skip
+// on a make-model preset (with a random adapter), the ratio of each to base, and the KV bytes per token
+// each holds (ARACH's hub rows never enter the cache, so its figure equals base).
+//
+//   build/bench/variant_bench [--preset gpt2/124m] [--prefill_batch 1] [--decode_batch 8]
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
+#include "bench/throughput.h"
+#include "engine/model/make_model.h"
+#include "engine/runner/loaded_model.h"
+#include "tools/common/openblas_reexec.h"
+
+ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (written with a random adapter)");
+ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where the preset is written");
+ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
+ABSL_FLAG(int, prefill_batch, 1, "sequences prefilled together");
+ABSL_FLAG(int, decode_batch, 8, "sequences decoded together");
+ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
+ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
+
+namespace arach::bench {
+namespace {
+
+int Run() {
+  const std::vector<std::string> parts = absl::StrSplit(absl::GetFlag(FLAGS_preset), '/');
+  if (parts.size() != 2) {
+    std::fprintf(stderr, "--preset must be ARCH/NAME\n");
+    return 2;
+  }
+  const std::filesystem::path dir = std::filesystem::path(absl::GetFlag(FLAGS_scratch)) / (parts[0] + "-" + parts[1] + "-adapter");
+  if (!std::filesystem::exists(dir / "preproj.safetensors")) {
+    MakeModelOptions make;
+    make.arch = parts[0];
+    make.preset = parts[1];
+    make.out_dir = dir.string();
+    make.write_adapter = true;
+    std::fprintf(stderr, "[bench] writing make-model %s with an adapter to %s\n", absl::GetFlag(FLAGS_preset).c_str(), dir.c_str());
+    if (auto made = MakeModel(make); !made.ok()) {
+      std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
+      return 1;
+    }
+  }
+  LoadModelOptions load;
+  load.adapter = (dir / "preproj.safetensors").string();
+  load.default_kv_sequences = std::max(absl::GetFlag(FLAGS_prefill_batch), absl::GetFlag(FLAGS_decode_batch));
+  auto model = LoadModel(dir.string(), load);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  const int len = absl::GetFlag(FLAGS_prompt_len), steps = absl::GetFlag(FLAGS_decode_steps);
+  std::printf("# variant_bench: %s (%s), %s; prompt %d, prefill batch %d, decode batch %d x %d steps, median of %d\n",
+              absl::GetFlag(FLAGS_preset).c_str(), dir.c_str(), model->runner->backend().Describe().c_str(), len,
+              absl::GetFlag(FLAGS_prefill_batch), absl::GetFlag(FLAGS_decode_batch), steps, absl::GetFlag(FLAGS_repeats));
+  std::printf("%-11s %14s %9s %14s %9s %14s %16s\n", "variant", "prefill tok/s", "vs base", "decode tok/s", "vs base",
+              "decode ms/step", "KV bytes/token");
+  double base_prefill = 0, base_decode = 0;
+  for (const std::string name : {"base", "arach", "skip", "arach+skip"}) {
+    const Variant variant = *ParseVariantName(name);
+    std::vector<double> prefill, decode, ms, kv;
+    for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
+      auto p = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_prefill_batch), len, 1, variant);
+      auto d = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_decode_batch), len, steps, variant);
+      if (!p.ok() || !d.ok()) {
+        std::fprintf(stderr, "%s\n", (p.ok() ? d.status() : p.status()).ToString().c_str());
+        return 1;
+      }
+      prefill.push_back(p->prefill_tokens_per_s);
+      decode.push_back(d->decode_tokens_per_s);
+      ms.push_back(d->decode_ms_per_step);
+      kv.push_back(d->kv_bytes_per_token);
+    }
+    if (name == "base") {
+      base_prefill = Median(prefill);
+      base_decode = Median(decode);
+    }
+    std::printf("%-11s %14.0f %8.2fx %14.1f %8.2fx %14.2f %16.0f\n", name.c_str(), Median(prefill), Median(prefill) / base_prefill,
+                Median(decode), Median(decode) / base_decode, Median(ms), Median(kv));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace arach::bench
+
+int main(int argc, char** argv) {
+  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  absl::ParseCommandLine(argc, argv);
+  return arach::bench::Run();
+}

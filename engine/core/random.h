@@ -1,0 +1,42 @@
+// Deterministic pseudo-random numbers that do not depend on the standard library's distributions
+// (whose output differs between implementations): splitmix64 and Box-Muller normals.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace arach {
+
+class NormalSampler {
+ public:
+  explicit NormalSampler(uint64_t seed) : state_(seed) {}
+
+  // The next N(0, 1) sample.
+  float Next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    constexpr double kTwoPi = 6.283185307179586;
+    const double u1 = (static_cast<double>(NextU64() >> 11) + 1.0) * (1.0 / 9007199254740993.0);  // (0, 1]
+    const double u2 = static_cast<double>(NextU64() >> 11) * (1.0 / 9007199254740992.0);          // [0, 1)
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = static_cast<float>(r * std::sin(kTwoPi * u2));
+    has_spare_ = true;
+    return static_cast<float>(r * std::cos(kTwoPi * u2));
+  }
+
+  uint64_t NextU64() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+  float spare_ = 0.0f;
+  bool has_spare_ = false;
+};
+
+}  // namespace arach
