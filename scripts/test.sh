@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" --timeout 600
+# Sequential: the CPU backend parallelises every test across all cores already.
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 600

@@ -48,6 +48,8 @@ class Backend {
   virtual void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) = 0;
   // Converts a device matrix to float32 on the host (rows * cols values).
   virtual void DownloadFloat(float* host_dst, const DeviceMatrix& src) = 0;
+  // Memory the device could still give (CPU: MemAvailable of the host).
+  virtual absl::StatusOr<size_t> FreeMemoryBytes() = 0;
   // Waits for queued work; reports asynchronous device errors.
   virtual absl::Status Synchronize() = 0;
 

@@ -4,32 +4,96 @@
 #include "engine/core/status.h"
 
 namespace arach {
+namespace {
 
-BlockAllocator::BlockAllocator(int num_blocks) : ref_counts_(num_blocks, 0) {
+inline uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+uint64_t BlockContent::Hash() const {
+  uint64_t h = Mix(parent_hash + 0x9e3779b97f4a7c15ull) ^ Mix(variant_key + 0x632be59bd9b4e019ull);
+  for (int32_t t : tokens) h = Mix(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(t)) + 0x9e3779b97f4a7c15ull));
+  return h == 0 ? 1 : h;  // 0 means "no parent"
+}
+
+BlockAllocator::BlockAllocator(int num_blocks)
+    : ref_counts_(num_blocks, 0),
+      block_hash_(num_blocks, 0),
+      is_cached_(num_blocks, false),
+      evictable_pos_(num_blocks),
+      is_evictable_(num_blocks, false) {
   free_.reserve(num_blocks);
   for (int b = num_blocks - 1; b >= 0; --b) free_.push_back(b);  // hand out low ids first
+}
+
+void BlockAllocator::Evict(int32_t block) {
+  cache_.erase(block_hash_[block]);
+  block_hash_[block] = 0;
+  is_cached_[block] = false;
+  ++evictions_;
 }
 
 absl::StatusOr<std::vector<int32_t>> BlockAllocator::Allocate(int count) {
   if (!CanAllocate(count)) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("KV cache: ", count, " blocks needed, ", num_free(), " of ", num_blocks(), " free"));
+        absl::StrCat("KV cache: ", count, " blocks needed, ", num_free(), " of ", num_blocks(), " available"));
   }
   std::vector<int32_t> blocks(count);
   for (int i = 0; i < count; ++i) {
-    blocks[i] = free_.back();
-    free_.pop_back();
-    ref_counts_[blocks[i]] = 1;
+    int32_t b;
+    if (!free_.empty()) {
+      b = free_.back();
+      free_.pop_back();
+    } else {
+      b = evictable_.front();
+      evictable_.pop_front();
+      is_evictable_[b] = false;
+      Evict(b);
+    }
+    ref_counts_[b] = 1;
+    blocks[i] = b;
   }
   return blocks;
 }
 
-void BlockAllocator::Retain(int32_t block) { ++ref_counts_[block]; }
+void BlockAllocator::Retain(int32_t block) {
+  if (ref_counts_[block]++ == 0 && is_evictable_[block]) {
+    evictable_.erase(evictable_pos_[block]);
+    is_evictable_[block] = false;
+  }
+}
 
 void BlockAllocator::Release(const std::vector<int32_t>& blocks) {
   for (int32_t b : blocks) {
-    if (--ref_counts_[b] == 0) free_.push_back(b);
+    if (--ref_counts_[b] != 0) continue;
+    if (is_cached_[b]) {
+      evictable_.push_back(b);
+      evictable_pos_[b] = std::prev(evictable_.end());
+      is_evictable_[b] = true;
+    } else {
+      free_.push_back(b);
+    }
   }
+}
+
+void BlockAllocator::Register(int32_t block, const BlockContent& content) {
+  if (is_cached_[block]) return;
+  const uint64_t hash = content.Hash();
+  if (cache_.count(hash) != 0) return;  // the same content is cached in another block already
+  cache_.emplace(hash, CacheEntry{block, content});
+  block_hash_[block] = hash;
+  is_cached_[block] = true;
+}
+
+std::optional<int32_t> BlockAllocator::Lookup(const BlockContent& content) {
+  const auto it = cache_.find(content.Hash());
+  if (it == cache_.end() || !(it->second.content == content)) return std::nullopt;
+  Retain(it->second.block);
+  return it->second.block;
 }
 
 int BlockTable::BlocksNeeded(int num_tokens) const {

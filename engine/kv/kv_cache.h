@@ -13,6 +13,8 @@ namespace arach {
 struct KvCacheConfig {
   int block_size = 16;  // tokens per block
   int num_blocks = 0;   // blocks in the pool (all layers share block ids)
+  // When num_blocks is 0: size the pool to this fraction of the device memory free after the weights.
+  double free_memory_fraction = 0;
 };
 
 class KvCache {

@@ -44,8 +44,12 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device));
   KvCacheConfig kv;
   kv.block_size = options.block_size;
-  if (options.kv_cache_bytes > 0) {
+  if (options.kv_blocks > 0) {
+    kv.num_blocks = options.kv_blocks;
+  } else if (options.kv_cache_bytes > 0) {
     kv.num_blocks = KvBlocksForBytes(model.config, kv.block_size, backend->activation_dtype(), options.kv_cache_bytes);
+  } else if (options.kv_memory_fraction > 0) {
+    kv.free_memory_fraction = options.kv_memory_fraction;  // resolved once the weights are on the device
   } else {
     const int per_sequence = (model.config.max_positions + kv.block_size - 1) / kv.block_size;
     kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);

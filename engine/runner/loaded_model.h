@@ -16,7 +16,10 @@ namespace arach {
 struct LoadModelOptions {
   DeviceKind device = DeviceKind::kCpu;
   int block_size = 16;          // tokens per KV block
-  size_t kv_cache_bytes = 0;    // KV pool size; 0 = room for `default_kv_sequences` full-context sequences
+  int kv_blocks = 0;            // KV pool size in blocks (wins over the byte budget when set)
+  size_t kv_cache_bytes = 0;    // KV pool size in bytes
+  double kv_memory_fraction = 0;  // else: this fraction of the device memory free after the weights
+  // else: room for this many full-context sequences
   int default_kv_sequences = 4;
   std::string hub_embedding;    // "FILE.safetensors:KEY"; empty = derived from the embeddings (seed below)
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)

@@ -15,7 +15,17 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   runner->config_ = config;
   runner->backend_ = std::move(backend);
   ARACH_ASSIGN_OR_RETURN(runner->weights_, DeviceWeights::Upload(*runner->backend_, std::move(weights), std::move(features)));
-  ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, kv));
+  KvCacheConfig sized = kv;
+  if (sized.num_blocks <= 0 && sized.free_memory_fraction > 0) {
+    ARACH_ASSIGN_OR_RETURN(const size_t free_bytes, runner->backend_->FreeMemoryBytes());
+    const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->activation_dtype());
+    sized.num_blocks = static_cast<int>(static_cast<double>(free_bytes) * kv.free_memory_fraction / per_block);
+    if (sized.num_blocks < 1) {
+      return absl::ResourceExhaustedError(absl::StrCat("KV cache: ", kv.free_memory_fraction, " of the ", free_bytes,
+                                                       " free bytes holds no block of ", per_block, " bytes"));
+    }
+  }
+  ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, sized));
   runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
   if (config.use_rope) {
     const std::vector<float> inv_freq = config.rope.InverseFrequencies();

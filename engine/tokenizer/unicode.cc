@@ -66,6 +66,31 @@ void AppendUtf8(char32_t c, std::string& out) {
   }
 }
 
+std::string SanitizeUtf8(absl::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    // Find the longest valid character at i (1..4 bytes).
+    size_t length = 0;
+    for (size_t len = 1; len <= 4 && i + len <= bytes.size(); ++len) {
+      auto decoded = DecodeUtf8(bytes.substr(i, len));
+      if (decoded.ok() && decoded->size() == 1) {
+        length = len;
+        break;
+      }
+    }
+    if (length == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+    } else {
+      out.append(bytes.data() + i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
 size_t CompleteUtf8Prefix(absl::string_view bytes) {
   const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t n = bytes.size();

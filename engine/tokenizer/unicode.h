@@ -20,6 +20,8 @@ struct CodePoint {
 // Decodes UTF-8; malformed input (bad sequences, overlongs, surrogates) is INVALID_ARGUMENT with the byte offset.
 absl::StatusOr<std::vector<CodePoint>> DecodeUtf8(absl::string_view text);
 void AppendUtf8(char32_t value, std::string& out);
+// `bytes` with every malformed UTF-8 sequence replaced by U+FFFD (valid text is returned unchanged).
+std::string SanitizeUtf8(absl::string_view bytes);
 // Length of the longest prefix of `bytes` that ends on a complete UTF-8 character (for streaming).
 size_t CompleteUtf8Prefix(absl::string_view bytes);
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/cpu_parallel.h"
@@ -44,6 +46,17 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes)
     return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
   }
   return std::unique_ptr<DeviceBuffer>(new HostBuffer(data, bytes));
+}
+
+absl::StatusOr<size_t> CpuBackend::FreeMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return absl::UnavailableError("cpu: /proc/meminfo has no MemAvailable");
 }
 
 void CpuBackend::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {

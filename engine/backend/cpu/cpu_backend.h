@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override;
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::StatusOr<size_t> FreeMemoryBytes() override;
 
   void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
              const DeviceMatrix& position_table, const DeviceMatrix& out) override;

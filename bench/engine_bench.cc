@@ -1,0 +1,181 @@
+// Serving throughput of the Engine on CPU: closed-loop clients at several concurrencies submit requests
+// (fixed prompt and output lengths, one variant); prints requests/s, output tokens/s and TTFT / TPOT
+// percentiles per concurrency.
+//
+//   build/bench/engine_bench [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
+#include "engine/engine.h"
+#include "tools/common/openblas_reexec.h"
+
+ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME");
+ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
+ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where the preset is written");
+ABSL_FLAG(std::vector<std::string>, concurrency, std::vector<std::string>({"1", "4", "16"}), "requests in flight");
+ABSL_FLAG(int, requests_per_client, 2, "requests each client sends");
+ABSL_FLAG(int, prompt_len, 128, "prompt tokens");
+ABSL_FLAG(int, max_tokens, 32, "generated tokens per request");
+ABSL_FLAG(std::string, variant, "base", "base | arach | skip | arach+skip");
+ABSL_FLAG(int, max_num_batched_tokens, 512, "engine: tokens per step");
+
+namespace arach::bench {
+namespace {
+
+// Closed loop: each finished request immediately starts the next one of its client.
+class Driver : public std::enable_shared_from_this<Driver> {
+ public:
+  Driver(Engine& engine, int clients, int per_client, const GenerateRequest& request)
+      : engine_(engine), remaining_(clients * per_client), total_(clients * per_client), request_(request) {}
+
+  struct Result {
+    double seconds = 0;
+    std::vector<FinishInfo> finished;
+  };
+
+  Result Run(int clients) {
+    start_ = Clock::now();
+    for (int c = 0; c < clients; ++c) Launch();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return static_cast<int>(result_.finished.size()) == total_; });
+    result_.seconds = Seconds(start_);
+    return result_;
+  }
+
+ private:
+  // Holds the driver alive while the engine still holds the sink.
+  class Sink : public RequestSink {
+   public:
+    explicit Sink(std::shared_ptr<Driver> d) : d_(std::move(d)) {}
+    void OnChunk(const StreamChunk&) override {}
+    void OnFinish(const FinishInfo& info) override { d_->Finished(info); }
+
+   private:
+    std::shared_ptr<Driver> d_;
+  };
+
+  void Launch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (remaining_ == 0) return;
+      --remaining_;
+    }
+    auto id = engine_.Submit(request_, std::make_shared<Sink>(shared_from_this()));
+    if (!id.ok()) {
+      std::fprintf(stderr, "submit: %s\n", id.status().ToString().c_str());
+      FinishInfo failed;
+      failed.reason = FinishReason::kError;
+      Finished(failed);
+    }
+  }
+  // Runs on the engine's thread (Submit only queues).
+  void Finished(const FinishInfo& info) {
+    Launch();
+    std::lock_guard<std::mutex> lock(mutex_);
+    result_.finished.push_back(info);
+    done_.notify_all();
+  }
+
+  Engine& engine_;
+  int remaining_;
+  const int total_;
+  GenerateRequest request_;
+  Clock::time_point start_;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  Result result_;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+int Run() {
+  std::string dir = absl::GetFlag(FLAGS_model);
+  if (dir.empty()) {
+    auto models = ResolveModels({}, {}, "", {absl::GetFlag(FLAGS_preset)}, absl::GetFlag(FLAGS_scratch));
+    if (!models.ok()) {
+      std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
+      return 1;
+    }
+    dir = models->front();
+  }
+  std::vector<int> levels;
+  for (const std::string& c : absl::GetFlag(FLAGS_concurrency)) {
+    int v;
+    if (absl::SimpleAtoi(c, &v) && v > 0) levels.push_back(v);
+  }
+  LoadModelOptions load;
+  load.default_kv_sequences = *std::max_element(levels.begin(), levels.end());
+  auto model = LoadModel(dir, load);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  const std::string device = model->runner->backend().Describe();
+  const int vocab = model->config.vocab_size;
+  EngineConfig config;
+  config.max_num_seqs = *std::max_element(levels.begin(), levels.end());
+  config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
+  config.enable_prefix_caching = false;  // identical prompts would otherwise be served from the cache
+  auto engine = Engine::Create(std::move(*model), config);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
+    return 1;
+  }
+  auto variant = ParseVariantName(absl::GetFlag(FLAGS_variant));
+  if (!variant.ok()) {
+    std::fprintf(stderr, "%s\n", variant.status().ToString().c_str());
+    return 2;
+  }
+  GenerateRequest request;
+  for (int i = 0; i < absl::GetFlag(FLAGS_prompt_len); ++i) request.prompt.push_back((i * 7919 + 17) % vocab);
+  request.sampling.temperature = 0.0f;
+  request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  request.sampling.ignore_eos = true;
+  request.variant = *variant;
+
+  std::printf("# engine_bench: %s on %s; variant %s, prompt %d, %d new tokens, %d requests per client\n", dir.c_str(),
+              device.c_str(), variant->Name().c_str(), absl::GetFlag(FLAGS_prompt_len), absl::GetFlag(FLAGS_max_tokens),
+              absl::GetFlag(FLAGS_requests_per_client));
+  std::printf("%11s %9s %10s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "out tok/s",
+              "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p90", "TPOT p99");
+  for (int clients : levels) {
+    auto driver = std::make_shared<Driver>(**engine, clients, absl::GetFlag(FLAGS_requests_per_client), request);
+    const Driver::Result result = driver->Run(clients);
+    std::vector<double> ttft, tpot;
+    int64_t tokens = 0;
+    for (const FinishInfo& f : result.finished) {
+      ttft.push_back(f.timings.time_to_first_token_seconds * 1e3);
+      tpot.push_back(f.timings.time_per_output_token_seconds * 1e3);
+      tokens += f.usage.completion_tokens;
+    }
+    std::printf("%11d %9zu %10.2f %13.1f %8.1fms %8.1fms %8.1fms %9.2fms %9.2fms %9.2fms\n", clients, result.finished.size(),
+                result.finished.size() / result.seconds, tokens / result.seconds, Percentile(ttft, 0.5),
+                Percentile(ttft, 0.9), Percentile(ttft, 0.99), Percentile(tpot, 0.5), Percentile(tpot, 0.9),
+                Percentile(tpot, 0.99));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace arach::bench
+
+int main(int argc, char** argv) {
+  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  absl::ParseCommandLine(argc, argv);
+  return arach::bench::Run();
+}

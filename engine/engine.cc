@@ -1,0 +1,367 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "engine/runner/offline_session.h"
+#include "engine/sched/detokenizer.h"
+
+namespace arach {
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kDeadline: return "deadline";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+struct Engine::RequestState {
+  RequestState(uint64_t id_in, GenerateRequest request_in, std::shared_ptr<RequestSink> sink_in, const Tokenizer& tokenizer,
+               int block_size)
+      : id(id_in),
+        request(std::move(request_in)),
+        sink(std::move(sink_in)),
+        seq(block_size),
+        detokenizer(tokenizer, request.sampling.stop) {}
+
+  uint64_t id;
+  GenerateRequest request;
+  std::shared_ptr<RequestSink> sink;
+  Sequence seq;
+  IncrementalDetokenizer detokenizer;
+  uint64_t seed = 0;
+  std::vector<int32_t> stop_ids;     // ids that end generation (EOS unless ignored, stop_token_ids)
+  int max_len = 0;                   // prompt + max_tokens, capped by the context
+  bool queued = true;                // counted in Engine::queued_
+  bool finished = false;
+  Clock::time_point arrival, first_scheduled, first_token, last_token;
+  bool started = false;
+  std::vector<float> prompt_logprobs;
+};
+
+Engine::Engine(LoadedModel model, const EngineConfig& config)
+    : model_(std::move(model)),
+      config_(config),
+      allocator_(model_.runner->kv_cache().num_blocks()),
+      scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching},
+                 allocator_),
+      seeder_(std::random_device{}()) {}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const EngineConfig& config) {
+  if (config.max_num_seqs < 1 || config.max_num_batched_tokens < 1 || config.max_queued_requests < 0) {
+    return absl::InvalidArgumentError("engine: max_num_seqs and max_num_batched_tokens must be >= 1, max_queued_requests >= 0");
+  }
+  if (model.runner == nullptr || model.tokenizer == nullptr) return absl::InvalidArgumentError("engine: the model is not loaded");
+  std::unique_ptr<Engine> engine(new Engine(std::move(model), config));
+  engine->PublishStats();
+  engine->thread_ = std::thread([e = engine.get()] { e->Loop(); });
+  return engine;
+}
+
+Engine::~Engine() { Shutdown(); }
+
+void Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<uint64_t> Engine::Submit(GenerateRequest request, std::shared_ptr<RequestSink> sink) {
+  const ModelConfig& c = model_.config;
+  const SamplingParams& sp = request.sampling;
+  const int prompt_len = static_cast<int>(request.prompt.size());
+  if (prompt_len == 0) return absl::InvalidArgumentError("prompt: empty");
+  for (int i = 0; i < prompt_len; ++i) {
+    if (request.prompt[i] < 0 || request.prompt[i] >= c.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt[", i, "]: token id ", request.prompt[i],
+                                                     " is outside the vocabulary [0, ", c.vocab_size, ")"));
+    }
+  }
+  ARACH_RETURN_IF_ERROR(sp.Validate(c.vocab_size));
+  if (sp.max_tokens > 0 ? prompt_len >= c.max_positions : prompt_len > c.max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt: ", prompt_len, " tokens leave no room in the model's context of ",
+                                                   c.max_positions, " tokens"));
+  }
+  if (request.variant.skip && !has_adapter()) {
+    return absl::FailedPreconditionError(absl::StrCat("variant: ", request.variant.Name(),
+                                                      " needs the pre-projection + skip adapter; this server was started "
+                                                      "without one (--adapter FILE)"));
+  }
+  if (request.variant.arach && !std::isfinite(request.variant.arach_offset)) {
+    return absl::InvalidArgumentError(absl::StrCat("arach_offset: ", request.variant.arach_offset, " is not finite"));
+  }
+  const int max_len = std::min(prompt_len + sp.max_tokens, c.max_positions);
+  const int block_size = model_.runner->kv_cache().block_size();
+  const int blocks_needed = (max_len + block_size - 1) / block_size;
+  if (blocks_needed > allocator_.num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("max_tokens: prompt (", prompt_len, ") + max_tokens (", sp.max_tokens,
+                                                   ") needs ", blocks_needed, " KV blocks but the whole pool holds ",
+                                                   allocator_.num_blocks(), "; it could never run"));
+  }
+
+  auto state = std::make_unique<RequestState>(0, std::move(request), std::move(sink), *model_.tokenizer, block_size);
+  state->max_len = max_len;
+  state->arrival = Clock::now();
+  Sequence& seq = state->seq;
+  seq.tokens = state->request.prompt;
+  seq.prompt_len = prompt_len;
+  seq.variant = state->request.variant;
+  seq.want_prompt_logprobs = state->request.sampling.prompt_logprobs;
+  if (seq.want_prompt_logprobs) state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
+  if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
+  for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
+
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return absl::UnavailableError("the engine is shutting down");
+    if (queued_ >= config_.max_queued_requests) {
+      return absl::ResourceExhaustedError(absl::StrCat("the request queue is full (", config_.max_queued_requests,
+                                                       " waiting); retry later"));
+    }
+    id = next_id_++;
+    state->seed = state->request.sampling.seed ? *state->request.sampling.seed : seeder_();
+    state->id = id;
+    seq.id = id;
+    ++queued_;
+    inbox_.push_back(std::move(state));
+  }
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::Cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancels_.push_back(id);
+  }
+  wake_.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void Engine::PublishStats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.num_running = static_cast<int>(scheduler_.running().size());
+  stats_.num_waiting = static_cast<int>(scheduler_.waiting().size() + inbox_.size());
+  stats_.kv_blocks_total = allocator_.num_blocks();
+  stats_.kv_blocks_used = allocator_.num_used();
+  stats_.kv_blocks_cached = allocator_.num_cached();
+  stats_.prefix_cache_queries = scheduler_.prefix_cache_queries();
+  stats_.prefix_cache_hits = scheduler_.prefix_cache_hits();
+  stats_.preemptions = scheduler_.num_preemptions();
+}
+
+void Engine::TakeInbox(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::unique_ptr<RequestState>> arrived;
+  arrived.swap(inbox_);
+  std::vector<uint64_t> cancels;
+  cancels.swap(cancels_);
+  lock.unlock();
+  for (auto& state : arrived) {
+    scheduler_.Add(&state->seq);
+    const uint64_t id = state->id;
+    requests_.emplace(id, std::move(state));
+  }
+  for (uint64_t id : cancels) {
+    const auto it = requests_.find(id);
+    if (it != requests_.end() && !it->second->finished) {
+      Finish(*it->second, FinishReason::kCancelled, absl::CancelledError("cancelled by the client"));
+    }
+  }
+  lock.lock();
+}
+
+void Engine::ExpireDeadlines() {
+  const Clock::time_point now = Clock::now();
+  for (auto& [id, state] : requests_) {
+    if (!state->finished && state->request.deadline && *state->request.deadline <= now) {
+      Finish(*state, FinishReason::kDeadline, absl::DeadlineExceededError("the request's deadline passed"));
+    }
+  }
+}
+
+void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
+  if (r.finished) return;
+  r.finished = true;
+  scheduler_.Remove(&r.seq);
+  const Clock::time_point now = Clock::now();
+  FinishInfo info;
+  info.reason = reason;
+  info.status = std::move(status);
+  info.text = r.detokenizer.Flush();
+  info.stop_string = r.detokenizer.matched_stop();
+  info.variant = r.request.variant;
+  info.usage.prompt_tokens = r.seq.prompt_len;
+  info.usage.completion_tokens = std::max(0, r.seq.num_generated());
+  info.usage.cached_prompt_tokens = r.seq.num_cached_prompt_tokens;
+  info.usage.preemptions = r.seq.num_preemptions;
+  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  info.timings.total_seconds = seconds(now - r.arrival);
+  if (r.started) info.timings.queue_seconds = seconds(r.first_scheduled - r.arrival);
+  if (info.usage.completion_tokens > 0) {
+    info.timings.time_to_first_token_seconds = seconds(r.first_token - r.arrival);
+    if (info.usage.completion_tokens > 1) {
+      info.timings.time_per_output_token_seconds = seconds(r.last_token - r.first_token) / (info.usage.completion_tokens - 1);
+    }
+  }
+  info.prompt_logprobs = std::move(r.prompt_logprobs);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (r.queued) --queued_;
+    r.queued = false;
+    ++stats_.requests_finished;
+  }
+  r.sink->OnFinish(info);
+}
+
+void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
+  Sequence& seq = r.seq;
+  const SamplingParams& sp = r.request.sampling;
+  SamplerInput in;
+  in.logits = logits;
+  in.params = &sp;
+  in.context = seq.tokens;
+  in.num_generated = seq.num_generated();
+  in.seed = r.seed;
+  in.suppressed = r.stop_ids;
+  const SampledToken sampled = sampler_.Sample(in);
+  seq.tokens.push_back(sampled.token);
+  const Clock::time_point now = Clock::now();
+  if (seq.num_generated() == 1) r.first_token = now;
+  r.last_token = now;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.generated_tokens;
+  }
+  const bool stop_token = std::find(r.stop_ids.begin(), r.stop_ids.end(), sampled.token) != r.stop_ids.end();
+  StreamChunk chunk;
+  chunk.tokens.push_back(sampled);
+  if (!stop_token) {  // a stop token ends the text; it is not part of it
+    auto text = r.detokenizer.Add(sampled.token);
+    if (!text.ok()) {
+      Finish(r, FinishReason::kError, text.status());
+      return;
+    }
+    chunk.text = std::move(*text);
+  }
+  r.sink->OnChunk(chunk);
+  if (stop_token || r.detokenizer.stopped()) {
+    Finish(r, FinishReason::kStop);
+  } else if (seq.num_generated() >= sp.max_tokens || static_cast<int>(seq.tokens.size()) >= r.max_len) {
+    Finish(r, FinishReason::kLength);
+  }
+}
+
+void Engine::Step() {
+  const ScheduledBatch batch = scheduler_.Schedule();
+  if (batch.empty()) return;
+  const Clock::time_point now = Clock::now();
+  for (Sequence* seq : batch.admitted) {
+    RequestState& r = *requests_.at(seq->id);
+    if (!r.started) {
+      r.started = true;
+      r.first_scheduled = now;
+    }
+    if (r.queued) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --queued_;
+      r.queued = false;
+    }
+  }
+  ForwardBatch forward;
+  std::vector<LogitsMode> modes;
+  for (const ScheduledChunk& chunk : batch.chunks) {
+    const Sequence& seq = *chunk.seq;
+    SequenceInput input;
+    input.tokens = std::span<const int32_t>(seq.tokens).subspan(chunk.start, chunk.num_tokens);
+    input.start_position = chunk.start;
+    input.block_table = &seq.blocks;
+    input.variant = seq.variant;
+    if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
+      input.logits = LogitsMode::kAll;
+    } else {
+      input.logits = chunk.completes ? LogitsMode::kLast : LogitsMode::kNone;
+    }
+    modes.push_back(input.logits);
+    forward.sequences.push_back(input);
+  }
+  absl::StatusOr<ForwardOutput> out = model_.runner->Execute(forward);
+  if (!out.ok()) {
+    for (const ScheduledChunk& chunk : batch.chunks) {
+      Finish(*requests_.at(chunk.seq->id), FinishReason::kError, out.status());
+    }
+    return;
+  }
+  scheduler_.CompleteStep(batch);
+  int64_t prompt_tokens = 0;
+  for (size_t i = 0; i < batch.chunks.size(); ++i) {
+    const ScheduledChunk& chunk = batch.chunks[i];
+    RequestState& r = *requests_.at(chunk.seq->id);
+    const int rows = out->num_rows(static_cast<int>(i));
+    prompt_tokens += std::max(0, std::min(chunk.start + chunk.num_tokens, r.seq.prompt_len) - chunk.start);
+    if (modes[i] == LogitsMode::kAll) {
+      for (int row = 0; row < rows; ++row) {
+        const int position = chunk.start + row;
+        if (position + 1 < r.seq.prompt_len) {
+          r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(out->Row(static_cast<int>(i), row), r.seq.tokens[position + 1]));
+        }
+      }
+    }
+    if (!chunk.completes || rows == 0) continue;
+    if (r.request.sampling.max_tokens == 0) {  // scoring: the prompt is all there is
+      Finish(r, FinishReason::kLength);
+      continue;
+    }
+    SampleAndEmit(r, out->Row(static_cast<int>(i), rows - 1));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.steps;
+  stats_.prompt_tokens_computed += prompt_tokens;
+}
+
+void Engine::Loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_.HasWork(); });
+    if (stopping_) break;
+    TakeInbox(lock);
+    lock.unlock();
+    ExpireDeadlines();
+    Step();
+    for (auto it = requests_.begin(); it != requests_.end();) {
+      it = it->second->finished ? requests_.erase(it) : std::next(it);
+    }
+    PublishStats();
+    lock.lock();
+  }
+  // Shutdown: everything still here ends as cancelled.
+  std::vector<std::unique_ptr<RequestState>> arrived;
+  arrived.swap(inbox_);
+  lock.unlock();
+  for (auto& state : arrived) {
+    scheduler_.Add(&state->seq);
+    const uint64_t id = state->id;
+    requests_.emplace(id, std::move(state));
+  }
+  for (auto& [id, state] : requests_) {
+    Finish(*state, FinishReason::kCancelled, absl::UnavailableError("the engine shut down"));
+  }
+  requests_.clear();
+  PublishStats();
+}
+
+}  // namespace arach

@@ -1,0 +1,99 @@
+// Engine: accepts requests from any thread and serves them with continuous batching on its own step
+// thread: schedule -> one forward over the batch -> sample -> stream results to each request's sink.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/request.h"
+#include "engine/runner/loaded_model.h"
+#include "engine/sched/sampler.h"
+#include "engine/sched/scheduler.h"
+
+namespace arach {
+
+struct EngineConfig {
+  int max_num_seqs = 64;             // sequences in the running batch at most
+  int max_num_batched_tokens = 512;  // tokens per step (prefill chunks + decodes)
+  int max_queued_requests = 1024;    // requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED
+  bool enable_prefix_caching = true;
+};
+
+// A snapshot of the engine's state (for metrics and tests).
+struct EngineStats {
+  int num_running = 0;
+  int num_waiting = 0;              // queued and preempted
+  int kv_blocks_total = 0;
+  int kv_blocks_used = 0;           // held by sequences
+  int kv_blocks_cached = 0;         // registered in the prefix cache
+  int64_t prefix_cache_queries = 0; // prompt blocks looked up
+  int64_t prefix_cache_hits = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t requests_finished = 0;
+  int64_t generated_tokens = 0;
+  int64_t prompt_tokens_computed = 0;
+};
+
+class Engine {
+ public:
+  // Takes the model and starts the step thread.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(LoadedModel model, const EngineConfig& config);
+  ~Engine();  // Shutdown()
+
+  // Validates and queues `request`; results go to `sink`. Errors (nothing is queued then):
+  // INVALID_ARGUMENT naming the field (empty prompt, unknown token ids, sampling values, a prompt that
+  // leaves no room in the context, a request larger than the whole KV pool), FAILED_PRECONDITION (the skip
+  // variant without an adapter), RESOURCE_EXHAUSTED (the queue is full), UNAVAILABLE (shut down).
+  absl::StatusOr<uint64_t> Submit(GenerateRequest request, std::shared_ptr<RequestSink> sink);
+  // Ends a request at the next step boundary (its sink gets OnFinish with kCancelled); unknown ids are ignored.
+  void Cancel(uint64_t id);
+  // Stops the step thread; requests still queued or running finish with kCancelled / UNAVAILABLE.
+  void Shutdown();
+
+  EngineStats stats() const;
+  const ModelConfig& model_config() const { return model_.config; }
+  const Tokenizer& tokenizer() const { return *model_.tokenizer; }
+  bool has_adapter() const { return model_.runner->has_adapter(); }
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  struct RequestState;
+  Engine(LoadedModel model, const EngineConfig& config);
+  void Loop();
+  // One schedule -> forward -> sample round.
+  void Step();
+  void TakeInbox(std::unique_lock<std::mutex>& lock);
+  void ExpireDeadlines();
+  void Finish(RequestState& request, FinishReason reason, absl::Status status = absl::OkStatus());
+  void SampleAndEmit(RequestState& request, std::span<const float> logits);
+  void PublishStats();
+
+  LoadedModel model_;
+  EngineConfig config_;
+  BlockAllocator allocator_;
+  Scheduler scheduler_;
+  std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;  // step thread only
+  Sampler sampler_;                                                        // step thread only
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<RequestState>> inbox_;
+  std::vector<uint64_t> cancels_;
+  bool stopping_ = false;
+  int queued_ = 0;  // submitted, not yet admitted to the running batch
+  uint64_t next_id_ = 1;
+  std::mt19937_64 seeder_;  // seeds of requests that give none
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace arach

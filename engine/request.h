@@ -1,0 +1,77 @@
+// What callers submit to the Engine and what it streams back to them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/features/variant.h"
+#include "engine/sched/sampler.h"
+#include "engine/sched/sampling_params.h"
+
+namespace arach {
+
+using Clock = std::chrono::steady_clock;
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;             // token ids (the caller tokenizes; see Engine::tokenizer())
+  SamplingParams sampling;
+  Variant variant;
+  std::optional<Clock::time_point> deadline;  // the request is dropped with DEADLINE_EXCEEDED after it
+};
+
+// Tokens generated in one step (usually one) and the text they add.
+struct StreamChunk {
+  std::vector<SampledToken> tokens;  // ids, and log-probs when asked for
+  std::string text;                  // never splits a UTF-8 character; may be empty (held back)
+};
+
+enum class FinishReason {
+  kStop,       // an end-of-sequence token, a stop token or a stop string
+  kLength,     // max_tokens, or the model's context
+  kCancelled,  // Engine::Cancel or shutdown
+  kDeadline,   // the deadline passed
+  kError,      // see FinishInfo::status
+};
+const char* FinishReasonName(FinishReason reason);  // "stop", "length", "cancelled", "deadline", "error"
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache (last admission)
+  int preemptions = 0;
+};
+
+struct Timings {
+  double queue_seconds = 0;              // arrival -> first scheduled
+  double time_to_first_token_seconds = 0;  // arrival -> first generated token
+  double time_per_output_token_seconds = 0;  // mean gap between generated tokens after the first
+  double total_seconds = 0;              // arrival -> finish
+};
+
+struct FinishInfo {
+  FinishReason reason = FinishReason::kStop;
+  absl::Status status;             // OK unless reason is kError, kDeadline or kCancelled
+  std::string text;                // text still held back at the end (emit it after the last chunk)
+  std::string stop_string;         // the stop string that ended the text, if any
+  Usage usage;
+  Timings timings;
+  Variant variant;                 // the variant that served the request
+  std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
+};
+
+// Receives a request's results on the engine's step thread. Implementations must not block: queue the
+// data and return (a gRPC reactor writes it later).
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  virtual void OnChunk(const StreamChunk& chunk) = 0;
+  // Called exactly once, last.
+  virtual void OnFinish(const FinishInfo& info) = 0;
+};
+
+}  // namespace arach

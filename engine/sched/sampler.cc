@@ -1,0 +1,127 @@
+#include "engine/sched/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_set>
+
+namespace arach {
+namespace {
+
+inline uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+// Candidates pre-selected before sorting for top-p (a full sort of a 50k vocabulary is wasteful).
+constexpr size_t kTopPPreselect = 1024;
+
+}  // namespace
+
+double CounterUniform(uint64_t seed, uint64_t counter) {
+  const uint64_t bits = Mix(Mix(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 1));
+  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
+}
+
+SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n) {
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max_logit);
+  const double log_z = max_logit + std::log(sum);
+  SampledToken out;
+  out.token = token;
+  out.logprob = static_cast<float>(logits[token] - log_z);
+  if (n > 0) {
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t k = std::min<size_t>(n, ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i) out.top.push_back({ids[i], static_cast<float>(logits[ids[i]] - log_z)});
+  }
+  return out;
+}
+
+SampledToken Sampler::Sample(const SamplerInput& in) {
+  const SamplingParams& p = *in.params;
+  const size_t vocab = in.logits.size();
+  work_.assign(in.logits.begin(), in.logits.end());
+
+  if (p.repetition_penalty != 1.0f) {
+    std::unordered_set<int32_t> seen(in.context.begin(), in.context.end());
+    for (int32_t t : seen) {
+      if (t < 0 || static_cast<size_t>(t) >= vocab) continue;
+      work_[t] = work_[t] > 0.0f ? work_[t] / p.repetition_penalty : work_[t] * p.repetition_penalty;
+    }
+  }
+  if (in.num_generated < p.min_tokens) {
+    for (int32_t t : in.suppressed) {
+      if (t >= 0 && static_cast<size_t>(t) < vocab) work_[t] = kMasked;
+    }
+  }
+
+  int32_t chosen;
+  if (p.greedy()) {
+    chosen = static_cast<int32_t>(std::max_element(work_.begin(), work_.end()) - work_.begin());
+  } else {
+    const float inv_t = 1.0f / p.temperature;
+    const float max_logit = *std::max_element(work_.begin(), work_.end());
+    for (float& w : work_) w = w == kMasked ? 0.0f : std::exp((w - max_logit) * inv_t);  // unnormalised probs
+    candidates_.resize(vocab);
+    std::iota(candidates_.begin(), candidates_.end(), 0);
+    auto by_prob = [&](int32_t a, int32_t b) { return work_[a] > work_[b] || (work_[a] == work_[b] && a < b); };
+    size_t keep = vocab;
+    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < keep) {
+      std::nth_element(candidates_.begin(), candidates_.begin() + p.top_k, candidates_.end(), by_prob);
+      keep = p.top_k;
+    }
+    if (p.top_p < 1.0f) {
+      double total = 0.0;
+      for (size_t i = 0; i < keep; ++i) total += work_[candidates_[i]];
+      size_t sorted = keep;
+      if (keep > kTopPPreselect) {  // try the most likely tokens first; sort everything only if they fall short
+        std::nth_element(candidates_.begin(), candidates_.begin() + kTopPPreselect, candidates_.begin() + keep, by_prob);
+        double head = 0.0;
+        for (size_t i = 0; i < kTopPPreselect; ++i) head += work_[candidates_[i]];
+        if (head >= p.top_p * total) sorted = kTopPPreselect;
+      }
+      std::sort(candidates_.begin(), candidates_.begin() + sorted, by_prob);
+      double cumulative = 0.0;
+      size_t cut = 0;
+      while (cut < sorted) {
+        cumulative += work_[candidates_[cut++]];
+        if (cumulative >= p.top_p * total) break;
+      }
+      keep = cut;
+    }
+    if (p.min_p > 0.0f) {
+      float top = 0.0f;
+      for (size_t i = 0; i < keep; ++i) top = std::max(top, work_[candidates_[i]]);
+      const float floor = p.min_p * top;
+      keep = std::partition(candidates_.begin(), candidates_.begin() + keep, [&](int32_t t) { return work_[t] >= floor; }) -
+             candidates_.begin();
+    }
+    // A deterministic order of the kept tokens makes the draw depend only on (seed, index, logits).
+    std::sort(candidates_.begin(), candidates_.begin() + keep);
+    double total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += work_[candidates_[i]];
+    const double target = CounterUniform(in.seed, static_cast<uint64_t>(in.num_generated)) * total;
+    double cumulative = 0.0;
+    chosen = candidates_[keep - 1];
+    for (size_t i = 0; i < keep; ++i) {
+      cumulative += work_[candidates_[i]];
+      if (cumulative > target) {
+        chosen = candidates_[i];
+        break;
+      }
+    }
+  }
+  if (!p.logprobs && p.top_logprobs == 0) return SampledToken{chosen, 0.0f, {}};
+  return RawLogprobs(in.logits, chosen, p.top_logprobs);
+}
+
+}  // namespace arach

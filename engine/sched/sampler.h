@@ -1,0 +1,49 @@
+// Chooses the next token of a sequence from its logits: repetition penalty, stop-token suppression
+// (min_tokens), then greedy, or temperature -> top-k -> top-p -> min-p -> a draw from a counter-based
+// generator keyed by (seed, token index), so a seeded request samples the same tokens in any batch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/sched/sampling_params.h"
+
+namespace arach {
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;              // log-prob of `token` under the raw model distribution (when asked)
+  std::vector<TokenLogprob> top;     // the top_logprobs most likely tokens, raw distribution
+};
+
+struct SamplerInput {
+  std::span<const float> logits;         // [vocab]
+  const SamplingParams* params = nullptr;
+  std::span<const int32_t> context;      // prompt + generated tokens (repetition penalty)
+  int num_generated = 0;                 // tokens generated so far (RNG counter, min_tokens)
+  uint64_t seed = 0;                     // the request's seed (given or drawn at submission)
+  std::span<const int32_t> suppressed;   // token ids masked while num_generated < min_tokens
+};
+
+class Sampler {
+ public:
+  // Picks the next token. Reuses internal scratch: one Sampler per thread.
+  SampledToken Sample(const SamplerInput& input);
+
+ private:
+  std::vector<float> work_;         // [vocab] processed logits
+  std::vector<int32_t> candidates_;  // token ids under consideration
+};
+
+// A uniform value in [0, 1) determined by (seed, counter).
+double CounterUniform(uint64_t seed, uint64_t counter);
+// log softmax(logits)[token] and the `n` most likely tokens with their log-probs.
+SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n);
+
+}  // namespace arach

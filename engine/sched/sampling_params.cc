@@ -1,0 +1,38 @@
+#include "engine/sched/sampling_params.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace arach {
+
+absl::Status SamplingParams::Validate(int vocab_size) const {
+  auto bad = [](absl::string_view field, auto value, absl::string_view rule) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " ", rule));
+  };
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) return bad("temperature", temperature, "must be >= 0");
+  if (top_k < 0) return bad("top_k", top_k, "must be >= 0 (0 = off)");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return bad("top_p", top_p, "must be in (0, 1]");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return bad("min_p", min_p, "must be in [0, 1]");
+  if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
+    return bad("repetition_penalty", repetition_penalty, "must be > 0");
+  }
+  if (max_tokens < 0) return bad("max_tokens", max_tokens, "must be >= 0");
+  if (max_tokens == 0 && !prompt_logprobs) return bad("max_tokens", max_tokens, "must be >= 1 unless prompt_logprobs is set");
+  if (min_tokens < 0 || min_tokens > max_tokens) return bad("min_tokens", min_tokens, "must be in [0, max_tokens]");
+  if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
+    return bad("top_logprobs", top_logprobs, absl::StrCat("must be in [0, ", kMaxTopLogprobs, "]"));
+  }
+  for (size_t i = 0; i < stop.size(); ++i) {
+    if (stop[i].empty()) return absl::InvalidArgumentError(absl::StrCat("stop[", i, "]: empty stop string"));
+  }
+  for (size_t i = 0; i < stop_token_ids.size(); ++i) {
+    if (stop_token_ids[i] < 0 || stop_token_ids[i] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("stop_token_ids[", i, "]: ", stop_token_ids[i],
+                                                     " is outside the vocabulary [0, ", vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace arach

@@ -1,0 +1,38 @@
+// How a request's tokens are chosen and when its generation stops.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace arach {
+
+struct SamplingParams {
+  static constexpr int kMaxTopLogprobs = 20;
+
+  float temperature = 1.0f;         // 0 = greedy
+  int top_k = 0;                    // keep the k most likely tokens; 0 = all
+  float top_p = 1.0f;               // keep the smallest set with this much probability; 1 = all
+  float min_p = 0.0f;               // drop tokens below min_p x the top probability; 0 = none
+  float repetition_penalty = 1.0f;  // > 1 discourages tokens already in the prompt or output (HF rule)
+  std::optional<uint64_t> seed;     // same seed, same tokens, whatever else is in the batch
+
+  int max_tokens = 16;              // tokens to generate at most (0 only with prompt_logprobs: scoring)
+  int min_tokens = 0;               // stop tokens are suppressed until this many were generated
+  std::vector<std::string> stop;    // stop strings (the text ends before the first one)
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;          // do not stop at the model's end-of-sequence tokens
+
+  bool logprobs = false;            // return each generated token's log-prob (raw model distribution)
+  int top_logprobs = 0;             // ... and this many most likely alternatives (0..20)
+  bool prompt_logprobs = false;     // return log p(prompt[t] | prompt[<t]) (scoring)
+
+  // INVALID_ARGUMENT naming the field when a value is out of range.
+  absl::Status Validate(int vocab_size) const;
+  bool greedy() const { return temperature == 0.0f; }
+};
+
+}  // namespace arach

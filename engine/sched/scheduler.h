@@ -1,0 +1,78 @@
+// Continuous batching over the paged KV cache. Every step:
+//  1. running sequences, oldest first, get their next tokens (one for decode, a chunk for an unfinished
+//     prompt) within the step's token budget; when blocks run out, the newest running sequence is
+//     preempted (its blocks freed, recomputed later from its tokens), never dropped;
+//  2. if nothing was preempted, waiting sequences are admitted in arrival order while the budget,
+//     max_num_seqs and the free blocks allow; a long prompt is admitted with a partial chunk, so
+//     prefill is chunked and never stalls the decodes.
+// On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "engine/kv/block_allocator.h"
+#include "engine/sched/sequence.h"
+
+namespace arach {
+
+struct SchedulerConfig {
+  int max_num_seqs = 64;             // running sequences at most
+  int max_num_batched_tokens = 512;  // tokens (verbal rows) per step
+  bool enable_prefix_caching = true;
+};
+
+// Tokens [start, start + num_tokens) of `seq` in this step.
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int start = 0;
+  int num_tokens = 0;
+  bool completes = false;  // reaches the last known token: its last row's logits give the next token
+};
+
+struct ScheduledBatch {
+  std::vector<ScheduledChunk> chunks;
+  std::vector<Sequence*> preempted;  // sequences preempted in this step
+  std::vector<Sequence*> admitted;   // sequences that left the waiting queue in this step
+  int num_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, BlockAllocator& allocator);
+
+  // Queues `seq` (not owned; it must outlive its time in the scheduler).
+  void Add(Sequence* seq);
+  ScheduledBatch Schedule();
+  // After the forward of `batch`: advances num_computed and registers newly full blocks in the prefix cache.
+  void CompleteStep(const ScheduledBatch& batch);
+  // Takes `seq` out (finished or cancelled) and frees its blocks.
+  void Remove(Sequence* seq);
+
+  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const std::vector<Sequence*>& running() const { return running_; }
+  const SchedulerConfig& config() const { return config_; }
+  int64_t num_preemptions() const { return preemptions_; }
+  int64_t prefix_cache_queries() const { return prefix_queries_; }  // prompt blocks looked up
+  int64_t prefix_cache_hits() const { return prefix_hits_; }        // of which found
+
+ private:
+  // Blocks so that positions [0, num_tokens) of seq are covered; false when the pool cannot.
+  bool EnsureBlocks(Sequence& seq, int num_tokens);
+  void Preempt(Sequence& seq);
+  // Reuses cached full blocks of seq's prefix; returns the number of tokens covered.
+  int MatchPrefix(Sequence& seq);
+
+  SchedulerConfig config_;
+  BlockAllocator& allocator_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  // arrival order, oldest first
+  int64_t next_arrival_ = 0;
+  int64_t preemptions_ = 0;
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
+};
+
+}  // namespace arach

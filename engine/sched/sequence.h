@@ -1,0 +1,40 @@
+// A sequence as the scheduler sees it: its tokens, how many of them have K/V in the cache, its blocks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/features/variant.h"
+#include "engine/kv/block_allocator.h"
+
+namespace arach {
+
+enum class SequenceState {
+  kWaiting,   // queued, or preempted and waiting to be recomputed
+  kRunning,   // holds blocks; scheduled every step until it finishes
+  kFinished,  // removed from the scheduler
+};
+
+struct Sequence {
+  explicit Sequence(int block_size) : blocks(block_size) {}
+
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int prompt_len = 0;
+  Variant variant;
+  bool want_prompt_logprobs = false;  // prompt chunks return every row's logits; no prefix-cache reuse
+
+  SequenceState state = SequenceState::kWaiting;
+  int num_computed = 0;               // leading tokens whose K/V are in the cache
+  BlockTable blocks;
+  int num_registered_blocks = 0;      // leading full blocks registered in the prefix cache
+  uint64_t last_block_hash = 0;       // chain hash of block num_registered_blocks - 1 (0: none)
+  int num_cached_prompt_tokens = 0;   // prompt tokens found in the prefix cache at the last admission
+  int num_preemptions = 0;
+  int64_t arrival = 0;                // arrival order (set by the scheduler)
+
+  int num_generated() const { return static_cast<int>(tokens.size()) - prompt_len; }
+  int num_uncomputed() const { return static_cast<int>(tokens.size()) - num_computed; }
+};
+
+}  // namespace arach

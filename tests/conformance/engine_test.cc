@@ -1,0 +1,383 @@
+// The serving engine on the gpt2-tiny fixture: outputs under load equal outputs alone (greedy and
+// seeded sampling, mixed variants), prefix caching, a bounded load test with cancellations and
+// preemption, deadlines, a full queue, stop rules, log-probs and streamed text.
+#include <random>
+#include <thread>
+
+#include "engine/core/mapped_file.h"
+#include "engine/engine.h"
+#include "engine/runner/offline_session.h"
+#include "engine/tokenizer/unicode.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/collecting_sink.h"
+#include "tests/testing/fixtures.h"
+
+namespace arach {
+namespace {
+
+using testing::CollectingSink;
+
+std::unique_ptr<Engine> MakeEngine(EngineConfig config = {}, int kv_blocks = 256, const std::string& model = "gpt2-tiny") {
+  LoadModelOptions load;
+  load.kv_blocks = kv_blocks;
+  load.adapter = testing::FixturePath(model + "/preproj.safetensors");
+  load.hub_embedding = testing::FixturePath("refs/refs.safetensors") + ":" + model + ".hub_embedding";
+  auto loaded = LoadModel(testing::FixturePath(model), load);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return nullptr;
+  auto engine = Engine::Create(std::move(*loaded), config);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// Prompts cut from the fixture's validation text.
+std::vector<int32_t> ValTokens(const Tokenizer& tokenizer) {
+  auto text = ReadFileToString(testing::FixturePath("data/tinyshakespeare.txt"));
+  auto ids = tokenizer.Encode(text->substr(text->size() * 9 / 10));
+  return *ids;
+}
+
+// Stats are published after the step whose sinks saw the last finish: wait until the engine is idle.
+EngineStats IdleStats(const Engine& engine) {
+  for (int i = 0; i < 1000; ++i) {
+    const EngineStats stats = engine.stats();
+    if (stats.num_running == 0 && stats.num_waiting == 0 && stats.kv_blocks_used == 0) return stats;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return engine.stats();
+}
+
+Variant VariantNumber(int i) {
+  Variant v;
+  v.arach = i % 2 == 1;
+  v.skip = (i / 2) % 2 == 1;
+  return v;
+}
+
+struct Job {
+  GenerateRequest request;
+  std::shared_ptr<CollectingSink> sink = std::make_shared<CollectingSink>();
+};
+
+std::vector<Job> MakeJobs(const std::vector<int32_t>& val, int count, bool sampled, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Job> jobs(count);
+  for (int i = 0; i < count; ++i) {
+    const int len = 1 + static_cast<int>(rng() % 60);
+    const int start = static_cast<int>(rng() % (val.size() - len));
+    jobs[i].request.prompt.assign(val.begin() + start, val.begin() + start + len);
+    jobs[i].request.variant = VariantNumber(i);
+    jobs[i].request.sampling.max_tokens = 8 + static_cast<int>(rng() % 24);
+    jobs[i].request.sampling.ignore_eos = true;
+    if (sampled) {
+      jobs[i].request.sampling.temperature = 0.8f;
+      jobs[i].request.sampling.top_p = 0.95f;
+      jobs[i].request.sampling.top_k = 50;
+      jobs[i].request.sampling.seed = 1000 + i;
+    } else {
+      jobs[i].request.sampling.temperature = 0.0f;
+    }
+  }
+  return jobs;
+}
+
+class EngineUnderLoad : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineUnderLoad, EveryOutputEqualsItsOutputAlone) {
+  ARACH_REQUIRE_FIXTURES();
+  EngineConfig config;
+  config.max_num_batched_tokens = 64;  // forces chunked prefill of the longer prompts
+  auto engine = MakeEngine(config);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  const bool sampled = GetParam();
+  std::vector<Job> alone = MakeJobs(val, 16, sampled, 5), together = MakeJobs(val, 16, sampled, 5);
+  for (Job& job : alone) {
+    ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
+    ASSERT_TRUE(job.sink->Wait());
+  }
+  for (Job& job : together) ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
+  for (size_t i = 0; i < together.size(); ++i) {
+    ASSERT_TRUE(together[i].sink->Wait());
+    EXPECT_EQ(together[i].sink->tokens(), alone[i].sink->tokens()) << "request " << i << " " << together[i].request.variant.Name();
+    EXPECT_EQ(together[i].sink->text(), alone[i].sink->text());
+    EXPECT_EQ(together[i].sink->finish().reason, FinishReason::kLength);
+    EXPECT_EQ(together[i].sink->finish().variant, together[i].request.variant);
+  }
+  EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, EngineUnderLoad, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "seeded_sampling" : "greedy"; });
+
+TEST(EngineGreedy, MatchesTheReferenceContinuation) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  for (const std::string variant : {"base", "arach", "skip", "arach_skip"}) {
+    Job job;
+    job.request.prompt = testing::RefPrompt("gpt2-tiny", "p48");
+    job.request.sampling.temperature = 0.0f;
+    job.request.sampling.max_tokens = 32;
+    job.request.sampling.ignore_eos = true;
+    job.request.variant.arach = variant.find("arach") != std::string::npos;
+    job.request.variant.skip = variant.find("skip") != std::string::npos;
+    ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
+    ASSERT_TRUE(job.sink->Wait());
+    EXPECT_EQ(job.sink->tokens(),
+              testing::RefsJson()["models"]["gpt2-tiny"]["variants"][variant]["greedy_p48_32"].get<std::vector<int32_t>>())
+        << variant;
+  }
+}
+
+TEST(EnginePrefixCache, SharedPrefixReusesBlocksOfTheSameVariantOnly) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  auto run = [&](Engine& e, std::vector<int32_t> prompt, Variant variant) {
+    Job job;
+    job.request.prompt = std::move(prompt);
+    job.request.variant = variant;
+    job.request.sampling.temperature = 0.0f;
+    job.request.sampling.max_tokens = 12;
+    job.request.sampling.ignore_eos = true;
+    EXPECT_TRUE(e.Submit(job.request, job.sink).ok());
+    EXPECT_TRUE(job.sink->Wait());
+    return job;
+  };
+  std::vector<int32_t> first(val.begin(), val.begin() + 40);
+  std::vector<int32_t> second(val.begin(), val.begin() + 36);  // shares 36 tokens: two full blocks of 16
+  second.push_back(val[100]);
+  second.push_back(val[101]);
+  Variant arach;
+  arach.arach = true;
+  run(*engine, first, arach);
+  const EngineStats before = IdleStats(*engine);
+  const Job reused = run(*engine, second, arach);
+  EXPECT_EQ(reused.sink->finish().usage.cached_prompt_tokens, 32);
+  EXPECT_EQ(IdleStats(*engine).prefix_cache_hits - before.prefix_cache_hits, 2);
+  const Job other_variant = run(*engine, second, Variant{});
+  EXPECT_EQ(other_variant.sink->finish().usage.cached_prompt_tokens, 0) << "base must not reuse ARACH's K/V";
+
+  EngineConfig no_cache;
+  no_cache.enable_prefix_caching = false;
+  auto fresh = MakeEngine(no_cache);
+  const Job uncached = run(*fresh, second, arach);
+  EXPECT_EQ(uncached.sink->finish().usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(reused.sink->tokens(), uncached.sink->tokens()) << "reused blocks must give the same output";
+}
+
+// Hundreds of requests of random lengths and variants, some cancelled, on a pool small enough to preempt.
+TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
+  ARACH_REQUIRE_FIXTURES();
+  EngineConfig config;
+  config.max_num_seqs = 24;
+  config.max_num_batched_tokens = 128;
+  auto engine = MakeEngine(config, /*kv_blocks=*/24);  // 384 tokens of KV for up to 24 sequences
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  std::mt19937 rng(11);
+  constexpr int kRequests = 240;
+  std::vector<Job> jobs(kRequests);
+  std::vector<uint64_t> ids(kRequests);
+  std::vector<bool> cancelled(kRequests, false);
+  for (int i = 0; i < kRequests; ++i) {
+    const int len = 1 + static_cast<int>(rng() % 90);
+    const int start = static_cast<int>(rng() % (val.size() - len));
+    jobs[i].request.prompt.assign(val.begin() + start, val.begin() + start + len);
+    jobs[i].request.variant = VariantNumber(static_cast<int>(rng() % 4));
+    jobs[i].request.sampling.max_tokens = 1 + static_cast<int>(rng() % 48);
+    jobs[i].request.sampling.temperature = (rng() % 2) ? 0.0f : 1.0f;
+    auto id = engine->Submit(jobs[i].request, jobs[i].sink);
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids[i] = *id;
+    if (rng() % 5 == 0) {  // cancel some at once, some a little later
+      if (rng() % 2) std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 5));
+      engine->Cancel(ids[i]);
+      cancelled[i] = true;
+    }
+  }
+  int finished = 0, cancels = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(jobs[i].sink->Wait()) << "request " << i << " lost";
+    const FinishInfo info = jobs[i].sink->finish();
+    EXPECT_EQ(jobs[i].sink->finish_count(), 1);
+    if (info.reason == FinishReason::kCancelled) {
+      EXPECT_TRUE(cancelled[i]) << "request " << i << " cancelled without being asked";
+      ++cancels;
+      continue;
+    }
+    ASSERT_TRUE(info.reason == FinishReason::kLength || info.reason == FinishReason::kStop) << FinishReasonName(info.reason);
+    EXPECT_TRUE(info.status.ok());
+    EXPECT_EQ(static_cast<int>(jobs[i].sink->tokens().size()), info.usage.completion_tokens);
+    if (info.reason == FinishReason::kLength) EXPECT_EQ(info.usage.completion_tokens, jobs[i].request.sampling.max_tokens);
+    ++finished;
+  }
+  EXPECT_EQ(finished + cancels, kRequests);
+  const EngineStats stats = IdleStats(*engine);
+  EXPECT_GT(stats.preemptions, 0) << "the pool was meant to force preemption";
+  EXPECT_EQ(stats.kv_blocks_used, 0);
+  EXPECT_EQ(stats.num_running, 0);
+  EXPECT_EQ(stats.num_waiting, 0);
+  EXPECT_EQ(stats.requests_finished, kRequests);
+}
+
+TEST(EngineLimits, FullQueueIsResourceExhausted) {
+  ARACH_REQUIRE_FIXTURES();
+  EngineConfig config;
+  config.max_num_seqs = 1;
+  config.max_queued_requests = 2;
+  auto engine = MakeEngine(config);
+  ASSERT_NE(engine, nullptr);
+  std::vector<Job> jobs(10);
+  int accepted = 0, exhausted = 0;
+  for (Job& job : jobs) {
+    job.request.prompt = {464, 1110};
+    job.request.sampling.max_tokens = 200;
+    job.request.sampling.ignore_eos = true;
+    auto id = engine->Submit(job.request, job.sink);
+    if (id.ok()) {
+      ++accepted;
+    } else {
+      EXPECT_EQ(id.status().code(), absl::StatusCode::kResourceExhausted) << id.status();
+      ++exhausted;
+    }
+  }
+  EXPECT_LE(accepted, 3);
+  EXPECT_GE(exhausted, 7);
+  engine->Shutdown();  // ends the accepted ones as cancelled
+  for (Job& job : jobs) {
+    if (job.sink->finish_count() > 0) EXPECT_EQ(job.sink->finish().reason, FinishReason::kCancelled);
+  }
+}
+
+TEST(EngineLimits, InvalidRequestsNameTheField) {
+  ARACH_REQUIRE_FIXTURES();
+  LoadModelOptions load;
+  load.kv_blocks = 8;  // 128 tokens
+  auto loaded = LoadModel(testing::FixturePath("gpt2-tiny"), load);
+  ASSERT_TRUE(loaded.ok());
+  auto engine = Engine::Create(std::move(*loaded), EngineConfig{});
+  ASSERT_TRUE(engine.ok());
+  auto sink = std::make_shared<CollectingSink>();
+  auto submit = [&](GenerateRequest r) { return (*engine)->Submit(std::move(r), sink).status(); };
+  GenerateRequest r;
+  EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("prompt: empty"));
+  r.prompt = {1, 2, 99999};
+  EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("prompt[2]: token id 99999"));
+  r.prompt = std::vector<int32_t>(256, 5);
+  EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("leave no room in the model's context of 256"));
+  r.prompt = {1, 2};
+  r.sampling.temperature = -1.0f;
+  EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("temperature"));
+  r.sampling = SamplingParams{};
+  r.sampling.max_tokens = 200;
+  EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("the whole pool holds 8"));
+  r.sampling = SamplingParams{};
+  r.variant.skip = true;
+  const absl::Status no_adapter = submit(r);
+  EXPECT_EQ(no_adapter.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(no_adapter.message()), ::testing::HasSubstr("--adapter"));
+  EXPECT_EQ(sink->finish_count(), 0) << "nothing was queued";
+}
+
+TEST(EngineLifecycle, DeadlinesAndCancellationFreeTheBlocks) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  Job expires;
+  expires.request.prompt = {464, 1110, 286};
+  expires.request.sampling.max_tokens = 200;
+  expires.request.sampling.ignore_eos = true;
+  expires.request.deadline = Clock::now() + std::chrono::milliseconds(30);
+  ASSERT_TRUE(engine->Submit(expires.request, expires.sink).ok());
+  Job cancelled;
+  cancelled.request = expires.request;
+  cancelled.request.deadline.reset();
+  auto id = engine->Submit(cancelled.request, cancelled.sink);
+  ASSERT_TRUE(id.ok());
+  while (cancelled.sink->chunk_count() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  engine->Cancel(*id);
+  ASSERT_TRUE(expires.sink->Wait());
+  ASSERT_TRUE(cancelled.sink->Wait());
+  EXPECT_EQ(expires.sink->finish().reason, FinishReason::kDeadline);
+  EXPECT_EQ(expires.sink->finish().status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(expires.sink->finish().usage.completion_tokens, 200);
+  EXPECT_EQ(cancelled.sink->finish().reason, FinishReason::kCancelled);
+  EXPECT_LT(cancelled.sink->finish().usage.completion_tokens, 200);
+  EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
+}
+
+TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> p48 = testing::RefPrompt("gpt2-tiny", "p48");
+  // Greedy after p48 gives ":\nI'll not, ..." (see refs): stop at the string "not".
+  Job stop;
+  stop.request.prompt = p48;
+  stop.request.sampling.temperature = 0.0f;
+  stop.request.sampling.max_tokens = 32;
+  stop.request.sampling.stop = {"not"};
+  stop.request.sampling.logprobs = true;
+  stop.request.sampling.top_logprobs = 3;
+  ASSERT_TRUE(engine->Submit(stop.request, stop.sink).ok());
+  ASSERT_TRUE(stop.sink->Wait());
+  EXPECT_EQ(stop.sink->finish().reason, FinishReason::kStop);
+  EXPECT_EQ(stop.sink->finish().stop_string, "not");
+  EXPECT_EQ(stop.sink->text(), ":\nI'll ");
+  for (const StreamChunk& chunk : stop.sink->chunks()) {
+    EXPECT_TRUE(DecodeUtf8(chunk.text).ok());
+    ASSERT_EQ(chunk.tokens.size(), 1u);
+    EXPECT_EQ(chunk.tokens[0].top.size(), 3u);
+    EXPECT_EQ(chunk.tokens[0].top[0].token, chunk.tokens[0].token) << "greedy picks the most likely token";
+    EXPECT_LE(chunk.tokens[0].logprob, 0.0f);
+  }
+  // Prompt log-probs equal the offline scorer's.
+  Job score;
+  score.request.prompt = p48;
+  score.request.sampling.max_tokens = 0;
+  score.request.sampling.prompt_logprobs = true;
+  score.request.variant.arach = true;
+  ASSERT_TRUE(engine->Submit(score.request, score.sink).ok());
+  ASSERT_TRUE(score.sink->Wait());
+  const std::vector<float> got = score.sink->finish().prompt_logprobs;
+  auto runner = testing::LoadFixtureRunner("gpt2-tiny");
+  OfflineSession session(**runner);
+  Variant arach;
+  arach.arach = true;
+  auto expected = session.TokenLogProbs(p48, 512, arach);
+  ASSERT_TRUE(expected.ok());
+  ASSERT_EQ(got.size(), expected->size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], (*expected)[i], 1e-4) << i;
+  EXPECT_EQ(score.sink->tokens().size(), 0u);
+}
+
+TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  // Make the most likely next token a stop token: stop_token_ids = the greedy first token after p48 (":" = 25).
+  Job stop;
+  stop.request.prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  stop.request.sampling.temperature = 0.0f;
+  stop.request.sampling.max_tokens = 10;
+  stop.request.sampling.stop_token_ids = {25};
+  ASSERT_TRUE(engine->Submit(stop.request, stop.sink).ok());
+  ASSERT_TRUE(stop.sink->Wait());
+  EXPECT_EQ(stop.sink->finish().reason, FinishReason::kStop);
+  EXPECT_EQ(stop.sink->tokens(), std::vector<int32_t>{25});
+  EXPECT_EQ(stop.sink->text(), "") << "a stop token adds no text";
+  Job held;
+  held.request = stop.request;
+  held.request.sampling.min_tokens = 4;
+  ASSERT_TRUE(engine->Submit(held.request, held.sink).ok());
+  ASSERT_TRUE(held.sink->Wait());
+  EXPECT_GE(held.sink->tokens().size(), 4u);
+  EXPECT_NE(held.sink->tokens()[0], 25);
+}
+
+}  // namespace
+}  // namespace arach

@@ -1,0 +1,173 @@
+// The sampler's rules on small hand-made distributions, and the incremental detokenizer.
+#include "engine/sched/sampler.h"
+
+#include <cmath>
+#include <map>
+
+#include "engine/sched/detokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "engine/tokenizer/unicode.h"
+#include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+SampledToken Draw(const std::vector<float>& logits, const SamplingParams& p, int index, uint64_t seed = 7,
+                  std::vector<int32_t> context = {}, std::vector<int32_t> suppressed = {}) {
+  Sampler sampler;
+  SamplerInput in;
+  in.logits = logits;
+  in.params = &p;
+  in.context = context;
+  in.num_generated = index;
+  in.seed = seed;
+  in.suppressed = suppressed;
+  return sampler.Sample(in);
+}
+
+std::map<int32_t, int> Histogram(const std::vector<float>& logits, const SamplingParams& p, int draws) {
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < draws; ++i) ++counts[Draw(logits, p, i).token];
+  return counts;
+}
+
+TEST(Sampler, GreedyTakesTheArgmax) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  EXPECT_EQ(Draw({0.1f, 3.0f, 2.9f}, p, 0).token, 1);
+}
+
+TEST(Sampler, SameSeedAndIndexSameToken) {
+  SamplingParams p;
+  const std::vector<float> logits = {1.0f, 1.1f, 0.9f, 1.05f, 0.2f};
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(Draw(logits, p, i, 42).token, Draw(logits, p, i, 42).token);
+  int differ = 0;
+  for (int i = 0; i < 50; ++i) differ += Draw(logits, p, i, 42).token != Draw(logits, p, i, 43).token;
+  EXPECT_GT(differ, 10) << "another seed gives other draws";
+}
+
+TEST(Sampler, FrequenciesFollowTheSoftmax) {
+  SamplingParams p;
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  const auto counts = Histogram(logits, p, 20000);
+  EXPECT_NEAR(counts.at(0) / 20000.0, 0.5, 0.02);
+  EXPECT_NEAR(counts.at(1) / 20000.0, 0.3, 0.02);
+  EXPECT_NEAR(counts.at(2) / 20000.0, 0.2, 0.02);
+}
+
+TEST(Sampler, TopKTopPAndMinPCutTheTail) {
+  const std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.2f), std::log(0.1f)};
+  SamplingParams k;
+  k.top_k = 2;
+  auto counts = Histogram(logits, k, 3000);
+  EXPECT_EQ(counts.count(2) + counts.count(3), 0u);
+  SamplingParams top_p;
+  top_p.top_p = 0.65f;  // 0.4 + 0.3 reaches it
+  counts = Histogram(logits, top_p, 3000);
+  EXPECT_EQ(counts.count(2) + counts.count(3), 0u);
+  EXPECT_GT(counts[1], 0);
+  SamplingParams min_p;
+  min_p.min_p = 0.4f;  // keeps p >= 0.16
+  counts = Histogram(logits, min_p, 3000);
+  EXPECT_EQ(counts.count(3), 0u);
+  EXPECT_GT(counts[2], 0);
+}
+
+TEST(Sampler, TopPOverALargeVocabulary) {
+  std::vector<float> logits(50000, 0.0f);
+  logits[123] = 20.0f;  // ~all the mass
+  SamplingParams p;
+  p.top_p = 0.9f;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(Draw(logits, p, i).token, 123);
+}
+
+TEST(Sampler, RepetitionPenaltyAndMinTokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.repetition_penalty = 2.0f;
+  EXPECT_EQ(Draw({2.0f, 1.5f}, p, 0, 0, {0}).token, 1) << "2.0 / 2 < 1.5";
+  SamplingParams m;
+  m.temperature = 0.0f;
+  m.min_tokens = 2;
+  EXPECT_EQ(Draw({5.0f, 1.0f}, m, 1, 0, {}, {0}).token, 1) << "the stop token is masked before min_tokens";
+  EXPECT_EQ(Draw({5.0f, 1.0f}, m, 2, 0, {}, {0}).token, 0);
+}
+
+TEST(Sampler, LogprobsComeFromTheRawDistribution) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.logprobs = true;
+  p.top_logprobs = 2;
+  const SampledToken t = Draw({std::log(0.6f), std::log(0.3f), std::log(0.1f)}, p, 0);
+  EXPECT_EQ(t.token, 0);
+  EXPECT_NEAR(t.logprob, std::log(0.6f), 1e-6);
+  ASSERT_EQ(t.top.size(), 2u);
+  EXPECT_EQ(t.top[1].token, 1);
+  EXPECT_NEAR(t.top[1].logprob, std::log(0.3f), 1e-6);
+}
+
+TEST(SamplingParams, ValidationNamesTheField) {
+  SamplingParams p;
+  p.top_p = 0.0f;
+  EXPECT_NE(std::string(p.Validate(10).message()).find("top_p"), std::string::npos);
+  p = SamplingParams{};
+  p.stop_token_ids = {3, 10};
+  EXPECT_NE(std::string(p.Validate(10).message()).find("stop_token_ids[1]"), std::string::npos);
+  p = SamplingParams{};
+  p.max_tokens = 0;
+  EXPECT_FALSE(p.Validate(10).ok());
+  p.prompt_logprobs = true;
+  EXPECT_TRUE(p.Validate(10).ok());
+}
+
+class DetokenizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(WriteSyntheticTokenizer(dir_.path(), 400, 3).ok());
+    auto tok = LoadTokenizer(dir_.path());
+    ASSERT_TRUE(tok.ok());
+    tokenizer_ = std::move(*tok);
+  }
+  // Byte tokens: the synthetic vocabulary's ids 0..255 are the bytes themselves.
+  static std::vector<int32_t> Bytes(const std::string& s) { return std::vector<int32_t>(s.begin(), s.end()); }
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+TEST_F(DetokenizerTest, NeverSplitsAUtf8Character) {
+  IncrementalDetokenizer d(*tokenizer_, {});
+  std::string all;
+  for (int32_t b : Bytes("a\xe2\x82\xac" "b")) {  // "a€b", one byte per token
+    auto delta = d.Add(static_cast<uint8_t>(b));
+    ASSERT_TRUE(delta.ok());
+    EXPECT_EQ(CompleteUtf8Prefix(*delta), delta->size()) << "a delta ended inside a character";
+    all += *delta;
+  }
+  EXPECT_EQ(all + d.Flush(), "a\xe2\x82\xac" "b");
+}
+
+TEST_F(DetokenizerTest, StopStringEndsTheTextAndIsHeldBackMeanwhile) {
+  IncrementalDetokenizer d(*tokenizer_, {"END"});
+  std::string all;
+  for (int32_t b : Bytes("xyENzEND tail")) {
+    auto delta = d.Add(b);
+    ASSERT_TRUE(delta.ok());
+    all += *delta;
+    if (d.stopped()) break;
+  }
+  EXPECT_TRUE(d.stopped());
+  EXPECT_EQ(all + d.Flush(), "xyENz");
+  EXPECT_EQ(d.matched_stop(), "END");
+}
+
+TEST_F(DetokenizerTest, MalformedBytesBecomeReplacementCharacters) {
+  IncrementalDetokenizer d(*tokenizer_, {});
+  std::string all;
+  for (int32_t b : {0x61, 0x80, 0x62}) all += *d.Add(b);  // a, a lone continuation byte, b
+  all += d.Flush();
+  EXPECT_EQ(all, "a\xef\xbf\xbd" "b");
+}
+
+}  // namespace
+}  // namespace arach

@@ -1,0 +1,186 @@
+// Scheduler behaviour as tables of expected states per step, without a model: a harness plays the
+// engine's part (complete the step, append a token to sequences whose chunk completed, finish them at a
+// target length), and property tests check block accounting under random finishes, cancels and preemption.
+#include "engine/sched/scheduler.h"
+
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "gtest/gtest.h"
+
+namespace arach {
+namespace {
+
+class Harness {
+ public:
+  Harness(SchedulerConfig config, int num_blocks, int block_size)
+      : allocator_(num_blocks), scheduler_(config, allocator_), block_size_(block_size) {}
+
+  // Adds sequence `name` with `prompt` tokens (token values from `first_token`) that finishes after `generate` tokens.
+  Sequence* Add(char name, int prompt, int generate, int first_token = 0, Variant variant = {}) {
+    auto seq = std::make_unique<Sequence>(block_size_);
+    seq->id = static_cast<uint64_t>(name);
+    for (int i = 0; i < prompt; ++i) seq->tokens.push_back(first_token + i);
+    seq->prompt_len = prompt;
+    seq->variant = variant;
+    targets_[seq.get()] = prompt + generate;
+    scheduler_.Add(seq.get());
+    Sequence* raw = seq.get();
+    owned_.push_back(std::move(seq));
+    return raw;
+  }
+
+  // Runs one step; returns "A0+8 B0+3" style chunks.
+  std::string Step() {
+    const ScheduledBatch batch = scheduler_.Schedule();
+    scheduler_.CompleteStep(batch);
+    std::ostringstream out;
+    for (const ScheduledChunk& c : batch.chunks) {
+      out << (out.tellp() > 0 ? " " : "") << static_cast<char>(c.seq->id) << c.start << "+" << c.num_tokens;
+      if (!c.completes) continue;
+      Sequence* seq = c.seq;
+      seq->tokens.push_back(1000 + seq->num_generated());  // the "sampled" token
+      if (static_cast<int>(seq->tokens.size()) >= targets_[seq]) scheduler_.Remove(seq);
+    }
+    for (const Sequence* p : batch.preempted) out << " !" << static_cast<char>(p->id);
+    return out.str();
+  }
+
+  std::string Running() const { return Names(scheduler_.running()); }
+  std::string Waiting() const { return Names(std::vector<Sequence*>(scheduler_.waiting().begin(), scheduler_.waiting().end())); }
+  Scheduler& scheduler() { return scheduler_; }
+  BlockAllocator& allocator() { return allocator_; }
+
+ private:
+  static std::string Names(const std::vector<Sequence*>& seqs) {
+    std::string s;
+    for (const Sequence* q : seqs) s += static_cast<char>(q->id);
+    return s;
+  }
+  BlockAllocator allocator_;
+  Scheduler scheduler_;
+  int block_size_;
+  std::map<Sequence*, int> targets_;
+  std::vector<std::unique_ptr<Sequence>> owned_;
+};
+
+struct StepRow {
+  std::string chunks;   // what the step computed
+  std::string running;  // after the step
+  std::string waiting;
+  int free_blocks;
+};
+
+void CheckTable(Harness& h, const std::vector<StepRow>& table) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i + 1));
+    EXPECT_EQ(h.Step(), table[i].chunks);
+    EXPECT_EQ(h.Running(), table[i].running);
+    EXPECT_EQ(h.Waiting(), table[i].waiting);
+    EXPECT_EQ(h.allocator().num_free(), table[i].free_blocks);
+  }
+}
+
+TEST(Scheduler, AdmissionAndChunkedPrefillUnderTheTokenBudget) {
+  // 8 tokens per step, 2 sequences at most, blocks of 4.
+  Harness h({/*max_num_seqs=*/2, /*max_num_batched_tokens=*/8, /*enable_prefix_caching=*/false}, 32, 4);
+  h.Add('A', 10, 3);
+  h.Add('B', 3, 2);
+  h.Add('C', 5, 1);
+  CheckTable(h, {
+      {"A0+8", "A", "BC", 30},                 // A's prompt is chunked; B waits for the budget
+      {"A8+2 B0+3", "AB", "C", 28},            // A finishes its prompt (token 1); B prefills (token 1); C: max_num_seqs
+      {"A10+1 B3+1", "A", "C", 29},            // decodes; B reaches 5 tokens and finishes
+      {"A11+1 C0+5", "", "", 32},              // A finishes (13 tokens); C admitted whole and finishes (6)
+  });
+}
+
+TEST(Scheduler, PreemptsTheNewestAndResumesIt) {
+  // 6 blocks of 2 tokens: A and B grow until the pool runs out; B (newer) is preempted, recomputed later.
+  Harness h({4, 64, false}, 6, 2);
+  h.Add('A', 4, 5);
+  h.Add('B', 4, 5);
+  CheckTable(h, {
+      {"A0+4 B0+4", "AB", "", 2},  // 2 + 2 blocks
+      {"A4+1 B4+1", "AB", "", 0},  // each takes a third block
+      {"A5+1 B5+1", "AB", "", 0},
+      {"A6+1 !B", "A", "B", 2},    // A needs a 4th block: B (newest) is preempted, its 3 blocks come back
+      {"A7+1", "", "B", 6},        // B (7 tokens, 4 blocks) does not fit beside A; A finishes at 9 tokens
+      {"B0+7", "B", "", 2},        // B recomputes its prompt and generated tokens and samples its 8th
+      {"B7+1", "", "", 6},         // and finishes at 9
+  });
+}
+
+TEST(Scheduler, CancelledSequencesLeaveAndFreeTheirBlocks) {
+  Harness h({4, 64, false}, 16, 4);
+  Sequence* a = h.Add('A', 6, 10);
+  h.Add('B', 5, 10);
+  CheckTable(h, {{"A0+6 B0+5", "AB", "", 12}});
+  h.scheduler().Remove(a);  // cancelled
+  CheckTable(h, {{"B5+1", "B", "", 14}, {"B6+1", "B", "", 14}});
+}
+
+TEST(Scheduler, PrefixCacheReusesFullBlocksOfTheSameVariantOnly) {
+  Harness h({4, 64, true}, 32, 4);
+  h.Add('A', 10, 1, /*first_token=*/100);
+  CheckTable(h, {{"A0+10", "", "", 32}});  // A's two full blocks stay cached after it finishes
+  EXPECT_EQ(h.allocator().num_cached(), 2);
+  h.Add('B', 11, 1, 100);  // same first 10 tokens
+  Variant arach;
+  arach.arach = true;
+  h.Add('C', 11, 1, 100, arach);  // same tokens, another variant
+  CheckTable(h, {{"B8+3 C0+11", "", "", 32}});  // B starts at token 8: two blocks reused; C computes all
+  EXPECT_EQ(h.scheduler().prefix_cache_hits(), 2);
+}
+
+TEST(Scheduler, AWholeCachedPromptStillComputesItsLastToken) {
+  Harness h({4, 64, true}, 32, 4);
+  h.Add('A', 8, 1, 7);
+  CheckTable(h, {{"A0+8", "", "", 32}});
+  h.Add('B', 8, 1, 7);
+  CheckTable(h, {{"B4+4", "", "", 32}});  // only the first block is reused: the last token needs logits
+}
+
+// Random arrivals, lengths, cancellations and a small pool: invariants hold at every step and no block leaks.
+TEST(Scheduler, NoBlockLeaksUnderRandomFinishCancelAndPreemption) {
+  int64_t preemptions = 0, prefix_hits = 0;
+  for (uint32_t seed = 0; seed < 30; ++seed) {
+    std::mt19937 rng(seed);
+    const bool caching = seed % 2 == 0;
+    Harness h({1 + static_cast<int>(rng() % 6), 4 + static_cast<int>(rng() % 40), caching}, 24, 4);
+    std::vector<Sequence*> live;
+    int added = 0;
+    for (int step = 0; step < 20000 && (added < 40 || h.scheduler().HasWork()); ++step) {
+      if (added < 40 && rng() % 3 == 0) {
+        live.push_back(h.Add(static_cast<char>('A' + added % 50), 1 + static_cast<int>(rng() % 30), 1 + static_cast<int>(rng() % 40),
+                             static_cast<int>(rng() % 3) * 50));
+        ++added;
+      }
+      if (!live.empty() && rng() % 17 == 0) {  // cancel a random sequence
+        Sequence* victim = live[rng() % live.size()];
+        if (victim->state != SequenceState::kFinished) h.scheduler().Remove(victim);
+      }
+      h.Step();
+      int held = 0;
+      for (Sequence* s : h.scheduler().running()) {
+        ASSERT_GE(s->blocks.capacity(), s->num_computed);
+        held += static_cast<int>(s->blocks.blocks().size());
+      }
+      for (Sequence* s : h.scheduler().waiting()) {
+        ASSERT_TRUE(s->blocks.blocks().empty()) << "waiting sequences hold no blocks";
+      }
+      ASSERT_LE(h.allocator().num_used(), held) << "every used block is held by a running sequence";
+    }
+    ASSERT_FALSE(h.scheduler().HasWork()) << "seed " << seed << ": work left";
+    EXPECT_EQ(h.allocator().num_used(), 0) << "seed " << seed;
+    EXPECT_EQ(h.allocator().num_free(), 24) << "seed " << seed;
+    preemptions += h.scheduler().num_preemptions();
+    prefix_hits += h.scheduler().prefix_cache_hits();
+  }
+  EXPECT_GT(preemptions, 0) << "the pool must be small enough to force preemption";
+  EXPECT_GT(prefix_hits, 0) << "shared prefixes must hit the cache";
+}
+
+}  // namespace
+}  // namespace arach
