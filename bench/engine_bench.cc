@@ -147,6 +147,10 @@ int Run() {
   request.sampling.ignore_eos = true;
   request.variant = *variant;
 
+  {  // warm-up: first-use allocations and thread start-up stay out of the figures
+    auto warm = std::make_shared<Driver>(**engine, 1, 1, request);
+    warm->Run(1);
+  }
   std::printf("# engine_bench: %s on %s; variant %s, prompt %d, %d new tokens, %d requests per client\n", dir.c_str(),
               device.c_str(), variant->Name().c_str(), absl::GetFlag(FLAGS_prompt_len), absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client));

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "engine/features/variant.h"
 #include "engine/model/make_model.h"
+#include "engine/sched/sampling_params.h"
 #include "engine/runner/loaded_model.h"
 
 namespace arach::tools {
@@ -23,10 +24,9 @@ struct GenerateOptions {
   ModelOptions model;
   std::string prompt;            // text prompt (or)
   std::vector<int32_t> ids;      // token ids
-  int max_new_tokens = 32;
-  int prefill_chunk = 0;
-  bool ignore_eos = false;
-  bool json = false;             // print one JSON object instead of text
+  SamplingParams sampling;       // greedy unless a temperature is given
+  int prefill_chunk = 0;         // tokens per step (0 = 512)
+  bool json = false;             // print one JSON object instead of streamed text
 };
 
 struct ScoreOptions {

@@ -1,47 +1,93 @@
-#include <chrono>
+// arach-run generate: one request through the serving Engine (sampling, stop rules), text streamed to
+// stdout as it is produced.
 #include <cstdio>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "engine/core/status.h"
-#include "engine/runner/offline_session.h"
+#include "engine/engine.h"
 #include "nlohmann/json.hpp"
 #include "tools/arach_run/commands.h"
 
 namespace arach::tools {
+namespace {
+
+// Prints text as it arrives (unless JSON output is asked for) and keeps the ids.
+class PrintingSink : public RequestSink {
+ public:
+  explicit PrintingSink(bool quiet) : quiet_(quiet) {}
+  void OnChunk(const StreamChunk& chunk) override {
+    for (const SampledToken& t : chunk.tokens) ids_.push_back(t.token);
+    text_ += chunk.text;
+    if (!quiet_) {
+      std::fputs(chunk.text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  void OnFinish(const FinishInfo& info) override {
+    text_ += info.text;
+    if (!quiet_) std::fputs(info.text.c_str(), stdout);
+    info_ = info;
+    done_.Notify();
+  }
+  void Wait() { done_.WaitForNotification(); }
+  const std::vector<int32_t>& ids() const { return ids_; }
+  const std::string& text() const { return text_; }
+  const FinishInfo& info() const { return info_; }
+
+ private:
+  bool quiet_;
+  std::vector<int32_t> ids_;
+  std::string text_;
+  FinishInfo info_;
+  absl::Notification done_;
+};
+
+}  // namespace
 
 absl::Status RunGenerate(const GenerateOptions& options) {
   ARACH_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model.model_dir, options.model.load));
-  std::vector<int32_t> prompt = options.ids;
-  if (prompt.empty()) {
+  GenerateRequest request;
+  request.prompt = options.ids;
+  if (request.prompt.empty()) {
     if (options.prompt.empty()) return absl::InvalidArgumentError("generate: give --prompt TEXT or --ids 1,2,3");
-    ARACH_ASSIGN_OR_RETURN(prompt, EncodePrompt(*model.tokenizer, options.prompt, model.config.bos_token_id));
-    if (prompt.empty()) return absl::InvalidArgumentError("generate: --prompt encodes to no tokens");
+    ARACH_ASSIGN_OR_RETURN(request.prompt, EncodePrompt(*model.tokenizer, options.prompt, model.config.bos_token_id));
+    if (request.prompt.empty()) return absl::InvalidArgumentError("generate: --prompt encodes to no tokens");
   }
-  GreedyOptions greedy;
-  greedy.variant = options.model.variant;
-  greedy.max_new_tokens = options.max_new_tokens;
-  greedy.prefill_chunk = options.prefill_chunk;
-  if (!options.ignore_eos) greedy.stop_token_ids = model.config.eos_token_ids;
-
-  OfflineSession session(*model.runner);
-  const auto start = std::chrono::steady_clock::now();
-  ARACH_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> outputs, session.GenerateGreedy({prompt}, greedy));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<int32_t>& generated = outputs[0];
-  ARACH_ASSIGN_OR_RETURN(std::string text, model.tokenizer->Decode(generated));
+  request.sampling = options.sampling;
+  request.variant = options.model.variant;
+  const std::string device = model.runner->backend().Describe();
+  const std::string dir = model.dir;
+  EngineConfig config;
+  config.max_num_batched_tokens = options.prefill_chunk > 0 ? options.prefill_chunk : 512;
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(std::move(model), config));
+  auto sink = std::make_shared<PrintingSink>(options.json);
+  ARACH_RETURN_IF_ERROR(engine->Submit(request, sink).status());
+  sink->Wait();
+  const FinishInfo& info = sink->info();
+  if (!info.status.ok() && info.reason == FinishReason::kError) return info.status;
 
   if (options.json) {
-    nlohmann::json out = {{"model", model.dir},         {"prompt_ids", prompt},  {"ids", generated},
-                          {"text", text},               {"seconds", seconds},    {"device", model.runner->backend().Describe()},
-                          {"variant", options.model.variant.Describe()}};
+    nlohmann::json out = {{"model", dir},
+                          {"prompt_ids", request.prompt},
+                          {"ids", sink->ids()},
+                          {"text", sink->text()},
+                          {"finish_reason", FinishReasonName(info.reason)},
+                          {"variant", request.variant.Describe()},
+                          {"seconds", info.timings.total_seconds},
+                          {"time_to_first_token_seconds", info.timings.time_to_first_token_seconds},
+                          {"time_per_output_token_seconds", info.timings.time_per_output_token_seconds},
+                          {"device", device}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("%s\n", text.c_str());
-    std::fprintf(stderr, "[arach-run] %s: %zu prompt + %zu generated tokens in %.3f s on %s\n[arach-run] ids: %s\n",
-                 options.model.variant.Describe().c_str(), prompt.size(), generated.size(), seconds,
-                 model.runner->backend().Describe().c_str(),
-                 absl::StrJoin(generated, ",").c_str());
+    std::printf("\n");
+    std::fprintf(stderr, "[arach-run] %s: %d prompt + %d generated tokens (%s) in %.3f s, TTFT %.1f ms, %.2f ms/token, on %s\n"
+                 "[arach-run] ids: %s\n",
+                 request.variant.Describe().c_str(), info.usage.prompt_tokens, info.usage.completion_tokens,
+                 FinishReasonName(info.reason), info.timings.total_seconds, 1e3 * info.timings.time_to_first_token_seconds,
+                 1e3 * info.timings.time_per_output_token_seconds, device.c_str(), absl::StrJoin(sink->ids(), ",").c_str());
   }
   return absl::OkStatus();
 }

@@ -1,9 +1,10 @@
 // arach-run: the engine offline.
-//   arach-run generate   --model DIR (--prompt TEXT | --ids 1,2,3) [--max_new_tokens N]
+//   arach-run generate   --model DIR (--prompt TEXT | --ids 1,2,3) [--max_new_tokens N] [--temperature T
+//                        --top_k K --top_p P --min_p M --repetition_penalty R --seed S --stop a,b --ignore_eos]
 //   arach-run score      --model DIR (--text TEXT | --file F | --ids ...) [--window N] [--per_token]
 //   arach-run logits     --model DIR --ids 1,2,3 --out FILE        (prints "T V")
 //   arach-run tokenize   --model DIR  < lines of JSON strings      (prints JSON arrays of ids)
-//   arach-run make-model --arch gpt2|gpt_neox|llama --preset NAME --out DIR [--seed N] [--dtype F32|F16|BF16]
+//   arach-run make-model --arch gpt2|gpt_neox|llama --preset NAME --out DIR [--model_seed N] [--dtype F32|F16|BF16]
 //   arach-run devices
 // generate, score and logits take --arach [--arach-offset B] [--arach-hub-embedding FILE:KEY] and
 // --adapter FILE --skip. Flag names may be written with hyphens or underscores.
@@ -28,6 +29,13 @@ ABSL_FLAG(std::string, prompt, "", "generate: prompt text");
 ABSL_FLAG(std::string, ids, "", "token ids, comma separated");
 ABSL_FLAG(int, max_new_tokens, 32, "generate: tokens to generate");
 ABSL_FLAG(bool, ignore_eos, false, "generate: keep going after an end-of-sequence token");
+ABSL_FLAG(double, temperature, 0.0, "generate: sampling temperature (0 = greedy)");
+ABSL_FLAG(int, top_k, 0, "generate: keep the k most likely tokens (0 = all)");
+ABSL_FLAG(double, top_p, 1.0, "generate: nucleus sampling mass");
+ABSL_FLAG(double, min_p, 0.0, "generate: drop tokens below min_p x the top probability");
+ABSL_FLAG(double, repetition_penalty, 1.0, "generate: > 1 discourages repeated tokens");
+ABSL_FLAG(int64_t, seed, -1, "generate: sampling seed (-1 = random)");
+ABSL_FLAG(std::vector<std::string>, stop, {}, "generate: stop strings, comma separated");
 ABSL_FLAG(int, prefill_chunk, 0, "prompt tokens per forward step (0 = whole prompt)");
 ABSL_FLAG(bool, json, false, "generate: print a JSON object");
 ABSL_FLAG(std::string, text, "", "score: text to score");
@@ -40,7 +48,7 @@ ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
 ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama");
 ABSL_FLAG(std::string, preset, "tiny", "make-model: tiny, 124m, 355m (gpt2); tiny, 160m, 410m (gpt_neox); tiny, 1b (llama)");
-ABSL_FLAG(uint64_t, seed, 0, "make-model: random seed");
+ABSL_FLAG(uint64_t, model_seed, 0, "make-model: random seed of the weights");
 ABSL_FLAG(std::string, dtype, "", "make-model: F32 | F16 | BF16 (default: the family's usual)");
 ABSL_FLAG(std::string, tokenizer_from, "", "make-model: copy the tokenizer files of this folder");
 ABSL_FLAG(bool, with_adapter, false, "make-model: also write a random adapter, preproj.safetensors");
@@ -95,7 +103,7 @@ absl::Status Dispatch(const std::string& command) {
     options.arch = absl::GetFlag(FLAGS_arch);
     options.preset = absl::GetFlag(FLAGS_preset);
     options.out_dir = absl::GetFlag(FLAGS_out);
-    options.seed = absl::GetFlag(FLAGS_seed);
+    options.seed = absl::GetFlag(FLAGS_model_seed);
     options.dtype = absl::GetFlag(FLAGS_dtype);
     options.tokenizer_from = absl::GetFlag(FLAGS_tokenizer_from);
     options.write_adapter = absl::GetFlag(FLAGS_with_adapter);
@@ -115,10 +123,18 @@ absl::Status Dispatch(const std::string& command) {
     options.model = *model;
     options.prompt = absl::GetFlag(FLAGS_prompt);
     options.ids = *ids;
-    options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
     options.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
-    options.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
     options.json = absl::GetFlag(FLAGS_json);
+    SamplingParams& sp = options.sampling;
+    sp.max_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+    sp.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+    sp.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+    sp.top_k = absl::GetFlag(FLAGS_top_k);
+    sp.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
+    sp.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
+    sp.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty));
+    if (absl::GetFlag(FLAGS_seed) >= 0) sp.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
+    sp.stop = absl::GetFlag(FLAGS_stop);
     return RunGenerate(options);
   }
   if (command == "score") {
