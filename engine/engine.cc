@@ -165,17 +165,21 @@ void Engine::PublishStats() {
   stats_.preemptions = scheduler_.num_preemptions();
 }
 
+void Engine::Adopt(std::vector<std::unique_ptr<RequestState>>& arrived) {
+  for (auto& state : arrived) {
+    scheduler_.Add(&state->seq);
+    const uint64_t id = state->id;
+    requests_.emplace(id, std::move(state));
+  }
+}
+
 void Engine::TakeInbox(std::unique_lock<std::mutex>& lock) {
   std::vector<std::unique_ptr<RequestState>> arrived;
   arrived.swap(inbox_);
   std::vector<uint64_t> cancels;
   cancels.swap(cancels_);
   lock.unlock();
-  for (auto& state : arrived) {
-    scheduler_.Add(&state->seq);
-    const uint64_t id = state->id;
-    requests_.emplace(id, std::move(state));
-  }
+  Adopt(arrived);
   for (uint64_t id : cancels) {
     const auto it = requests_.find(id);
     if (it != requests_.end() && !it->second->finished) {
@@ -352,11 +356,7 @@ void Engine::Loop() {
   std::vector<std::unique_ptr<RequestState>> arrived;
   arrived.swap(inbox_);
   lock.unlock();
-  for (auto& state : arrived) {
-    scheduler_.Add(&state->seq);
-    const uint64_t id = state->id;
-    requests_.emplace(id, std::move(state));
-  }
+  Adopt(arrived);
   for (auto& [id, state] : requests_) {
     Finish(*state, FinishReason::kCancelled, absl::UnavailableError("the engine shut down"));
   }

@@ -72,6 +72,8 @@ class Engine {
   // One schedule -> forward -> sample round.
   void Step();
   void TakeInbox(std::unique_lock<std::mutex>& lock);
+  // Hands newly submitted requests to the scheduler (step thread).
+  void Adopt(std::vector<std::unique_ptr<RequestState>>& arrived);
   void ExpireDeadlines();
   void Finish(RequestState& request, FinishReason reason, absl::Status status = absl::OkStatus());
   void SampleAndEmit(RequestState& request, std::span<const float> logits);

@@ -7,6 +7,13 @@
 
 namespace arach {
 
+// The splitmix64 finaliser: a fast, well-mixing bijection on 64-bit values (hashing, counter-based draws).
+inline uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 class NormalSampler {
  public:
   explicit NormalSampler(uint64_t seed) : state_(seed) {}
@@ -26,12 +33,7 @@ class NormalSampler {
     return static_cast<float>(r * std::cos(kTwoPi * u2));
   }
 
-  uint64_t NextU64() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  uint64_t NextU64() { return Mix64(state_ += 0x9e3779b97f4a7c15ull); }
 
  private:
   uint64_t state_;

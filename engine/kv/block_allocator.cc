@@ -1,22 +1,17 @@
 #include "engine/kv/block_allocator.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/random.h"
 #include "engine/core/status.h"
 
 namespace arach {
 namespace {
 
-inline uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 uint64_t BlockContent::Hash() const {
-  uint64_t h = Mix(parent_hash + 0x9e3779b97f4a7c15ull) ^ Mix(variant_key + 0x632be59bd9b4e019ull);
-  for (int32_t t : tokens) h = Mix(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(t)) + 0x9e3779b97f4a7c15ull));
+  uint64_t h = Mix64(parent_hash + 0x9e3779b97f4a7c15ull) ^ Mix64(variant_key + 0x632be59bd9b4e019ull);
+  for (int32_t t : tokens) h = Mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(t)) + 0x9e3779b97f4a7c15ull));
   return h == 0 ? 1 : h;  // 0 means "no parent"
 }
 

@@ -6,14 +6,10 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "engine/core/random.h"
+
 namespace arach {
 namespace {
-
-inline uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 // Candidates pre-selected before sorting for top-p (a full sort of a 50k vocabulary is wasteful).
@@ -22,7 +18,7 @@ constexpr size_t kTopPPreselect = 1024;
 }  // namespace
 
 double CounterUniform(uint64_t seed, uint64_t counter) {
-  const uint64_t bits = Mix(Mix(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 1));
+  const uint64_t bits = Mix64(Mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 1));
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
