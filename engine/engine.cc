@@ -271,9 +271,10 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
 }
 
 void Engine::Step() {
+  const Clock::time_point step_start = Clock::now();
   const ScheduledBatch batch = scheduler_.Schedule();
   if (batch.empty()) return;
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = step_start;
   for (Sequence* seq : batch.admitted) {
     RequestState& r = *requests_.at(seq->id);
     if (!r.started) {
@@ -332,9 +333,15 @@ void Engine::Step() {
     }
     SampleAndEmit(r, out->Row(static_cast<int>(i), rows - 1));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.steps;
-  stats_.prompt_tokens_computed += prompt_tokens;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.steps;
+    stats_.prompt_tokens_computed += prompt_tokens;
+  }
+  if (config_.step_observer) {
+    config_.step_observer(StepReport{static_cast<int>(batch.chunks.size()), batch.num_tokens,
+                                     std::chrono::duration<double>(Clock::now() - step_start).count()});
+  }
 }
 
 void Engine::Loop() {

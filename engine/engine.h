@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -20,11 +21,20 @@
 
 namespace arach {
 
+// What one step did (for step-level metrics).
+struct StepReport {
+  int num_sequences = 0;  // sequences in the forward
+  int num_tokens = 0;     // verbal rows computed
+  double seconds = 0;     // schedule + forward + sampling
+};
+
 struct EngineConfig {
   int max_num_seqs = 64;             // sequences in the running batch at most
   int max_num_batched_tokens = 512;  // tokens per step (prefill chunks + decodes)
   int max_queued_requests = 1024;    // requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED
   bool enable_prefix_caching = true;
+  // Called on the step thread after every step that ran a forward; must be quick and must not block.
+  std::function<void(const StepReport&)> step_observer;
 };
 
 // A snapshot of the engine's state (for metrics and tests).
@@ -63,6 +73,9 @@ class Engine {
   const ModelConfig& model_config() const { return model_.config; }
   const Tokenizer& tokenizer() const { return *model_.tokenizer; }
   bool has_adapter() const { return model_.runner->has_adapter(); }
+  int adapter_expansion() const { return model_.runner->adapter_expansion(); }
+  int kv_block_size() const { return model_.runner->kv_cache().block_size(); }
+  std::string device() const { return model_.runner->backend().Describe(); }
   const EngineConfig& config() const { return config_; }
 
  private:

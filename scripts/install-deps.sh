@@ -8,10 +8,12 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libabsl-dev nlohmann-json3-dev libopenblas-dev libicu-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   libgtest-dev libgmock-dev
 )
 runtime_packages=(
   libabsl20220623 libopenblas0-pthread libicu72 libgomp1
+  libgrpc++1.51 libprotobuf32 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
 )
 
 packages=("${build_packages[@]}")

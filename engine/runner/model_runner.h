@@ -37,6 +37,7 @@ class ModelRunner {
   Backend& backend() { return *backend_; }
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
+  int adapter_expansion() const { return weights_->adapter_expansion; }
 
  private:
   ModelRunner() = default;

@@ -1,0 +1,44 @@
+// A small synchronous C++ client of arach.v1.Inference and grpc.health.v1.Health.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "arach/v1/inference.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace arach::client {
+
+class ArachClient {
+ public:
+  // An insecure channel to `target` (HOST:PORT).
+  static std::unique_ptr<ArachClient> Connect(const std::string& target);
+
+  using Deadline = std::optional<std::chrono::system_clock::time_point>;
+
+  // Streams a generation, calling `on_message` for every response. `context` (optional) lets another
+  // thread cancel the call with context->TryCancel(). Returns the call's final status.
+  grpc::Status Generate(const arach::v1::GenerateRequest& request,
+                        const std::function<void(const arach::v1::GenerateResponse&)>& on_message,
+                        Deadline deadline = std::nullopt, grpc::ClientContext* context = nullptr);
+  grpc::Status Score(const arach::v1::ScoreRequest& request, arach::v1::ScoreResponse* response,
+                     Deadline deadline = std::nullopt);
+  grpc::Status GetModelInfo(arach::v1::ModelInfo* info);
+  // The health of `service` ("" = the whole server).
+  grpc::Status Health(const std::string& service, grpc::health::v1::HealthCheckResponse::ServingStatus* status);
+  // Waits until the server reports SERVING or `timeout` passes.
+  bool WaitServing(std::chrono::milliseconds timeout);
+
+ private:
+  explicit ArachClient(std::shared_ptr<grpc::Channel> channel);
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<arach::v1::Inference::Stub> inference_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+}  // namespace arach::client

@@ -1,0 +1,208 @@
+// arach-cli bench: a load generator against a running server. Requests arrive as a Poisson process
+// (--rate R per second) or with a fixed number in flight (--concurrency C); prompt and output lengths
+// are fixed or uniform ranges (--prompt_len 64:256); variants follow --variant_mix. Prints throughput,
+// TTFT / TPOT / end-to-end percentiles (measured by the client) and errors, overall and per variant.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/arach_client.h"
+#include "client/cli/cli_commands.h"
+#include "client/cli/cli_flags.h"
+#include "nlohmann/json.hpp"
+
+namespace arach::client {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Range {
+  int low = 0, high = 0;
+  int Draw(std::mt19937_64& rng) const { return low + static_cast<int>(rng() % (high - low + 1)); }
+};
+
+bool ParseRange(const std::string& text, Range* out) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  if (parts.size() == 1 && absl::SimpleAtoi(parts[0], &out->low)) {
+    out->high = out->low;
+    return out->low > 0;
+  }
+  return parts.size() == 2 && absl::SimpleAtoi(parts[0], &out->low) && absl::SimpleAtoi(parts[1], &out->high) &&
+         out->low > 0 && out->high >= out->low;
+}
+
+struct Outcome {
+  std::string variant;
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  double ttft = 0, tpot = 0, e2e = 0;
+  int tokens = 0;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(std::llround(p * (v.size() - 1))))];
+}
+
+nlohmann::json Summarise(const std::vector<Outcome>& outcomes, double seconds) {
+  std::vector<double> ttft, tpot, e2e;
+  int ok = 0;
+  int64_t tokens = 0;
+  std::map<std::string, int> errors;
+  for (const Outcome& o : outcomes) {
+    if (o.code != grpc::StatusCode::OK) {
+      ++errors[std::to_string(static_cast<int>(o.code))];
+      continue;
+    }
+    ++ok;
+    tokens += o.tokens;
+    ttft.push_back(o.ttft);
+    e2e.push_back(o.e2e);
+    if (o.tokens > 1) tpot.push_back(o.tpot);
+  }
+  auto pct = [](const std::vector<double>& v) {
+    return nlohmann::json{{"p50", Percentile(v, 0.5)}, {"p90", Percentile(v, 0.9)}, {"p99", Percentile(v, 0.99)}};
+  };
+  return {{"requests", outcomes.size()},     {"completed", ok},
+          {"errors_by_code", errors},        {"requests_per_second", ok / seconds},
+          {"output_tokens_per_second", tokens / seconds}, {"ttft_seconds", pct(ttft)},
+          {"tpot_seconds", pct(tpot)},       {"e2e_seconds", pct(e2e)}};
+}
+
+void PrintRow(const std::string& name, const nlohmann::json& s) {
+  std::printf("%-11s %6d/%-6d %8.2f %10.1f %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f %9.3f %9.3f %s\n", name.c_str(),
+              s["completed"].get<int>(), static_cast<int>(s["requests"].get<size_t>()), s["requests_per_second"].get<double>(),
+              s["output_tokens_per_second"].get<double>(), 1e3 * s["ttft_seconds"]["p50"].get<double>(),
+              1e3 * s["ttft_seconds"]["p90"].get<double>(), 1e3 * s["ttft_seconds"]["p99"].get<double>(),
+              1e3 * s["tpot_seconds"]["p50"].get<double>(), 1e3 * s["tpot_seconds"]["p90"].get<double>(),
+              1e3 * s["tpot_seconds"]["p99"].get<double>(), s["e2e_seconds"]["p50"].get<double>(),
+              s["e2e_seconds"]["p99"].get<double>(), s["errors_by_code"].dump().c_str());
+}
+
+}  // namespace
+
+int RunBench() {
+  Range prompt_len, output_len;
+  if (!ParseRange(absl::GetFlag(FLAGS_prompt_len), &prompt_len) || !ParseRange(absl::GetFlag(FLAGS_output_len), &output_len)) {
+    std::fprintf(stderr, "--prompt_len / --output_len must be N or LOW:HIGH\n");
+    return 2;
+  }
+  std::vector<std::pair<std::string, double>> mix;
+  double total_weight = 0;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_variant_mix), ',', absl::SkipWhitespace())) {
+    const std::vector<std::string> kv = absl::StrSplit(part, '=');
+    double w = 1;
+    if (kv.empty() || (kv.size() == 2 && !absl::SimpleAtod(kv[1], &w)) || w < 0 || !VariantFromFlags(kv[0], NAN).ok()) {
+      std::fprintf(stderr, "--variant_mix: \"%s\" is not VARIANT=WEIGHT\n", std::string(part).c_str());
+      return 2;
+    }
+    mix.push_back({kv[0], w});
+    total_weight += w;
+  }
+  if (mix.empty() || total_weight <= 0) {
+    std::fprintf(stderr, "--variant_mix is empty\n");
+    return 2;
+  }
+  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  arach::v1::ModelInfo info;
+  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) {
+    std::fprintf(stderr, "arach-cli bench: %s\n", s.error_message().c_str());
+    return 1;
+  }
+  const int num_requests = absl::GetFlag(FLAGS_num_requests);
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_bench_seed));
+  std::vector<arach::v1::GenerateRequest> requests(num_requests);
+  std::vector<std::string> variant_of(num_requests);
+  for (int i = 0; i < num_requests; ++i) {
+    double pick = std::uniform_real_distribution<double>(0, total_weight)(rng);
+    size_t v = 0;
+    while (v + 1 < mix.size() && pick >= mix[v].second) pick -= mix[v++].second;
+    variant_of[i] = mix[v].first;
+    arach::v1::GenerateRequest& r = requests[i];
+    *r.mutable_variant() = *VariantFromFlags(mix[v].first, NAN);
+    const int len = std::min<int>(prompt_len.Draw(rng), info.context_length() - output_len.high);
+    for (int t = 0; t < std::max(1, len); ++t) r.mutable_token_ids()->add_ids(static_cast<int32_t>(rng() % info.vocab_size()));
+    r.set_max_tokens(output_len.Draw(rng));
+    r.set_ignore_eos(true);
+    r.mutable_sampling()->set_temperature(0.0f);
+  }
+
+  std::vector<Outcome> outcomes(num_requests);
+  auto run_one = [&](int i) {
+    Outcome& o = outcomes[i];
+    o.variant = variant_of[i];
+    const auto start = SteadyClock::now();
+    SteadyClock::time_point first;
+    const grpc::Status s = client->Generate(requests[i], [&](const arach::v1::GenerateResponse& response) {
+      if (response.token_ids_size() > 0 && o.tokens == 0) first = SteadyClock::now();
+      o.tokens += response.token_ids_size();
+    });
+    const auto end = SteadyClock::now();
+    o.code = s.error_code();
+    o.e2e = std::chrono::duration<double>(end - start).count();
+    if (o.tokens > 0) o.ttft = std::chrono::duration<double>(first - start).count();
+    if (o.tokens > 1) o.tpot = std::chrono::duration<double>(end - first).count() / (o.tokens - 1);
+  };
+
+  const double rate = absl::GetFlag(FLAGS_rate);
+  const int concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  const auto start = SteadyClock::now();
+  std::vector<std::thread> threads;
+  if (rate > 0) {  // open loop: Poisson arrivals
+    std::exponential_distribution<double> gap(rate);
+    for (int i = 0; i < num_requests; ++i) {
+      threads.emplace_back(run_one, i);
+      std::this_thread::sleep_for(std::chrono::duration<double>(gap(rng)));
+    }
+  } else {  // closed loop: `concurrency` clients
+    std::atomic<int> next{0};
+    for (int c = 0; c < concurrency; ++c) {
+      threads.emplace_back([&] {
+        for (int i = next++; i < num_requests; i = next++) run_one(i);
+      });
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+
+  nlohmann::json report = {{"server", absl::GetFlag(FLAGS_server)},
+                           {"model", info.model()},
+                           {"device", info.device()},
+                           {"mode", rate > 0 ? "poisson" : "concurrency"},
+                           {"rate", rate},
+                           {"concurrency", rate > 0 ? 0 : concurrency},
+                           {"prompt_len", absl::GetFlag(FLAGS_prompt_len)},
+                           {"output_len", absl::GetFlag(FLAGS_output_len)},
+                           {"duration_seconds", seconds},
+                           {"overall", Summarise(outcomes, seconds)}};
+  for (const auto& [name, weight] : mix) {
+    std::vector<Outcome> subset;
+    for (const Outcome& o : outcomes) {
+      if (o.variant == name) subset.push_back(o);
+    }
+    report["variants"][name] = Summarise(subset, seconds);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf("%s\n", report.dump(2).c_str());
+    return 0;
+  }
+  std::printf("# arach-cli bench: %s (%s, %s); %s, %d requests, prompt %s, output %s tokens, %.1f s\n",
+              absl::GetFlag(FLAGS_server).c_str(), info.model().c_str(), info.device().c_str(),
+              rate > 0 ? ("Poisson " + std::to_string(rate) + " req/s").c_str() : ("concurrency " + std::to_string(concurrency)).c_str(),
+              num_requests, absl::GetFlag(FLAGS_prompt_len).c_str(), absl::GetFlag(FLAGS_output_len).c_str(), seconds);
+  std::printf("%-11s %13s %8s %10s %9s %9s %9s %8s %8s %8s %9s %9s %s\n", "variant", "ok/requests", "req/s", "out tok/s",
+              "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms", "E2E p50", "p99 s", "errors");
+  PrintRow("all", report["overall"]);
+  for (const auto& [name, weight] : mix) PrintRow(name, report["variants"][name]);
+  return 0;
+}
+
+}  // namespace arach::client

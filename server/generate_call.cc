@@ -1,0 +1,161 @@
+#include "server/generate_call.h"
+
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "server/request_mapping.h"
+#include "server/status_mapping.h"
+
+namespace arach::server {
+namespace {
+
+using arach::v1::GenerateResponse;
+
+class GenerateReactor;
+
+// The engine's sink for one call, and the queue between the engine and the reactor. Writes and the final
+// Finish are issued under `mutex_` while the reactor is attached: gRPC never runs OnWriteDone or OnDone of
+// a write reactor inline, so holding the lock there cannot deadlock, and a detached (done) reactor is never
+// touched. It outlives the reactor when the engine still holds it.
+class GenerateStream : public RequestSink {
+ public:
+  GenerateStream(GenerateReactor* reactor, ServiceContext& context, ResolvedVariant variant, std::string request_id,
+                 bool with_logprobs)
+      : reactor_(reactor), context_(context), variant_(std::move(variant)), request_id_(std::move(request_id)),
+        with_logprobs_(with_logprobs) {}
+
+  void OnChunk(const StreamChunk& chunk) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(ToResponse(chunk, with_logprobs_));
+    PumpLocked();
+  }
+  void OnFinish(const FinishInfo& info) override;
+
+  void OnWriteDone() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = false;
+    PumpLocked();
+  }
+  // Ends the call right away with `status` (nothing was submitted).
+  void FinishNow(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    final_status_ = status;
+    queue_.clear();
+    PumpLocked();
+  }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  void PumpLocked();
+
+  std::mutex mutex_;
+  GenerateReactor* reactor_;  // null once the call is done
+  ServiceContext& context_;
+  ResolvedVariant variant_;
+  std::string request_id_;
+  bool with_logprobs_;
+  std::deque<GenerateResponse> queue_;
+  GenerateResponse current_;  // the message being written (owned here until OnWriteDone)
+  std::optional<grpc::Status> final_status_;
+  bool writing_ = false;
+  bool finished_ = false;
+};
+
+class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
+ public:
+  GenerateReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::GenerateRequest* request)
+      : context_(context) {
+    const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
+    const bool with_logprobs = request->logprobs() || request->top_logprobs() > 0;
+    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request->request_id(), with_logprobs);
+    if (!context.state.TryEnter()) {
+      context.metrics->RecordRejected("unavailable");
+      stream_->FinishNow(grpc::Status(grpc::StatusCode::UNAVAILABLE, context.state.phase() == Phase::kLoading
+                                                                          ? "the model is still loading"
+                                                                          : "the server is draining"));
+      return;
+    }
+    entered_ = true;
+    Engine* engine = context.engine.load();
+    absl::StatusOr<GenerateRequest> engine_request = ToEngineRequest(*engine, context.limits, *request, resolved.variant);
+    if (engine_request.ok() && call->deadline() != std::chrono::system_clock::time_point::max()) {
+      engine_request->deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+    }
+    absl::StatusOr<uint64_t> id = engine_request.ok() ? engine->Submit(std::move(*engine_request), stream_)
+                                                      : absl::StatusOr<uint64_t>(engine_request.status());
+    if (!id.ok()) {
+      context.metrics->RecordRejected(absl::AsciiStrToLower(absl::StatusCodeToString(id.status().code())));
+      stream_->FinishNow(ToGrpcStatus(id.status()));
+      return;
+    }
+    engine_id_ = *id;
+    submitted_ = true;
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) CancelEngineRequest();  // the client is gone; the engine's finish ends the call
+    stream_->OnWriteDone();
+  }
+  void OnCancel() override { CancelEngineRequest(); }
+  void OnDone() override {
+    stream_->Detach();
+    if (entered_) context_.state.Leave();
+    delete this;
+  }
+
+ private:
+  void CancelEngineRequest() {
+    if (submitted_) context_.engine.load()->Cancel(engine_id_);
+  }
+
+  ServiceContext& context_;
+  std::shared_ptr<GenerateStream> stream_;
+  uint64_t engine_id_ = 0;
+  bool submitted_ = false;
+  bool entered_ = false;
+};
+
+void GenerateStream::OnFinish(const FinishInfo& info) {
+  context_.metrics->RecordGenerate(variant_.variant, info);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (info.reason == FinishReason::kStop || info.reason == FinishReason::kLength) {
+    GenerateResponse last;
+    last.set_text(info.text);
+    FillFinish(info, variant_, request_id_, last.mutable_finish());
+    queue_.push_back(std::move(last));
+    final_status_ = grpc::Status::OK;
+  } else {  // cancelled, deadline, error: the status says it; pending messages are dropped
+    final_status_ = ToGrpcStatus(info.status.ok() ? absl::CancelledError("cancelled") : info.status);
+    queue_.clear();
+  }
+  PumpLocked();
+}
+
+void GenerateStream::PumpLocked() {
+  if (reactor_ == nullptr || writing_ || finished_) return;
+  if (!queue_.empty()) {
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    reactor_->StartWrite(&current_);
+  } else if (final_status_) {
+    finished_ = true;
+    reactor_->Finish(*final_status_);
+  }
+}
+
+}  // namespace
+
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* StartGenerate(ServiceContext& context,
+                                                                     grpc::CallbackServerContext* call,
+                                                                     const arach::v1::GenerateRequest* request) {
+  return new GenerateReactor(context, call, request);
+}
+
+}  // namespace arach::server

@@ -1,0 +1,18 @@
+// One Generate stream: a gRPC write reactor fed by the engine. The engine's sink queues messages; at
+// most one write is in flight; the last message carries `finish`. A client cancel, a failed write or a
+// passed deadline cancels the engine request, whose end then finishes the RPC.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "arach/v1/inference.grpc.pb.h"
+#include "server/service_context.h"
+
+namespace arach::server {
+
+// Starts the call; gRPC owns the returned reactor (it deletes itself when done).
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* StartGenerate(ServiceContext& context,
+                                                                     grpc::CallbackServerContext* call,
+                                                                     const arach::v1::GenerateRequest* request);
+
+}  // namespace arach::server

@@ -1,0 +1,52 @@
+#include "server/inference_service.h"
+
+#include "server/generate_call.h"
+#include "server/score_call.h"
+
+namespace arach::server {
+
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* call,
+                                                                                  const arach::v1::GenerateRequest* request) {
+  return StartGenerate(context_, call, request);
+}
+
+grpc::ServerUnaryReactor* InferenceService::Score(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
+                                                  arach::v1::ScoreResponse* response) {
+  return StartScore(context_, call, request, response);
+}
+
+grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* call,
+                                                         const arach::v1::GetModelInfoRequest* /*request*/,
+                                                         arach::v1::ModelInfo* info) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  const Engine* engine = context_.engine.load();
+  if (engine == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is still loading"));
+    return reactor;
+  }
+  const ModelConfig& c = engine->model_config();
+  info->set_model(context_.model_dir);
+  info->set_architecture(std::string(ArchitectureName(c.arch)));
+  info->set_vocab_size(c.vocab_size);
+  info->set_hidden_size(c.hidden_size);
+  info->set_num_layers(c.num_layers);
+  info->set_num_heads(c.num_heads);
+  info->set_num_kv_heads(c.num_kv_heads);
+  info->set_context_length(c.max_positions);
+  info->set_tokenizer(engine->tokenizer().Describe());
+  info->set_adapter_loaded(engine->has_adapter());
+  info->set_adapter_expansion(engine->adapter_expansion());
+  FillServedVariant(ResolvedVariant{context_.variants->default_variant(), ""}, info->mutable_default_variant());
+  info->set_device(context_.device);
+  const EngineStats stats = engine->stats();
+  info->set_kv_block_size(engine->kv_block_size());
+  info->set_kv_blocks(stats.kv_blocks_total);
+  info->set_max_num_seqs(engine->config().max_num_seqs);
+  info->set_max_num_batched_tokens(engine->config().max_num_batched_tokens);
+  info->set_bos_token_id(c.bos_token_id < 0 ? 0 : c.bos_token_id);
+  for (int id : c.eos_token_ids) info->add_eos_token_ids(id);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace arach::server

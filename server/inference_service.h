@@ -1,0 +1,26 @@
+// The arach.v1.Inference service (gRPC callback API): one reactor per call.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "arach/v1/inference.grpc.pb.h"
+#include "server/service_context.h"
+
+namespace arach::server {
+
+class InferenceService final : public arach::v1::Inference::CallbackService {
+ public:
+  explicit InferenceService(ServiceContext& context) : context_(context) {}
+
+  grpc::ServerWriteReactor<arach::v1::GenerateResponse>* Generate(grpc::CallbackServerContext* call,
+                                                                  const arach::v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
+                                  arach::v1::ScoreResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* call, const arach::v1::GetModelInfoRequest* request,
+                                         arach::v1::ModelInfo* response) override;
+
+ private:
+  ServiceContext& context_;
+};
+
+}  // namespace arach::server

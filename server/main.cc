@@ -1,0 +1,215 @@
+// arach-server: serves one model over gRPC (arach.v1.Inference, grpc.health.v1.Health, reflection) with
+// Prometheus metrics on a separate port. SIGTERM/SIGINT drain: health goes NOT_SERVING, new calls get
+// UNAVAILABLE, calls in flight finish within --drain_grace_seconds, then the process exits 0.
+// Flag names may be written with hyphens or underscores (--kv-cache-bytes or --kv_cache_bytes).
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "server/inference_service.h"
+#include "server/metrics.h"
+#include "server/service_context.h"
+#include "tools/common/flag_names.h"
+#include "tools/common/openblas_reexec.h"
+
+ABSL_FLAG(std::string, model, "", "model folder (Hugging Face layout)");
+ABSL_FLAG(std::string, adapter, "", "pre-projection + skip adapter (safetensors); enables the skip variants");
+ABSL_FLAG(std::string, arach_hub_embedding, "", "ARACH hub embedding FILE.safetensors:KEY (default: derived from the embeddings)");
+ABSL_FLAG(uint64_t, hub_seed, 0, "seed of the derived hub embedding");
+ABSL_FLAG(double, arach_offset, -0.5, "default ARACH logit offset b");
+ABSL_FLAG(std::string, default_variant, "base", "variant of requests that do not choose: base | arach | skip | arach+skip");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
+ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
+ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");
+ABSL_FLAG(int, max_num_seqs, 64, "sequences in the running batch at most");
+ABSL_FLAG(int, max_num_batched_tokens, 512, "tokens per engine step (prefill chunks + decodes)");
+ABSL_FLAG(int, max_queued_requests, 1024, "requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED");
+ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (per variant)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address HOST:PORT (port 0 picks one)");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9090", "Prometheus /metrics address HOST:PORT (port 0 picks one)");
+ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight may take to finish");
+ABSL_FLAG(int, max_request_bytes, 16 << 20, "largest request message accepted by gRPC");
+ABSL_FLAG(int, max_prompt_bytes, 1 << 20, "largest prompt text (INVALID_ARGUMENT beyond)");
+ABSL_FLAG(int, max_tokens_limit, 4096, "largest max_tokens a request may ask for");
+
+namespace arach::server {
+namespace {
+
+std::string HostOf(const std::string& address) { return address.substr(0, address.rfind(':')); }
+
+absl::StatusOr<Variant> DefaultVariant() {
+  auto variant = ParseVariantName(absl::GetFlag(FLAGS_default_variant));
+  if (!variant.ok()) return absl::InvalidArgumentError(absl::StrCat("--default_variant: ", variant.status().message()));
+  variant->arach_offset = static_cast<float>(absl::GetFlag(FLAGS_arach_offset));
+  if (variant->skip && absl::GetFlag(FLAGS_adapter).empty()) {
+    return absl::InvalidArgumentError("--default_variant " + variant->Name() + " needs --adapter FILE");
+  }
+  return variant;
+}
+
+// SIGTERM / SIGINT may arrive on any thread (libraries start threads before main), so the handler only
+// writes the signal number to a pipe that Serve() reads.
+int g_signal_pipe_write = -1;  // set once before the handlers are installed
+
+void OnDrainSignal(int signal_number) {
+  const unsigned char byte = static_cast<unsigned char>(signal_number);
+  [[maybe_unused]] const ssize_t written = ::write(g_signal_pipe_write, &byte, 1);
+}
+
+struct DrainPipe {
+  int read_fd = -1;
+};
+
+absl::StatusOr<DrainPipe> InstallDrainSignals() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("cannot create the signal pipe");
+  g_signal_pipe_write = fds[1];
+  struct sigaction action {};
+  action.sa_handler = OnDrainSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::sigaction(SIGINT, &action, nullptr);
+  return DrainPipe{fds[0]};
+}
+
+int WaitForDrainSignal(const DrainPipe& pipe) {
+  unsigned char byte = 0;
+  while (::read(pipe.read_fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+  return byte;
+}
+
+int Serve() {
+  if (absl::GetFlag(FLAGS_model).empty()) {
+    std::fprintf(stderr, "arach-server: --model DIR is required\n");
+    return 2;
+  }
+  auto default_variant = DefaultVariant();
+  auto device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
+  if (!default_variant.ok() || !device.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", (default_variant.ok() ? device.status() : default_variant.status()).ToString().c_str());
+    return 2;
+  }
+  auto drain_pipe_or = InstallDrainSignals();
+  if (!drain_pipe_or.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", drain_pipe_or.status().ToString().c_str());
+    return 1;
+  }
+  const DrainPipe drain_pipe = *drain_pipe_or;
+  const VariantResolver variants(*default_variant);
+  auto metrics = ServerMetrics::Start(absl::GetFlag(FLAGS_metrics_listen));
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", metrics.status().ToString().c_str());
+    return 1;
+  }
+  ServiceContext context;
+  context.metrics = metrics->get();
+  context.variants = &variants;
+  context.model_dir = absl::GetFlag(FLAGS_model);
+  context.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
+  context.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
+  InferenceService service(context);
+
+  // The server answers (health NOT_SERVING, calls UNAVAILABLE) while the model loads.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &grpc_port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_request_bytes));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || grpc_port == 0) {
+    std::fprintf(stderr, "arach-server: cannot listen on %s\n", absl::GetFlag(FLAGS_listen).c_str());
+    return 1;
+  }
+  server->GetHealthCheckService()->SetServingStatus(false);
+  const std::string grpc_address = absl::StrCat(HostOf(absl::GetFlag(FLAGS_listen)), ":", grpc_port);
+  const std::string metrics_address = absl::StrCat(HostOf(absl::GetFlag(FLAGS_metrics_listen)), ":", (*metrics)->port());
+  std::printf("arach-server loading %s; grpc=%s metrics=%s\n", context.model_dir.c_str(), grpc_address.c_str(),
+              metrics_address.c_str());
+  std::fflush(stdout);
+
+  LoadModelOptions load;
+  load.device = *device;
+  load.block_size = absl::GetFlag(FLAGS_block_size);
+  load.kv_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_kv_cache_bytes)));
+  load.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);
+  load.hub_seed = absl::GetFlag(FLAGS_hub_seed);
+  load.adapter = absl::GetFlag(FLAGS_adapter);
+  auto model = LoadModel(context.model_dir, load);
+  if (!model.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", model.status().ToString().c_str());
+    server->Shutdown();
+    return 1;
+  }
+  EngineConfig config;
+  config.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
+  config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
+  config.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
+  config.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  ServerMetrics* metrics_ptr = metrics->get();
+  config.step_observer = [metrics_ptr](const StepReport& step) { metrics_ptr->RecordStep(step); };
+  auto engine = Engine::Create(std::move(*model), config);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", engine.status().ToString().c_str());
+    server->Shutdown();
+    return 1;
+  }
+  context.device = (*engine)->device();
+  context.engine.store(engine->get());
+  (*metrics)->AttachEngine(engine->get());
+  context.state.SetPhase(Phase::kServing);
+  server->GetHealthCheckService()->SetServingStatus(true);
+  std::printf("arach-server ready; grpc=%s metrics=%s device=%s kv_blocks=%d default_variant=%s adapter=%s\n",
+              grpc_address.c_str(), metrics_address.c_str(), context.device.c_str(), (*engine)->stats().kv_blocks_total,
+              default_variant->Describe().c_str(), (*engine)->has_adapter() ? "yes" : "no");
+  std::fflush(stdout);
+
+  const int signal_number = WaitForDrainSignal(drain_pipe);
+
+  std::printf("arach-server draining (signal %d): %d calls in flight, grace %d s\n", signal_number, context.state.in_flight(),
+              absl::GetFlag(FLAGS_drain_grace_seconds));
+  std::fflush(stdout);
+  context.state.SetPhase(Phase::kDraining);
+  server->GetHealthCheckService()->SetServingStatus(false);
+  const bool drained = context.state.WaitIdle(std::chrono::seconds(absl::GetFlag(FLAGS_drain_grace_seconds)));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));  // cancels what is left
+  (*engine)->Shutdown();
+  server.reset();
+  context.engine.store(nullptr);
+  (*metrics)->AttachEngine(nullptr);
+  engine->reset();
+  std::printf("arach-server stopped (%s)\n", drained ? "drained" : "grace period over; remaining calls cancelled");
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace arach::server
+
+int main(int argc, char** argv) {
+  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  std::vector<std::string> storage;
+  std::vector<char*> args = arach::tools::NormalizeFlagNames(argc, argv, storage);
+  absl::SetProgramUsageMessage("arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--metrics_listen HOST:PORT] ...");
+  absl::ParseCommandLine(argc, args.data());
+  return arach::server::Serve();
+}

@@ -1,0 +1,159 @@
+#include "server/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include <atomic>
+
+#include "absl/strings/str_cat.h"
+
+namespace arach::server {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+const char* kVariants[] = {"base", "arach", "skip", "arach+skip"};
+const char* kFinishReasons[] = {"stop", "length", "cancelled", "deadline", "error"};
+
+Histogram::BucketBoundaries Exponential(double start, double factor, int count) {
+  Histogram::BucketBoundaries b;
+  for (double v = start; count-- > 0; v *= factor) b.push_back(v);
+  return b;
+}
+
+// Engine state read at scrape time.
+class EngineCollector : public prometheus::Collectable {
+ public:
+  void Attach(const Engine* engine) { engine_.store(engine); }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const Engine* engine = engine_.load();
+    EngineStats s;
+    if (engine != nullptr) s = engine->stats();
+    std::vector<prometheus::MetricFamily> out;
+    auto gauge = [&](const char* name, const char* help, double value) {
+      prometheus::MetricFamily f{name, help, prometheus::MetricType::Gauge, {}};
+      prometheus::ClientMetric m;
+      m.gauge.value = value;
+      f.metric.push_back(m);
+      out.push_back(std::move(f));
+    };
+    auto counter = [&](const char* name, const char* help, double value) {
+      prometheus::MetricFamily f{name, help, prometheus::MetricType::Counter, {}};
+      prometheus::ClientMetric m;
+      m.counter.value = value;
+      f.metric.push_back(m);
+      out.push_back(std::move(f));
+    };
+    gauge("arach_num_requests_running", "Requests in the running batch (holding KV blocks).", s.num_running);
+    gauge("arach_num_requests_waiting", "Requests queued for admission, including preempted ones.", s.num_waiting);
+    gauge("arach_kv_cache_usage_ratio", "Fraction of KV-cache blocks held by requests (cached free blocks excluded).",
+          s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
+    gauge("arach_kv_cache_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total);
+    counter("arach_prefix_cache_queries_total", "Prompt blocks looked up in the prefix cache.",
+            static_cast<double>(s.prefix_cache_queries));
+    counter("arach_prefix_cache_hits_total", "Prompt blocks found in the prefix cache (reused K/V).",
+            static_cast<double>(s.prefix_cache_hits));
+    counter("arach_preemptions_total", "Running requests preempted for lack of KV blocks (recomputed later).",
+            static_cast<double>(s.preemptions));
+    return out;
+  }
+
+ private:
+  std::atomic<const Engine*> engine_{nullptr};
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::string& listen) {
+  std::unique_ptr<ServerMetrics> m(new ServerMetrics());
+  m->registry_ = std::make_shared<prometheus::Registry>();
+  prometheus::Registry& r = *m->registry_;
+  auto& requests = BuildCounter().Name("arach_requests_total")
+                       .Help("Generate requests finished, by variant and finish reason (stop, length, cancelled, deadline, error).")
+                       .Register(r);
+  auto& ttft = BuildHistogram().Name("arach_time_to_first_token_seconds")
+                   .Help("Time from arrival to the first generated token, by variant.").Register(r);
+  auto& tpot = BuildHistogram().Name("arach_time_per_output_token_seconds")
+                   .Help("Mean time between generated tokens after the first, per request, by variant.").Register(r);
+  auto& e2e = BuildHistogram().Name("arach_e2e_request_latency_seconds")
+                  .Help("Time from arrival to the end of a Generate request, by variant.").Register(r);
+  auto& queue = BuildHistogram().Name("arach_request_queue_time_seconds")
+                    .Help("Time a request waited before it was first scheduled, by variant.").Register(r);
+  auto& prompt = BuildCounter().Name("arach_prompt_tokens_total")
+                     .Help("Prompt tokens of finished Generate and Score requests, by variant.").Register(r);
+  auto& generation = BuildCounter().Name("arach_generation_tokens_total")
+                         .Help("Tokens generated, by variant.").Register(r);
+  auto& score = BuildCounter().Name("arach_score_requests_total").Help("Score requests answered, by variant.").Register(r);
+  m->rejected_ = &BuildCounter().Name("arach_requests_rejected_total")
+                      .Help("Requests refused before reaching the engine, by status code.").Register(r);
+  m->batch_size_ = &BuildHistogram().Name("arach_batch_size").Help("Sequences in each engine step.").Register(r)
+                        .Add({}, Exponential(1, 2, 10));
+  m->step_duration_ = &BuildHistogram().Name("arach_step_duration_seconds")
+                           .Help("Duration of each engine step (schedule, forward, sampling).").Register(r)
+                           .Add({}, Exponential(0.0005, 2, 14));
+  for (const char* v : kVariants) {
+    PerVariant& pv = m->variants_[v];
+    pv.ttft = &ttft.Add({{"variant", v}}, Exponential(0.001, 2, 17));
+    pv.tpot = &tpot.Add({{"variant", v}}, Exponential(0.0005, 2, 13));
+    pv.e2e = &e2e.Add({{"variant", v}}, Exponential(0.01, 2, 16));
+    pv.queue = &queue.Add({{"variant", v}}, Exponential(0.001, 2, 17));
+    pv.prompt_tokens = &prompt.Add({{"variant", v}});
+    pv.generation_tokens = &generation.Add({{"variant", v}});
+    pv.score_requests = &score.Add({{"variant", v}});
+    for (const char* reason : kFinishReasons) pv.requests[reason] = &requests.Add({{"variant", v}, {"finish_reason", reason}});
+  }
+  m->engine_collector_ = std::make_shared<EngineCollector>();
+  ServerMetrics* raw = m.get();
+  auto endpoint = MetricsHttpEndpoint::Start(listen, [raw] { return raw->Scrape(); });
+  if (!endpoint.ok()) return endpoint.status();
+  m->endpoint_ = std::move(*endpoint);
+  return m;
+}
+
+ServerMetrics::~ServerMetrics() { endpoint_.reset(); }
+
+std::string ServerMetrics::Scrape() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& f : engine_collector_->Collect()) families.push_back(std::move(f));
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+void ServerMetrics::AttachEngine(const Engine* engine) { static_cast<EngineCollector&>(*engine_collector_).Attach(engine); }
+
+int ServerMetrics::port() const { return endpoint_->port(); }
+
+ServerMetrics::PerVariant& ServerMetrics::For(const Variant& variant) { return variants_.at(variant.Name()); }
+
+void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& info) {
+  PerVariant& pv = For(variant);
+  pv.requests.at(FinishReasonName(info.reason))->Increment();
+  pv.prompt_tokens->Increment(info.usage.prompt_tokens);
+  pv.generation_tokens->Increment(info.usage.completion_tokens);
+  pv.e2e->Observe(info.timings.total_seconds);
+  if (info.timings.queue_seconds > 0 || info.usage.completion_tokens > 0) pv.queue->Observe(info.timings.queue_seconds);
+  if (info.usage.completion_tokens > 0) pv.ttft->Observe(info.timings.time_to_first_token_seconds);
+  if (info.usage.completion_tokens > 1) pv.tpot->Observe(info.timings.time_per_output_token_seconds);
+}
+
+void ServerMetrics::RecordScore(const Variant& variant, int64_t prompt_tokens) {
+  PerVariant& pv = For(variant);
+  pv.score_requests->Increment();
+  pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
+}
+
+void ServerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"code", code}}).Increment(); }
+
+void ServerMetrics::RecordStep(const StepReport& step) {
+  batch_size_->Observe(step.num_sequences);
+  step_duration_->Observe(step.seconds);
+}
+
+}  // namespace arach::server

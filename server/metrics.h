@@ -1,0 +1,67 @@
+// Prometheus metrics of the server (prometheus-cpp), labelled by variant (base | arach | skip |
+// arach+skip) so that a dashboard shows the variants side by side. Request-level series are updated as
+// requests finish; engine gauges and counters are read from Engine::stats() when /metrics is scraped.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "server/metrics_http.h"
+
+namespace arach::server {
+
+class ServerMetrics {
+ public:
+  // Serves /metrics on `listen` (HOST:PORT; port 0 picks one).
+  static absl::StatusOr<std::unique_ptr<ServerMetrics>> Start(const std::string& listen);
+  ~ServerMetrics();
+
+  // Reads engine gauges and counters at scrape time from now on.
+  void AttachEngine(const Engine* engine);
+  // A finished Generate request.
+  void RecordGenerate(const Variant& variant, const FinishInfo& info);
+  // A finished Score request of `tokens` scored tokens.
+  void RecordScore(const Variant& variant, int64_t prompt_tokens);
+  // A request refused before it reached the engine (code name: invalid_argument, resource_exhausted, ...).
+  void RecordRejected(const std::string& code);
+  void RecordStep(const StepReport& step);
+
+  int port() const;  // the port /metrics listens on
+
+ private:
+  struct PerVariant {
+    prometheus::Histogram* ttft;
+    prometheus::Histogram* tpot;
+    prometheus::Histogram* e2e;
+    prometheus::Histogram* queue;
+    prometheus::Counter* prompt_tokens;
+    prometheus::Counter* generation_tokens;
+    prometheus::Counter* score_requests;
+    std::map<std::string, prometheus::Counter*> requests;  // by finish reason
+  };
+  ServerMetrics() = default;
+  PerVariant& For(const Variant& variant);
+
+  // The text exposition of the registry and of the engine's state.
+  std::string Scrape() const;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Collectable> engine_collector_;
+  std::unique_ptr<MetricsHttpEndpoint> endpoint_;  // last: stopped first
+  std::map<std::string, PerVariant> variants_;
+  prometheus::Family<prometheus::Counter>* rejected_ = nullptr;
+  prometheus::Histogram* batch_size_ = nullptr;
+  prometheus::Histogram* step_duration_ = nullptr;
+};
+
+}  // namespace arach::server

@@ -1,0 +1,17 @@
+// Size limits on request fields, checked before any work (INVALID_ARGUMENT naming the field).
+#pragma once
+
+#include <cstddef>
+
+namespace arach::server {
+
+struct RequestLimits {
+  size_t max_prompt_bytes = 1 << 20;  // prompt.text / score input text
+  int max_stop_strings = 16;
+  size_t max_stop_bytes = 256;        // each stop string
+  int max_stop_token_ids = 64;
+  int max_score_inputs = 64;
+  int max_tokens = 4096;              // max_tokens of one request
+};
+
+}  // namespace arach::server

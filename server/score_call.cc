@@ -1,0 +1,184 @@
+#include "server/score_call.h"
+
+#include <cmath>
+#include <mutex>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "server/request_mapping.h"
+#include "server/status_mapping.h"
+
+namespace arach::server {
+namespace {
+
+class ScoreReactor;
+
+// Collects the engine's results of all inputs; finishes the call (under its lock, see generate_call.cc)
+// when the last one arrives or the first fails.
+class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
+ public:
+  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs)
+      : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs) {
+    for (int i = 0; i < inputs; ++i) response_->add_results();
+  }
+
+  // The sink of input `index`.
+  std::shared_ptr<RequestSink> SinkFor(int index, std::vector<int32_t> ids);
+  void Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids);
+  void FinishNow(const grpc::Status& status);
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  void FinishLocked(const grpc::Status& status);
+
+  std::mutex mutex_;
+  ScoreReactor* reactor_;
+  ServiceContext& context_;
+  arach::v1::ScoreResponse* response_;
+  Variant variant_;
+  int pending_;
+  int64_t scored_prompt_tokens_ = 0;
+  bool finished_ = false;
+};
+
+class InputSink : public RequestSink {
+ public:
+  InputSink(std::shared_ptr<ScoreCollector> collector, int index, std::vector<int32_t> ids)
+      : collector_(std::move(collector)), index_(index), ids_(std::move(ids)) {}
+  void OnChunk(const StreamChunk&) override {}
+  void OnFinish(const FinishInfo& info) override { collector_->Done(index_, info, ids_); }
+
+ private:
+  std::shared_ptr<ScoreCollector> collector_;
+  int index_;
+  std::vector<int32_t> ids_;
+};
+
+class ScoreReactor : public grpc::ServerUnaryReactor {
+ public:
+  ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
+               arach::v1::ScoreResponse* response)
+      : context_(context) {
+    const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
+    FillServedVariant(resolved, response->mutable_variant());
+    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size());
+    if (!context.state.TryEnter()) {
+      context.metrics->RecordRejected("unavailable");
+      collector_->FinishNow(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is loading or the server is draining"));
+      return;
+    }
+    entered_ = true;
+    const absl::Status status = Submit(call, *request, resolved.variant);
+    if (!status.ok()) {
+      context.metrics->RecordRejected(absl::AsciiStrToLower(absl::StatusCodeToString(status.code())));
+      CancelSubmitted();
+      collector_->FinishNow(ToGrpcStatus(status));
+    }
+  }
+
+  void OnCancel() override { CancelSubmitted(); }
+  void OnDone() override {
+    collector_->Detach();
+    if (entered_) context_.state.Leave();
+    delete this;
+  }
+
+ private:
+  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest& request, const Variant& variant) {
+    Engine& engine = *context_.engine.load();
+    if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: empty");
+    if (request.inputs_size() > context_.limits.max_score_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the limit of ",
+                                                     context_.limits.max_score_inputs));
+    }
+    std::vector<GenerateRequest> requests;
+    for (int i = 0; i < request.inputs_size(); ++i) {
+      const arach::v1::ScoreInput& input = request.inputs(i);
+      const std::string field = absl::StrCat("inputs[", i, "]");
+      absl::StatusOr<std::vector<int32_t>> ids =
+          PromptIds(engine, context_.limits, field, input.input_case() == arach::v1::ScoreInput::kText, input.text(),
+                    input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids());
+      if (!ids.ok()) return ids.status();
+      if (ids->size() < 2) return absl::InvalidArgumentError(absl::StrCat(field, ": at least two tokens are needed to score"));
+      GenerateRequest r;
+      r.prompt = std::move(*ids);
+      r.sampling.max_tokens = 0;
+      r.sampling.prompt_logprobs = true;
+      r.variant = variant;
+      if (call->deadline() != std::chrono::system_clock::time_point::max()) {
+        r.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+      }
+      requests.push_back(std::move(r));
+    }
+    for (size_t i = 0; i < requests.size(); ++i) {
+      std::vector<int32_t> ids = requests[i].prompt;
+      absl::StatusOr<uint64_t> id = engine.Submit(std::move(requests[i]), collector_->SinkFor(static_cast<int>(i), std::move(ids)));
+      if (!id.ok()) return id.status();
+      std::lock_guard<std::mutex> lock(ids_mutex_);
+      engine_ids_.push_back(*id);
+    }
+    return absl::OkStatus();
+  }
+
+  void CancelSubmitted() {
+    std::lock_guard<std::mutex> lock(ids_mutex_);
+    for (uint64_t id : engine_ids_) context_.engine.load()->Cancel(id);
+  }
+
+  ServiceContext& context_;
+  std::shared_ptr<ScoreCollector> collector_;
+  std::mutex ids_mutex_;
+  std::vector<uint64_t> engine_ids_;
+  bool entered_ = false;
+};
+
+std::shared_ptr<RequestSink> ScoreCollector::SinkFor(int index, std::vector<int32_t> ids) {
+  return std::make_shared<InputSink>(shared_from_this(), index, std::move(ids));
+}
+
+void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (finished_) return;
+  if (info.reason != FinishReason::kLength && info.reason != FinishReason::kStop) {
+    FinishLocked(ToGrpcStatus(info.status.ok() ? absl::CancelledError("cancelled") : info.status));
+    return;
+  }
+  arach::v1::ScoreResult* result = response_->mutable_results(index);
+  double total = 0.0;
+  for (int32_t id : ids) result->add_token_ids(id);
+  for (float lp : info.prompt_logprobs) {
+    result->add_logprobs(lp);
+    total += lp;
+  }
+  result->set_total_logprob(total);
+  result->set_scored_tokens(static_cast<uint32_t>(info.prompt_logprobs.size()));
+  result->set_perplexity(std::exp(-total / std::max<size_t>(1, info.prompt_logprobs.size())));
+  scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
+  if (--pending_ == 0) {
+    context_.metrics->RecordScore(variant_, scored_prompt_tokens_);
+    FinishLocked(grpc::Status::OK);
+  }
+}
+
+void ScoreCollector::FinishNow(const grpc::Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FinishLocked(status);
+}
+
+void ScoreCollector::FinishLocked(const grpc::Status& status) {
+  if (finished_ || reactor_ == nullptr) return;
+  finished_ = true;
+  reactor_->Finish(status);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServerContext* call,
+                                     const arach::v1::ScoreRequest* request, arach::v1::ScoreResponse* response) {
+  return new ScoreReactor(context, call, request, response);
+}
+
+}  // namespace arach::server

@@ -1,0 +1,25 @@
+// What the RPC handlers share: the engine (once loaded), metrics, the variant resolver, limits and the
+// serving state. Owned by main; the handlers hold a reference.
+#pragma once
+
+#include <atomic>
+
+#include "engine/engine.h"
+#include "server/metrics.h"
+#include "server/request_limits.h"
+#include "server/serving_state.h"
+#include "server/variant_resolver.h"
+
+namespace arach::server {
+
+struct ServiceContext {
+  std::atomic<Engine*> engine{nullptr};  // null while loading
+  ServerMetrics* metrics = nullptr;
+  const VariantResolver* variants = nullptr;
+  RequestLimits limits;
+  ServingState state;
+  std::string device;  // for GetModelInfo
+  std::string model_dir;
+};
+
+}  // namespace arach::server
