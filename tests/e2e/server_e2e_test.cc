@@ -1,0 +1,372 @@
+// End-to-end: the real arach-server process on loopback ports, driven over gRPC by the client library.
+//  - Fixture server (gpt2-tiny with its adapter and the references' hub embedding): every variant streams
+//    exactly the reference continuation, Score matches the offline scorer, invalid requests get the right
+//    codes, /metrics parses and its counters match the requests sent.
+//  - A make-model GPT-2-124M server (slow enough on CPU to act mid-stream): a client cancel frees the
+//    sequence (seen in /metrics), a deadline is honoured, a full queue is RESOURCE_EXHAUSTED, and SIGTERM
+//    drains: health goes NOT_SERVING, new calls get UNAVAILABLE, the stream in flight completes, exit 0.
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "client/arach_client.h"
+#include "engine/model/make_model.h"
+#include "engine/runner/offline_session.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/server_process.h"
+
+namespace arach {
+namespace {
+
+using client::ArachClient;
+using ::testing::HasSubstr;
+using testing::ServerProcess;
+
+std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
+  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(args));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+testing::PrometheusText Metrics(const ServerProcess& server) {
+  auto body = testing::HttpGetMetrics(server.metrics_address());
+  EXPECT_TRUE(body.ok()) << body.status();
+  auto parsed = testing::ParsePrometheusText(body.ok() ? *body : "");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? *parsed : testing::PrometheusText{};
+}
+
+// Polls /metrics until `pred` holds (the engine publishes its state after each step).
+bool EventuallyMetrics(const ServerProcess& server, const std::function<bool(const testing::PrometheusText&)>& pred) {
+  for (int i = 0; i < 200; ++i) {
+    if (pred(Metrics(server))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+arach::v1::VariantSpec Spec(bool arach, bool skip) {
+  arach::v1::VariantSpec spec;
+  spec.set_arach(arach);
+  spec.set_skip(skip);
+  return spec;
+}
+
+// ------------------------------------------------------------------------------ fixture server
+
+class FixtureServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::HaveFixtures()) return;
+    server_ = StartServer({"--model=" + testing::FixturePath("gpt2-tiny"),
+                           "--adapter=" + testing::FixturePath("gpt2-tiny/preproj.safetensors"),
+                           "--arach_hub_embedding=" + testing::FixturePath("refs/refs.safetensors") + ":gpt2-tiny.hub_embedding",
+                           "--kv_cache_bytes=33554432", "--max_prompt_bytes=4000"})
+                  .release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    ASSERT_NE(server_, nullptr);
+    client_ = ArachClient::Connect(server_->grpc_address());
+    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
+  }
+  static ServerProcess* server_;
+  std::unique_ptr<ArachClient> client_;
+};
+ServerProcess* FixtureServer::server_ = nullptr;
+
+TEST_F(FixtureServer, EachVariantStreamsTheReferenceContinuation) {
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok());
+  const testing::PrometheusText before = Metrics(*server_);
+  for (const auto& [name, ref] : std::vector<std::pair<std::string, std::string>>{
+           {"base", "base"}, {"arach", "arach"}, {"skip", "skip"}, {"arach+skip", "arach_skip"}}) {
+    arach::v1::GenerateRequest request;
+    for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) request.mutable_token_ids()->add_ids(id);
+    request.set_max_tokens(32);
+    request.set_ignore_eos(true);
+    request.mutable_sampling()->set_temperature(0.0f);
+    *request.mutable_variant() = Spec(name.find("arach") != std::string::npos, name.find("skip") != std::string::npos);
+    request.set_request_id("req-" + name);
+    std::vector<int32_t> tokens;
+    std::string text;
+    arach::v1::Finish finish;
+    int messages = 0;
+    const grpc::Status status = client_->Generate(request, [&](const arach::v1::GenerateResponse& r) {
+      tokens.insert(tokens.end(), r.token_ids().begin(), r.token_ids().end());
+      text += r.text();
+      if (r.has_finish()) finish = r.finish();
+      ++messages;
+    });
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(tokens, testing::RefsJson()["models"]["gpt2-tiny"]["variants"][ref]["greedy_p48_32"].get<std::vector<int32_t>>()) << name;
+    EXPECT_EQ(text, *(*tokenizer)->Decode(tokens)) << name;
+    EXPECT_GT(messages, 1) << "tokens are streamed, not sent at the end";
+    EXPECT_EQ(finish.variant().name(), name);
+    EXPECT_EQ(finish.reason(), arach::v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(finish.usage().completion_tokens(), 32u);
+    EXPECT_EQ(finish.request_id(), "req-" + name);
+  }
+  // The counters moved by exactly what was sent.
+  ASSERT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    return m.Sum("arach_requests_total") - before.Sum("arach_requests_total") == 4;
+  }));
+  const testing::PrometheusText after = Metrics(*server_);
+  for (const std::string variant : {"base", "arach", "skip", "arach+skip"}) {
+    const std::string labels = "finish_reason=\"length\",variant=\"" + variant + "\"";
+    EXPECT_EQ(after.Value("arach_requests_total", labels) - before.Value("arach_requests_total", labels), 1) << variant;
+    EXPECT_EQ(after.Value("arach_generation_tokens_total", "variant=\"" + variant + "\"") -
+                  before.Value("arach_generation_tokens_total", "variant=\"" + variant + "\""),
+              32);
+    EXPECT_EQ(after.Value("arach_time_to_first_token_seconds_count", "variant=\"" + variant + "\"") -
+                  before.Value("arach_time_to_first_token_seconds_count", "variant=\"" + variant + "\""),
+              1);
+  }
+  for (const char* family : {"arach_requests_total", "arach_time_to_first_token_seconds", "arach_time_per_output_token_seconds",
+                             "arach_e2e_request_latency_seconds", "arach_request_queue_time_seconds", "arach_prompt_tokens_total",
+                             "arach_generation_tokens_total", "arach_num_requests_running", "arach_num_requests_waiting",
+                             "arach_kv_cache_usage_ratio", "arach_prefix_cache_queries_total", "arach_prefix_cache_hits_total",
+                             "arach_preemptions_total", "arach_batch_size", "arach_step_duration_seconds"}) {
+    EXPECT_EQ(after.types.count(family), 1u) << family << " missing from /metrics";
+    EXPECT_TRUE(after.helps.count(family) && !after.helps.at(family).empty()) << family << " has no help text";
+  }
+}
+
+TEST_F(FixtureServer, ScoreMatchesTheOfflineScorer) {
+  arach::v1::ScoreRequest request;
+  const std::vector<int32_t> p48 = testing::RefPrompt("gpt2-tiny", "p48");
+  arach::v1::TokenIds* ids = request.add_inputs()->mutable_token_ids();
+  for (int32_t id : p48) ids->add_ids(id);
+  request.add_inputs()->set_text("To be, or not to be, that is the question.");
+  *request.mutable_variant() = Spec(true, false);
+  arach::v1::ScoreResponse response;
+  ASSERT_TRUE(client_->Score(request, &response).ok());
+  ASSERT_EQ(response.results_size(), 2);
+  EXPECT_EQ(response.variant().name(), "arach");
+  auto runner = testing::LoadFixtureRunner("gpt2-tiny");
+  ASSERT_TRUE(runner.ok());
+  OfflineSession session(**runner);
+  Variant arach;
+  arach.arach = true;
+  auto expected = session.TokenLogProbs(p48, 512, arach);
+  ASSERT_TRUE(expected.ok());
+  const arach::v1::ScoreResult& r = response.results(0);
+  ASSERT_EQ(r.logprobs_size(), static_cast<int>(expected->size()));
+  double total = 0;
+  for (int i = 0; i < r.logprobs_size(); ++i) {
+    EXPECT_NEAR(r.logprobs(i), (*expected)[i], 1e-4);
+    total += (*expected)[i];
+  }
+  EXPECT_NEAR(r.perplexity(), std::exp(-total / expected->size()), 1e-3 * r.perplexity());
+  EXPECT_GT(response.results(1).scored_tokens(), 5u);
+}
+
+TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
+  auto generate = [&](const arach::v1::GenerateRequest& r) { return client_->Generate(r, [](const auto&) {}); };
+  arach::v1::GenerateRequest empty;
+  grpc::Status s = generate(empty);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("prompt: set text or token_ids"));
+
+  arach::v1::GenerateRequest bad;
+  bad.set_text("hello");
+  bad.mutable_sampling()->set_temperature(-2.0f);
+  s = generate(bad);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("sampling.temperature"));
+
+  arach::v1::GenerateRequest ids;
+  ids.mutable_token_ids()->add_ids(5);
+  ids.mutable_token_ids()->add_ids(60000);
+  s = generate(ids);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("prompt.token_ids[1]"));
+
+  arach::v1::GenerateRequest long_prompt;
+  for (int i = 0; i < 256; ++i) long_prompt.mutable_token_ids()->add_ids(11);
+  s = generate(long_prompt);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("context"));
+
+  arach::v1::GenerateRequest oversize;
+  oversize.set_text(std::string(5000, 'a'));
+  s = generate(oversize);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("prompt.text: 5000 bytes exceed the limit of 4000"));
+
+  arach::v1::GenerateRequest stop;
+  stop.set_text("hello");
+  stop.add_stop("");
+  s = generate(stop);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("stop[0]"));
+
+  arach::v1::ScoreRequest one_token;
+  one_token.add_inputs()->mutable_token_ids()->add_ids(3);
+  arach::v1::ScoreResponse response;
+  s = client_->Score(one_token, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("inputs[0]"));
+
+  const testing::PrometheusText m = Metrics(*server_);
+  EXPECT_GE(m.Value("arach_requests_rejected_total", "code=\"invalid_argument\""), 7);
+}
+
+// ------------------------------------------------------------------------------ slow server
+
+// A random-weight GPT-2-124M written once per build tree: ~20 ms per decode step on two cores.
+std::string SlowModel() {
+  const std::string dir = std::string(ARACH_TEST_MODELS_DIR) + "/gpt2-124m-f16";
+  if (!std::filesystem::exists(dir + "/config.json")) {
+    MakeModelOptions options;
+    options.arch = "gpt2";
+    options.preset = "124m";
+    options.dtype = "F16";
+    options.out_dir = dir;
+    const auto made = MakeModel(options);
+    EXPECT_TRUE(made.ok()) << made.status();
+  }
+  return dir;
+}
+
+arach::v1::GenerateRequest LongRequest(int max_tokens) {
+  arach::v1::GenerateRequest r;
+  for (int i = 0; i < 16; ++i) r.mutable_token_ids()->add_ids(1000 + i);
+  r.set_max_tokens(max_tokens);
+  r.set_ignore_eos(true);
+  r.mutable_sampling()->set_temperature(0.0f);
+  return r;
+}
+
+class SlowServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=268435456", "--max_num_seqs=1",
+                           "--max_queued_requests=1"})
+                  .release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    client_ = ArachClient::Connect(server_->grpc_address());
+    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(60)));
+  }
+  static ServerProcess* server_;
+  std::unique_ptr<ArachClient> client_;
+};
+ServerProcess* SlowServer::server_ = nullptr;
+
+TEST_F(SlowServer, ClientCancelMidStreamFreesTheSequence) {
+  const testing::PrometheusText before = Metrics(*server_);
+  grpc::ClientContext context;
+  int tokens = 0;
+  const grpc::Status status = client_->Generate(LongRequest(800), [&](const arach::v1::GenerateResponse& r) {
+    tokens += r.token_ids_size();
+    if (tokens >= 3) context.TryCancel();
+  }, std::nullopt, &context);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_LT(tokens, 800);
+  EXPECT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0 &&
+           m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
+                   before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1;
+  })) << "the cancelled sequence must leave the batch and give back its blocks";
+}
+
+TEST_F(SlowServer, DeadlineIsHonoured) {
+  int tokens = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status = client_->Generate(LongRequest(800), [&](const auto& r) { tokens += r.token_ids_size(); },
+                                                std::chrono::system_clock::now() + std::chrono::milliseconds(400));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(tokens, 800);
+  EXPECT_TRUE(EventuallyMetrics(*server_, [](const testing::PrometheusText& m) {
+    return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0;
+  }));
+}
+
+TEST_F(SlowServer, FullQueueIsResourceExhausted) {
+  // One running and one queued request at most: of four sent at once, at least two are refused.
+  std::vector<grpc::Status> statuses(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] { statuses[i] = client_->Generate(LongRequest(40), [](const auto&) {}); });
+  }
+  for (std::thread& t : threads) t.join();
+  int exhausted = 0, ok = 0;
+  for (const grpc::Status& s : statuses) {
+    exhausted += s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    ok += s.ok();
+  }
+  EXPECT_GE(exhausted, 2);
+  EXPECT_EQ(exhausted + ok, 4);
+  EXPECT_GE(ok, 1);
+}
+
+TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
+  auto server = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=134217728", "--drain_grace_seconds=60"});
+  ASSERT_NE(server, nullptr);
+  auto client = ArachClient::Connect(server->grpc_address());
+  ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));
+  std::atomic<int> tokens{0};
+  grpc::Status stream_status;
+  arach::v1::Finish finish;
+  std::thread stream([&] {
+    stream_status = client->Generate(LongRequest(60), [&](const arach::v1::GenerateResponse& r) {
+      tokens += r.token_ids_size();
+      if (r.has_finish()) finish = r.finish();
+    });
+  });
+  while (tokens < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server->Signal(SIGTERM);
+  // Health turns NOT_SERVING and new calls are refused while the stream goes on.
+  bool not_serving = false;
+  for (int i = 0; i < 200 && !not_serving; ++i) {
+    grpc::health::v1::HealthCheckResponse::ServingStatus health;
+    not_serving = client->Health("", &health).ok() && health == grpc::health::v1::HealthCheckResponse::NOT_SERVING;
+    if (!not_serving) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(not_serving);
+  const grpc::Status refused = client->Generate(LongRequest(5), [](const auto&) {});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_LT(tokens.load(), 60) << "the stream should still be running during the drain";
+  stream.join();
+  EXPECT_TRUE(stream_status.ok()) << stream_status.error_message();
+  EXPECT_EQ(finish.usage().completion_tokens(), 60u);
+  auto exit_code = server->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+  EXPECT_EQ(*exit_code, 0);
+  EXPECT_THAT(server->Output(), HasSubstr("arach-server stopped (drained)"));
+}
+
+TEST(ServerStartup, SkipWithoutAdapterIsFailedPrecondition) {
+  auto server = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=67108864"});
+  ASSERT_NE(server, nullptr);
+  auto client = ArachClient::Connect(server->grpc_address());
+  ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));
+  arach::v1::GenerateRequest r = LongRequest(2);
+  *r.mutable_variant() = Spec(false, true);
+  const grpc::Status s = client->Generate(r, [](const auto&) {});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("--adapter"));
+  arach::v1::ModelInfo info;
+  ASSERT_TRUE(client->GetModelInfo(&info).ok());
+  EXPECT_EQ(info.architecture(), "gpt2");
+  EXPECT_FALSE(info.adapter_loaded());
+  EXPECT_EQ(info.context_length(), 1024u);
+}
+
+}  // namespace
+}  // namespace arach
