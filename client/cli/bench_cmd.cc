@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
@@ -196,7 +197,7 @@ int RunBench() {
   }
   std::printf("# arach-cli bench: %s (%s, %s); %s, %d requests, prompt %s, output %s tokens, %.1f s\n",
               absl::GetFlag(FLAGS_server).c_str(), info.model().c_str(), info.device().c_str(),
-              rate > 0 ? ("Poisson " + std::to_string(rate) + " req/s").c_str() : ("concurrency " + std::to_string(concurrency)).c_str(),
+              rate > 0 ? absl::StrFormat("Poisson %.2f req/s", rate).c_str() : absl::StrFormat("concurrency %d", concurrency).c_str(),
               num_requests, absl::GetFlag(FLAGS_prompt_len).c_str(), absl::GetFlag(FLAGS_output_len).c_str(), seconds);
   std::printf("%-11s %13s %8s %10s %9s %9s %9s %8s %8s %8s %9s %9s %s\n", "variant", "ok/requests", "req/s", "out tok/s",
               "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms", "E2E p50", "p99 s", "errors");
