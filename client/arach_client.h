@@ -33,6 +33,8 @@ class ArachClient {
   grpc::Status Health(const std::string& service, grpc::health::v1::HealthCheckResponse::ServingStatus* status);
   // Waits until the server reports SERVING or `timeout` passes.
   bool WaitServing(std::chrono::milliseconds timeout);
+  // The raw stub, for calls this class does not wrap (e.g. Tokenize).
+  arach::v1::Inference::Stub& inference() { return *inference_; }
 
  private:
   explicit ArachClient(std::shared_ptr<grpc::Channel> channel);

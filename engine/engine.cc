@@ -44,6 +44,9 @@ struct Engine::RequestState {
   Clock::time_point arrival, first_scheduled, first_token, last_token;
   bool started = false;
   std::vector<float> prompt_logprobs;
+  std::vector<bool> prompt_is_greedy;
+  double generated_logprob_sum = 0.0;
+  int generated_logprobs = 0;
 };
 
 Engine::Engine(LoadedModel model, const EngineConfig& config)
@@ -117,7 +120,10 @@ absl::StatusOr<uint64_t> Engine::Submit(GenerateRequest request, std::shared_ptr
   seq.prompt_len = prompt_len;
   seq.variant = state->request.variant;
   seq.want_prompt_logprobs = state->request.sampling.prompt_logprobs;
-  if (seq.want_prompt_logprobs) state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
+  if (seq.want_prompt_logprobs) {
+    state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
+    state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
+  }
   if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
 
@@ -223,6 +229,8 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
     }
   }
   info.prompt_logprobs = std::move(r.prompt_logprobs);
+  info.prompt_is_greedy = std::move(r.prompt_is_greedy);
+  if (r.generated_logprobs > 0) info.mean_generated_logprob = r.generated_logprob_sum / r.generated_logprobs;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (r.queued) --queued_;
@@ -242,7 +250,14 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
   in.num_generated = seq.num_generated();
   in.seed = r.seed;
   in.suppressed = r.stop_ids;
-  const SampledToken sampled = sampler_.Sample(in);
+  SampledToken sampled = sampler_.Sample(in);
+  if (config_.always_compute_logprobs && !sp.logprobs && sp.top_logprobs == 0) {
+    sampled.logprob = RawLogprobs(logits, sampled.token, 0).logprob;  // for the quality metrics only
+  }
+  if (config_.always_compute_logprobs || sp.logprobs || sp.top_logprobs > 0) {
+    r.generated_logprob_sum += sampled.logprob;
+    ++r.generated_logprobs;
+  }
   seq.tokens.push_back(sampled.token);
   const Clock::time_point now = Clock::now();
   if (seq.num_generated() == 1) r.first_token = now;
@@ -322,7 +337,9 @@ void Engine::Step() {
       for (int row = 0; row < rows; ++row) {
         const int position = chunk.start + row;
         if (position + 1 < r.seq.prompt_len) {
-          r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(out->Row(static_cast<int>(i), row), r.seq.tokens[position + 1]));
+          const std::span<const float> logits = out->Row(static_cast<int>(i), row);
+          r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(logits, r.seq.tokens[position + 1]));
+          r.prompt_is_greedy[position] = ArgMax(logits) == r.seq.tokens[position + 1];
         }
       }
     }

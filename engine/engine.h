@@ -33,6 +33,8 @@ struct EngineConfig {
   int max_num_batched_tokens = 512;  // tokens per step (prefill chunks + decodes)
   int max_queued_requests = 1024;    // requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED
   bool enable_prefix_caching = true;
+  // Compute each generated token's log-prob even when the request did not ask (for quality metrics).
+  bool always_compute_logprobs = false;
   // Called on the step thread after every step that ran a forward; must be quick and must not block.
   std::function<void(const StepReport&)> step_observer;
 };

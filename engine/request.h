@@ -62,6 +62,10 @@ struct FinishInfo {
   Timings timings;
   Variant variant;                 // the variant that served the request
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
+  std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
+  // Mean raw-model log-prob of the generated tokens (quality signal); set when the engine computes
+  // log-probs for every token (EngineConfig::always_compute_logprobs) or the request asked for them.
+  std::optional<double> mean_generated_logprob;
 };
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the

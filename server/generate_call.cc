@@ -82,8 +82,10 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
       return;
     }
     entered_ = true;
+    if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
     Engine* engine = context.engine.load();
     absl::StatusOr<GenerateRequest> engine_request = ToEngineRequest(*engine, context.limits, *request, resolved.variant);
+    if (engine_request.ok() && context.prompt_perplexity) engine_request->sampling.prompt_logprobs = true;
     if (engine_request.ok() && call->deadline() != std::chrono::system_clock::time_point::max()) {
       engine_request->deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
     }

@@ -1,5 +1,6 @@
 #include "server/inference_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/generate_call.h"
 #include "server/score_call.h"
 
@@ -45,6 +46,42 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
   info->set_max_num_batched_tokens(engine->config().max_num_batched_tokens);
   info->set_bos_token_id(c.bos_token_id < 0 ? 0 : c.bos_token_id);
   for (int id : c.eos_token_ids) info->add_eos_token_ids(id);
+  if (const auto& experiment = context_.variants->experiment()) {
+    std::string text = experiment->name + ":";
+    for (size_t i = 0; i < experiment->arms.size(); ++i) {
+      const ExperimentArm& arm = experiment->arms[i];
+      absl::StrAppend(&text, i == 0 ? " " : ", ", arm.name, "=", arm.variant.Describe(), " ", arm.weight);
+    }
+    info->set_experiment(text);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,
+                                                     arach::v1::TokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  const Engine* engine = context_.engine.load();
+  if (engine == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is still loading"));
+    return reactor;
+  }
+  for (int i = 0; i < request->texts_size(); ++i) {
+    if (request->texts(i).size() > context_.limits.max_tokenize_bytes) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   absl::StrCat("texts[", i, "]: ", request->texts(i).size(), " bytes exceed the limit of ",
+                                                context_.limits.max_tokenize_bytes)));
+      return reactor;
+    }
+    const int bos = request->add_bos() ? engine->model_config().bos_token_id : -1;
+    auto ids = EncodePrompt(engine->tokenizer(), request->texts(i), bos);
+    if (!ids.ok()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat("texts[", i, "]: ", ids.status().message())));
+      return reactor;
+    }
+    arach::v1::TokenIds* out = response->add_tokens();
+    for (int32_t id : *ids) out->add_ids(id);
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

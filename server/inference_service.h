@@ -18,6 +18,8 @@ class InferenceService final : public arach::v1::Inference::CallbackService {
                                   arach::v1::ScoreResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* call, const arach::v1::GetModelInfoRequest* request,
                                          arach::v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,
+                                     arach::v1::TokenizeResponse* response) override;
 
  private:
   ServiceContext& context_;

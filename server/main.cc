@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -20,6 +21,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
+#include "server/experiment.h"
 #include "server/inference_service.h"
 #include "server/metrics.h"
 #include "server/service_context.h"
@@ -32,6 +34,11 @@ ABSL_FLAG(std::string, arach_hub_embedding, "", "ARACH hub embedding FILE.safete
 ABSL_FLAG(uint64_t, hub_seed, 0, "seed of the derived hub embedding");
 ABSL_FLAG(double, arach_offset, -0.5, "default ARACH logit offset b");
 ABSL_FLAG(std::string, default_variant, "base", "variant of requests that do not choose: base | arach | skip | arach+skip");
+ABSL_FLAG(std::string, experiment, "", "A/B split of requests that choose no variant, e.g. base=50,arach=50");
+ABSL_FLAG(std::string, experiment_file, "", "A/B experiment as JSON (name, arms with variant, arach_offset, weight)");
+ABSL_FLAG(bool, quality_metrics, true, "compute each generated token's log-prob for arach_generated_token_logprob");
+ABSL_FLAG(bool, prompt_perplexity, false, "score every Generate prompt under its variant (arach_prompt_perplexity; "
+          "costs a full-vocabulary softmax per prompt token and bypasses the prefix cache)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
@@ -112,7 +119,29 @@ int Serve() {
     return 1;
   }
   const DrainPipe drain_pipe = *drain_pipe_or;
-  const VariantResolver variants(*default_variant);
+  std::optional<Experiment> experiment;
+  if (!absl::GetFlag(FLAGS_experiment).empty() && !absl::GetFlag(FLAGS_experiment_file).empty()) {
+    std::fprintf(stderr, "arach-server: give --experiment or --experiment_file, not both\n");
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_experiment).empty() || !absl::GetFlag(FLAGS_experiment_file).empty()) {
+    auto parsed = absl::GetFlag(FLAGS_experiment).empty()
+                      ? LoadExperimentFile(absl::GetFlag(FLAGS_experiment_file), default_variant->arach_offset)
+                      : ParseExperimentSplit(absl::GetFlag(FLAGS_experiment), default_variant->arach_offset);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "arach-server: %s\n", parsed.status().ToString().c_str());
+      return 2;
+    }
+    for (const ExperimentArm& arm : parsed->arms) {
+      if (arm.variant.skip && absl::GetFlag(FLAGS_adapter).empty()) {
+        std::fprintf(stderr, "arach-server: experiment arm \"%s\" (%s) needs --adapter FILE\n", arm.name.c_str(),
+                     arm.variant.Name().c_str());
+        return 2;
+      }
+    }
+    experiment = std::move(*parsed);
+  }
+  const VariantResolver variants(*default_variant, experiment);
   auto metrics = ServerMetrics::Start(absl::GetFlag(FLAGS_metrics_listen));
   if (!metrics.ok()) {
     std::fprintf(stderr, "arach-server: %s\n", metrics.status().ToString().c_str());
@@ -124,6 +153,7 @@ int Serve() {
   context.model_dir = absl::GetFlag(FLAGS_model);
   context.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
   context.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
+  context.prompt_perplexity = absl::GetFlag(FLAGS_prompt_perplexity);
   InferenceService service(context);
 
   // The server answers (health NOT_SERVING, calls UNAVAILABLE) while the model loads.
@@ -165,6 +195,7 @@ int Serve() {
   config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   config.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   config.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  config.always_compute_logprobs = absl::GetFlag(FLAGS_quality_metrics);
   ServerMetrics* metrics_ptr = metrics->get();
   config.step_observer = [metrics_ptr](const StepReport& step) { metrics_ptr->RecordStep(step); };
   auto engine = Engine::Create(std::move(*model), config);
@@ -178,9 +209,10 @@ int Serve() {
   (*metrics)->AttachEngine(engine->get());
   context.state.SetPhase(Phase::kServing);
   server->GetHealthCheckService()->SetServingStatus(true);
-  std::printf("arach-server ready; grpc=%s metrics=%s device=%s kv_blocks=%d default_variant=%s adapter=%s\n",
+  std::printf("arach-server ready; grpc=%s metrics=%s device=%s kv_blocks=%d default_variant=%s adapter=%s experiment=%s\n",
               grpc_address.c_str(), metrics_address.c_str(), context.device.c_str(), (*engine)->stats().kv_blocks_total,
-              default_variant->Describe().c_str(), (*engine)->has_adapter() ? "yes" : "no");
+              default_variant->Describe().c_str(), (*engine)->has_adapter() ? "yes" : "no",
+              experiment ? experiment->name.c_str() : "none");
   std::fflush(stdout);
 
   const int signal_number = WaitForDrainSignal(drain_pipe);

@@ -4,6 +4,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
+#include <cmath>
 #include <sstream>
 
 #include <atomic>
@@ -90,6 +91,15 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
   auto& generation = BuildCounter().Name("arach_generation_tokens_total")
                          .Help("Tokens generated, by variant.").Register(r);
   auto& score = BuildCounter().Name("arach_score_requests_total").Help("Score requests answered, by variant.").Register(r);
+  auto& generated_logprob = BuildHistogram().Name("arach_generated_token_logprob")
+                                .Help("Mean log-prob of the tokens a request generated (raw model distribution), by variant: "
+                                      "a quality signal, higher is more confident.")
+                                .Register(r);
+  auto& prompt_ppl = BuildHistogram().Name("arach_prompt_perplexity")
+                         .Help("Perplexity of each Generate prompt under its serving variant (when --prompt_perplexity is on).")
+                         .Register(r);
+  m->assignments_ = &BuildCounter().Name("arach_experiment_assignments_total")
+                         .Help("Requests assigned a variant by the A/B experiment, by arm and variant.").Register(r);
   m->rejected_ = &BuildCounter().Name("arach_requests_rejected_total")
                       .Help("Requests refused before reaching the engine, by status code.").Register(r);
   m->batch_size_ = &BuildHistogram().Name("arach_batch_size").Help("Sequences in each engine step.").Register(r)
@@ -106,6 +116,10 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
     pv.prompt_tokens = &prompt.Add({{"variant", v}});
     pv.generation_tokens = &generation.Add({{"variant", v}});
     pv.score_requests = &score.Add({{"variant", v}});
+    pv.generated_logprob = &generated_logprob.Add({{"variant", v}}, Histogram::BucketBoundaries{
+                                                      -12, -10, -8, -7, -6, -5, -4.5, -4, -3.5, -3, -2.5, -2, -1.5, -1,
+                                                      -0.75, -0.5, -0.25, -0.1, 0});
+    pv.prompt_perplexity = &prompt_ppl.Add({{"variant", v}}, Exponential(1, 1.5, 24));
     for (const char* reason : kFinishReasons) pv.requests[reason] = &requests.Add({{"variant", v}, {"finish_reason", reason}});
   }
   m->engine_collector_ = std::make_shared<EngineCollector>();
@@ -141,6 +155,16 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
   if (info.timings.queue_seconds > 0 || info.usage.completion_tokens > 0) pv.queue->Observe(info.timings.queue_seconds);
   if (info.usage.completion_tokens > 0) pv.ttft->Observe(info.timings.time_to_first_token_seconds);
   if (info.usage.completion_tokens > 1) pv.tpot->Observe(info.timings.time_per_output_token_seconds);
+  if (info.mean_generated_logprob) pv.generated_logprob->Observe(*info.mean_generated_logprob);
+  if (!info.prompt_logprobs.empty()) {
+    double total = 0;
+    for (float lp : info.prompt_logprobs) total += lp;
+    pv.prompt_perplexity->Observe(std::exp(-total / static_cast<double>(info.prompt_logprobs.size())));
+  }
+}
+
+void ServerMetrics::RecordAssignment(const std::string& arm, const Variant& variant) {
+  assignments_->Add({{"arm", arm}, {"variant", variant.Name()}}).Increment();
 }
 
 void ServerMetrics::RecordScore(const Variant& variant, int64_t prompt_tokens) {

@@ -35,6 +35,8 @@ class ServerMetrics {
   // A request refused before it reached the engine (code name: invalid_argument, resource_exhausted, ...).
   void RecordRejected(const std::string& code);
   void RecordStep(const StepReport& step);
+  // A request assigned by the A/B experiment.
+  void RecordAssignment(const std::string& arm, const Variant& variant);
 
   int port() const;  // the port /metrics listens on
 
@@ -47,6 +49,8 @@ class ServerMetrics {
     prometheus::Counter* prompt_tokens;
     prometheus::Counter* generation_tokens;
     prometheus::Counter* score_requests;
+    prometheus::Histogram* generated_logprob;
+    prometheus::Histogram* prompt_perplexity;
     std::map<std::string, prometheus::Counter*> requests;  // by finish reason
   };
   ServerMetrics() = default;
@@ -60,6 +64,7 @@ class ServerMetrics {
   std::unique_ptr<MetricsHttpEndpoint> endpoint_;  // last: stopped first
   std::map<std::string, PerVariant> variants_;
   prometheus::Family<prometheus::Counter>* rejected_ = nullptr;
+  prometheus::Family<prometheus::Counter>* assignments_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Histogram* step_duration_ = nullptr;
 };

@@ -63,6 +63,7 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
                arach::v1::ScoreResponse* response)
       : context_(context) {
     const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
+    if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
     FillServedVariant(resolved, response->mutable_variant());
     collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size());
     if (!context.state.TryEnter()) {
@@ -153,6 +154,7 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
     result->add_logprobs(lp);
     total += lp;
   }
+  for (bool greedy : info.prompt_is_greedy) result->add_is_greedy(greedy);
   result->set_total_logprob(total);
   result->set_scored_tokens(static_cast<uint32_t>(info.prompt_logprobs.size()));
   result->set_perplexity(std::exp(-total / std::max<size_t>(1, info.prompt_logprobs.size())));

@@ -20,6 +20,7 @@ struct ServiceContext {
   ServingState state;
   std::string device;  // for GetModelInfo
   std::string model_dir;
+  bool prompt_perplexity = false;  // score every Generate prompt under its variant (quality metric)
 };
 
 }  // namespace arach::server

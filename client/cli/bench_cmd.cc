@@ -18,6 +18,7 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/load_loop.h"
 #include "nlohmann/json.hpp"
 
 namespace arach::client {
@@ -164,12 +165,7 @@ int RunBench() {
       std::this_thread::sleep_for(std::chrono::duration<double>(gap(rng)));
     }
   } else {  // closed loop: `concurrency` clients
-    std::atomic<int> next{0};
-    for (int c = 0; c < concurrency; ++c) {
-      threads.emplace_back([&] {
-        for (int i = next++; i < num_requests; i = next++) run_one(i);
-      });
-    }
+    RunClosedLoop(num_requests, concurrency, run_one);
   }
   for (std::thread& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();

@@ -13,6 +13,8 @@ int RunScore();
 int RunInfo();
 int RunHealth();
 int RunBench();
+int RunEval();
+int RunAb();
 
 // The VariantSpec given by --variant (empty = server's choice) and --arach_offset (NaN = unset).
 absl::StatusOr<arach::v1::VariantSpec> VariantFromFlags(const std::string& variant, double offset);

@@ -8,26 +8,17 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/variant_arg.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace arach::client {
 
 absl::StatusOr<arach::v1::VariantSpec> VariantFromFlags(const std::string& variant, double offset) {
   arach::v1::VariantSpec spec;
-  if (variant == "base") {
-    spec.set_arach(false);
-    spec.set_skip(false);
-  } else if (variant == "arach") {
-    spec.set_arach(true);
-    spec.set_skip(false);
-  } else if (variant == "skip") {
-    spec.set_arach(false);
-    spec.set_skip(true);
-  } else if (variant == "arach+skip") {
-    spec.set_arach(true);
-    spec.set_skip(true);
-  } else if (!variant.empty()) {
-    return absl::InvalidArgumentError("--variant must be base, arach, skip or arach+skip");
+  if (!variant.empty()) {
+    auto parsed = ParseVariantArg(variant);
+    if (!parsed.ok()) return parsed.status();
+    spec = *parsed;
   }
   if (!std::isnan(offset)) spec.set_arach_offset(static_cast<float>(offset));
   return spec;

@@ -3,6 +3,9 @@
 //   arach-cli score    --server HOST:PORT (--text TEXT | --file F) [--variant skip] [--json]
 //   arach-cli info     --server HOST:PORT
 //   arach-cli health   --server HOST:PORT
+//   arach-cli eval     --server HOST:PORT --a base --b arach [--lambada F --lambada_limit N] [--text F --window W]
+//                      [--latency_requests N] [--json_out F]
+//   arach-cli ab       --server HOST:PORT --prompts F [--split base=50,arach=50] [--concurrency C] [--json_out F]
 //   arach-cli bench    --server HOST:PORT (--rate R | --concurrency C) --num_requests N
 //                      [--prompt_len 128 | 64:256] [--output_len 64] [--variant_mix base=1,arach=1] [--json]
 // Flag names may be written with hyphens or underscores.
@@ -42,12 +45,26 @@ ABSL_FLAG(int, num_requests, 32, "bench: requests to send");
 ABSL_FLAG(std::string, prompt_len, "128", "bench: prompt tokens, N or LOW:HIGH");
 ABSL_FLAG(std::string, output_len, "64", "bench: generated tokens, N or LOW:HIGH");
 ABSL_FLAG(std::string, variant_mix, "base=1", "bench: variants and weights, e.g. base=1,arach=1");
-ABSL_FLAG(uint64_t, bench_seed, 1, "bench: seed of prompts, lengths and variant draws");
+ABSL_FLAG(uint64_t, bench_seed, 1, "bench, ab, eval: seed of prompts, lengths, variant draws and bootstrap");
+ABSL_FLAG(std::string, a, "base", "eval: the reference variant, VARIANT[@OFFSET]");
+ABSL_FLAG(std::string, b, "arach", "eval: the variant compared with it, VARIANT[@OFFSET]");
+ABSL_FLAG(std::string, lambada, "", "eval: LAMBADA jsonl file ({\"text\": ...} per line)");
+ABSL_FLAG(int, lambada_limit, 0, "eval: LAMBADA lines to use (0 = all)");
+ABSL_FLAG(int, window, 128, "eval: tokens scored per text window");
+ABSL_FLAG(int, max_windows, 0, "eval: text windows to score (0 = all)");
+ABSL_FLAG(double, val_fraction, 0.0, "eval: skip this leading fraction of the text's tokens (0.9 = the fixtures' validation split)");
+ABSL_FLAG(int, latency_requests, 8, "eval: generations timed per variant (0 = none)");
+ABSL_FLAG(int, latency_max_tokens, 32, "eval: tokens per timed generation");
+ABSL_FLAG(int, bootstrap, 2000, "eval, ab: bootstrap resamples");
+ABSL_FLAG(bool, items, false, "eval: include per-item LAMBADA results in the JSON report");
+ABSL_FLAG(std::string, json_out, "", "eval, ab: also write the report as JSON to this file");
+ABSL_FLAG(std::string, prompts, "", "ab: prompt file, one prompt per line (a JSON string, or plain text)");
+ABSL_FLAG(std::string, split, "", "ab: client-side split VARIANT=WEIGHT,...; empty = let the server's experiment assign");
 
 int main(int argc, char** argv) {
   std::vector<std::string> storage;
   std::vector<char*> args = arach::tools::NormalizeFlagNames(argc, argv, storage);
-  absl::SetProgramUsageMessage("arach-cli generate|score|info|health|bench --server HOST:PORT [flags]");
+  absl::SetProgramUsageMessage("arach-cli generate|score|info|health|bench|eval|ab --server HOST:PORT [flags]");
   std::vector<char*> positional = absl::ParseCommandLine(argc, args.data());
   if (positional.size() != 2) {
     std::fprintf(stderr, "%s\n", std::string(absl::ProgramUsageMessage()).c_str());
@@ -59,6 +76,8 @@ int main(int argc, char** argv) {
   if (command == "info") return arach::client::RunInfo();
   if (command == "health") return arach::client::RunHealth();
   if (command == "bench") return arach::client::RunBench();
-  std::fprintf(stderr, "arach-cli: unknown command \"%s\" (generate, score, info, health, bench)\n", command.c_str());
+  if (command == "eval") return arach::client::RunEval();
+  if (command == "ab") return arach::client::RunAb();
+  std::fprintf(stderr, "arach-cli: unknown command \"%s\" (generate, score, info, health, bench, eval, ab)\n", command.c_str());
   return 2;
 }

@@ -1,0 +1,192 @@
+// arach-cli ab: replays a prompt set against a running server with a variant split and prints, per
+// variant, TTFT / TPOT / end-to-end latency, output tokens/s and the mean log-prob of generated tokens,
+// each mean with a 95% bootstrap interval, and the difference of every variant from the first one.
+// With --split the client assigns variants (weights, seeded); without it the requests carry experiment
+// keys and the server's experiment assigns (the served variant is read from each response).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/arach_client.h"
+#include "client/cli/cli_commands.h"
+#include "client/cli/cli_flags.h"
+#include "client/cli/load_loop.h"
+#include "client/cli/stats.h"
+#include "client/cli/variant_arg.h"
+#include "nlohmann/json.hpp"
+
+namespace arach::client {
+namespace {
+
+using json = nlohmann::json;
+
+struct AbOutcome {
+  std::string variant;
+  bool ok = false;
+  double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, mean_logprob = 0;
+  int tokens = 0;
+};
+
+std::vector<std::string> ReadPrompts(const std::string& path) {
+  std::vector<std::string> prompts;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    prompts.push_back(!j.is_discarded() && j.is_string() ? j.get<std::string>() : line);
+  }
+  return prompts;
+}
+
+json Describe(const std::vector<double>& values, int resamples, uint64_t seed) {
+  const Interval ci = BootstrapMean(values, resamples, seed);
+  return {{"mean", Mean(values)}, {"ci95", {ci.low, ci.high}}, {"p50", Percentile(values, 0.5)}, {"p90", Percentile(values, 0.9)}};
+}
+
+// The difference of means (b - a) with a bootstrap interval resampling both groups independently.
+json Difference(const std::vector<double>& a, const std::vector<double>& b, int resamples, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> diffs;
+  for (int r = 0; r < resamples && !a.empty() && !b.empty(); ++r) {
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < a.size(); ++i) sa += a[rng() % a.size()];
+    for (size_t i = 0; i < b.size(); ++i) sb += b[rng() % b.size()];
+    diffs.push_back(sb / b.size() - sa / a.size());
+  }
+  const double low = Percentile(diffs, 0.025), high = Percentile(diffs, 0.975);
+  return {{"difference", Mean(b) - Mean(a)}, {"ci95", {low, high}}, {"significant", !(low <= 0 && 0 <= high)}};
+}
+
+}  // namespace
+
+int RunAb() {
+  const std::vector<std::string> prompts = ReadPrompts(absl::GetFlag(FLAGS_prompts));
+  if (prompts.empty()) {
+    std::fprintf(stderr, "arach-cli ab: --prompts FILE with one prompt per line is required\n");
+    return 2;
+  }
+  std::vector<std::pair<std::string, double>> split;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_split), ',', absl::SkipWhitespace())) {
+    const std::vector<std::string> kv = absl::StrSplit(part, '=');
+    double weight;
+    if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &weight) || weight < 0 || !ParseVariantArg(kv[0]).ok()) {
+      std::fprintf(stderr, "arach-cli ab: --split \"%s\" is not VARIANT=WEIGHT\n", std::string(part).c_str());
+      return 2;
+    }
+    split.push_back({kv[0], weight});
+  }
+  const int count = absl::GetFlag(FLAGS_num_requests) > 0 ? absl::GetFlag(FLAGS_num_requests) : static_cast<int>(prompts.size());
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_bench_seed));
+  double total_weight = 0;
+  for (const auto& [name, w] : split) total_weight += w;
+  std::vector<arach::v1::GenerateRequest> requests(count);
+  for (int i = 0; i < count; ++i) {
+    arach::v1::GenerateRequest& r = requests[i];
+    r.set_text(prompts[i % prompts.size()]);
+    r.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
+    r.set_logprobs(true);
+    r.mutable_sampling()->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
+    if (split.empty()) {
+      r.set_experiment_key(absl::StrFormat("ab-%d", i));
+    } else {
+      double pick = std::uniform_real_distribution<double>(0, total_weight)(rng);
+      size_t v = 0;
+      while (v + 1 < split.size() && pick >= split[v].second) pick -= split[v++].second;
+      *r.mutable_variant() = *ParseVariantArg(split[v].first);
+    }
+  }
+  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  std::vector<AbOutcome> outcomes(count);
+  const auto start = std::chrono::steady_clock::now();
+  RunClosedLoop(count, absl::GetFlag(FLAGS_concurrency), [&](int i) {
+    AbOutcome& o = outcomes[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point first;
+    double logprob_sum = 0;
+    const grpc::Status s = client->Generate(requests[i], [&](const arach::v1::GenerateResponse& r) {
+      if (r.token_ids_size() > 0 && o.tokens == 0) first = std::chrono::steady_clock::now();
+      o.tokens += r.token_ids_size();
+      for (const arach::v1::TokenLogprob& lp : r.logprobs()) logprob_sum += lp.logprob();
+      if (r.has_finish()) o.variant = r.finish().variant().name();
+    });
+    const auto end = std::chrono::steady_clock::now();
+    o.ok = s.ok() && o.tokens > 0;
+    if (!s.ok()) o.variant = "error";
+    o.e2e_ms = 1e3 * std::chrono::duration<double>(end - t0).count();
+    o.ttft_ms = 1e3 * std::chrono::duration<double>(first - t0).count();
+    o.tpot_ms = o.tokens > 1 ? 1e3 * std::chrono::duration<double>(end - first).count() / (o.tokens - 1) : 0;
+    o.mean_logprob = o.tokens > 0 ? logprob_sum / o.tokens : 0;
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const int resamples = absl::GetFlag(FLAGS_bootstrap);
+  const uint64_t seed = absl::GetFlag(FLAGS_bench_seed);
+  std::map<std::string, std::vector<const AbOutcome*>> by_variant;
+  std::vector<std::string> order;
+  for (const AbOutcome& o : outcomes) {
+    if (!by_variant.count(o.variant)) order.push_back(o.variant);
+    by_variant[o.variant].push_back(&o);
+  }
+  std::sort(order.begin(), order.end(), [](const std::string& x, const std::string& y) {
+    return (x == "base") != (y == "base") ? x == "base" : x < y;  // base first when present
+  });
+  json report = {{"server", absl::GetFlag(FLAGS_server)}, {"requests", count}, {"seconds", seconds},
+                 {"assignment", split.empty() ? "server experiment" : "client split"}};
+  std::map<std::string, std::map<std::string, std::vector<double>>> series;
+  for (const std::string& v : order) {
+    if (v == "error") {
+      report["errors"] = by_variant[v].size();
+      continue;
+    }
+    int tokens = 0;
+    for (const AbOutcome* o : by_variant[v]) {
+      series[v]["ttft_ms"].push_back(o->ttft_ms);
+      series[v]["tpot_ms"].push_back(o->tpot_ms);
+      series[v]["e2e_ms"].push_back(o->e2e_ms);
+      series[v]["mean_generated_logprob"].push_back(o->mean_logprob);
+      tokens += o->tokens;
+    }
+    json entry = {{"requests", by_variant[v].size()}, {"share", static_cast<double>(by_variant[v].size()) / count},
+                  {"output_tokens_per_second", tokens / seconds}};
+    for (const auto& [metric, values] : series[v]) entry[metric] = Describe(values, resamples, seed);
+    report["variants"][v] = entry;
+  }
+  std::printf("# arach-cli ab: %s, %d requests (%s), %.1f s\n", absl::GetFlag(FLAGS_server).c_str(), count,
+              split.empty() ? "server experiment assigns" : "client split", seconds);
+  std::printf("%-11s %8s %6s %10s %26s %26s %26s %28s\n", "variant", "requests", "share", "out tok/s", "TTFT ms (95% CI)",
+              "TPOT ms (95% CI)", "E2E ms (95% CI)", "mean gen log-prob (95% CI)");
+  for (const std::string& v : order) {
+    if (v == "error") continue;
+    const json& e = report["variants"][v];
+    auto cell = [&](const char* metric) {
+      const json& d = e[metric];
+      return absl::StrFormat("%.2f [%.2f, %.2f]", d["mean"].get<double>(), d["ci95"][0].get<double>(), d["ci95"][1].get<double>());
+    };
+    std::printf("%-11s %8d %5.0f%% %10.1f %26s %26s %26s %28s\n", v.c_str(), e["requests"].get<int>(), 100 * e["share"].get<double>(),
+                e["output_tokens_per_second"].get<double>(), cell("ttft_ms").c_str(), cell("tpot_ms").c_str(),
+                cell("e2e_ms").c_str(), cell("mean_generated_logprob").c_str());
+  }
+  const std::string reference = order.empty() ? "" : order.front();
+  for (const std::string& v : order) {
+    if (v == reference || v == "error" || reference == "error") continue;
+    for (const char* metric : {"ttft_ms", "tpot_ms", "e2e_ms", "mean_generated_logprob"}) {
+      const json d = Difference(series[reference][metric], series[v][metric], resamples, seed);
+      report["differences"][v + " - " + reference][metric] = d;
+      std::printf("  %s - %s %s: %+.3f (95%% CI %+.3f to %+.3f): %s\n", v.c_str(), reference.c_str(), metric,
+                  d["difference"].get<double>(), d["ci95"][0].get<double>(), d["ci95"][1].get<double>(),
+                  d["significant"].get<bool>() ? "significant" : "not significant");
+    }
+  }
+  if (!absl::GetFlag(FLAGS_json_out).empty()) std::ofstream(absl::GetFlag(FLAGS_json_out)) << report.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace arach::client
