@@ -147,6 +147,11 @@ int Serve() {
     std::fprintf(stderr, "arach-server: %s\n", metrics.status().ToString().c_str());
     return 1;
   }
+  if (experiment) {
+    std::vector<std::pair<std::string, Variant>> arms;
+    for (const ExperimentArm& arm : experiment->arms) arms.push_back({arm.name, arm.variant});
+    (*metrics)->DeclareExperimentArms(arms);
+  }
   ServiceContext context;
   context.metrics = metrics->get();
   context.variants = &variants;

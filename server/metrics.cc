@@ -102,6 +102,10 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
                          .Help("Requests assigned a variant by the A/B experiment, by arm and variant.").Register(r);
   m->rejected_ = &BuildCounter().Name("arach_requests_rejected_total")
                       .Help("Requests refused before reaching the engine, by status code.").Register(r);
+  for (const char* code : {"invalid_argument", "resource_exhausted", "failed_precondition", "unavailable", "deadline_exceeded",
+                           "cancelled", "internal"}) {
+    m->rejected_->Add({{"code", code}});
+  }
   m->batch_size_ = &BuildHistogram().Name("arach_batch_size").Help("Sequences in each engine step.").Register(r)
                         .Add({}, Exponential(1, 2, 10));
   m->step_duration_ = &BuildHistogram().Name("arach_step_duration_seconds")
@@ -161,6 +165,10 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
     for (float lp : info.prompt_logprobs) total += lp;
     pv.prompt_perplexity->Observe(std::exp(-total / static_cast<double>(info.prompt_logprobs.size())));
   }
+}
+
+void ServerMetrics::DeclareExperimentArms(const std::vector<std::pair<std::string, Variant>>& arms) {
+  for (const auto& [arm, variant] : arms) assignments_->Add({{"arm", arm}, {"variant", variant.Name()}});
 }
 
 void ServerMetrics::RecordAssignment(const std::string& arm, const Variant& variant) {

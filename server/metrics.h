@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -35,6 +37,8 @@ class ServerMetrics {
   // A request refused before it reached the engine (code name: invalid_argument, resource_exhausted, ...).
   void RecordRejected(const std::string& code);
   void RecordStep(const StepReport& step);
+  // Creates the assignment series of every arm up front (so they are exported before the first request).
+  void DeclareExperimentArms(const std::vector<std::pair<std::string, Variant>>& arms);
   // A request assigned by the A/B experiment.
   void RecordAssignment(const std::string& arm, const Variant& variant);
 

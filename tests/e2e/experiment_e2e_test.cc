@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <regex>
 
 #include "client/arach_client.h"
 #include "gmock/gmock.h"
@@ -121,6 +123,47 @@ TEST_F(ExperimentServer, ExplicitVariantsWin) {
     EXPECT_EQ(Served(key, &skip), (std::pair<std::string, std::string>{"skip", ""}))
         << "a request that sets a variant field is not assigned; unset fields take the server default (base)";
   }
+}
+
+// Every metric the Grafana dashboard queries exists in the server's /metrics.
+TEST_F(ExperimentServer, DashboardQueriesOnlyExistingMetrics) {
+  std::ifstream in(std::string(ARACH_SOURCE_DIR) + "/deploy/grafana/dashboards/arach-ab.json");
+  ASSERT_TRUE(in) << "dashboard missing";
+  const nlohmann::json dashboard = nlohmann::json::parse(in);
+  std::vector<std::string> exprs;
+  std::function<void(const nlohmann::json&)> collect = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      for (const auto& [k, v] : j.items()) {
+        if ((k == "expr" || k == "query") && v.is_string()) exprs.push_back(v.get<std::string>());
+        collect(v);
+      }
+    } else if (j.is_array()) {
+      for (const auto& v : j) collect(v);
+    }
+  };
+  collect(dashboard);
+  ASSERT_GT(exprs.size(), 10u);
+  auto body = testing::HttpGetMetrics(server_->metrics_address());
+  ASSERT_TRUE(body.ok());
+  auto m = testing::ParsePrometheusText(*body);
+  ASSERT_TRUE(m.ok());
+  const std::regex name("arach_[a-z0-9_]+");
+  int checked = 0;
+  for (const std::string& expr : exprs) {
+    for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator(); ++it) {
+      std::string metric = it->str();
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        const std::string s(suffix);
+        if (metric.size() > s.size() && metric.compare(metric.size() - s.size(), s.size(), s) == 0 &&
+            m->types.count(metric.substr(0, metric.size() - s.size()))) {
+          metric = metric.substr(0, metric.size() - s.size());
+        }
+      }
+      EXPECT_EQ(m->types.count(metric), 1u) << metric << " (in " << expr << ") is not exported";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 20);
 }
 
 // Runs arach-cli eval against the server and returns its JSON report.
