@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the project builds and tests with. Used by the README's commands,
-# .ci/run and deploy/Dockerfile, so that all of them build the same way.
-#   scripts/install-deps.sh          build + test dependencies
-#   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
+# Installs the packages the project builds and tests with, on Debian 12 (this project's machines, CI and
+# the CPU image) or Ubuntu 24.04 (NVIDIA's CUDA images): the -dev packages have the same names on both.
+# Used by the README's commands, .ci/run and deploy/Dockerfile, so that all of them build the same way.
+#   scripts/install-deps.sh          what building needs (the Docker image stops here)
+#   scripts/install-deps.sh --test   plus the tools the tests use (docker-compose renders the compose file)
 set -euo pipefail
 
-build_packages=(
+packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libabsl-dev nlohmann-json3-dev libopenblas-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   libgtest-dev libgmock-dev
 )
-runtime_packages=(
-  libabsl20220623 libopenblas0-pthread libicu72 libgomp1
-  libgrpc++1.51 libprotobuf32 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
-)
+[ "${1:-}" = "--test" ] && packages+=(docker-compose)
 
-packages=("${build_packages[@]}")
-[ "${1:-}" = "--runtime" ] && packages=("${runtime_packages[@]}")
+. /etc/os-release
+case "${ID}:${VERSION_ID}" in
+  debian:12|ubuntu:24.04) ;;
+  *) echo "[deps] warning: ${PRETTY_NAME:-unknown system}; the package names are those of Debian 12 / Ubuntu 24.04" >&2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -125,8 +125,9 @@ TEST_F(ExperimentServer, ExplicitVariantsWin) {
   }
 }
 
-// Every metric the Grafana dashboard queries exists in the server's /metrics.
-TEST_F(ExperimentServer, DashboardQueriesOnlyExistingMetrics) {
+// Every metric the Grafana dashboard, the alert rules and the HPA (with its prometheus-adapter rule) use
+// exists in the server's /metrics.
+TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
   std::ifstream in(std::string(ARACH_SOURCE_DIR) + "/deploy/grafana/dashboards/arach-ab.json");
   ASSERT_TRUE(in) << "dashboard missing";
   const nlohmann::json dashboard = nlohmann::json::parse(in);
@@ -143,6 +144,11 @@ TEST_F(ExperimentServer, DashboardQueriesOnlyExistingMetrics) {
   };
   collect(dashboard);
   ASSERT_GT(exprs.size(), 10u);
+  for (const char* file : {"/deploy/prometheus/alerts.yml", "/deploy/k8s/base/hpa.yaml", "/deploy/k8s/base/prometheus-adapter-rules.yaml"}) {
+    std::ifstream text(std::string(ARACH_SOURCE_DIR) + file);
+    ASSERT_TRUE(text) << file;
+    exprs.emplace_back(std::istreambuf_iterator<char>(text), std::istreambuf_iterator<char>());
+  }
   auto body = testing::HttpGetMetrics(server_->metrics_address());
   ASSERT_TRUE(body.ok());
   auto m = testing::ParsePrometheusText(*body);
