@@ -4,11 +4,19 @@
 
 namespace arach::client {
 
-std::unique_ptr<ArachClient> ArachClient::Connect(const std::string& target) {
+std::unique_ptr<ArachClient> ArachClient::Connect(const std::string& target, const ClientTls& tls) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  return std::unique_ptr<ArachClient>(
-      new ArachClient(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!tls.root_certs.empty()) {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = tls.root_certs;
+    options.pem_cert_chain = tls.cert_chain;
+    options.pem_private_key = tls.private_key;
+    credentials = grpc::SslCredentials(options);
+    if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
+  }
+  return std::unique_ptr<ArachClient>(new ArachClient(grpc::CreateCustomChannel(target, credentials, args)));
 }
 
 ArachClient::ArachClient(std::shared_ptr<grpc::Channel> channel)

@@ -14,10 +14,18 @@
 
 namespace arach::client {
 
+// TLS settings of a client channel: PEM contents (not paths). Empty root_certs = no TLS.
+struct ClientTls {
+  std::string root_certs;         // CA bundle that signed the server's certificate
+  std::string cert_chain;         // client certificate, for mutual TLS
+  std::string private_key;        // its key
+  std::string server_name;        // overrides the name checked against the certificate
+};
+
 class ArachClient {
  public:
-  // An insecure channel to `target` (HOST:PORT).
-  static std::unique_ptr<ArachClient> Connect(const std::string& target);
+  // A channel to `target` (HOST:PORT): insecure, or TLS when tls.root_certs is set.
+  static std::unique_ptr<ArachClient> Connect(const std::string& target, const ClientTls& tls = {});
 
   using Deadline = std::optional<std::chrono::system_clock::time_point>;
 

@@ -20,6 +20,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/mapped_file.h"
+#include "engine/core/status.h"
 #include "engine/engine.h"
 #include "server/experiment.h"
 #include "server/inference_service.h"
@@ -53,6 +55,15 @@ ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight ma
 ABSL_FLAG(int, max_request_bytes, 16 << 20, "largest request message accepted by gRPC");
 ABSL_FLAG(int, max_prompt_bytes, 1 << 20, "largest prompt text (INVALID_ARGUMENT beyond)");
 ABSL_FLAG(int, max_tokens_limit, 4096, "largest max_tokens a request may ask for");
+ABSL_FLAG(int, max_prompt_tokens, 0, "largest prompt in tokens (0 = the model's context)");
+ABSL_FLAG(int, max_response_bytes, 16 << 20, "largest response message");
+ABSL_FLAG(int, max_concurrent_streams, 100, "concurrent calls per client connection (HTTP/2 streams)");
+ABSL_FLAG(int, keepalive_time_ms, 60000, "ping an idle client connection this often to detect dead peers");
+ABSL_FLAG(int, keepalive_timeout_ms, 20000, "close a connection whose ping is not answered within this time");
+ABSL_FLAG(int, keepalive_min_ping_interval_ms, 10000, "clients pinging more often than this are disconnected");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the server: serve gRPC over TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require and verify client certificates (mutual TLS)");
 
 namespace arach::server {
 namespace {
@@ -100,6 +111,26 @@ int WaitForDrainSignal(const DrainPipe& pipe) {
   while (::read(pipe.read_fd, &byte, 1) < 0 && errno == EINTR) {
   }
   return byte;
+}
+
+// Insecure, TLS (--tls_cert/--tls_key) or mutual TLS (+ --tls_client_ca).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials() {
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key), ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (cert.empty() && key.empty()) {
+    if (!ca.empty()) return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key");
+    return grpc::InsecureServerCredentials();
+  }
+  if (cert.empty() || key.empty()) return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  grpc::SslServerCredentialsOptions options(ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                       : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ARACH_ASSIGN_OR_RETURN(pair.cert_chain, ReadFileToString(cert));
+  ARACH_ASSIGN_OR_RETURN(pair.private_key, ReadFileToString(key));
+  options.pem_key_cert_pairs.push_back(pair);
+  if (!ca.empty()) {
+    ARACH_ASSIGN_OR_RETURN(options.pem_root_certs, ReadFileToString(ca));
+  }
+  return grpc::SslServerCredentials(options);
 }
 
 int Serve() {
@@ -159,16 +190,29 @@ int Serve() {
   context.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
   context.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
   context.prompt_perplexity = absl::GetFlag(FLAGS_prompt_perplexity);
+  context.limits.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   InferenceService service(context);
 
   // The server answers (health NOT_SERVING, calls UNAVAILABLE) while the model loads.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  auto credentials = ServerCredentials();
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", credentials.status().ToString().c_str());
+    return 2;
+  }
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), *credentials, &grpc_port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_request_bytes));
+  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_response_bytes));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, absl::GetFlag(FLAGS_max_concurrent_streams));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, absl::GetFlag(FLAGS_keepalive_time_ms));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, absl::GetFlag(FLAGS_keepalive_timeout_ms));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || grpc_port == 0) {
     std::fprintf(stderr, "arach-server: cannot listen on %s\n", absl::GetFlag(FLAGS_listen).c_str());

@@ -13,6 +13,7 @@ struct RequestLimits {
   int max_stop_token_ids = 64;
   int max_score_inputs = 64;
   int max_tokens = 4096;              // max_tokens of one request
+  int max_prompt_tokens = 0;          // prompt tokens of one request or score input (0 = the model's context)
 };
 
 }  // namespace arach::server

@@ -14,6 +14,20 @@ absl::Status FieldError(absl::string_view field, absl::string_view what) {
 
 }  // namespace
 
+namespace {
+
+absl::Status CheckPromptTokens(const Engine& engine, const RequestLimits& limits, const std::string& field, size_t count) {
+  const size_t limit = limits.max_prompt_tokens > 0 ? static_cast<size_t>(limits.max_prompt_tokens)
+                                                    : static_cast<size_t>(engine.model_config().max_positions);
+  if (count > limit) {
+    return FieldError(field, absl::StrCat(count, " tokens exceed the limit of ", limit,
+                                          limits.max_prompt_tokens > 0 ? " (--max_prompt_tokens)" : " (the model's context)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const RequestLimits& limits, const std::string& field,
                                                bool has_text, const std::string& text, bool has_ids,
                                                const arach::v1::TokenIds& ids) {
@@ -26,14 +40,12 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const Reque
     auto encoded = EncodePrompt(engine.tokenizer(), text, engine.model_config().bos_token_id);
     if (!encoded.ok()) return FieldError(field + ".text", encoded.status().message());
     if (encoded->empty()) return FieldError(field + ".text", "encodes to no tokens");
+    ARACH_RETURN_IF_ERROR(CheckPromptTokens(engine, limits, field + ".text", encoded->size()));
     return encoded;
   }
   if (has_ids) {
     if (ids.ids_size() == 0) return FieldError(field + ".token_ids", "empty");
-    if (ids.ids_size() > engine.model_config().max_positions) {
-      return FieldError(field + ".token_ids", absl::StrCat(ids.ids_size(), " ids exceed the model's context of ",
-                                                           engine.model_config().max_positions));
-    }
+    ARACH_RETURN_IF_ERROR(CheckPromptTokens(engine, limits, field + ".token_ids", static_cast<size_t>(ids.ids_size())));
     std::vector<int32_t> out(ids.ids().begin(), ids.ids().end());
     for (size_t i = 0; i < out.size(); ++i) {
       if (out[i] < 0 || out[i] >= vocab) {

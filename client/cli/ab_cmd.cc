@@ -17,6 +17,7 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/connect.h"
 #include "client/cli/load_loop.h"
 #include "client/cli/stats.h"
 #include "client/cli/variant_arg.h"
@@ -103,7 +104,7 @@ int RunAb() {
       *r.mutable_variant() = *ParseVariantArg(split[v].first);
     }
   }
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   std::vector<AbOutcome> outcomes(count);
   const auto start = std::chrono::steady_clock::now();
   RunClosedLoop(count, absl::GetFlag(FLAGS_concurrency), [&](int i) {

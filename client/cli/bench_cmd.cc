@@ -18,6 +18,7 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/connect.h"
 #include "client/cli/load_loop.h"
 #include "nlohmann/json.hpp"
 
@@ -113,7 +114,7 @@ int RunBench() {
     std::fprintf(stderr, "--variant_mix is empty\n");
     return 2;
   }
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   arach::v1::ModelInfo info;
   if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) {
     std::fprintf(stderr, "arach-cli bench: %s\n", s.error_message().c_str());

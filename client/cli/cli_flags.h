@@ -48,3 +48,7 @@ ABSL_DECLARE_FLAG(bool, items);
 ABSL_DECLARE_FLAG(std::string, json_out);
 ABSL_DECLARE_FLAG(std::string, prompts);
 ABSL_DECLARE_FLAG(std::string, split);
+ABSL_DECLARE_FLAG(std::string, tls_ca);
+ABSL_DECLARE_FLAG(std::string, tls_cert);
+ABSL_DECLARE_FLAG(std::string, tls_key);
+ABSL_DECLARE_FLAG(std::string, tls_server_name);

@@ -16,6 +16,7 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/connect.h"
 #include "client/cli/eval_tasks.h"
 #include "client/cli/stats.h"
 #include "client/cli/variant_arg.h"
@@ -143,7 +144,7 @@ int RunEval() {
     std::fprintf(stderr, "arach-cli eval: %s\n", std::string((spec_a.ok() ? spec_b : spec_a).status().message()).c_str());
     return 2;
   }
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   arach::v1::ModelInfo info;
   if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) {
     std::fprintf(stderr, "arach-cli eval: %s\n", s.error_message().c_str());

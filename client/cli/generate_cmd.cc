@@ -8,6 +8,7 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/connect.h"
 #include "client/cli/variant_arg.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -59,7 +60,7 @@ int RunGenerate() {
   *request.mutable_variant() = *variant;
   request.set_experiment_key(absl::GetFlag(FLAGS_experiment_key));
 
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   const bool json = absl::GetFlag(FLAGS_json);
   arach::v1::Finish finish;
   ArachClient::Deadline deadline;

@@ -5,6 +5,7 @@
 #include "client/arach_client.h"
 #include "client/cli/cli_commands.h"
 #include "client/cli/cli_flags.h"
+#include "client/cli/connect.h"
 #include "google/protobuf/util/json_util.h"
 #include "engine/core/mapped_file.h"
 
@@ -28,7 +29,7 @@ int Fail(const char* command, const grpc::Status& status) {
 }  // namespace
 
 int RunInfo() {
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   arach::v1::ModelInfo info;
   const grpc::Status status = client->GetModelInfo(&info);
   if (!status.ok()) return Fail("info", status);
@@ -37,7 +38,7 @@ int RunInfo() {
 }
 
 int RunHealth() {
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   grpc::health::v1::HealthCheckResponse::ServingStatus serving;
   const grpc::Status status = client->Health("", &serving);
   if (!status.ok()) return Fail("health", status);
@@ -68,7 +69,7 @@ int RunScore() {
   }
   *request.mutable_variant() = *variant;
   request.set_experiment_key(absl::GetFlag(FLAGS_experiment_key));
-  auto client = ArachClient::Connect(absl::GetFlag(FLAGS_server));
+  auto client = ConnectFromFlags();
   arach::v1::ScoreResponse response;
   const grpc::Status status = client->Score(request, &response);
   if (!status.ok()) return Fail("score", status);

@@ -19,6 +19,10 @@
 #include "tools/common/flag_names.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "server address HOST:PORT");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA bundle of the server's certificate: connect over TLS");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "", "name to check the server's certificate against (default: the host)");
 ABSL_FLAG(std::string, prompt, "", "generate: prompt text");
 ABSL_FLAG(std::string, ids, "", "generate: prompt token ids, comma separated");
 ABSL_FLAG(std::string, text, "", "score: text to score");

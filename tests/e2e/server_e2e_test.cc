@@ -18,6 +18,7 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/slow_model.h"
 
 namespace arach {
 namespace {
@@ -222,20 +223,7 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
 
 // ------------------------------------------------------------------------------ slow server
 
-// A random-weight GPT-2-124M written once per build tree: ~20 ms per decode step on two cores.
-std::string SlowModel() {
-  const std::string dir = std::string(ARACH_TEST_MODELS_DIR) + "/gpt2-124m-f16";
-  if (!std::filesystem::exists(dir + "/config.json")) {
-    MakeModelOptions options;
-    options.arch = "gpt2";
-    options.preset = "124m";
-    options.dtype = "F16";
-    options.out_dir = dir;
-    const auto made = MakeModel(options);
-    EXPECT_TRUE(made.ok()) << made.status();
-  }
-  return dir;
-}
+std::string SlowModel() { return testing::SlowModelDir(); }
 
 arach::v1::GenerateRequest LongRequest(int max_tokens) {
   arach::v1::GenerateRequest r;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,20 @@ void ServerProcess::Drain(int fd) {
 std::string ServerProcess::Output() {
   std::lock_guard<std::mutex> lock(mutex_);
   return output_;
+}
+
+long ServerProcess::RssKib() const {
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      long kib = -1;
+      status >> kib;
+      return kib;
+    }
+    std::getline(status, key);
+  }
+  return -1;
 }
 
 void ServerProcess::Signal(int signal_number) {

@@ -28,6 +28,9 @@ class ServerProcess {
   // Waits for the process to exit; its exit code, or an error on timeout / death by signal.
   absl::StatusOr<int> Wait(std::chrono::seconds timeout);
   std::string Output();  // everything printed so far (stdout and stderr)
+  pid_t pid() const { return pid_; }
+  // Resident memory of the server process in KiB (VmRSS), or -1 once it has exited.
+  long RssKib() const;
 
  private:
   ServerProcess() = default;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for FUZZ_SECONDS (default 20)
+# from the seed corpus in tests/fuzz/corpus/<target> (new inputs go to a scratch corpus, not the repo).
+# A crash fails the script; the reproducer is kept in ${BUILD_DIR}/fuzz-artifacts and should become a
+# regression test (a seed in the corpus plus a unit test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+seconds=${FUZZ_SECONDS:-20}
+command -v clang++ >/dev/null || { echo "[fuzz] clang++ not found"; exit 1; }
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
+  -DARACH_BUILD_TESTS=OFF -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
+targets=(fuzz_safetensors fuzz_model_config fuzz_tokenizer fuzz_request)
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+mkdir -p "$build/fuzz-artifacts"
+for target in "${targets[@]}"; do
+  seeds=tests/fuzz/corpus/${target#fuzz_}
+  scratch=$build/fuzz-corpus/${target#fuzz_}
+  mkdir -p "$scratch"
+  echo "[fuzz] $target for ${seconds}s"
+  "$build/tests/fuzz/$target" "$scratch" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -artifact_prefix="$build/fuzz-artifacts/$target-" -print_final_stats=1 2>&1 | grep -E "stat::number_of_executed_units|==ERROR|SUMMARY|Done" || true
+  if ls "$build/fuzz-artifacts/$target-"* >/dev/null 2>&1; then
+    echo "[fuzz] $target found a crash: $(ls "$build/fuzz-artifacts/$target-"*)"
+    exit 1
+  fi
+done
+echo "[fuzz] no findings"

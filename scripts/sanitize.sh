@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sanitizer builds and their test runs (CPU only):
+#   scripts/sanitize.sh asan   ASan + UBSan over the whole C++ test suite (unit, conformance, e2e)
+#   scripts/sanitize.sh tsan   TSan over the engine and server tests (step loop, reactors, cancellation)
+# Any report fails the run (UBSan does not recover; ASan/TSan abort or exit non-zero).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:?asan or tsan}
+case "$kind" in
+  asan) sanitize="address,undefined"; build=${ASAN_BUILD_DIR:-build-asan};
+        tests_regex="" ;;
+  tsan) sanitize="thread"; build=${TSAN_BUILD_DIR:-build-tsan};
+        tests_regex="Engine|Scheduler|Sampler|ServerDrain|SlowServer|FixtureServer|ServerStartup|ExperimentServer|BlockAllocator" ;;
+  *) echo "usage: $0 asan|tsan" >&2; exit 2 ;;
+esac
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_SANITIZE="$sanitize" -DARACH_ENABLE_CUDA=OFF \
+  -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)"
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
+export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
+# One OpenMP and one OpenBLAS thread: their runtimes are not instrumented, and parallel loops are not
+# what these runs check (the serving threads are).
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+args=(--test-dir "$build" --output-on-failure --timeout 1200 -LE deploy)
+[ -n "$tests_regex" ] && args+=(-R "$tests_regex")
+ctest "${args[@]}"
