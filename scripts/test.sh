@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds, and runs every test with ctest (summary printed).
-# Tests that need ../shared/fixtures skip with a message where it is absent; GPU tests skip without a GPU.
+# The test command: installs dependencies, builds, runs every test with ctest (summary printed), then
+# the reliability jobs: libFuzzer targets for a bounded time, the ASan+UBSan suite and the TSan suite.
+# ARACH_QUICK=1 stops after the main suite. Tests that need ../shared/fixtures skip with a message where
+# it is absent; GPU tests skip without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 bash scripts/build.sh
 # Sequential: the CPU backend parallelises every test across all cores already.
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 600
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900
+if [ "${ARACH_QUICK:-0}" = "1" ]; then exit 0; fi
+echo "[test] fuzzing"
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
+echo "[test] AddressSanitizer + UndefinedBehaviorSanitizer"
+bash scripts/sanitize.sh asan
+echo "[test] ThreadSanitizer"
+bash scripts/sanitize.sh tsan
+echo "[test] all passed"
