@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sanitizer builds and their test runs (CPU only):
-#   scripts/sanitize.sh asan   ASan + UBSan over the whole C++ test suite (unit, conformance, e2e)
+#   scripts/sanitize.sh asan   ASan + UBSan over the whole C++ test suite (unit, conformance, e2e, faults;
+#                              not the soak, whose length is the point)
 #   scripts/sanitize.sh tsan   TSan over the engine and server tests (step loop, reactors, cancellation)
 # Any report fails the run (UBSan does not recover; ASan/TSan abort or exit non-zero).
 set -euo pipefail
@@ -23,6 +24,6 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/te
 # One OpenMP and one OpenBLAS thread: their runtimes are not instrumented, and parallel loops are not
 # what these runs check (the serving threads are).
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-args=(--test-dir "$build" --output-on-failure --timeout 1200 -LE deploy)
+args=(--test-dir "$build" --output-on-failure --timeout 1200 -LE "deploy|soak")
 [ -n "$tests_regex" ] && args+=(-R "$tests_regex")
 ctest "${args[@]}"
