@@ -19,4 +19,9 @@ int RunAb();
 // The VariantSpec given by --variant (empty = server's choice) and --arach_offset (NaN = unset).
 absl::StatusOr<arach::v1::VariantSpec> VariantFromFlags(const std::string& variant, double offset);
 
+// Sets `request`'s variant and experiment key from --variant, --arach_offset and --experiment_key
+// (GenerateRequest and ScoreRequest); false after printing the error.
+template <typename Request>
+bool ApplyVariantFlags(Request* request);
+
 }  // namespace arach::client

@@ -25,6 +25,20 @@ absl::StatusOr<arach::v1::VariantSpec> VariantFromFlags(const std::string& varia
   return spec;
 }
 
+template <typename Request>
+bool ApplyVariantFlags(Request* request) {
+  auto variant = VariantFromFlags(absl::GetFlag(FLAGS_variant), absl::GetFlag(FLAGS_arach_offset));
+  if (!variant.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(variant.status().message()).c_str());
+    return false;
+  }
+  *request->mutable_variant() = *variant;
+  request->set_experiment_key(absl::GetFlag(FLAGS_experiment_key));
+  return true;
+}
+template bool ApplyVariantFlags(arach::v1::GenerateRequest*);
+template bool ApplyVariantFlags(arach::v1::ScoreRequest*);
+
 int RunGenerate() {
   arach::v1::GenerateRequest request;
   if (!absl::GetFlag(FLAGS_ids).empty()) {
@@ -52,13 +66,7 @@ int RunGenerate() {
   request.set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
   request.set_top_logprobs(absl::GetFlag(FLAGS_top_logprobs));
   request.set_logprobs(absl::GetFlag(FLAGS_top_logprobs) > 0);
-  auto variant = VariantFromFlags(absl::GetFlag(FLAGS_variant), absl::GetFlag(FLAGS_arach_offset));
-  if (!variant.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(variant.status().message()).c_str());
-    return 2;
-  }
-  *request.mutable_variant() = *variant;
-  request.set_experiment_key(absl::GetFlag(FLAGS_experiment_key));
+  if (!ApplyVariantFlags(&request)) return 2;
 
   auto client = ConnectFromFlags();
   const bool json = absl::GetFlag(FLAGS_json);

@@ -62,13 +62,7 @@ int RunScore() {
     return 2;
   }
   request.add_inputs()->set_text(text);
-  auto variant = VariantFromFlags(absl::GetFlag(FLAGS_variant), absl::GetFlag(FLAGS_arach_offset));
-  if (!variant.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(variant.status().message()).c_str());
-    return 2;
-  }
-  *request.mutable_variant() = *variant;
-  request.set_experiment_key(absl::GetFlag(FLAGS_experiment_key));
+  if (!ApplyVariantFlags(&request)) return 2;
   auto client = ConnectFromFlags();
   arach::v1::ScoreResponse response;
   const grpc::Status status = client->Score(request, &response);
