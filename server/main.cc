@@ -7,6 +7,8 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,9 +82,19 @@ absl::StatusOr<Variant> DefaultVariant() {
   return variant;
 }
 
-// SIGTERM / SIGINT may arrive on any thread (libraries start threads before main), so the handler only
-// writes the signal number to a pipe that Serve() reads.
+// SIGTERM / SIGINT: main blocks them before any thread of ours or gRPC's starts (threads inherit the mask,
+// and the mask survives the OpenBLAS re-exec), so they stay pending until WaitForDrainSignal takes them.
+// Threads that libraries start before main may not block them; if the kernel picks one of those, the
+// handler writes the signal number to a pipe that WaitForDrainSignal also watches.
 int g_signal_pipe_write = -1;  // set once before the handlers are installed
+
+sigset_t DrainSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
 
 void OnDrainSignal(int signal_number) {
   const unsigned char byte = static_cast<unsigned char>(signal_number);
@@ -107,10 +119,17 @@ absl::StatusOr<DrainPipe> InstallDrainSignals() {
 }
 
 int WaitForDrainSignal(const DrainPipe& pipe) {
-  unsigned char byte = 0;
-  while (::read(pipe.read_fd, &byte, 1) < 0 && errno == EINTR) {
+  const sigset_t set = DrainSignals();
+  while (true) {
+    pollfd p{pipe.read_fd, POLLIN, 0};
+    if (::poll(&p, 1, 200) == 1) {
+      unsigned char byte = 0;
+      if (::read(pipe.read_fd, &byte, 1) == 1) return byte;
+    }
+    const timespec now{0, 0};
+    const int pending = ::sigtimedwait(&set, nullptr, &now);
+    if (pending > 0) return pending;
   }
-  return byte;
 }
 
 // Insecure, TLS (--tls_cert/--tls_key) or mutual TLS (+ --tls_client_ca).
@@ -287,6 +306,8 @@ int Serve() {
 }  // namespace arach::server
 
 int main(int argc, char** argv) {
+  const sigset_t drain_signals = arach::server::DrainSignals();
+  pthread_sigmask(SIG_BLOCK, &drain_signals, nullptr);
   arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
   std::vector<std::string> storage;
   std::vector<char*> args = arach::tools::NormalizeFlagNames(argc, argv, storage);
