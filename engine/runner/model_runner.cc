@@ -249,7 +249,8 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
     ARACH_ASSIGN_OR_RETURN(const int32_t* selected, workspace_->Upload(Scratch::kLogitRows, flat.logit_rows));
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
-    ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(Scratch::kLogits, logit_rows, c.vocab_size));
+    // Logits stay float32 on every device: sampling and log-probabilities need more than bf16's 8 bits.
+    ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(Scratch::kLogits, logit_rows, c.vocab_size, DType::kF32));
     b.GatherRows(hidden, selected, gathered);
     if (c.norm == NormKind::kLayerNorm) {
       b.LayerNorm(gathered, weights_->final_norm_weight, weights_->final_norm_bias, c.norm_eps, normed);

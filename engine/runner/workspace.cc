@@ -15,7 +15,10 @@ absl::StatusOr<void*> Workspace::Reserve(Scratch slot, size_t bytes) {
 }
 
 absl::StatusOr<DeviceMatrix> Workspace::Matrix(Scratch slot, int64_t rows, int64_t cols) {
-  const DType dtype = backend_.activation_dtype();
+  return Matrix(slot, rows, cols, backend_.activation_dtype());
+}
+
+absl::StatusOr<DeviceMatrix> Workspace::Matrix(Scratch slot, int64_t rows, int64_t cols, DType dtype) {
   ARACH_ASSIGN_OR_RETURN(void* data, Reserve(slot, static_cast<size_t>(rows * cols) * DTypeSize(dtype)));
   return DeviceMatrix::Dense(data, dtype, rows, cols);
 }

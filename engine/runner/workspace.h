@@ -43,8 +43,9 @@ class Workspace {
  public:
   explicit Workspace(Backend& backend) : backend_(backend) {}
 
-  // A dense [rows, cols] matrix of the backend's activation dtype in scratch `slot`.
+  // A dense [rows, cols] matrix in scratch `slot`, of the backend's activation dtype or of `dtype`.
   absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols);
+  absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols, DType dtype);
   // Copies `values` into scratch `slot`; returns the device pointer.
   absl::StatusOr<const int32_t*> Upload(Scratch slot, const std::vector<int32_t>& values);
   absl::StatusOr<const float*> Upload(Scratch slot, const std::vector<float>& values);
