@@ -2,7 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/core/status.h"
 #include "engine/backend/cuda/cuda_device.h"
+#if ARACH_WITH_CUDA
+#include "engine/backend/cuda/cuda_backend.h"
+#endif
 
 namespace arach {
 
@@ -16,12 +20,15 @@ absl::StatusOr<DeviceKind> ParseDeviceKind(absl::string_view name) {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind) {
   if (kind == DeviceKind::kCpu) return std::unique_ptr<Backend>(new CpuBackend());
-  // The CUDA kernels land with the CUDA backend issue; until then report what this build can see.
-  auto devices = ListCudaDevices();
+  auto devices = ListCudaDevices();  // FAILED_PRECONDITION in builds without CUDA
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return absl::FailedPreconditionError("cuda: no CUDA device is present");
-  return absl::UnimplementedError(absl::StrCat("cuda: ", devices->size(),
-                                               " device(s) present, but this build has no CUDA forward yet; use --device cpu"));
+#if ARACH_WITH_CUDA
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::Create(/*device_index=*/0));
+  return std::unique_ptr<Backend>(std::move(cuda));
+#else
+  return absl::FailedPreconditionError("cuda: this build has no CUDA backend");
+#endif
 }
 
 }  // namespace arach

@@ -1,0 +1,128 @@
+// Row-major out[M, N] = in[M, K] . W[N, K]^T is, in cuBLASLt's column-major terms,
+// out^T (N x M, ld = out.stride) = op(W) (N x K from the K x N column-major view, transposed) . in^T (K x M):
+// transa = T, transb = N, m = N, n = M, k = K.
+#include "engine/backend/cuda/cublaslt_gemm.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cuda/cuda_status.h"
+#include "engine/core/status.h"
+
+namespace arach::cuda {
+
+struct CublasLtGemm::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+namespace {
+
+cudaDataType_t CudaType(DType dtype) { return dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF; }
+
+// The largest power of two, at most 256, dividing the address (cuBLASLt assumes 256 unless told).
+int Alignment(const void* pointer) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  int alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(size_t workspace_bytes) {
+  std::unique_ptr<CublasLtGemm> gemm(new CublasLtGemm());
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&gemm->handle_), "cublasLtCreate");
+  if (workspace_bytes > 0) {
+    ARACH_CUDA_RETURN_IF_ERROR(cudaMalloc(&gemm->workspace_, workspace_bytes), "allocating the cuBLASLt workspace");
+    gemm->workspace_bytes_ = workspace_bytes;
+  }
+  return gemm;
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  plans_.clear();
+  if (workspace_ != nullptr) cudaFree(workspace_);
+  if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
+absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
+  auto found = plans_.find(key);
+  if (found != plans_.end()) return found->second.get();
+  const auto [m_rows, n_out, k_in, lda, ldb, ldc, out_dtype, has_bias, align_a, align_b, align_c] = key;
+  auto plan = std::make_unique<Plan>();
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+  ARACH_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "TRANSA");
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
+                               "TRANSB");
+  if (has_bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    ARACH_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "EPILOGUE");
+    const cudaDataType_t bias_type = CUDA_R_16BF;
+    ARACH_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
+        "BIAS_DATA_TYPE");
+  }
+  const cudaDataType_t c_type = CudaType(static_cast<DType>(out_dtype));
+  // Column-major views: A = W as K x N (ld lda), B = in as K x M (ld ldb), C = out as N x M (ld ldc).
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, k_in, n_out, lda), "layout A");
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, k_in, m_rows, ldb), "layout B");
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->c, c_type, n_out, m_rows, ldc), "layout C");
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&preference), "PreferenceCreate");
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
+                                       sizeof(workspace_bytes_));
+  const uint32_t alignments[3] = {static_cast<uint32_t>(align_a), static_cast<uint32_t>(align_b), static_cast<uint32_t>(align_c)};
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignments[0], sizeof(uint32_t));
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignments[1], sizeof(uint32_t));
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignments[2], sizeof(uint32_t));
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignments[2], sizeof(uint32_t));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found_algos = 0;
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c,
+                                                                  preference, 1, &result, &found_algos);
+  cublasLtMatmulPreferenceDestroy(preference);
+  ARACH_CUBLAS_RETURN_IF_ERROR(heuristic, "AlgoGetHeuristic");
+  if (found_algos == 0) {
+    return absl::InternalError(absl::StrCat("cublasLt: no algorithm for a ", m_rows, "x", k_in, " by ", n_out, "x", k_in,
+                                            " GEMM (out ", c_type == CUDA_R_32F ? "f32" : "bf16", has_bias ? ", bias" : "", ")"));
+  }
+  plan->algo = result.algo;
+  Plan* raw = plan.get();
+  plans_.emplace(key, std::move(plan));
+  return raw;
+}
+
+absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
+                                  const DeviceMatrix& out, bool accumulate, cudaStream_t stream) {
+  if (in.rows == 0) return absl::OkStatus();
+  if (in.dtype != DType::kBF16 || weight.dtype != DType::kBF16 || (out.dtype != DType::kBF16 && out.dtype != DType::kF32)) {
+    return absl::InvalidArgumentError("cublasLt Linear: inputs must be bf16 and the output bf16 or f32");
+  }
+  const bool has_bias = bias.data != nullptr;
+  const ShapeKey key{in.rows,    weight.rows,        in.cols,          weight.stride, in.stride, out.stride, static_cast<int>(out.dtype),
+                     has_bias,   Alignment(weight.data), Alignment(in.data), Alignment(out.data)};
+  ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanFor(key));
+  if (has_bias) {
+    const void* bias_pointer = bias.data;
+    ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                                sizeof(bias_pointer)),
+                                 "BIAS_POINTER");
+  }
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan->desc, &alpha, weight.data, plan->a, in.data, plan->b, &beta, out.data,
+                                              plan->c, out.data, plan->c, &plan->algo, workspace_, workspace_bytes_, stream),
+                               "Matmul");
+  return absl::OkStatus();
+}
+
+}  // namespace arach::cuda

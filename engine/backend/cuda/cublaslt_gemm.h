@@ -1,0 +1,49 @@
+// Row-major GEMMs `out = in W^T (+ bias) (+ out)` through cuBLASLt, with one handle per backend and a
+// plan (descriptors, layouts, algorithm) cached per shape: the heuristic runs once per shape, never per call.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/backend/device_matrix.h"
+
+namespace arach::cuda {
+
+class CublasLtGemm {
+ public:
+  // `workspace_bytes` of device memory are reserved for cuBLASLt's split-K and similar algorithms.
+  static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(size_t workspace_bytes);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // in: [M, K] bf16, weight: [N, K] bf16 (contiguous), bias: [1, N] bf16 or empty, out: [M, N] bf16 or f32.
+  // accumulate adds to what `out` holds (beta = 1).
+  absl::Status Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
+                      const DeviceMatrix& out, bool accumulate, cudaStream_t stream);
+
+  size_t cached_plans() const { return plans_.size(); }
+
+ private:
+  // Everything that selects an algorithm.
+  // M N K, lda ldb ldc, out dtype, bias, alignment (bytes, <= 256) of the weight, input and output pointers.
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, int, int, int>;
+  struct Plan;
+
+  CublasLtGemm() = default;
+  absl::StatusOr<Plan*> PlanFor(const ShapeKey& key);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<ShapeKey, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace arach::cuda

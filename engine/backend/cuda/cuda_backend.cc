@@ -1,0 +1,196 @@
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/cuda_status.h"
+#include "engine/core/status.h"
+
+namespace arach {
+namespace {
+
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+
+class CudaBuffer final : public DeviceBuffer {
+ public:
+  CudaBuffer(void* data, size_t size) : data_(data), size_(size) {}
+  ~CudaBuffer() override { cudaFree(data_); }
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_;
+  size_t size_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_index) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || device_index < 0 || device_index >= count) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError(absl::StrCat("cuda: device ", device_index, " is not present (", count,
+                                                      " device(s) visible", err != cudaSuccess ? absl::StrCat(", ", cudaGetErrorString(err)) : "",
+                                                      ")"));
+  }
+  std::unique_ptr<CudaBackend> backend(new CudaBackend());
+  backend->device_ = device_index;
+  ARACH_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  ARACH_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device_index), "cudaGetDeviceProperties");
+  backend->description_ = absl::StrCat("cuda:", device_index, " (", prop.name, ", sm_", prop.major, prop.minor,
+                                       "; bf16, cuBLASLt)");
+  ARACH_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&backend->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  ARACH_ASSIGN_OR_RETURN(backend->gemm_, cuda::CublasLtGemm::Create(kGemmWorkspaceBytes));
+  return backend;
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_ != nullptr) {
+    cudaStreamSynchronize(stream_);
+    gemm_.reset();
+    cudaStreamDestroy(stream_);
+  }
+}
+
+void CudaBackend::Record(absl::Status status) {
+  if (!status.ok() && pending_error_.ok()) pending_error_ = std::move(status);
+}
+
+void CudaBackend::CheckLaunch(const char* op) { Record(cuda::CudaStatus(cudaGetLastError(), op)); }
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes) {
+  void* data = nullptr;
+  const cudaError_t err = cudaMalloc(&data, std::max<size_t>(bytes, 1));
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the error so later launches do not report it
+    return absl::ResourceExhaustedError(absl::StrCat("cuda: cannot allocate ", bytes, " bytes: ", cudaGetErrorString(err)));
+  }
+  return std::unique_ptr<DeviceBuffer>(new CudaBuffer(data, bytes));
+}
+
+void CudaBackend::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {
+  // From pageable memory the call returns once the source is staged, so the caller may reuse it.
+  if (bytes > 0) Record(cuda::CudaStatus(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "copy to device"));
+}
+
+void CudaBackend::CopyToHost(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  Record(cuda::CudaStatus(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to host"));
+  Record(cuda::CudaStatus(cudaStreamSynchronize(stream_), "copy to host"));
+}
+
+void CudaBackend::Fill(void* device_dst, size_t bytes, unsigned char value) {
+  if (bytes > 0) Record(cuda::CudaStatus(cudaMemsetAsync(device_dst, value, bytes, stream_), "fill"));
+}
+
+void CudaBackend::UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) {
+  // Weights: converted on the host, then copied (a one-off at load time).
+  std::vector<char> converted(count * DTypeSize(dtype));
+  ConvertFromFloat(dtype, host_src, count, converted.data());
+  Record(cuda::CudaStatus(cudaMemcpy(device_dst, converted.data(), converted.size(), cudaMemcpyHostToDevice), "upload"));
+}
+
+void CudaBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
+  const size_t element = DTypeSize(src.dtype);
+  const size_t row_bytes = static_cast<size_t>(src.cols) * element;
+  std::vector<char> dense(src.dtype == DType::kF32 ? 0 : static_cast<size_t>(src.rows) * row_bytes);
+  void* staging = src.dtype == DType::kF32 ? static_cast<void*>(host_dst) : static_cast<void*>(dense.data());
+  Record(cuda::CudaStatus(cudaMemcpy2DAsync(staging, row_bytes, src.data, static_cast<size_t>(src.stride) * element, row_bytes,
+                                            static_cast<size_t>(src.rows), cudaMemcpyDeviceToHost, stream_),
+                          "download"));
+  Record(cuda::CudaStatus(cudaStreamSynchronize(stream_), "download"));
+  if (src.dtype != DType::kF32) ConvertToFloat(src.dtype, dense.data(), static_cast<size_t>(src.rows * src.cols), host_dst);
+}
+
+absl::StatusOr<size_t> CudaBackend::FreeMemoryBytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  ARACH_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return free_bytes;
+}
+
+absl::Status CudaBackend::Synchronize() {
+  Record(cuda::CudaStatus(cudaStreamSynchronize(stream_), "synchronize"));
+  CheckLaunch("synchronize");
+  absl::Status status = std::move(pending_error_);
+  pending_error_ = absl::OkStatus();
+  return status;
+}
+
+void CudaBackend::Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
+  cuda::LaunchEmbed(ids, positions, table, position_table, out, stream_);
+  CheckLaunch("embed");
+}
+
+void CudaBackend::LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                            const DeviceMatrix& out) {
+  cuda::LaunchNorm(in, weight, bias, eps, /*rms=*/false, out, stream_);
+  CheckLaunch("layer norm");
+}
+
+void CudaBackend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
+  cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, stream_);
+  CheckLaunch("rms norm");
+}
+
+void CudaBackend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+                         bool accumulate) {
+  Record(gemm_->Linear(in, weight, bias, out, accumulate, stream_));
+}
+
+void CudaBackend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                       const float* inv_freq) {
+  cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, stream_);
+  CheckLaunch("rope");
+}
+
+void CudaBackend::Activate(Activation act, const DeviceMatrix& x) {
+  cuda::LaunchActivate(act, x, stream_);
+  CheckLaunch("activation");
+}
+
+void CudaBackend::GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
+  cuda::LaunchGatedActivate(act, in, out, stream_);
+  CheckLaunch("gated activation");
+}
+
+void CudaBackend::Add(const DeviceMatrix& x, const DeviceMatrix& y) {
+  cuda::LaunchAdd(x, y, stream_);
+  CheckLaunch("add");
+}
+
+void CudaBackend::WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
+  cuda::LaunchWriteKv(k, v, slots, kv, stream_);
+  CheckLaunch("kv write");
+}
+
+void CudaBackend::Attention(const AttentionParams& params) {
+  if (!cuda::AttentionSupportsHeadDim(params.kv.head_dim)) {
+    Record(absl::UnimplementedError(absl::StrCat("cuda attention: head size ", params.kv.head_dim,
+                                                 " is not supported (even, at most 256)")));
+    return;
+  }
+  cuda::LaunchAttention(params, stream_);
+  CheckLaunch("attention");
+}
+
+void CudaBackend::GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
+  cuda::LaunchGatherRows(src, rows, dst, stream_);
+  CheckLaunch("gather rows");
+}
+
+void CudaBackend::ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
+  cuda::LaunchScatterRows(src, rows, dst, accumulate, stream_);
+  CheckLaunch("scatter rows");
+}
+
+void CudaBackend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
+  cuda::LaunchFillRows(row, out, stream_);
+  CheckLaunch("fill rows");
+}
+
+}  // namespace arach

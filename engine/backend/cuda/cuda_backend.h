@@ -1,0 +1,68 @@
+// The CUDA backend: bf16 weights, activations and KV cache (float32 arithmetic inside kernels and GEMMs),
+// GEMMs through cuBLASLt, own kernels for the rest (cuda_elementwise.cu, cuda_attention.cu). All work is
+// queued on one stream; ops return at once and their errors surface at Synchronize().
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/cublaslt_gemm.h"
+
+namespace arach {
+
+class CudaBackend final : public Backend {
+ public:
+  // Uses device `device_index`; FAILED_PRECONDITION where it does not exist.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(int device_index);
+  ~CudaBackend() override;
+
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  std::string Describe() const override { return description_; }
+  DType activation_dtype() const override { return DType::kBF16; }
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
+  void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
+  void CopyToHost(void* host_dst, const void* device_src, size_t bytes) override;
+  void Fill(void* device_dst, size_t bytes, unsigned char value) override;
+  void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override;
+  void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
+  absl::StatusOr<size_t> FreeMemoryBytes() override;
+  absl::Status Synchronize() override;
+
+  void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+             const DeviceMatrix& position_table, const DeviceMatrix& out) override;
+  void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                 const DeviceMatrix& out) override;
+  void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override;
+  void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+              bool accumulate) override;
+  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+            const float* inv_freq) override;
+  void Activate(Activation act, const DeviceMatrix& x) override;
+  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;
+  void Add(const DeviceMatrix& x, const DeviceMatrix& y) override;
+  void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
+  void Attention(const AttentionParams& params) override;
+  void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
+  void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
+  void FillRows(const DeviceMatrix& row, const DeviceMatrix& out) override;
+
+ private:
+  CudaBackend() = default;
+  // Keeps the first error of the step (reported and cleared by Synchronize).
+  void Record(absl::Status status);
+  // Records a failed kernel launch of `op`.
+  void CheckLaunch(const char* op);
+
+  int device_ = 0;
+  std::string description_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  absl::Status pending_error_;
+};
+
+}  // namespace arach

@@ -1,0 +1,37 @@
+// Launchers of the CUDA backend's kernels (cuda_*.cu). Activations and the KV cache are bf16; arithmetic
+// is float32. Every launcher queues work on `stream` and returns; errors surface at the next check
+// (CudaBackend checks cudaGetLastError after each op and at Synchronize).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/backend/attention_params.h"
+#include "engine/backend/device_matrix.h"
+#include "engine/model/model_config.h"
+
+namespace arach::cuda {
+
+// out[i] = table[ids[i]] (+ positions_table[positions[i]]); all bf16.
+void LaunchEmbed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table, const DeviceMatrix& position_table,
+                 const DeviceMatrix& out, cudaStream_t stream);
+// LayerNorm (bias may be empty) or RMSNorm (rms = true) of every row.
+void LaunchNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps, bool rms,
+                const DeviceMatrix& out, cudaStream_t stream);
+// Rotate-half RoPE in place on `heads` heads of every row.
+void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq,
+                cudaStream_t stream);
+void LaunchActivate(Activation act, const DeviceMatrix& x, cudaStream_t stream);
+void LaunchGatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out, cudaStream_t stream);
+void LaunchAdd(const DeviceMatrix& x, const DeviceMatrix& y, cudaStream_t stream);
+void LaunchWriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv, cudaStream_t stream);
+void LaunchGatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, cudaStream_t stream);
+void LaunchScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate, cudaStream_t stream);
+void LaunchFillRows(const DeviceMatrix& row, const DeviceMatrix& out, cudaStream_t stream);
+// Paged attention with the optional ARACH hub term (see attention_params.h).
+// Head sizes the kernel takes: even, at most 256.
+bool AttentionSupportsHeadDim(int head_dim);
+void LaunchAttention(const AttentionParams& params, cudaStream_t stream);
+
+}  // namespace arach::cuda
