@@ -29,6 +29,8 @@ struct Case {
   std::string variant;  // name in refs.json / refs.safetensors
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " " << c.variant; }
+
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   std::string name = info.param.model + "_" + info.param.variant;
   for (char& c : name) if (c == '-') c = '_';

@@ -64,7 +64,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string
   if (options.reference_hub) load.hub_embedding = FixturePath("refs/refs.safetensors") + ":" + name + ".hub_embedding";
   if (options.adapter) load.adapter = dir + "/preproj.safetensors";
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(config, weights, load));
-  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(DeviceKind::kCpu));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device));
   KvCacheConfig kv;
   kv.num_blocks = options.num_blocks;
   kv.block_size = options.block_size;

@@ -35,9 +35,10 @@ struct FixtureOptions {
   int block_size = 16;
   bool reference_hub = true;  // use the references' hub embedding (refs.safetensors "<model>.hub_embedding")
   bool adapter = false;       // load <model>/preproj.safetensors
+  DeviceKind device = DeviceKind::kCpu;
 };
 
-// Loads fixture model `name` (e.g. "gpt2-tiny") onto the CPU backend.
+// Loads fixture model `name` (e.g. "gpt2-tiny") onto options.device (the CPU backend by default).
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options = {});
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks, int block_size = 16);
 
