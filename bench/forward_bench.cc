@@ -1,7 +1,9 @@
-// CPU forward throughput: prefill tokens/s and decode ms/step + tokens/s at several batch sizes, for the
-// fixture models and make-model presets. Prints one table; figures, not pass/fail.
+// Forward throughput on one device: prefill tokens/s and decode ms/step + tokens/s at several batch sizes,
+// for the fixture models and make-model presets, and the memory bandwidth a decode step achieves (weights
+// plus the KV cache it reads, over the step time). Prints one table; figures, not pass/fail.
 //
-//   build/bench/cpu_forward_bench [--presets gpt2/124m] [--batches 1,8] [--prompt_len 128] [--decode_steps 32]
+//   build/bench/forward_bench [--device cpu|cuda] [--presets gpt2/124m] [--batches 1,8] [--prompt_len 128]
+//                             [--decode_steps 32]
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -25,6 +27,7 @@ ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}
 ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
 ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
 ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 
 namespace arach::bench {
 namespace {
@@ -42,9 +45,15 @@ int Run() {
     if (absl::SimpleAtoi(b, &v) && v > 0) batches.push_back(v);
   }
   const int prompt_len = absl::GetFlag(FLAGS_prompt_len), steps = absl::GetFlag(FLAGS_decode_steps);
+  auto device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) {
+    std::fprintf(stderr, "%s\n", device.status().ToString().c_str());
+    return 2;
+  }
   bool printed_header = false;
   for (const std::string& dir : *models) {
     LoadModelOptions load;
+    load.device = *device;
     load.default_kv_sequences = *std::max_element(batches.begin(), batches.end());
     auto model = LoadModel(dir, load);
     if (!model.ok()) {
@@ -52,16 +61,17 @@ int Run() {
       return 1;
     }
     if (!printed_header) {
-      std::printf("# cpu_forward_bench on %s; prompt %d tokens, %d decode steps, median of %d\n",
+      std::printf("# forward_bench on %s; prompt %d tokens, %d decode steps, median of %d\n",
                   model->runner->backend().Describe().c_str(), prompt_len, steps, absl::GetFlag(FLAGS_repeats));
-      std::printf("%-28s %8s %6s %16s %16s %16s\n", "model", "params", "batch", "prefill tok/s", "decode ms/step",
-                  "decode tok/s");
+      std::printf("%-28s %8s %6s %16s %16s %16s %14s\n", "model", "params", "batch", "prefill tok/s", "decode ms/step",
+                  "decode tok/s", "decode GB/s");
       printed_header = true;
     }
-    const double params = model->runner->weight_bytes() / 4.0 / 1e6;
+    const double weight_bytes = static_cast<double>(model->runner->weight_bytes());
+    const double params = weight_bytes / DTypeSize(model->runner->backend().activation_dtype()) / 1e6;
     const int len = std::min(prompt_len, model->config.max_positions - steps);
     for (int batch : batches) {
-      std::vector<double> prefill, ms, tps;
+      std::vector<double> prefill, ms, tps, bandwidth;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
         auto f = MeasureThroughput(*model->runner, batch, len, steps, Variant{});
         if (!f.ok()) {
@@ -71,9 +81,12 @@ int Run() {
         prefill.push_back(f->prefill_tokens_per_s);
         ms.push_back(f->decode_ms_per_step);
         tps.push_back(f->decode_tokens_per_s);
+        // A decode step reads every weight once and each sequence's cached keys/values (mean context).
+        const double kv_read = static_cast<double>(batch) * (len + steps / 2.0) * f->kv_bytes_per_token;
+        bandwidth.push_back((weight_bytes + kv_read) / (f->decode_ms_per_step * 1e-3) / 1e9);
       }
-      std::printf("%-28s %7.1fM %6d %16.0f %16.2f %16.1f\n", std::filesystem::path(dir).filename().c_str(), params,
-                  batch, Median(prefill), Median(ms), Median(tps));
+      std::printf("%-28s %7.1fM %6d %16.0f %16.3f %16.1f %14.1f\n", std::filesystem::path(dir).filename().c_str(), params,
+                  batch, Median(prefill), Median(ms), Median(tps), Median(bandwidth));
       std::fflush(stdout);
     }
   }

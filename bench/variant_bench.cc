@@ -1,8 +1,8 @@
-// Cost of each model variant on CPU: prefill and decode throughput of base, arach, skip and arach+skip
+// Cost of each model variant on one device: prefill and decode throughput of base, arach, skip and arach+skip
 // on a make-model preset (with a random adapter), the ratio of each to base, and the KV bytes per token
 // each holds (ARACH's hub rows never enter the cache, so its figure equals base).
 //
-//   build/bench/variant_bench [--preset gpt2/124m] [--prefill_batch 1] [--decode_batch 8]
+//   build/bench/variant_bench [--device cpu|cuda] [--preset gpt2/124m] [--prefill_batch 1] [--decode_batch 8]
 #include <cstdio>
 #include <filesystem>
 
@@ -22,6 +22,7 @@ ABSL_FLAG(int, prefill_batch, 1, "sequences prefilled together");
 ABSL_FLAG(int, decode_batch, 8, "sequences decoded together");
 ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
 ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 
 namespace arach::bench {
 namespace {
@@ -45,7 +46,13 @@ int Run() {
       return 1;
     }
   }
+  auto device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) {
+    std::fprintf(stderr, "%s\n", device.status().ToString().c_str());
+    return 2;
+  }
   LoadModelOptions load;
+  load.device = *device;
   load.adapter = (dir / "preproj.safetensors").string();
   load.default_kv_sequences = std::max(absl::GetFlag(FLAGS_prefill_batch), absl::GetFlag(FLAGS_decode_batch));
   auto model = LoadModel(dir.string(), load);
