@@ -3,7 +3,7 @@
 # through arach-cli, then drains the server with SIGTERM.
 # Model: $ARACH_MODEL if set, else the gpt2-tiny fixture (../shared/fixtures) when present (with its
 # adapter), else a make-model GPT-2 checkpoint written to build/models/gpt2-tiny (with a random adapter).
-# Device: cpu ($ARACH_DEVICE overrides; the CUDA forward lands with the CUDA backend issue).
+# Device: cpu ($ARACH_DEVICE=cuda selects the CUDA backend, which has not yet been verified on a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
