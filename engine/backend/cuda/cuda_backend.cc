@@ -91,7 +91,10 @@ void CudaBackend::UploadFloat(void* device_dst, DType dtype, const float* host_s
   // Weights: converted on the host, then copied (a one-off at load time).
   std::vector<char> converted(count * DTypeSize(dtype));
   ConvertFromFloat(dtype, host_src, count, converted.data());
-  Record(cuda::CudaStatus(cudaMemcpy(device_dst, converted.data(), converted.size(), cudaMemcpyHostToDevice), "upload"));
+  // On the backend's stream (a non-blocking stream does not order after the legacy default stream), and
+  // waited for: `converted` is freed on return.
+  Record(cuda::CudaStatus(cudaMemcpyAsync(device_dst, converted.data(), converted.size(), cudaMemcpyHostToDevice, stream_), "upload"));
+  Record(cuda::CudaStatus(cudaStreamSynchronize(stream_), "upload"));
 }
 
 void CudaBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
