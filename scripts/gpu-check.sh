@@ -3,7 +3,7 @@
 #
 # Here (the build machine):  bash scripts/gpu-check.sh pack
 #   builds with CUDA for sm_90a and packs the GPU tests, benches and arach-run with the fixtures they need
-#   into .gpu/ (see ../shared/tools/device-bundle).
+#   into .gpu/bundle.tar.xz (see ../shared/tools/device-bundle); add /.gpu/ to .git/info/exclude.
 # There (the GPU machine, repository root, .gpu carried):  bash scripts/gpu-check.sh run [tests|bench|peers|all]
 #   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs) and a generation;
 #   bench: our engine on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, and
@@ -19,40 +19,54 @@ case "$mode" in
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DARACH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
       -DARACH_BUILD_SERVER=OFF
     cmake --build "$build" --target cuda_ops_test cuda_attention_test cuda_conformance_test forward_bench variant_bench arach-run
-    rm -rf .gpu
-    ../shared/tools/device-bundle --fixtures gpt2-tiny,neox-tiny,llama-stories260k,refs,data .gpu \
+    # Unpacked, the bundle is ~135 MiB (OpenBLAS and ICU data ~65 MiB, fixtures ~58 MiB), over the 64 MiB
+    # that a device call carries; packed with xz it is ~60 MiB, and `run` unpacks it on the GPU machine.
+    staging="$build/gpu-bundle"
+    rm -rf "$staging" .gpu
+    ../shared/tools/device-bundle --fixtures gpt2-tiny,neox-tiny,llama-stories260k,refs "$staging" \
       "$build"/tests/cuda_ops_test "$build"/tests/cuda_attention_test "$build"/tests/cuda_conformance_test \
       "$build"/bench/forward_bench "$build"/bench/variant_bench "$build"/tools/arach-run
-    cp bench/torch_peer_bench.py .gpu/
+    cp bench/torch_peer_bench.py "$staging"/
+    mkdir -p .gpu
+    tar -C "$staging" -cf - . | xz -9 -T0 > .gpu/bundle.tar.xz
+    ls -l .gpu/bundle.tar.xz
     ;;
   run)
     part=${2:-all}
     out=${OUT:-/tmp/gpu-check}
     mkdir -p "$out"
-    export LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-} ARACH_FIXTURES=$PWD/.gpu/fixtures
+    bundle=${GPU_BUNDLE_DIR:-/tmp/arach-gpu-bundle}
+    if [ ! -x "$bundle/bin/arach-run" ]; then
+      mkdir -p "$bundle"
+      # Python's tarfile reads xz too, should the machine lack the xz tool.
+      { command -v xz >/dev/null && xz -dc .gpu/bundle.tar.xz | tar -C "$bundle" -xf -; } ||
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu/bundle.tar.xz "$bundle" ||
+        { echo "cannot unpack .gpu/bundle.tar.xz"; exit 1; }
+    fi
+    export LD_LIBRARY_PATH=$bundle/lib:${LD_LIBRARY_PATH:-} ARACH_FIXTURES=$bundle/fixtures
     nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
     status=0
     if [ "$part" = tests ] || [ "$part" = all ]; then
       for t in cuda_ops_test cuda_attention_test cuda_conformance_test; do
         echo "== $t"
-        timeout 90 .gpu/bin/$t --gtest_brief=1 >"$out/$t.txt" 2>&1 || status=1
+        timeout 90 $bundle/bin/$t --gtest_brief=1 >"$out/$t.txt" 2>&1 || status=1
         tail -25 "$out/$t.txt"
       done
       echo "== arach-run generate on cuda"
-      timeout 60 .gpu/bin/arach-run generate --device cuda --model .gpu/fixtures/gpt2-tiny --prompt "ROMEO:" \
+      timeout 60 $bundle/bin/arach-run generate --device cuda --model $bundle/fixtures/gpt2-tiny --prompt "ROMEO:" \
         --max_new_tokens 16 2>&1 | tail -5
     fi
     if [ "$part" = bench ] || [ "$part" = all ]; then
       echo "== forward_bench (ours)"
-      timeout 150 .gpu/bin/forward_bench --device cuda --fixtures= --presets gpt2/124m,gpt_neox/410m --batches 1,32,256 \
+      timeout 150 $bundle/bin/forward_bench --device cuda --fixtures= --presets gpt2/124m,gpt_neox/410m --batches 1,32,256 \
         --prompt_len 128 --decode_steps 128 --repeats 3 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/forward_bench.txt"
       echo "== variant_bench (ours)"
-      timeout 90 .gpu/bin/variant_bench --device cuda --preset gpt2/124m --prefill_batch 32 --decode_batch 32 \
+      timeout 90 $bundle/bin/variant_bench --device cuda --preset gpt2/124m --prefill_batch 32 --decode_batch 32 \
         --decode_steps 128 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/variant_bench.txt"
     fi
     if [ "$part" = peers ] || [ "$part" = all ]; then
       echo "== torch peers"
-      timeout 240 python3 .gpu/torch_peer_bench.py --models gpt2-124m,pythia-410m --batches 1,32,256 2>&1 | tee "$out/torch_peers.txt"
+      timeout 240 python3 $bundle/torch_peer_bench.py --models gpt2-124m,pythia-410m --batches 1,32,256 2>&1 | tee "$out/torch_peers.txt"
     fi
     exit $status
     ;;
