@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <vector>
 
 #include "client/arach_client.h"
 #include "gmock/gmock.h"
@@ -30,11 +31,9 @@ class ExperimentServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!testing::HaveFixtures()) return;
-    auto server = ServerProcess::Start(
-        ARACH_SERVER_BINARY,
-        {"--model=" + testing::FixturePath("gpt2-tiny"), "--adapter=" + testing::FixturePath("gpt2-tiny/preproj.safetensors"),
-         "--arach_hub_embedding=" + testing::FixturePath("refs/refs.safetensors") + ":gpt2-tiny.hub_embedding",
-         "--kv_cache_bytes=33554432", std::string("--experiment=") + kSplit});
+    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
+    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", std::string("--experiment=") + kSplit});
+    auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(flags));
     EXPECT_TRUE(server.ok()) << server.status();
     if (server.ok()) server_ = server->release();
   }

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "client/arach_client.h"
 #include "engine/model/make_model.h"
@@ -63,11 +64,9 @@ class FixtureServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!testing::HaveFixtures()) return;
-    server_ = StartServer({"--model=" + testing::FixturePath("gpt2-tiny"),
-                           "--adapter=" + testing::FixturePath("gpt2-tiny/preproj.safetensors"),
-                           "--arach_hub_embedding=" + testing::FixturePath("refs/refs.safetensors") + ":gpt2-tiny.hub_embedding",
-                           "--kv_cache_bytes=33554432", "--max_prompt_bytes=4000"})
-                  .release();
+    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
+    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--max_prompt_bytes=4000"});
+    server_ = StartServer(std::move(flags)).release();
   }
   static void TearDownTestSuite() {
     delete server_;

@@ -25,6 +25,11 @@ bool HaveFixtures() {
 
 std::string FixturePath(const std::string& relative) { return (std::filesystem::path(FixturesDir()) / relative).string(); }
 
+std::vector<std::string> FixtureServerFlags(const std::string& name) {
+  return {"--model=" + FixturePath(name), "--adapter=" + FixturePath(name + "/preproj.safetensors"),
+          "--arach_hub_embedding=" + FixturePath("refs/refs.safetensors") + ":" + name + ".hub_embedding"};
+}
+
 const nlohmann::json& RefsJson() {
   static const nlohmann::json* refs = [] {
     auto text = ReadFileToString(FixturePath("refs/refs.json"));

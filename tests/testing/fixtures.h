@@ -19,6 +19,9 @@ std::string FixturesDir();
 bool HaveFixtures();
 // `<fixtures>/<relative>`.
 std::string FixturePath(const std::string& relative);
+// arach-server flags that serve fixture model `name` with its adapter and the references' hub embedding,
+// so that every variant of refs.safetensors can be requested.
+std::vector<std::string> FixtureServerFlags(const std::string& name);
 
 // refs/refs.json, parsed once.
 const nlohmann::json& RefsJson();
