@@ -212,7 +212,9 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
     ASSERT_TRUE(info.reason == FinishReason::kLength || info.reason == FinishReason::kStop) << FinishReasonName(info.reason);
     EXPECT_TRUE(info.status.ok());
     EXPECT_EQ(static_cast<int>(jobs[i].sink->tokens().size()), info.usage.completion_tokens);
-    if (info.reason == FinishReason::kLength) EXPECT_EQ(info.usage.completion_tokens, jobs[i].request.sampling.max_tokens);
+    if (info.reason == FinishReason::kLength) {
+      EXPECT_EQ(info.usage.completion_tokens, jobs[i].request.sampling.max_tokens);
+    }
     ++finished;
   }
   EXPECT_EQ(finished + cancels, kRequests);
@@ -249,7 +251,9 @@ TEST(EngineLimits, FullQueueIsResourceExhausted) {
   EXPECT_GE(exhausted, 7);
   engine->Shutdown();  // ends the accepted ones as cancelled
   for (Job& job : jobs) {
-    if (job.sink->finish_count() > 0) EXPECT_EQ(job.sink->finish().reason, FinishReason::kCancelled);
+    if (job.sink->finish_count() > 0) {
+      EXPECT_EQ(job.sink->finish().reason, FinishReason::kCancelled);
+    }
   }
 }
 

@@ -82,9 +82,7 @@ TEST_F(ExperimentServer, AssignmentIsStableFollowsTheSplitAndLabelsTheMetrics) {
   EXPECT_EQ(counts["base"] + counts["arach"], kKeys);
   EXPECT_NEAR(counts["arach"], 0.7 * kKeys, 5 * std::sqrt(kKeys * 0.21)) << "share of arach off the configured split";
 
-  auto body = testing::HttpGetMetrics(server_->metrics_address());
-  ASSERT_TRUE(body.ok());
-  auto m = testing::ParsePrometheusText(*body);
+  auto m = testing::ScrapeMetrics(*server_);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->Value("arach_experiment_assignments_total", "arm=\"arach\",variant=\"arach\""), 2 * counts["arach"]);
   EXPECT_EQ(m->Value("arach_experiment_assignments_total", "arm=\"base\",variant=\"base\""), 2 * counts["base"]);
@@ -148,10 +146,8 @@ TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
     ASSERT_TRUE(text) << file;
     exprs.emplace_back(std::istreambuf_iterator<char>(text), std::istreambuf_iterator<char>());
   }
-  auto body = testing::HttpGetMetrics(server_->metrics_address());
-  ASSERT_TRUE(body.ok());
-  auto m = testing::ParsePrometheusText(*body);
-  ASSERT_TRUE(m.ok());
+  auto m = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(m.ok()) << m.status();
   const std::regex name("arach_[a-z0-9_]+");
   int checked = 0;
   for (const std::string& expr : exprs) {

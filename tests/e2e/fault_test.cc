@@ -32,9 +32,9 @@ std::unique_ptr<ServerProcess> StartSlowServer(std::vector<std::string> extra) {
   return server.ok() ? std::move(*server) : nullptr;
 }
 
+// An empty set where the scrape fails (checks on its values then fail).
 testing::PrometheusText Metrics(const ServerProcess& server) {
-  auto body = testing::HttpGetMetrics(server.metrics_address());
-  auto parsed = testing::ParsePrometheusText(body.ok() ? *body : "");
+  auto parsed = testing::ScrapeMetrics(server);
   return parsed.ok() ? *parsed : testing::PrometheusText{};
 }
 

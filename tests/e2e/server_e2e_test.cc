@@ -35,9 +35,7 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
 }
 
 testing::PrometheusText Metrics(const ServerProcess& server) {
-  auto body = testing::HttpGetMetrics(server.metrics_address());
-  EXPECT_TRUE(body.ok()) << body.status();
-  auto parsed = testing::ParsePrometheusText(body.ok() ? *body : "");
+  auto parsed = testing::ScrapeMetrics(server);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   return parsed.ok() ? *parsed : testing::PrometheusText{};
 }

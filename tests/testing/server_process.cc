@@ -148,4 +148,10 @@ absl::StatusOr<std::string> HttpGetMetrics(const std::string& address) {
   return response.substr(body + 4);
 }
 
+absl::StatusOr<PrometheusText> ScrapeMetrics(const ServerProcess& server) {
+  auto body = HttpGetMetrics(server.metrics_address());
+  if (!body.ok()) return body.status();
+  return ParsePrometheusText(*body);
+}
+
 }  // namespace arach::testing

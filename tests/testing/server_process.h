@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tests/testing/prometheus_text.h"
 
 namespace arach::testing {
 
@@ -46,5 +47,7 @@ class ServerProcess {
 
 // GET http://ADDRESS/metrics; the body, or an error.
 absl::StatusOr<std::string> HttpGetMetrics(const std::string& address);
+// The server's /metrics, fetched and parsed.
+absl::StatusOr<PrometheusText> ScrapeMetrics(const ServerProcess& server);
 
 }  // namespace arach::testing
