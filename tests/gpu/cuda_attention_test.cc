@@ -8,6 +8,7 @@
 #include "engine/backend/attention_params.h"
 #include "gtest/gtest.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/testing/naive_attention.h"
 
 namespace arach {
 namespace {
@@ -22,31 +23,6 @@ struct SeqSpec {
 struct Shape {
   int heads, kv_heads, head_dim, block_size;
 };
-
-// softmax over {q.k_j * scale : j <= limit} (+ hub logit q.hub_k * scale + b) applied to the values.
-std::vector<float> NaiveAttention(const float* q, const std::vector<const float*>& keys, const std::vector<const float*>& values,
-                                  int limit, const float* hub_k, const float* hub_v, float offset, float scale, int head_dim) {
-  std::vector<double> logits;
-  for (int j = 0; j <= limit; ++j) {
-    double dot = 0;
-    for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(q[d]) * keys[j][d];
-    logits.push_back(dot * scale);
-  }
-  if (hub_k != nullptr) {
-    double dot = 0;
-    for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(q[d]) * hub_k[d];
-    logits.push_back(dot * scale + offset);
-  }
-  const double max_logit = *std::max_element(logits.begin(), logits.end());
-  double sum = 0;
-  for (double& l : logits) sum += (l = std::exp(l - max_logit));
-  std::vector<double> out(head_dim, 0.0);
-  for (size_t j = 0; j < logits.size(); ++j) {
-    const float* v = j <= static_cast<size_t>(limit) ? values[j] : hub_v;
-    for (int d = 0; d < head_dim; ++d) out[d] += logits[j] / sum * v[d];
-  }
-  return std::vector<float>(out.begin(), out.end());
-}
 
 void RunCase(Backend& cuda, const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -138,7 +114,7 @@ void RunCase(Backend& cuda, const Shape& shape, const std::vector<SeqSpec>& seqs
         if (seqs[s].hub) q_rows.push_back(verbal + hub_index);
         for (int qr : q_rows) {
           const float* qv = &q[(static_cast<size_t>(qr) * shape.heads + h) * hd];
-          const std::vector<float> want = NaiveAttention(qv, keys, values, limit, hk, hv, seqs[s].offset, p.scale, hd);
+          const std::vector<float> want = testing::NaiveAttention(qv, keys, values, limit, hk, hv, seqs[s].offset, p.scale, hd);
           for (int d = 0; d < hd; ++d) {
             worst = std::max(worst, std::fabs(got[(static_cast<size_t>(qr) * shape.heads + h) * hd + d] - want[d]));
           }

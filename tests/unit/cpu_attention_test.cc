@@ -1,11 +1,12 @@
-// Paged attention on CPU against a naive float32 reference (contiguous K/V, explicit masks), for random
-// block tables, lengths, GQA groups and ARACH hub offsets.
+// Paged attention on CPU against the naive reference (tests/testing/naive_attention.h) on contiguous K/V,
+// for random block tables, lengths, GQA groups and ARACH hub offsets.
 #include <cmath>
 #include <numeric>
 #include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
+#include "tests/testing/naive_attention.h"
 
 namespace arach {
 namespace {
@@ -16,33 +17,6 @@ struct Sequence {
   bool hub;
   float offset;
 };
-
-// Reference: query q (hd) over keys [0, limit] of K/V (contiguous [T, hd]) plus an optional hub key.
-std::vector<float> NaiveAttend(const float* q, const std::vector<float>& k, const std::vector<float>& v, int limit,
-                               const float* hub_k, const float* hub_v, float offset, int hd, float scale) {
-  std::vector<double> logits;
-  for (int j = 0; j <= limit; ++j) {
-    double s = 0;
-    for (int c = 0; c < hd; ++c) s += static_cast<double>(q[c]) * k[j * hd + c];
-    logits.push_back(s * scale);
-  }
-  if (hub_k != nullptr) {
-    double s = 0;
-    for (int c = 0; c < hd; ++c) s += static_cast<double>(q[c]) * hub_k[c];
-    logits.push_back(s * scale + offset);
-  }
-  const double m = *std::max_element(logits.begin(), logits.end());
-  double sum = 0;
-  for (double& l : logits) sum += (l = std::exp(l - m));
-  std::vector<float> out(hd, 0.0f);
-  for (int j = 0; j <= limit; ++j) {
-    for (int c = 0; c < hd; ++c) out[c] += static_cast<float>(logits[j] / sum) * v[j * hd + c];
-  }
-  if (hub_v != nullptr) {
-    for (int c = 0; c < hd; ++c) out[c] += static_cast<float>(logits.back() / sum) * hub_v[c];
-  }
-  return out;
-}
 
 void RunCase(uint32_t seed, int heads, int kv_heads, int hd, int block_size, const std::vector<Sequence>& seqs) {
   std::mt19937 rng(seed);
@@ -127,8 +101,9 @@ void RunCase(uint32_t seed, int heads, int kv_heads, int hd, int block_size, con
           const int g = h / group;
           const float* hk = seqs[s].hub ? &hub_k[(static_cast<size_t>(hub_start[s] + i) * kv_heads + g) * hd] : nullptr;
           const float* hv = seqs[s].hub ? &hub_v[(static_cast<size_t>(hub_start[s] + i) * kv_heads + g) * hd] : nullptr;
-          const std::vector<float> expected = NaiveAttend(&q[(static_cast<size_t>(row) * heads + h) * hd], ref_k[s][g],
-                                                          ref_v[s][g], limit, hk, hv, seqs[s].offset, hd, p.scale);
+          const std::vector<float> expected =
+              testing::NaiveAttention(&q[(static_cast<size_t>(row) * heads + h) * hd], testing::RowPointers(ref_k[s][g], hd),
+                                      testing::RowPointers(ref_v[s][g], hd), limit, hk, hv, seqs[s].offset, p.scale, hd);
           for (int c = 0; c < hd; ++c) {
             worst = std::max(worst, std::fabs(expected[c] - out[(static_cast<size_t>(row) * heads + h) * hd + c]));
           }

@@ -1,0 +1,18 @@
+// The reference that the paged-attention kernels (CPU and CUDA) are tested against: one query over
+// explicit key/value rows, with the optional ARACH hub key, computed naively in double precision.
+#pragma once
+
+#include <vector>
+
+namespace arach::testing {
+
+// softmax over {q . keys[j] * scale : j <= limit} (plus the hub logit q . hub_k * scale + offset when hub_k
+// is given) applied to values[0..limit] (and hub_v). q, each key/value row, hub_k and hub_v: [head_dim].
+std::vector<float> NaiveAttention(const float* q, const std::vector<const float*>& keys,
+                                  const std::vector<const float*>& values, int limit, const float* hub_k,
+                                  const float* hub_v, float offset, float scale, int head_dim);
+
+// Pointers to the rows of a contiguous [rows, width] matrix.
+std::vector<const float*> RowPointers(const std::vector<float>& matrix, int width);
+
+}  // namespace arach::testing
