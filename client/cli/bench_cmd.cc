@@ -116,10 +116,7 @@ int RunBench() {
   }
   auto client = ConnectFromFlags();
   arach::v1::ModelInfo info;
-  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) {
-    std::fprintf(stderr, "arach-cli bench: %s\n", s.error_message().c_str());
-    return 1;
-  }
+  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) return ReportRpcFailure("bench", s);
   const int num_requests = absl::GetFlag(FLAGS_num_requests);
   std::mt19937_64 rng(absl::GetFlag(FLAGS_bench_seed));
   std::vector<arach::v1::GenerateRequest> requests(num_requests);

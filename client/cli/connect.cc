@@ -31,4 +31,9 @@ std::unique_ptr<ArachClient> ConnectFromFlags() {
   return ArachClient::Connect(absl::GetFlag(FLAGS_server), tls);
 }
 
+int ReportRpcFailure(const char* command, const grpc::Status& status) {
+  std::fprintf(stderr, "arach-cli %s: %d %s\n", command, static_cast<int>(status.error_code()), status.error_message().c_str());
+  return 1;
+}
+
 }  // namespace arach::client

@@ -10,4 +10,7 @@ namespace arach::client {
 
 std::unique_ptr<ArachClient> ConnectFromFlags();
 
+// Prints "arach-cli COMMAND: CODE MESSAGE" to stderr for a failed call; returns the exit status (1).
+int ReportRpcFailure(const char* command, const grpc::Status& status);
+
 }  // namespace arach::client

@@ -146,10 +146,7 @@ int RunEval() {
   }
   auto client = ConnectFromFlags();
   arach::v1::ModelInfo info;
-  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) {
-    std::fprintf(stderr, "arach-cli eval: %s\n", s.error_message().c_str());
-    return 1;
-  }
+  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) return ReportRpcFailure("eval", s);
   const int resamples = absl::GetFlag(FLAGS_bootstrap);
   const uint64_t seed = absl::GetFlag(FLAGS_bench_seed);
   json report = {{"server", absl::GetFlag(FLAGS_server)}, {"model", info.model()}, {"a", name_a}, {"b", name_b},

@@ -21,18 +21,13 @@ void PrintJson(const google::protobuf::Message& message) {
   std::printf("%s", json.c_str());
 }
 
-int Fail(const char* command, const grpc::Status& status) {
-  std::fprintf(stderr, "arach-cli %s: %d %s\n", command, static_cast<int>(status.error_code()), status.error_message().c_str());
-  return 1;
-}
-
 }  // namespace
 
 int RunInfo() {
   auto client = ConnectFromFlags();
   arach::v1::ModelInfo info;
   const grpc::Status status = client->GetModelInfo(&info);
-  if (!status.ok()) return Fail("info", status);
+  if (!status.ok()) return ReportRpcFailure("info", status);
   PrintJson(info);
   return 0;
 }
@@ -41,7 +36,7 @@ int RunHealth() {
   auto client = ConnectFromFlags();
   grpc::health::v1::HealthCheckResponse::ServingStatus serving;
   const grpc::Status status = client->Health("", &serving);
-  if (!status.ok()) return Fail("health", status);
+  if (!status.ok()) return ReportRpcFailure("health", status);
   std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(serving).c_str());
   return serving == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
 }
@@ -66,7 +61,7 @@ int RunScore() {
   auto client = ConnectFromFlags();
   arach::v1::ScoreResponse response;
   const grpc::Status status = client->Score(request, &response);
-  if (!status.ok()) return Fail("score", status);
+  if (!status.ok()) return ReportRpcFailure("score", status);
   if (absl::GetFlag(FLAGS_json)) {
     PrintJson(response);
   } else {
