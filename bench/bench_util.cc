@@ -4,12 +4,20 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cmdline/openblas_reexec.h"
 #include "engine/core/status.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 
 namespace arach::bench {
+
+int BenchmarkMain(int argc, char** argv, int (*run)()) {
+  cmdline::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  absl::ParseCommandLine(argc, argv);
+  return run();
+}
 
 absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::string>& dirs,
                                                        const std::vector<std::string>& fixtures,

@@ -23,4 +23,7 @@ absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::st
 
 double Median(std::vector<double> values);
 
+// The main of every benchmark: restarts once with a fast OpenBLAS kernel, parses the flags, runs `run`.
+int BenchmarkMain(int argc, char** argv, int (*run)());
+
 }  // namespace arach::bench

@@ -12,12 +12,10 @@
 #include <mutex>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "engine/engine.h"
-#include "tools/common/openblas_reexec.h"
 
 ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME");
 ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
@@ -35,7 +33,7 @@ namespace {
 // Closed loop: each finished request immediately starts the next one of its client.
 class Driver : public std::enable_shared_from_this<Driver> {
  public:
-  Driver(Engine& engine, int clients, int per_client, const GenerateRequest& request)
+  Driver(Engine& engine, int clients, int per_client, const EngineRequest& request)
       : engine_(engine), remaining_(clients * per_client), total_(clients * per_client), request_(request) {}
 
   struct Result {
@@ -89,7 +87,7 @@ class Driver : public std::enable_shared_from_this<Driver> {
   Engine& engine_;
   int remaining_;
   const int total_;
-  GenerateRequest request_;
+  EngineRequest request_;
   Clock::time_point start_;
   std::mutex mutex_;
   std::condition_variable done_;
@@ -140,7 +138,7 @@ int Run() {
     std::fprintf(stderr, "%s\n", variant.status().ToString().c_str());
     return 2;
   }
-  GenerateRequest request;
+  EngineRequest request;
   for (int i = 0; i < absl::GetFlag(FLAGS_prompt_len); ++i) request.prompt.push_back((i * 7919 + 17) % vocab);
   request.sampling.temperature = 0.0f;
   request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
@@ -178,8 +176,4 @@ int Run() {
 }  // namespace
 }  // namespace arach::bench
 
-int main(int argc, char** argv) {
-  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
-  absl::ParseCommandLine(argc, argv);
-  return arach::bench::Run();
-}
+int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, arach::bench::Run); }

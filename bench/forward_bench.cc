@@ -9,13 +9,11 @@
 #include <numeric>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "bench/throughput.h"
 #include "engine/runner/loaded_model.h"
-#include "tools/common/openblas_reexec.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "extra model folders");
 ABSL_FLAG(std::vector<std::string>, fixtures, std::vector<std::string>({"gpt2-tiny", "neox-tiny", "llama-stories260k"}),
@@ -96,8 +94,4 @@ int Run() {
 }  // namespace
 }  // namespace arach::bench
 
-int main(int argc, char** argv) {
-  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
-  absl::ParseCommandLine(argc, argv);
-  return arach::bench::Run();
-}
+int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, arach::bench::Run); }

@@ -7,13 +7,11 @@
 #include <filesystem>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "bench/throughput.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "engine/runner/loaded_model.h"
-#include "tools/common/openblas_reexec.h"
 
 ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (written with a random adapter)");
 ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where the preset is written");
@@ -96,8 +94,4 @@ int Run() {
 }  // namespace
 }  // namespace arach::bench
 
-int main(int argc, char** argv) {
-  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
-  absl::ParseCommandLine(argc, argv);
-  return arach::bench::Run();
-}
+int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, arach::bench::Run); }

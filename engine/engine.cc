@@ -6,24 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
-#include "engine/runner/offline_session.h"
-#include "engine/sched/detokenizer.h"
+#include "engine/sampling/detokenizer.h"
+#include "engine/sampling/logprobs.h"
 
 namespace arach {
 
-const char* FinishReasonName(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kDeadline: return "deadline";
-    case FinishReason::kError: return "error";
-  }
-  return "?";
-}
-
 struct Engine::RequestState {
-  RequestState(uint64_t id_in, GenerateRequest request_in, std::shared_ptr<RequestSink> sink_in, const Tokenizer& tokenizer,
+  RequestState(uint64_t id_in, EngineRequest request_in, std::shared_ptr<RequestSink> sink_in, const Tokenizer& tokenizer,
                int block_size)
       : id(id_in),
         request(std::move(request_in)),
@@ -32,7 +21,7 @@ struct Engine::RequestState {
         detokenizer(tokenizer, request.sampling.stop) {}
 
   uint64_t id;
-  GenerateRequest request;
+  EngineRequest request;
   std::shared_ptr<RequestSink> sink;
   Sequence seq;
   IncrementalDetokenizer detokenizer;
@@ -79,37 +68,19 @@ void Engine::Shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
-absl::StatusOr<uint64_t> Engine::Submit(GenerateRequest request, std::shared_ptr<RequestSink> sink) {
+absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestSink> sink, FieldNames names) {
   const ModelConfig& c = model_.config;
+  ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), names));
   const SamplingParams& sp = request.sampling;
   const int prompt_len = static_cast<int>(request.prompt.size());
-  if (prompt_len == 0) return absl::InvalidArgumentError("prompt: empty");
-  for (int i = 0; i < prompt_len; ++i) {
-    if (request.prompt[i] < 0 || request.prompt[i] >= c.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("prompt[", i, "]: token id ", request.prompt[i],
-                                                     " is outside the vocabulary [0, ", c.vocab_size, ")"));
-    }
-  }
-  ARACH_RETURN_IF_ERROR(sp.Validate(c.vocab_size));
-  if (sp.max_tokens > 0 ? prompt_len >= c.max_positions : prompt_len > c.max_positions) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt: ", prompt_len, " tokens leave no room in the model's context of ",
-                                                   c.max_positions, " tokens"));
-  }
-  if (request.variant.skip && !has_adapter()) {
-    return absl::FailedPreconditionError(absl::StrCat("variant: ", request.variant.Name(),
-                                                      " needs the pre-projection + skip adapter; this server was started "
-                                                      "without one (--adapter FILE)"));
-  }
-  if (request.variant.arach && !std::isfinite(request.variant.arach_offset)) {
-    return absl::InvalidArgumentError(absl::StrCat("arach_offset: ", request.variant.arach_offset, " is not finite"));
-  }
-  const int max_len = std::min(prompt_len + sp.max_tokens, c.max_positions);
+  const int new_tokens = request.kind == RequestKind::kScore ? 0 : sp.max_tokens;
+  const int max_len = std::min(prompt_len + new_tokens, c.max_positions);
   const int block_size = model_.runner->kv_cache().block_size();
   const int blocks_needed = (max_len + block_size - 1) / block_size;
   if (blocks_needed > allocator_.num_blocks()) {
-    return absl::InvalidArgumentError(absl::StrCat("max_tokens: prompt (", prompt_len, ") + max_tokens (", sp.max_tokens,
-                                                   ") needs ", blocks_needed, " KV blocks but the whole pool holds ",
-                                                   allocator_.num_blocks(), "; it could never run"));
+    return InvalidField(names, "max_tokens", absl::StrCat("prompt (", prompt_len, ") + max_tokens (", new_tokens, ") needs ",
+                                                          blocks_needed, " KV blocks but the whole pool holds ",
+                                                          allocator_.num_blocks(), "; it could never run"));
   }
 
   auto state = std::make_unique<RequestState>(0, std::move(request), std::move(sink), *model_.tokenizer, block_size);
@@ -119,7 +90,7 @@ absl::StatusOr<uint64_t> Engine::Submit(GenerateRequest request, std::shared_ptr
   seq.tokens = state->request.prompt;
   seq.prompt_len = prompt_len;
   seq.variant = state->request.variant;
-  seq.want_prompt_logprobs = state->request.sampling.prompt_logprobs;
+  seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
     state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
@@ -214,7 +185,6 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.status = std::move(status);
   info.text = r.detokenizer.Flush();
   info.stop_string = r.detokenizer.matched_stop();
-  info.variant = r.request.variant;
   info.usage.prompt_tokens = r.seq.prompt_len;
   info.usage.completion_tokens = std::max(0, r.seq.num_generated());
   info.usage.cached_prompt_tokens = r.seq.num_cached_prompt_tokens;
@@ -344,7 +314,7 @@ void Engine::Step() {
       }
     }
     if (!chunk.completes || rows == 0) continue;
-    if (r.request.sampling.max_tokens == 0) {  // scoring: the prompt is all there is
+    if (r.request.kind == RequestKind::kScore) {  // the prompt is all there is
       Finish(r, FinishReason::kLength);
       continue;
     }

@@ -16,7 +16,8 @@
 #include "absl/status/statusor.h"
 #include "engine/request.h"
 #include "engine/runner/loaded_model.h"
-#include "engine/sched/sampler.h"
+#include "engine/core/field_error.h"
+#include "engine/sampling/sampler.h"
 #include "engine/sched/scheduler.h"
 
 namespace arach {
@@ -61,11 +62,12 @@ class Engine {
   static absl::StatusOr<std::unique_ptr<Engine>> Create(LoadedModel model, const EngineConfig& config);
   ~Engine();  // Shutdown()
 
-  // Validates and queues `request`; results go to `sink`. Errors (nothing is queued then):
-  // INVALID_ARGUMENT naming the field (empty prompt, unknown token ids, sampling values, a prompt that
-  // leaves no room in the context, a request larger than the whole KV pool), FAILED_PRECONDITION (the skip
-  // variant without an adapter), RESOURCE_EXHAUSTED (the queue is full), UNAVAILABLE (shut down).
-  absl::StatusOr<uint64_t> Submit(GenerateRequest request, std::shared_ptr<RequestSink> sink);
+  // Validates (ValidateRequest, fields named by `names`) and queues `request`; results go to `sink`.
+  // Errors (nothing is queued then): INVALID_ARGUMENT naming the field (empty prompt, unknown token ids,
+  // sampling values, a prompt that leaves no room in the context, a request larger than the whole KV
+  // pool), FAILED_PRECONDITION (the skip variant without an adapter), RESOURCE_EXHAUSTED (the queue is
+  // full), UNAVAILABLE (shut down).
+  absl::StatusOr<uint64_t> Submit(EngineRequest request, std::shared_ptr<RequestSink> sink, FieldNames names = EngineFieldName);
   // Ends a request at the next step boundary (its sink gets OnFinish with kCancelled); unknown ids are ignored.
   void Cancel(uint64_t id);
   // Stops the step thread; requests still queued or running finish with kCancelled / UNAVAILABLE.

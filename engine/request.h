@@ -9,20 +9,38 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/core/field_error.h"
 #include "engine/features/variant.h"
-#include "engine/sched/sampler.h"
-#include "engine/sched/sampling_params.h"
+#include "engine/model/model_config.h"
+#include "engine/sampling/logprobs.h"
+#include "engine/sampling/sampling_params.h"
 
 namespace arach {
 
 using Clock = std::chrono::steady_clock;
 
-struct GenerateRequest {
+enum class RequestKind {
+  kGenerate,  // generate tokens after the prompt (SamplingParams apply)
+  kScore,     // only the prompt's own log-probs: FinishInfo::prompt_logprobs, no token is generated
+};
+
+struct EngineRequest {
+  RequestKind kind = RequestKind::kGenerate;
   std::vector<int32_t> prompt;             // token ids (the caller tokenizes; see Engine::tokenizer())
-  SamplingParams sampling;
+  SamplingParams sampling;                 // generation only
   Variant variant;
   std::optional<Clock::time_point> deadline;  // the request is dropped with DEADLINE_EXCEEDED after it
+
+  // Whether the forward must return the log-probs of the prompt's tokens.
+  bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
 };
+
+// The checks every request passes before it is queued, whatever API it came from: a non-empty prompt of
+// known token ids that fits the context (with room for one generated token), two tokens at least to score,
+// valid sampling parameters and a variant the model can run (Variant::Validate). Fields are named by
+// `names` ("prompt", "temperature", ...: the engine's names by default).
+absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter,
+                             FieldNames names = EngineFieldName);
 
 // Tokens generated in one step (usually one) and the text they add.
 struct StreamChunk {
@@ -60,7 +78,6 @@ struct FinishInfo {
   std::string stop_string;         // the stop string that ended the text, if any
   Usage usage;
   Timings timings;
-  Variant variant;                 // the variant that served the request
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
   // Mean raw-model log-prob of the generated tokens (quality signal); set when the engine computes

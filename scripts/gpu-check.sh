@@ -18,13 +18,13 @@ case "$mode" in
     set -e
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DARACH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
       -DARACH_BUILD_SERVER=OFF
-    cmake --build "$build" --target cuda_ops_test cuda_attention_test cuda_conformance_test forward_bench variant_bench arach-run
+    cmake --build "$build" --target ops_test attention_test cuda_conformance_test forward_bench variant_bench arach-run
     # Unpacked, the bundle is ~135 MiB (OpenBLAS and ICU data ~65 MiB, fixtures ~58 MiB), over the 64 MiB
     # that a device call carries; packed with xz it is ~60 MiB, and `run` unpacks it on the GPU machine.
     staging="$build/gpu-bundle"
     rm -rf "$staging" .gpu
     ../shared/tools/device-bundle --fixtures gpt2-tiny,neox-tiny,llama-stories260k,refs "$staging" \
-      "$build"/tests/cuda_ops_test "$build"/tests/cuda_attention_test "$build"/tests/cuda_conformance_test \
+      "$build"/tests/ops_test "$build"/tests/attention_test "$build"/tests/cuda_conformance_test \
       "$build"/bench/forward_bench "$build"/bench/variant_bench "$build"/tools/arach-run
     cp bench/torch_peer_bench.py "$staging"/
     mkdir -p .gpu
@@ -47,7 +47,7 @@ case "$mode" in
     nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
     status=0
     if [ "$part" = tests ] || [ "$part" = all ]; then
-      for t in cuda_ops_test cuda_attention_test cuda_conformance_test; do
+      for t in ops_test attention_test cuda_conformance_test; do
         echo "== $t"
         timeout 90 $bundle/bin/$t --gtest_brief=1 >"$out/$t.txt" 2>&1 || status=1
         tail -25 "$out/$t.txt"

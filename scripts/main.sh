@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh
+ARACH_TARGETS="arach-server arach-cli arach-run" bash scripts/build.sh  # the tests build with the test command
 build=${BUILD_DIR:-build}
 model=${ARACH_MODEL:-}
 adapter=""

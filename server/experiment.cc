@@ -2,9 +2,8 @@
 
 #include <cmath>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "engine/features/variant_mix.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/random.h"
 #include "engine/core/status.h"
@@ -45,26 +44,19 @@ uint64_t AssignmentHash(const std::string& experiment, const std::string& key) {
 
 const ExperimentArm& Experiment::Assign(const std::string& key, double uniform) const {
   const double u = key.empty() ? uniform : static_cast<double>(AssignmentHash(name, key) >> 11) * (1.0 / 9007199254740992.0);
-  double point = u * total_weight();
-  for (const ExperimentArm& arm : arms) {
-    if (point < arm.weight) return arm;
-    point -= arm.weight;
-  }
-  return arms.back();
+  std::vector<double> weights;
+  for (const ExperimentArm& arm : arms) weights.push_back(arm.weight);
+  return arms[PickWeighted(weights, u)];
 }
 
 absl::StatusOr<Experiment> ParseExperimentSplit(const std::string& split, float default_offset) {
+  absl::StatusOr<std::vector<WeightedVariant>> mix = ParseVariantMix(split);
+  if (!mix.ok()) return absl::InvalidArgumentError(absl::StrCat("--experiment: ", mix.status().message()));
   Experiment e;
-  for (absl::string_view part : absl::StrSplit(split, ',', absl::SkipWhitespace())) {
-    const std::vector<std::string> kv = absl::StrSplit(part, '=');
-    double weight;
-    if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &weight)) {
-      return absl::InvalidArgumentError(absl::StrCat("--experiment: \"", part, "\" is not VARIANT=WEIGHT"));
-    }
-    auto variant = ParseVariantName(kv[0]);
-    if (!variant.ok()) return absl::InvalidArgumentError(absl::StrCat("--experiment: ", variant.status().message()));
-    variant->arach_offset = default_offset;
-    e.arms.push_back({kv[0], *variant, weight});
+  for (const WeightedVariant& entry : *mix) {
+    Variant variant = entry.choice.variant;
+    variant.arach_offset = entry.choice.offset.value_or(default_offset);
+    e.arms.push_back({entry.label, variant, entry.weight});
   }
   ARACH_RETURN_IF_ERROR(CheckArms(e, "--experiment"));
   return e;

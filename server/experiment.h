@@ -2,7 +2,7 @@
 // assigned an arm by a stable hash of its experiment key (the same key always gets the same arm, across
 // processes and restarts); without a key, by a random draw. Explicit variant fields always win.
 //
-//   --experiment base=50,arach=50           arms named after their variants
+//   --experiment base=50,arach=50           arms named after their variants (VARIANT[@OFFSET][=WEIGHT])
 //   --experiment_file FILE.json             {"name": "rollout-1", "arms": [{"name": "control", "variant": "base",
 //                                            "weight": 50}, {"name": "treatment", "variant": "arach",
 //                                            "arach_offset": -0.5, "weight": 50}]}
@@ -32,7 +32,7 @@ struct Experiment {
   const ExperimentArm& Assign(const std::string& key, double uniform) const;
 };
 
-// "base=50,arach=50" (variant names, weights >= 0 with a positive sum). `default_offset` is the ARACH offset.
+// "base=50,arach=50" (engine/features/variant_mix.h). `default_offset` is the ARACH offset of arms that give none.
 absl::StatusOr<Experiment> ParseExperimentSplit(const std::string& split, float default_offset);
 // The JSON file form (see above).
 absl::StatusOr<Experiment> LoadExperimentFile(const std::string& path, float default_offset);

@@ -4,8 +4,9 @@
 #include <mutex>
 #include <optional>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "server/admission.h"
 #include "server/request_mapping.h"
 #include "server/status_mapping.h"
 
@@ -71,33 +72,22 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
  public:
   GenerateReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::GenerateRequest* request)
       : context_(context) {
-    const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
     const bool with_logprobs = request->logprobs() || request->top_logprobs() > 0;
-    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request->request_id(), with_logprobs);
-    if (!context.state.TryEnter()) {
-      context.metrics->RecordRejected("unavailable");
-      stream_->FinishNow(grpc::Status(grpc::StatusCode::UNAVAILABLE, context.state.phase() == Phase::kLoading
-                                                                          ? "the model is still loading"
-                                                                          : "the server is draining"));
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+    if (!ticket.ok()) {
+      stream_ = std::make_shared<GenerateStream>(this, context, ResolvedVariant{}, request->request_id(), with_logprobs);
+      stream_->FinishNow(ToGrpcStatus(ticket.status()));
       return;
     }
-    entered_ = true;
+    ticket_ = std::move(*ticket);
+    const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
     if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
-    Engine* engine = context.engine.load();
-    absl::StatusOr<GenerateRequest> engine_request = ToEngineRequest(*engine, context.limits, *request, resolved.variant);
-    if (engine_request.ok() && context.prompt_perplexity) engine_request->sampling.prompt_logprobs = true;
-    if (engine_request.ok() && call->deadline() != std::chrono::system_clock::time_point::max()) {
-      engine_request->deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request->request_id(), with_logprobs);
+    const absl::Status status = Submit(call, *request, resolved.variant);
+    if (!status.ok()) {
+      RecordRejection(context, status);
+      stream_->FinishNow(ToGrpcStatus(status));
     }
-    absl::StatusOr<uint64_t> id = engine_request.ok() ? engine->Submit(std::move(*engine_request), stream_)
-                                                      : absl::StatusOr<uint64_t>(engine_request.status());
-    if (!id.ok()) {
-      context.metrics->RecordRejected(absl::AsciiStrToLower(absl::StatusCodeToString(id.status().code())));
-      stream_->FinishNow(ToGrpcStatus(id.status()));
-      return;
-    }
-    engine_id_ = *id;
-    submitted_ = true;
   }
 
   void OnWriteDone(bool ok) override {
@@ -107,20 +97,36 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   void OnCancel() override { CancelEngineRequest(); }
   void OnDone() override {
     stream_->Detach();
-    if (entered_) context_.state.Leave();
+    ticket_.Release();
     delete this;
   }
 
  private:
+  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::GenerateRequest& request, const Variant& variant) {
+    Engine& engine = ticket_.engine();
+    std::string prompt_field;
+    ARACH_ASSIGN_OR_RETURN(EngineRequest engine_request,
+                           ToEngineRequest(engine, context_.limits, request, variant, &prompt_field));
+    if (context_.prompt_perplexity) engine_request.sampling.prompt_logprobs = true;
+    if (call->deadline() != std::chrono::system_clock::time_point::max()) {
+      engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+    }
+    ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, [&](absl::string_view field) {
+      return GrpcFieldName(field, prompt_field);
+    }));
+    submitted_ = true;
+    return absl::OkStatus();
+  }
+
   void CancelEngineRequest() {
-    if (submitted_) context_.engine.load()->Cancel(engine_id_);
+    if (submitted_) ticket_.engine().Cancel(engine_id_);
   }
 
   ServiceContext& context_;
+  CallTicket ticket_;
   std::shared_ptr<GenerateStream> stream_;
   uint64_t engine_id_ = 0;
   bool submitted_ = false;
-  bool entered_ = false;
 };
 
 void GenerateStream::OnFinish(const FinishInfo& info) {

@@ -1,10 +1,27 @@
 #include "server/inference_service.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "server/admission.h"
 #include "server/generate_call.h"
 #include "server/score_call.h"
+#include "server/status_mapping.h"
 
 namespace arach::server {
+namespace {
+
+// Admits a unary call answered on `reactor`; when it is refused, finishes the call and returns nothing.
+std::optional<CallTicket> AdmitUnary(ServiceContext& context, grpc::ServerUnaryReactor* reactor) {
+  absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+  if (!ticket.ok()) {
+    reactor->Finish(ToGrpcStatus(ticket.status()));
+    return std::nullopt;
+  }
+  return std::move(*ticket);
+}
+
+}  // namespace
 
 grpc::ServerWriteReactor<arach::v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* call,
                                                                                   const arach::v1::GenerateRequest* request) {
@@ -20,11 +37,9 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
                                                          const arach::v1::GetModelInfoRequest* /*request*/,
                                                          arach::v1::ModelInfo* info) {
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  const Engine* engine = context_.engine.load();
-  if (engine == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is still loading"));
-    return reactor;
-  }
+  const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
+  if (!ticket) return reactor;
+  const Engine* engine = &ticket->engine();
   const ModelConfig& c = engine->model_config();
   info->set_model(context_.model_dir);
   info->set_architecture(std::string(ArchitectureName(c.arch)));
@@ -61,11 +76,9 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,
                                                      arach::v1::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  const Engine* engine = context_.engine.load();
-  if (engine == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is still loading"));
-    return reactor;
-  }
+  const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
+  if (!ticket) return reactor;
+  const Engine* engine = &ticket->engine();
   for (int i = 0; i < request->texts_size(); ++i) {
     if (request->texts(i).size() > context_.limits.max_tokenize_bytes) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

@@ -1,7 +1,9 @@
-// Protobuf <-> engine: turns API requests into engine requests (validating with the API's field names)
-// and engine results into API messages.
+// Protobuf <-> engine: turns API requests into engine requests and engine results into API messages.
+// The engine validates requests (engine/request.h); this file only enforces the API's own size limits
+// (request_limits.h) and names fields the way the proto does (GrpcFieldNames).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,15 +14,21 @@
 
 namespace arach::server {
 
-// Token ids of a prompt given as text (tokenized, BOS per the tokenizer's convention) or as ids
-// (checked against the vocabulary). `field` names the prompt in errors, e.g. "prompt" or "inputs[2]".
+// The proto path of an engine field: "temperature" -> "sampling.temperature", "arach_offset" ->
+// "variant.arach_offset", "prompt" -> `prompt_field` (e.g. "prompt.token_ids", "inputs[2].text").
+std::string GrpcFieldName(absl::string_view engine_field, const std::string& prompt_field);
+
+// A prompt given as text (tokenized, BOS per the tokenizer's convention) or as ids. `field` names the
+// prompt ("prompt" or "inputs[2]"); `*prompt_field` is set to the path of the branch given.
 absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const RequestLimits& limits, const std::string& field,
                                                bool has_text, const std::string& text, bool has_ids,
-                                               const arach::v1::TokenIds& ids);
+                                               const arach::v1::TokenIds& ids, std::string* prompt_field);
 
-// A validated engine request for `request` under `variant`.
-absl::StatusOr<GenerateRequest> ToEngineRequest(const Engine& engine, const RequestLimits& limits,
-                                                const arach::v1::GenerateRequest& request, const Variant& variant);
+// The engine request for `request` under `variant` (not yet validated: Engine::Submit does that with
+// GrpcFieldName). `*prompt_field` receives the proto path of the prompt.
+absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const RequestLimits& limits,
+                                              const arach::v1::GenerateRequest& request, const Variant& variant,
+                                              std::string* prompt_field);
 
 // The stream message for `chunk` (token ids, text, log-probs when asked).
 arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, bool with_logprobs);

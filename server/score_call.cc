@@ -3,8 +3,9 @@
 #include <cmath>
 #include <mutex>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "server/admission.h"
 #include "server/request_mapping.h"
 #include "server/status_mapping.h"
 
@@ -62,19 +63,20 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
   ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
                arach::v1::ScoreResponse* response)
       : context_(context) {
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+    if (!ticket.ok()) {
+      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0);
+      collector_->FinishNow(ToGrpcStatus(ticket.status()));
+      return;
+    }
+    ticket_ = std::move(*ticket);
     const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
     if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
     FillServedVariant(resolved, response->mutable_variant());
     collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size());
-    if (!context.state.TryEnter()) {
-      context.metrics->RecordRejected("unavailable");
-      collector_->FinishNow(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model is loading or the server is draining"));
-      return;
-    }
-    entered_ = true;
     const absl::Status status = Submit(call, *request, resolved.variant);
     if (!status.ok()) {
-      context.metrics->RecordRejected(absl::AsciiStrToLower(absl::StatusCodeToString(status.code())));
+      RecordRejection(context, status);
       CancelSubmitted();
       collector_->FinishNow(ToGrpcStatus(status));
     }
@@ -83,57 +85,50 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
   void OnCancel() override { CancelSubmitted(); }
   void OnDone() override {
     collector_->Detach();
-    if (entered_) context_.state.Leave();
+    ticket_.Release();
     delete this;
   }
 
  private:
   absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest& request, const Variant& variant) {
-    Engine& engine = *context_.engine.load();
+    Engine& engine = ticket_.engine();
     if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: empty");
     if (request.inputs_size() > context_.limits.max_score_inputs) {
       return absl::InvalidArgumentError(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the limit of ",
                                                      context_.limits.max_score_inputs));
     }
-    std::vector<GenerateRequest> requests;
     for (int i = 0; i < request.inputs_size(); ++i) {
       const arach::v1::ScoreInput& input = request.inputs(i);
-      const std::string field = absl::StrCat("inputs[", i, "]");
-      absl::StatusOr<std::vector<int32_t>> ids =
-          PromptIds(engine, context_.limits, field, input.input_case() == arach::v1::ScoreInput::kText, input.text(),
-                    input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids());
-      if (!ids.ok()) return ids.status();
-      if (ids->size() < 2) return absl::InvalidArgumentError(absl::StrCat(field, ": at least two tokens are needed to score"));
-      GenerateRequest r;
-      r.prompt = std::move(*ids);
-      r.sampling.max_tokens = 0;
-      r.sampling.prompt_logprobs = true;
+      std::string prompt_field;
+      EngineRequest r;
+      r.kind = RequestKind::kScore;
+      ARACH_ASSIGN_OR_RETURN(r.prompt, PromptIds(engine, context_.limits, absl::StrCat("inputs[", i, "]"),
+                                                 input.input_case() == arach::v1::ScoreInput::kText, input.text(),
+                                                 input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
+                                                 &prompt_field));
       r.variant = variant;
       if (call->deadline() != std::chrono::system_clock::time_point::max()) {
         r.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
       }
-      requests.push_back(std::move(r));
-    }
-    for (size_t i = 0; i < requests.size(); ++i) {
-      std::vector<int32_t> ids = requests[i].prompt;
-      absl::StatusOr<uint64_t> id = engine.Submit(std::move(requests[i]), collector_->SinkFor(static_cast<int>(i), std::move(ids)));
-      if (!id.ok()) return id.status();
+      std::vector<int32_t> ids = r.prompt;
+      ARACH_ASSIGN_OR_RETURN(const uint64_t id, engine.Submit(std::move(r), collector_->SinkFor(i, std::move(ids)),
+                                                              [&](absl::string_view field) { return GrpcFieldName(field, prompt_field); }));
       std::lock_guard<std::mutex> lock(ids_mutex_);
-      engine_ids_.push_back(*id);
+      engine_ids_.push_back(id);
     }
     return absl::OkStatus();
   }
 
   void CancelSubmitted() {
     std::lock_guard<std::mutex> lock(ids_mutex_);
-    for (uint64_t id : engine_ids_) context_.engine.load()->Cancel(id);
+    for (uint64_t id : engine_ids_) ticket_.engine().Cancel(id);
   }
 
   ServiceContext& context_;
+  CallTicket ticket_;
   std::shared_ptr<ScoreCollector> collector_;
   std::mutex ids_mutex_;
   std::vector<uint64_t> engine_ids_;
-  bool entered_ = false;
 };
 
 std::shared_ptr<RequestSink> ScoreCollector::SinkFor(int index, std::vector<int32_t> ids) {

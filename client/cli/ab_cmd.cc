@@ -10,17 +10,17 @@
 #include <mutex>
 #include <random>
 
-#include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "client/arach_client.h"
-#include "client/cli/cli_commands.h"
-#include "client/cli/cli_flags.h"
+#include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/load_loop.h"
+#include "client/cli/report_file.h"
 #include "client/cli/stats.h"
+#include "client/cli/stream_timing.h"
 #include "client/cli/variant_arg.h"
+#include "engine/features/variant_mix.h"
 #include "nlohmann/json.hpp"
 
 namespace arach::client {
@@ -68,68 +68,58 @@ json Difference(const std::vector<double>& a, const std::vector<double>& b, int 
 
 }  // namespace
 
-int RunAb() {
-  const std::vector<std::string> prompts = ReadPrompts(absl::GetFlag(FLAGS_prompts));
-  if (prompts.empty()) {
-    std::fprintf(stderr, "arach-cli ab: --prompts FILE with one prompt per line is required\n");
-    return 2;
+int RunAb(const AbOptions& options) {
+  const std::vector<std::string> prompts = ReadPrompts(options.prompts);
+  if (prompts.empty()) return ReportError("ab", absl::InvalidArgumentError("--prompts FILE with one prompt per line is required"));
+  std::vector<WeightedVariant> split;
+  if (!options.split.empty()) {
+    absl::StatusOr<std::vector<WeightedVariant>> parsed = ParseVariantMix(options.split);
+    if (!parsed.ok()) return ReportError("ab", absl::InvalidArgumentError(absl::StrCat("--split: ", parsed.status().message())));
+    split = std::move(*parsed);
   }
-  std::vector<std::pair<std::string, double>> split;
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_split), ',', absl::SkipWhitespace())) {
-    const std::vector<std::string> kv = absl::StrSplit(part, '=');
-    double weight;
-    if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &weight) || weight < 0 || !ParseVariantArg(kv[0]).ok()) {
-      std::fprintf(stderr, "arach-cli ab: --split \"%s\" is not VARIANT=WEIGHT\n", std::string(part).c_str());
-      return 2;
-    }
-    split.push_back({kv[0], weight});
-  }
-  const int count = absl::GetFlag(FLAGS_num_requests) > 0 ? absl::GetFlag(FLAGS_num_requests) : static_cast<int>(prompts.size());
-  std::mt19937_64 rng(absl::GetFlag(FLAGS_bench_seed));
-  double total_weight = 0;
-  for (const auto& [name, w] : split) total_weight += w;
+  std::vector<double> weights;
+  for (const WeightedVariant& entry : split) weights.push_back(entry.weight);
+  const int count = options.num_requests > 0 ? options.num_requests : static_cast<int>(prompts.size());
+  std::mt19937_64 rng(options.seed);
   std::vector<arach::v1::GenerateRequest> requests(count);
   for (int i = 0; i < count; ++i) {
     arach::v1::GenerateRequest& r = requests[i];
     r.set_text(prompts[i % prompts.size()]);
-    r.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
+    r.set_max_tokens(options.max_tokens);
     r.set_logprobs(true);
-    r.mutable_sampling()->set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
+    r.mutable_sampling()->set_temperature(static_cast<float>(options.temperature));
     if (split.empty()) {
       r.set_experiment_key(absl::StrFormat("ab-%d", i));
     } else {
-      double pick = std::uniform_real_distribution<double>(0, total_weight)(rng);
-      size_t v = 0;
-      while (v + 1 < split.size() && pick >= split[v].second) pick -= split[v++].second;
-      *r.mutable_variant() = *ParseVariantArg(split[v].first);
+      *r.mutable_variant() = ToVariantSpec(split[PickWeighted(weights, std::uniform_real_distribution<double>(0, 1)(rng))].choice);
     }
   }
-  auto client = ConnectFromFlags();
+  absl::StatusOr<std::unique_ptr<ArachClient>> client = Connect(options.connect);
+  if (!client.ok()) return ReportError("ab", client.status());
   std::vector<AbOutcome> outcomes(count);
   const auto start = std::chrono::steady_clock::now();
-  RunClosedLoop(count, absl::GetFlag(FLAGS_concurrency), [&](int i) {
+  RunClosedLoop(count, options.concurrency, [&](int i) {
     AbOutcome& o = outcomes[i];
-    const auto t0 = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point first;
+    StreamTimer timer;
     double logprob_sum = 0;
-    const grpc::Status s = client->Generate(requests[i], [&](const arach::v1::GenerateResponse& r) {
-      if (r.token_ids_size() > 0 && o.tokens == 0) first = std::chrono::steady_clock::now();
-      o.tokens += r.token_ids_size();
+    const grpc::Status s = (*client)->Generate(requests[i], [&](const arach::v1::GenerateResponse& r) {
+      timer.OnTokens(r.token_ids_size());
       for (const arach::v1::TokenLogprob& lp : r.logprobs()) logprob_sum += lp.logprob();
       if (r.has_finish()) o.variant = r.finish().variant().name();
     });
-    const auto end = std::chrono::steady_clock::now();
+    const StreamTiming t = timer.Finish();
+    o.tokens = t.tokens;
     o.ok = s.ok() && o.tokens > 0;
     if (!s.ok()) o.variant = "error";
-    o.e2e_ms = 1e3 * std::chrono::duration<double>(end - t0).count();
-    o.ttft_ms = 1e3 * std::chrono::duration<double>(first - t0).count();
-    o.tpot_ms = o.tokens > 1 ? 1e3 * std::chrono::duration<double>(end - first).count() / (o.tokens - 1) : 0;
+    o.e2e_ms = 1e3 * t.e2e_seconds;
+    o.ttft_ms = 1e3 * t.ttft_seconds;
+    o.tpot_ms = 1e3 * t.tpot_seconds;
     o.mean_logprob = o.tokens > 0 ? logprob_sum / o.tokens : 0;
   });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  const int resamples = absl::GetFlag(FLAGS_bootstrap);
-  const uint64_t seed = absl::GetFlag(FLAGS_bench_seed);
+  const int resamples = options.bootstrap;
+  const uint64_t seed = options.bootstrap_seed;
   std::map<std::string, std::vector<const AbOutcome*>> by_variant;
   std::vector<std::string> order;
   for (const AbOutcome& o : outcomes) {
@@ -139,7 +129,7 @@ int RunAb() {
   std::sort(order.begin(), order.end(), [](const std::string& x, const std::string& y) {
     return (x == "base") != (y == "base") ? x == "base" : x < y;  // base first when present
   });
-  json report = {{"server", absl::GetFlag(FLAGS_server)}, {"requests", count}, {"seconds", seconds},
+  json report = {{"server", options.connect.server}, {"requests", count}, {"seconds", seconds},
                  {"assignment", split.empty() ? "server experiment" : "client split"}};
   std::map<std::string, std::map<std::string, std::vector<double>>> series;
   for (const std::string& v : order) {
@@ -160,7 +150,7 @@ int RunAb() {
     for (const auto& [metric, values] : series[v]) entry[metric] = Describe(values, resamples, seed);
     report["variants"][v] = entry;
   }
-  std::printf("# arach-cli ab: %s, %d requests (%s), %.1f s\n", absl::GetFlag(FLAGS_server).c_str(), count,
+  std::printf("# arach-cli ab: %s, %d requests (%s), %.1f s\n", options.connect.server.c_str(), count,
               split.empty() ? "server experiment assigns" : "client split", seconds);
   std::printf("%-11s %8s %6s %10s %26s %26s %26s %28s\n", "variant", "requests", "share", "out tok/s", "TTFT ms (95% CI)",
               "TPOT ms (95% CI)", "E2E ms (95% CI)", "mean gen log-prob (95% CI)");
@@ -186,7 +176,9 @@ int RunAb() {
                   d["significant"].get<bool>() ? "significant" : "not significant");
     }
   }
-  if (!absl::GetFlag(FLAGS_json_out).empty()) std::ofstream(absl::GetFlag(FLAGS_json_out)) << report.dump(2) << "\n";
+  if (!options.json_out.empty()) {
+    if (absl::Status s = WriteReport(options.json_out, report); !s.ok()) return ReportError("ab", s);
+  }
   return 0;
 }
 

@@ -11,15 +11,17 @@
 #include <random>
 #include <thread>
 
-#include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/arach_client.h"
-#include "client/cli/cli_commands.h"
-#include "client/cli/cli_flags.h"
+#include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/load_loop.h"
+#include "client/cli/stats.h"
+#include "client/cli/stream_timing.h"
+#include "client/cli/variant_arg.h"
+#include "engine/features/variant_mix.h"
 #include "nlohmann/json.hpp"
 
 namespace arach::client {
@@ -48,12 +50,6 @@ struct Outcome {
   double ttft = 0, tpot = 0, e2e = 0;
   int tokens = 0;
 };
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(std::llround(p * (v.size() - 1))))];
-}
 
 nlohmann::json Summarise(const std::vector<Outcome>& outcomes, double seconds) {
   std::vector<double> ttft, tpot, e2e;
@@ -92,42 +88,29 @@ void PrintRow(const std::string& name, const nlohmann::json& s) {
 
 }  // namespace
 
-int RunBench() {
+int RunBench(const BenchOptions& o) {
   Range prompt_len, output_len;
-  if (!ParseRange(absl::GetFlag(FLAGS_prompt_len), &prompt_len) || !ParseRange(absl::GetFlag(FLAGS_output_len), &output_len)) {
-    std::fprintf(stderr, "--prompt_len / --output_len must be N or LOW:HIGH\n");
-    return 2;
+  if (!ParseRange(o.prompt_len, &prompt_len) || !ParseRange(o.output_len, &output_len)) {
+    return ReportError("bench", absl::InvalidArgumentError("--prompt_len / --output_len must be N or LOW:HIGH"));
   }
-  std::vector<std::pair<std::string, double>> mix;
-  double total_weight = 0;
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_variant_mix), ',', absl::SkipWhitespace())) {
-    const std::vector<std::string> kv = absl::StrSplit(part, '=');
-    double w = 1;
-    if (kv.empty() || (kv.size() == 2 && !absl::SimpleAtod(kv[1], &w)) || w < 0 || !VariantFromFlags(kv[0], NAN).ok()) {
-      std::fprintf(stderr, "--variant_mix: \"%s\" is not VARIANT=WEIGHT\n", std::string(part).c_str());
-      return 2;
-    }
-    mix.push_back({kv[0], w});
-    total_weight += w;
-  }
-  if (mix.empty() || total_weight <= 0) {
-    std::fprintf(stderr, "--variant_mix is empty\n");
-    return 2;
-  }
-  auto client = ConnectFromFlags();
+  absl::StatusOr<std::vector<WeightedVariant>> mix = ParseVariantMix(o.variant_mix);
+  if (!mix.ok()) return ReportError("bench", absl::InvalidArgumentError(absl::StrCat("--variant_mix: ", mix.status().message())));
+  std::vector<double> weights;
+  for (const WeightedVariant& entry : *mix) weights.push_back(entry.weight);
+  absl::StatusOr<std::unique_ptr<ArachClient>> connected = Connect(o.connect);
+  if (!connected.ok()) return ReportError("bench", connected.status());
+  ArachClient& client = **connected;
   arach::v1::ModelInfo info;
-  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) return ReportRpcFailure("bench", s);
-  const int num_requests = absl::GetFlag(FLAGS_num_requests);
-  std::mt19937_64 rng(absl::GetFlag(FLAGS_bench_seed));
+  if (const grpc::Status s = client.GetModelInfo(&info); !s.ok()) return ReportRpcFailure("bench", s);
+  const int num_requests = o.num_requests;
+  std::mt19937_64 rng(o.seed);
   std::vector<arach::v1::GenerateRequest> requests(num_requests);
   std::vector<std::string> variant_of(num_requests);
   for (int i = 0; i < num_requests; ++i) {
-    double pick = std::uniform_real_distribution<double>(0, total_weight)(rng);
-    size_t v = 0;
-    while (v + 1 < mix.size() && pick >= mix[v].second) pick -= mix[v++].second;
-    variant_of[i] = mix[v].first;
+    const WeightedVariant& entry = (*mix)[PickWeighted(weights, std::uniform_real_distribution<double>(0, 1)(rng))];
+    variant_of[i] = entry.label;
     arach::v1::GenerateRequest& r = requests[i];
-    *r.mutable_variant() = *VariantFromFlags(mix[v].first, NAN);
+    *r.mutable_variant() = ToVariantSpec(entry.choice);
     const int len = std::min<int>(prompt_len.Draw(rng), info.context_length() - output_len.high);
     for (int t = 0; t < std::max(1, len); ++t) r.mutable_token_ids()->add_ids(static_cast<int32_t>(rng() % info.vocab_size()));
     r.set_max_tokens(output_len.Draw(rng));
@@ -137,23 +120,22 @@ int RunBench() {
 
   std::vector<Outcome> outcomes(num_requests);
   auto run_one = [&](int i) {
-    Outcome& o = outcomes[i];
-    o.variant = variant_of[i];
-    const auto start = SteadyClock::now();
-    SteadyClock::time_point first;
-    const grpc::Status s = client->Generate(requests[i], [&](const arach::v1::GenerateResponse& response) {
-      if (response.token_ids_size() > 0 && o.tokens == 0) first = SteadyClock::now();
-      o.tokens += response.token_ids_size();
+    Outcome& out = outcomes[i];
+    out.variant = variant_of[i];
+    StreamTimer timer;
+    const grpc::Status s = client.Generate(requests[i], [&](const arach::v1::GenerateResponse& response) {
+      timer.OnTokens(response.token_ids_size());
     });
-    const auto end = SteadyClock::now();
-    o.code = s.error_code();
-    o.e2e = std::chrono::duration<double>(end - start).count();
-    if (o.tokens > 0) o.ttft = std::chrono::duration<double>(first - start).count();
-    if (o.tokens > 1) o.tpot = std::chrono::duration<double>(end - first).count() / (o.tokens - 1);
+    const StreamTiming t = timer.Finish();
+    out.code = s.error_code();
+    out.e2e = t.e2e_seconds;
+    out.ttft = t.ttft_seconds;
+    out.tpot = t.tpot_seconds;
+    out.tokens = t.tokens;
   };
 
-  const double rate = absl::GetFlag(FLAGS_rate);
-  const int concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  const double rate = o.rate;
+  const int concurrency = std::max(1, o.concurrency);
   const auto start = SteadyClock::now();
   std::vector<std::thread> threads;
   if (rate > 0) {  // open loop: Poisson arrivals
@@ -168,35 +150,35 @@ int RunBench() {
   for (std::thread& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
 
-  nlohmann::json report = {{"server", absl::GetFlag(FLAGS_server)},
+  nlohmann::json report = {{"server", o.connect.server},
                            {"model", info.model()},
                            {"device", info.device()},
                            {"mode", rate > 0 ? "poisson" : "concurrency"},
                            {"rate", rate},
                            {"concurrency", rate > 0 ? 0 : concurrency},
-                           {"prompt_len", absl::GetFlag(FLAGS_prompt_len)},
-                           {"output_len", absl::GetFlag(FLAGS_output_len)},
+                           {"prompt_len", o.prompt_len},
+                           {"output_len", o.output_len},
                            {"duration_seconds", seconds},
                            {"overall", Summarise(outcomes, seconds)}};
-  for (const auto& [name, weight] : mix) {
+  for (const WeightedVariant& entry : *mix) {
     std::vector<Outcome> subset;
-    for (const Outcome& o : outcomes) {
-      if (o.variant == name) subset.push_back(o);
+    for (const Outcome& outcome : outcomes) {
+      if (outcome.variant == entry.label) subset.push_back(outcome);
     }
-    report["variants"][name] = Summarise(subset, seconds);
+    report["variants"][entry.label] = Summarise(subset, seconds);
   }
-  if (absl::GetFlag(FLAGS_json)) {
+  if (o.json) {
     std::printf("%s\n", report.dump(2).c_str());
     return 0;
   }
   std::printf("# arach-cli bench: %s (%s, %s); %s, %d requests, prompt %s, output %s tokens, %.1f s\n",
-              absl::GetFlag(FLAGS_server).c_str(), info.model().c_str(), info.device().c_str(),
+              o.connect.server.c_str(), info.model().c_str(), info.device().c_str(),
               rate > 0 ? absl::StrFormat("Poisson %.2f req/s", rate).c_str() : absl::StrFormat("concurrency %d", concurrency).c_str(),
-              num_requests, absl::GetFlag(FLAGS_prompt_len).c_str(), absl::GetFlag(FLAGS_output_len).c_str(), seconds);
+              num_requests, o.prompt_len.c_str(), o.output_len.c_str(), seconds);
   std::printf("%-11s %13s %8s %10s %9s %9s %9s %8s %8s %8s %9s %9s %s\n", "variant", "ok/requests", "req/s", "out tok/s",
               "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms", "E2E p50", "p99 s", "errors");
   PrintRow("all", report["overall"]);
-  for (const auto& [name, weight] : mix) PrintRow(name, report["variants"][name]);
+  for (const WeightedVariant& entry : *mix) PrintRow(entry.label, report["variants"][entry.label]);
   return 0;
 }
 

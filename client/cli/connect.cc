@@ -1,39 +1,37 @@
 #include "client/cli/connect.h"
 
 #include <cstdio>
-#include <cstdlib>
 
-#include "absl/flags/flag.h"
-#include "client/cli/cli_flags.h"
 #include "engine/core/mapped_file.h"
+#include "engine/core/status.h"
 
 namespace arach::client {
 namespace {
 
-std::string ReadPem(const std::string& path) {
-  if (path.empty()) return "";
-  auto text = ReadFileToString(path);
-  if (!text.ok()) {
-    std::fprintf(stderr, "arach-cli: %s\n", text.status().ToString().c_str());
-    std::exit(2);  // a command-line tool: a missing certificate ends it
-  }
-  return *text;
+absl::StatusOr<std::string> ReadPem(const std::string& path) {
+  if (path.empty()) return std::string();
+  return ReadFileToString(path);
 }
 
 }  // namespace
 
-std::unique_ptr<ArachClient> ConnectFromFlags() {
+absl::StatusOr<std::unique_ptr<ArachClient>> Connect(const ConnectOptions& options) {
   ClientTls tls;
-  tls.root_certs = ReadPem(absl::GetFlag(FLAGS_tls_ca));
-  tls.cert_chain = ReadPem(absl::GetFlag(FLAGS_tls_cert));
-  tls.private_key = ReadPem(absl::GetFlag(FLAGS_tls_key));
-  tls.server_name = absl::GetFlag(FLAGS_tls_server_name);
-  return ArachClient::Connect(absl::GetFlag(FLAGS_server), tls);
+  ARACH_ASSIGN_OR_RETURN(tls.root_certs, ReadPem(options.tls_ca));
+  ARACH_ASSIGN_OR_RETURN(tls.cert_chain, ReadPem(options.tls_cert));
+  ARACH_ASSIGN_OR_RETURN(tls.private_key, ReadPem(options.tls_key));
+  tls.server_name = options.tls_server_name;
+  return ArachClient::Connect(options.server, tls);
 }
 
 int ReportRpcFailure(const char* command, const grpc::Status& status) {
   std::fprintf(stderr, "arach-cli %s: %d %s\n", command, static_cast<int>(status.error_code()), status.error_message().c_str());
   return 1;
+}
+
+int ReportError(const char* command, const absl::Status& status) {
+  std::fprintf(stderr, "arach-cli %s: %s\n", command, std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
 }  // namespace arach::client

@@ -9,15 +9,13 @@
 //   Latency (--latency_requests N): greedy generations of --latency_max_tokens tokens, one at a time.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
-#include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "client/arach_client.h"
-#include "client/cli/cli_commands.h"
-#include "client/cli/cli_flags.h"
+#include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/eval_tasks.h"
+#include "client/cli/report_file.h"
 #include "client/cli/stats.h"
 #include "client/cli/variant_arg.h"
 #include "nlohmann/json.hpp"
@@ -136,72 +134,71 @@ void PrintSentences(const json& section) {
 
 }  // namespace
 
-int RunEval() {
-  const std::string name_a = absl::GetFlag(FLAGS_a), name_b = absl::GetFlag(FLAGS_b);
-  auto spec_a = ParseVariantArg(name_a);
-  auto spec_b = ParseVariantArg(name_b);
-  if (!spec_a.ok() || !spec_b.ok()) {
-    std::fprintf(stderr, "arach-cli eval: %s\n", std::string((spec_a.ok() ? spec_b : spec_a).status().message()).c_str());
-    return 2;
-  }
-  auto client = ConnectFromFlags();
+int RunEval(const EvalOptions& o) {
+  const std::string& name_a = o.a;
+  const std::string& name_b = o.b;
+  absl::StatusOr<arach::v1::VariantSpec> spec_a = ParseVariantSpec(name_a);
+  absl::StatusOr<arach::v1::VariantSpec> spec_b = ParseVariantSpec(name_b);
+  if (!spec_a.ok()) return ReportError("eval", absl::InvalidArgumentError(absl::StrCat("--a: ", spec_a.status().message())));
+  if (!spec_b.ok()) return ReportError("eval", absl::InvalidArgumentError(absl::StrCat("--b: ", spec_b.status().message())));
+  absl::StatusOr<std::unique_ptr<ArachClient>> connected = Connect(o.connect);
+  if (!connected.ok()) return ReportError("eval", connected.status());
+  ArachClient& client = **connected;
   arach::v1::ModelInfo info;
-  if (const grpc::Status s = client->GetModelInfo(&info); !s.ok()) return ReportRpcFailure("eval", s);
-  const int resamples = absl::GetFlag(FLAGS_bootstrap);
-  const uint64_t seed = absl::GetFlag(FLAGS_bench_seed);
-  json report = {{"server", absl::GetFlag(FLAGS_server)}, {"model", info.model()}, {"a", name_a}, {"b", name_b},
+  if (const grpc::Status s = client.GetModelInfo(&info); !s.ok()) return ReportRpcFailure("eval", s);
+  const int resamples = o.bootstrap;
+  const uint64_t seed = o.bootstrap_seed;
+  json report = {{"server", o.connect.server}, {"model", info.model()}, {"a", name_a}, {"b", name_b},
                  {"bootstrap_resamples", resamples}};
-  auto fail = [](const absl::Status& s) {
-    std::fprintf(stderr, "arach-cli eval: %s\n", s.ToString().c_str());
-    return 1;
-  };
+  auto fail = [](const absl::Status& s) { return ReportError("eval", s); };
   std::vector<std::vector<int32_t>> latency_prompts;
-  if (!absl::GetFlag(FLAGS_lambada).empty()) {
-    auto items = LoadLambada(*client, absl::GetFlag(FLAGS_lambada), absl::GetFlag(FLAGS_lambada_limit));
+  if (!o.lambada.empty()) {
+    auto items = LoadLambada(client, o.lambada, o.lambada_limit);
     if (!items.ok()) return fail(items.status());
-    auto a = ScoreLambada(*client, *items, *spec_a);
+    auto a = ScoreLambada(client, *items, *spec_a);
     if (!a.ok()) return fail(a.status());
-    auto b = ScoreLambada(*client, *items, *spec_b);
+    auto b = ScoreLambada(client, *items, *spec_b);
     if (!b.ok()) return fail(b.status());
-    report["lambada"] = CompareLambada(*a, *b, name_a, name_b, resamples, seed, absl::GetFlag(FLAGS_items));
-    report["lambada"]["file"] = absl::GetFlag(FLAGS_lambada);
+    report["lambada"] = CompareLambada(*a, *b, name_a, name_b, resamples, seed, o.items);
+    report["lambada"]["file"] = o.lambada;
     for (const LambadaItem& item : *items) latency_prompts.push_back(item.context);
   }
-  if (!absl::GetFlag(FLAGS_text).empty()) {
-    auto windows = TextWindows(*client, absl::GetFlag(FLAGS_text), absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_max_windows),
-                               absl::GetFlag(FLAGS_val_fraction));
+  if (!o.text.empty()) {
+    auto windows = TextWindows(client, o.text, o.window, o.max_windows, o.val_fraction);
     if (!windows.ok()) return fail(windows.status());
-    auto a = ScoreWindows(*client, *windows, *spec_a);
+    auto a = ScoreWindows(client, *windows, *spec_a);
     if (!a.ok()) return fail(a.status());
-    auto b = ScoreWindows(*client, *windows, *spec_b);
+    auto b = ScoreWindows(client, *windows, *spec_b);
     if (!b.ok()) return fail(b.status());
     report["text"] = CompareText(*a, *b, name_a, name_b, resamples, seed);
-    report["text"]["file"] = absl::GetFlag(FLAGS_text);
+    report["text"]["file"] = o.text;
     if (latency_prompts.empty()) {
       for (const auto& w : *windows) latency_prompts.emplace_back(w.begin(), w.begin() + std::min<size_t>(w.size(), 64));
     }
   }
-  const int latency_requests = absl::GetFlag(FLAGS_latency_requests);
-  if (latency_requests > 0 && !latency_prompts.empty()) {
-    latency_prompts.resize(std::min<size_t>(latency_prompts.size(), latency_requests));
-    const int max_tokens = absl::GetFlag(FLAGS_latency_max_tokens);
-    for (auto& p : latency_prompts) {  // leave room for the generated tokens
-      p.resize(std::min<size_t>(p.size(), info.context_length() - max_tokens - 1));
+  if (o.latency_requests > 0 && !latency_prompts.empty()) {
+    // Each prompt leaves room for the generated tokens (signed: max_tokens may exceed the context).
+    const int64_t room = static_cast<int64_t>(info.context_length()) - o.latency_max_tokens - 1;
+    if (room < 1) {
+      return fail(absl::InvalidArgumentError(absl::StrCat("--latency_max_tokens ", o.latency_max_tokens,
+                                                          " leaves no room for a prompt in the model's context of ",
+                                                          info.context_length())));
     }
-    auto a = MeasureLatency(*client, latency_prompts, *spec_a, max_tokens);
+    latency_prompts.resize(std::min<size_t>(latency_prompts.size(), o.latency_requests));
+    for (auto& p : latency_prompts) p.resize(std::min<size_t>(p.size(), static_cast<size_t>(room)));
+    auto a = MeasureLatency(client, latency_prompts, *spec_a, o.latency_max_tokens);
     if (!a.ok()) return fail(a.status());
-    auto b = MeasureLatency(*client, latency_prompts, *spec_b, max_tokens);
+    auto b = MeasureLatency(client, latency_prompts, *spec_b, o.latency_max_tokens);
     if (!b.ok()) return fail(b.status());
     report["latency"] = CompareLatency(*a, *b, name_a, name_b, resamples, seed);
   }
-  std::printf("arach-cli eval: %s vs %s on %s (%s)\n", name_b.c_str(), name_a.c_str(), info.model().c_str(),
-              absl::GetFlag(FLAGS_server).c_str());
+  std::printf("arach-cli eval: %s vs %s on %s (%s)\n", name_b.c_str(), name_a.c_str(), info.model().c_str(), o.connect.server.c_str());
   for (const char* section : {"lambada", "text", "latency"}) {
     if (report.contains(section)) PrintSentences(report[section]);
   }
-  if (!absl::GetFlag(FLAGS_json_out).empty()) {
-    std::ofstream(absl::GetFlag(FLAGS_json_out)) << report.dump(2) << "\n";
-    std::printf("report written to %s\n", absl::GetFlag(FLAGS_json_out).c_str());
+  if (!o.json_out.empty()) {
+    if (absl::Status s = WriteReport(o.json_out, report); !s.ok()) return fail(s);
+    std::printf("report written to %s\n", o.json_out.c_str());
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli/stream_timing.h"
 #include "engine/core/mapped_file.h"
 #include "nlohmann/json.hpp"
 
@@ -68,7 +69,7 @@ absl::StatusOr<std::vector<LambadaItem>> LoadLambada(ArachClient& client, const 
     const size_t space = text.rfind(' ');
     if (space == std::string::npos) return absl::InvalidArgumentError(absl::StrCat(path, ": line ", number, " has one word"));
     contexts.push_back(text.substr(0, space));
-    targets.push_back(" " + text.substr(space + 1));
+    targets.push_back(absl::StrCat(" ", absl::string_view(text).substr(space + 1)));
   }
   auto context_ids = Tokenize(client, contexts, /*add_bos=*/true);
   if (!context_ids.ok()) return context_ids.status();
@@ -138,18 +139,11 @@ absl::StatusOr<std::vector<LatencySample>> MeasureLatency(ArachClient& client, c
     request.set_ignore_eos(true);
     request.mutable_sampling()->set_temperature(0.0f);
     *request.mutable_variant() = variant;
-    LatencySample s;
-    const auto start = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point first;
-    const grpc::Status status = client.Generate(request, [&](const arach::v1::GenerateResponse& r) {
-      if (r.token_ids_size() > 0 && s.tokens == 0) first = std::chrono::steady_clock::now();
-      s.tokens += r.token_ids_size();
-    });
+    StreamTimer timer;
+    const grpc::Status status = client.Generate(request, [&](const arach::v1::GenerateResponse& r) { timer.OnTokens(r.token_ids_size()); });
     if (!status.ok()) return FromGrpc(status, "Generate");
-    const auto end = std::chrono::steady_clock::now();
-    s.e2e = std::chrono::duration<double>(end - start).count();
-    s.ttft = std::chrono::duration<double>(first - start).count();
-    s.tpot = s.tokens > 1 ? std::chrono::duration<double>(end - first).count() / (s.tokens - 1) : 0.0;
+    const StreamTiming t = timer.Finish();
+    LatencySample s{t.ttft_seconds, t.tpot_seconds, t.e2e_seconds, t.tokens};
     samples.push_back(s);
   }
   return samples;

@@ -1,29 +1,23 @@
 #include "client/cli/variant_arg.h"
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-
 namespace arach::client {
 
-absl::StatusOr<arach::v1::VariantSpec> ParseVariantArg(const std::string& arg) {
-  const size_t at = arg.find('@');
-  const std::string name = arg.substr(0, at);
+arach::v1::VariantSpec ToVariantSpec(const VariantChoice& choice) {
   arach::v1::VariantSpec spec;
-  if (name == "base" || name == "skip") {
-    spec.set_arach(false);
-  } else if (name == "arach" || name == "arach+skip") {
-    spec.set_arach(true);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("variant \"", arg, "\": use base, arach, skip or arach+skip[@OFFSET]"));
+  spec.set_arach(choice.variant.arach);
+  spec.set_skip(choice.variant.skip);
+  if (choice.offset) spec.set_arach_offset(*choice.offset);
+  return spec;
+}
+
+absl::StatusOr<arach::v1::VariantSpec> ParseVariantSpec(const std::string& variant, std::optional<double> offset) {
+  arach::v1::VariantSpec spec;
+  if (!variant.empty()) {
+    absl::StatusOr<VariantChoice> choice = ParseVariantChoice(variant);
+    if (!choice.ok()) return choice.status();
+    spec = ToVariantSpec(*choice);
   }
-  spec.set_skip(name == "skip" || name == "arach+skip");
-  if (at != std::string::npos) {
-    float offset;
-    if (!absl::SimpleAtof(arg.substr(at + 1), &offset)) {
-      return absl::InvalidArgumentError(absl::StrCat("variant \"", arg, "\": the offset after @ is not a number"));
-    }
-    spec.set_arach_offset(offset);
-  }
+  if (offset) spec.set_arach_offset(static_cast<float>(*offset));
   return spec;
 }
 

@@ -39,7 +39,6 @@ struct AttentionParams {
   const int32_t* positions = nullptr;          // [num_verbal_rows] device
   const int32_t* block_table_start = nullptr;  // [num_seqs + 1] device, offsets into block_tables
   const int32_t* block_tables = nullptr;       // [block_table_start[num_seqs]] device, block ids
-  int max_context = 0;                         // max over sequences of positions[last row] + 1
 
   // ARACH hub term; num_hub_rows == 0 means no sequence has it.
   int num_hub_rows = 0;

@@ -1,9 +1,12 @@
 #include "engine/backend/backend.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/status.h"
 #include "engine/backend/cuda/cuda_device.h"
+#include "engine/backend/op_checks.h"
 #if ARACH_WITH_CUDA
 #include "engine/backend/cuda/cuda_backend.h"
 #endif
@@ -16,6 +19,72 @@ absl::StatusOr<DeviceKind> ParseDeviceKind(absl::string_view name) {
   if (name == "cpu") return DeviceKind::kCpu;
   if (name == "cuda") return DeviceKind::kCuda;
   return absl::InvalidArgumentError(absl::StrCat("device \"", name, "\" is not one of cpu, cuda"));
+}
+
+bool Backend::Passes(absl::Status check) {
+  if (check.ok()) return true;
+  if (failed_check_.ok()) failed_check_ = std::move(check);
+  return false;
+}
+
+absl::Status Backend::Synchronize() {
+  absl::Status device = SynchronizeImpl();
+  if (!failed_check_.ok()) return std::exchange(failed_check_, absl::OkStatus());
+  return device;
+}
+
+void Backend::Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table, const DeviceMatrix& position_table,
+                    const DeviceMatrix& out) {
+  if (Passes(op_checks::CheckEmbed(table, position_table, out))) EmbedImpl(ids, positions, table, position_table, out);
+}
+
+void Backend::LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                        const DeviceMatrix& out) {
+  if (Passes(op_checks::CheckNorm("layer norm", in, weight, bias, out))) LayerNormImpl(in, weight, bias, eps, out);
+}
+
+void Backend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
+  if (Passes(op_checks::CheckNorm("rms norm", in, weight, DeviceMatrix{}, out))) RmsNormImpl(in, weight, eps, out);
+}
+
+void Backend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+                     bool accumulate) {
+  if (Passes(op_checks::CheckLinear(in, weight, bias, out))) LinearImpl(in, weight, bias, out, accumulate);
+}
+
+void Backend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                   const float* inv_freq) {
+  if (Passes(op_checks::CheckRope(x, heads, head_dim, rotary_dim))) RopeImpl(x, heads, head_dim, rotary_dim, positions, inv_freq);
+}
+
+void Backend::Activate(Activation act, const DeviceMatrix& x) { ActivateImpl(act, x); }
+
+void Backend::GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
+  if (Passes(op_checks::CheckGatedActivate(in, out))) GatedActivateImpl(act, in, out);
+}
+
+void Backend::Add(const DeviceMatrix& x, const DeviceMatrix& y) {
+  if (Passes(op_checks::CheckSameShape("add", x, y))) AddImpl(x, y);
+}
+
+void Backend::WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
+  if (Passes(op_checks::CheckWriteKv(k, v, kv))) WriteKvImpl(k, v, slots, kv);
+}
+
+void Backend::Attention(const AttentionParams& params) {
+  if (Passes(op_checks::CheckAttention(params, max_attention_head_dim()))) AttentionImpl(params);
+}
+
+void Backend::GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
+  if (Passes(op_checks::CheckRowCopy("gather rows", src, dst))) GatherRowsImpl(src, rows, dst);
+}
+
+void Backend::ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
+  if (Passes(op_checks::CheckRowCopy("scatter rows", src, dst))) ScatterRowsImpl(src, rows, dst, accumulate);
+}
+
+void Backend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
+  if (Passes(op_checks::CheckRowCopy("fill rows", row, out))) FillRowsImpl(row, out);
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind) {

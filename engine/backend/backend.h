@@ -4,6 +4,10 @@
 //
 // Pointers named "device" point into memory from Allocate(); metadata arrays (token ids, positions,
 // block tables) are copied there with CopyToDevice before the ops that read them.
+//
+// Every op is a non-virtual entry point that first checks its arguments (engine/backend/op_checks.h, the
+// same checks for every device) and then runs the device's kernel (the protected *Impl methods). A failed
+// check skips the kernel and is reported by the next Synchronize(), like an asynchronous device error.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/attention_params.h"
 #include "engine/backend/device_matrix.h"
-#include "engine/model/model_config.h"
+#include "engine/core/activation.h"
 
 namespace arach {
 
@@ -50,41 +54,70 @@ class Backend {
   virtual void DownloadFloat(float* host_dst, const DeviceMatrix& src) = 0;
   // Memory the device could still give (CPU: MemAvailable of the host).
   virtual absl::StatusOr<size_t> FreeMemoryBytes() = 0;
-  // Waits for queued work; reports asynchronous device errors.
-  virtual absl::Status Synchronize() = 0;
 
   // ---- ops (all shapes in rows x cols; `out` may not alias inputs unless stated)
   // out[i] = table[ids[i]] (+ position_table[positions[i]] when position_table.data != null).
   // ids, positions: [out.rows] device.
-  virtual void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
-                     const DeviceMatrix& position_table, const DeviceMatrix& out) = 0;
+  void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table, const DeviceMatrix& position_table,
+             const DeviceMatrix& out);
   // out = LayerNorm(in) * weight + bias; weight, bias: [1, cols].
-  virtual void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
-                         float eps, const DeviceMatrix& out) = 0;
+  void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps, const DeviceMatrix& out);
   // out = in / rms(in) * weight.
-  virtual void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) = 0;
+  void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out);
   // out = in W^T + bias (+ out when accumulate). in: [M, K], weight: [N, K], bias: [1, N] or empty, out: [M, N].
-  virtual void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
-                      const DeviceMatrix& out, bool accumulate) = 0;
+  void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+              bool accumulate);
   // Rotates, in place, the first rotary_dim dims of every head of `x` ([rows, heads * head_dim]) by
   // positions[row] * inv_freq (rotate-half convention). positions: [rows] device; inv_freq: [rotary_dim/2] device.
-  virtual void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                    const float* inv_freq) = 0;
+  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq);
   // x = act(x) in place.
-  virtual void Activate(Activation act, const DeviceMatrix& x) = 0;
+  void Activate(Activation act, const DeviceMatrix& x);
   // out = act(in[:, :I]) * in[:, I:], in: [M, 2I], out: [M, I].
-  virtual void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) = 0;
+  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out);
   // x += y.
-  virtual void Add(const DeviceMatrix& x, const DeviceMatrix& y) = 0;
+  void Add(const DeviceMatrix& x, const DeviceMatrix& y);
   // Writes k[i], v[i] ([rows, kv_heads * head_dim]) into the cache slot slots[i] (block * block_size + offset).
-  virtual void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) = 0;
-  virtual void Attention(const AttentionParams& params) = 0;
+  void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv);
+  void Attention(const AttentionParams& params);
   // dst[i] = src[rows[i]], rows: [dst.rows] device.
-  virtual void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) = 0;
+  void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst);
   // dst[rows[i]] = src[i] (accumulate: +=), rows: [src.rows] device, distinct.
-  virtual void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) = 0;
+  void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate);
   // Every row of out = row ([1, out.cols]).
-  virtual void FillRows(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
+  void FillRows(const DeviceMatrix& row, const DeviceMatrix& out);
+
+  // Waits for queued work; reports the first failed op check, then asynchronous device errors.
+  absl::Status Synchronize();
+  // The largest attention head size the device's kernels take (even sizes only).
+  virtual int max_attention_head_dim() const = 0;
+
+ protected:
+  // The device kernels behind the ops above, called with checked arguments.
+  virtual void EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+                         const DeviceMatrix& position_table, const DeviceMatrix& out) = 0;
+  virtual void LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                             const DeviceMatrix& out) = 0;
+  virtual void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) = 0;
+  virtual void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
+                          const DeviceMatrix& out, bool accumulate) = 0;
+  virtual void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                        const float* inv_freq) = 0;
+  virtual void ActivateImpl(Activation act, const DeviceMatrix& x) = 0;
+  virtual void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) = 0;
+  virtual void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) = 0;
+  virtual void WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) = 0;
+  virtual void AttentionImpl(const AttentionParams& params) = 0;
+  virtual void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) = 0;
+  virtual void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) = 0;
+  virtual void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
+  // Waits for the device; reports its asynchronous errors.
+  virtual absl::Status SynchronizeImpl() = 0;
+
+ private:
+  // Keeps the first failed check until Synchronize; true when `check` passed.
+  bool Passes(absl::Status check);
+
+  absl::Status failed_check_;
 };
 
 // Creates the backend for `kind`; CUDA fails with FAILED_PRECONDITION where it was not built or no GPU is present.

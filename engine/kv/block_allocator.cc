@@ -5,9 +5,6 @@
 #include "engine/core/status.h"
 
 namespace arach {
-namespace {
-
-}  // namespace
 
 uint64_t BlockContent::Hash() const {
   uint64_t h = Mix64(parent_hash + 0x9e3779b97f4a7c15ull) ^ Mix64(variant_key + 0x632be59bd9b4e019ull);

@@ -128,14 +128,16 @@ absl::Status ParseRope(const ConfigReader& reader, ModelConfig& config, double d
   if (params != nullptr) {
     ARACH_ASSIGN_OR_RETURN(config.rope.theta, sub.Number({"rope_theta"}, config.rope.theta));
   }
-  ARACH_ASSIGN_OR_RETURN(config.rope.type, sub.String({"rope_type", "type"}, std::string("default")));
-  if (config.rope.type == "default") return absl::OkStatus();
-  if (config.rope.type == "linear") {
+  ARACH_ASSIGN_OR_RETURN(const std::string type, sub.String({"rope_type", "type"}, std::string("default")));
+  if (type == "default") return absl::OkStatus();
+  if (type == "linear") {
+    config.rope.scaling = RopeScaling::kLinear;
     ARACH_ASSIGN_OR_RETURN(config.rope.factor, sub.Number({"factor"}));
     if (config.rope.factor <= 0) return sub.Error("factor", "must be positive");
     return absl::OkStatus();
   }
-  if (config.rope.type == "llama3") {
+  if (type == "llama3") {
+    config.rope.scaling = RopeScaling::kLlama3;
     ARACH_ASSIGN_OR_RETURN(config.rope.factor, sub.Number({"factor"}));
     ARACH_ASSIGN_OR_RETURN(config.rope.low_freq_factor, sub.Number({"low_freq_factor"}));
     ARACH_ASSIGN_OR_RETURN(config.rope.high_freq_factor, sub.Number({"high_freq_factor"}));
@@ -145,7 +147,7 @@ absl::Status ParseRope(const ConfigReader& reader, ModelConfig& config, double d
     }
     return absl::OkStatus();
   }
-  return sub.Error("rope_type", absl::StrCat("\"", config.rope.type, "\" is not supported (default, linear, llama3)"));
+  return sub.Error("rope_type", absl::StrCat("\"", type, "\" is not supported (default, linear, llama3)"));
 }
 
 absl::Status ParseGpt2(const ConfigReader& r, ModelConfig& c) {
@@ -200,10 +202,9 @@ absl::Status ParseGptNeox(const ConfigReader& r, ModelConfig& c) {
   c.head_dim = c.hidden_size / c.num_heads;
   // Rotary fraction: classic `rotary_pct`, newer `partial_rotary_factor` (top level or in rope_parameters).
   double fraction = 1.0;
-  const nlohmann::json* params = r.Lookup({"rope_parameters"});
-  if (params != nullptr && params->is_object() && params->contains("partial_rotary_factor") &&
-      (*params)["partial_rotary_factor"].is_number()) {
-    fraction = (*params)["partial_rotary_factor"].get<double>();
+  if (const nlohmann::json* params = r.Lookup({"rope_parameters"}); params != nullptr && params->is_object()) {
+    const ConfigReader sub(*params, absl::StrCat(r.source(), " (rope_parameters)"));
+    ARACH_ASSIGN_OR_RETURN(fraction, sub.Number({"partial_rotary_factor"}, fraction));
   }
   ARACH_ASSIGN_OR_RETURN(fraction, r.Number({"partial_rotary_factor", "rotary_pct"}, fraction));
   if (fraction <= 0.0 || fraction > 1.0) return r.Error("rotary_pct", "must be in (0, 1]");
@@ -261,9 +262,9 @@ std::vector<float> RopeConfig::InverseFrequencies() const {
     // Same float32 arithmetic as torch: base ** (arange(0, r, 2) / r)
     const float exponent = static_cast<float>(2 * i) / static_cast<float>(rotary_dim);
     double freq = 1.0 / std::pow(theta, static_cast<double>(exponent));
-    if (type == "linear") {
+    if (scaling == RopeScaling::kLinear) {
       freq /= factor;
-    } else if (type == "llama3") {
+    } else if (scaling == RopeScaling::kLlama3) {
       const double low_wavelen = original_max_position_embeddings / low_freq_factor;
       const double high_wavelen = original_max_position_embeddings / high_freq_factor;
       const double wavelen = 2 * kPi / freq;

@@ -4,23 +4,29 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/core/activation.h"
 
 namespace arach {
 
 enum class Architecture { kGpt2, kGptNeox, kLlama };
 enum class NormKind { kLayerNorm, kRmsNorm };
-enum class Activation { kGeluTanh, kGeluErf, kSilu, kRelu };
 
 absl::string_view ArchitectureName(Architecture arch);  // "gpt2", "gpt_neox", "llama"
+
+// How RoPE frequencies are rescaled for long contexts (config `rope_type`).
+enum class RopeScaling {
+  kNone,    // "default"
+  kLinear,  // "linear": positions / factor
+  kLlama3,  // "llama3": low frequencies / factor, a smooth band, high frequencies unchanged
+};
 
 // Rotary position embedding settings (rotate-half convention, as HF GPT-NeoX and Llama use).
 struct RopeConfig {
   int rotary_dim = 0;      // leading dims of each head that rotate (even; head_dim for Llama)
   double theta = 10000.0;  // base of the inverse frequencies
-  // Frequency scaling: "default" (none), "linear" (positions / factor) or "llama3".
-  std::string type = "default";
+  RopeScaling scaling = RopeScaling::kNone;
   double factor = 1.0;                     // linear and llama3
   double low_freq_factor = 1.0;            // llama3
   double high_freq_factor = 4.0;           // llama3

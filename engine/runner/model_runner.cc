@@ -4,13 +4,23 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/op_checks.h"
 #include "engine/core/status.h"
 
 namespace arach {
+namespace {
+
+// A batch that breaks the runner's contract (its callers validate requests first): a bug, never user input.
+absl::Status Broken(size_t sequence, absl::string_view what) {
+  return absl::InternalError(absl::StrCat("forward batch, sequence ", sequence, ": ", what));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr<Backend> backend,
                                                                  const ModelConfig& config, ModelWeights&& weights,
                                                                  FeatureWeights&& features, const KvCacheConfig& kv) {
+  ARACH_RETURN_IF_ERROR(op_checks::CheckAttentionHeadDim(config.head_dim, backend->max_attention_head_dim()));
   std::unique_ptr<ModelRunner> runner(new ModelRunner());
   runner->config_ = config;
   runner->backend_ = std::move(backend);
@@ -45,39 +55,23 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
     const int n = static_cast<int>(seq.tokens.size());
-    if (n == 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": no new tokens"));
-    if (seq.block_table == nullptr) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": no block table"));
-    if (seq.start_position < 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": negative start position"));
-    if (seq.variant.skip && !has_adapter()) {
-      return absl::FailedPreconditionError(absl::StrCat("sequence ", s, ": the ", seq.variant.Name(),
-                                                        " variant needs the pre-projection + skip adapter, and this "
-                                                        "model was loaded without one (--adapter FILE)"));
-    }
-    if (seq.variant.arach && !std::isfinite(seq.variant.arach_offset)) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": ARACH offset ", seq.variant.arach_offset, " is not finite"));
-    }
+    if (n == 0) return Broken(s, "no new tokens");
+    if (seq.block_table == nullptr) return Broken(s, "no block table");
+    if (seq.start_position < 0) return Broken(s, "negative start position");
     const int end = seq.start_position + n;
-    if (end > config_.max_positions) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": ", end, " tokens exceed the model's context of ",
-                                                     config_.max_positions));
-    }
+    if (end > config_.max_positions) return Broken(s, absl::StrCat(end, " tokens exceed the model's context of ", config_.max_positions));
     if (seq.block_table->capacity() < end) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": block table holds ", seq.block_table->capacity(),
-                                                     " positions, ", end, " needed"));
+      return Broken(s, absl::StrCat("block table holds ", seq.block_table->capacity(), " positions, ", end, " needed"));
     }
     for (int32_t block : seq.block_table->blocks()) {
       if (block < 0 || block >= kv_cache_->num_blocks()) {
-        return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": block id ", block, " is outside the pool of ",
-                                                       kv_cache_->num_blocks()));
+        return Broken(s, absl::StrCat("block id ", block, " is outside the pool of ", kv_cache_->num_blocks()));
       }
     }
     const int first_row = static_cast<int>(flat.ids.size());
     for (int i = 0; i < n; ++i) {
       const int32_t id = seq.tokens[i];
-      if (id < 0 || id >= config_.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": token id ", id, " at index ", i,
-                                                       " is outside the vocabulary [0, ", config_.vocab_size, ")"));
-      }
+      if (id < 0 || id >= config_.vocab_size) return Broken(s, absl::StrCat("token id ", id, " is outside the vocabulary"));
       const int position = seq.start_position + i;
       flat.ids.push_back(id);
       flat.positions.push_back(position);
@@ -90,7 +84,6 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     const int used_blocks = (end + block_size - 1) / block_size;
     flat.block_tables.insert(flat.block_tables.end(), blocks.begin(), blocks.begin() + used_blocks);
     flat.block_table_start.push_back(static_cast<int32_t>(flat.block_tables.size()));
-    flat.max_context = std::max(flat.max_context, end);
     if (seq.logits == LogitsMode::kLast) {
       flat.logit_rows.push_back(first_row + n - 1);
     } else if (seq.logits == LogitsMode::kAll) {
@@ -233,7 +226,6 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   attention.positions = positions;
   attention.block_table_start = table_start;
   attention.block_tables = tables;
-  attention.max_context = flat.max_context;
   attention.num_hub_rows = num_hub;
   attention.hub_start = hub_start;
   attention.hub_logit_offset = hub_offsets;

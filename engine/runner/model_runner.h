@@ -27,9 +27,9 @@ class ModelRunner {
                                                              ModelWeights&& weights, FeatureWeights&& features,
                                                              const KvCacheConfig& kv);
 
-  // Runs the forward. Invalid input (token ids outside the vocabulary, positions past the context,
-  // block tables too short, a non-finite ARACH offset) is INVALID_ARGUMENT naming the sequence and value;
-  // the skip variant without an adapter is FAILED_PRECONDITION. Nothing is written then.
+  // Runs the forward. Callers validate requests first (Engine::Submit, OfflineSession); a batch that still
+  // breaks the contract (token ids outside the vocabulary, positions past the context, block tables too
+  // short or outside the pool) is INTERNAL naming the sequence, and nothing is written then.
   absl::StatusOr<ForwardOutput> Execute(const ForwardBatch& batch);
 
   const ModelConfig& config() const { return config_; }
@@ -56,7 +56,6 @@ class ModelRunner {
     std::vector<int32_t> skip_rows;          // rows (verbal and hub) of skip-on sequences
     std::vector<int32_t> logit_rows;         // verbal rows whose logits are returned
     std::vector<int> logit_row_start;        // [S + 1]
-    int max_context = 0;
     int num_hub_rows() const { return hub_start.back(); }
   };
   absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch) const;

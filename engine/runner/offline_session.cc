@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "engine/sampling/logprobs.h"
 
 namespace arach {
 namespace {
@@ -30,19 +31,22 @@ class SequenceTables {
 OfflineSession::OfflineSession(ModelRunner& runner)
     : runner_(runner), allocator_(runner.kv_cache().num_blocks()) {}
 
-int32_t ArgMax(std::span<const float> values) {
-  return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
-}
-
-double LogSoftmaxAt(std::span<const float> values, int32_t index) {
-  const float max_value = *std::max_element(values.begin(), values.end());
-  double sum = 0.0;
-  for (float v : values) sum += std::exp(static_cast<double>(v) - max_value);
-  return static_cast<double>(values[index]) - max_value - std::log(sum);
+absl::Status OfflineSession::CheckInput(const std::vector<int32_t>& tokens, const Variant& variant, size_t index) const {
+  const std::string field = absl::StrCat("sequences[", index, "]");
+  if (tokens.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": empty"));
+  ARACH_RETURN_IF_ERROR(CheckTokenIds(tokens, runner_.config().vocab_size, field));
+  if (static_cast<int>(tokens.size()) > runner_.config().max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", tokens.size(), " tokens exceed the model's context of ",
+                                                   runner_.config().max_positions));
+  }
+  return variant.Validate(runner_.has_adapter());
 }
 
 absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk,
                                              const LogitsFn& fn, const std::vector<Variant>& variants) {
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    ARACH_RETURN_IF_ERROR(CheckInput(sequences[s], variants.empty() ? Variant{} : variants[s], s));
+  }
   SequenceTables tables(allocator_, runner_.kv_cache().block_size(), sequences.size());
   std::vector<int> done(sequences.size(), 0);  // tokens already fed per sequence
   while (true) {
@@ -106,7 +110,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy
     return absl::InvalidArgumentError("GreedyOptions::per_sequence must give one variant per prompt");
   }
   for (size_t s = 0; s < count; ++s) {
-    if (prompts[s].empty()) return absl::InvalidArgumentError(absl::StrCat("prompt ", s, " is empty"));
+    ARACH_RETURN_IF_ERROR(CheckInput(prompts[s], options.per_sequence.empty() ? options.variant : options.per_sequence[s], s));
   }
   while (true) {
     ForwardBatch batch;

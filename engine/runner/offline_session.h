@@ -4,14 +4,14 @@
 #pragma once
 
 #include <functional>
-
-#include "engine/features/variant.h"
 #include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/features/variant.h"
 #include "engine/kv/block_allocator.h"
 #include "engine/runner/model_runner.h"
+#include "engine/sampling/logprobs.h"
 
 namespace arach {
 
@@ -52,13 +52,12 @@ class OfflineSession {
   BlockAllocator& allocator() { return allocator_; }
 
  private:
+  // The checks of the engine's requests, for sequence `index` of a call: known token ids, within the
+  // context, a variant the model can run.
+  absl::Status CheckInput(const std::vector<int32_t>& tokens, const Variant& variant, size_t index) const;
+
   ModelRunner& runner_;
   BlockAllocator allocator_;
 };
-
-// Index of the largest value (the first one on ties).
-int32_t ArgMax(std::span<const float> values);
-// log softmax(values)[index], computed in double precision.
-double LogSoftmaxAt(std::span<const float> values, int32_t index);
 
 }  // namespace arach

@@ -8,7 +8,6 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockAllocator& allocator) :
 
 void Scheduler::Add(Sequence* seq) {
   seq->state = SequenceState::kWaiting;
-  seq->arrival = next_arrival_++;
   waiting_.push_back(seq);
 }
 

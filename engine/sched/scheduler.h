@@ -69,7 +69,6 @@ class Scheduler {
   BlockAllocator& allocator_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // arrival order, oldest first
-  int64_t next_arrival_ = 0;
   int64_t preemptions_ = 0;
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;

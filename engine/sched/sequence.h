@@ -31,7 +31,6 @@ struct Sequence {
   uint64_t last_block_hash = 0;       // chain hash of block num_registered_blocks - 1 (0: none)
   int num_cached_prompt_tokens = 0;   // prompt tokens found in the prefix cache at the last admission
   int num_preemptions = 0;
-  int64_t arrival = 0;                // arrival order (set by the scheduler)
 
   int num_generated() const { return static_cast<int>(tokens.size()) - prompt_len; }
   int num_uncomputed() const { return static_cast<int>(tokens.size()) - num_computed; }

@@ -56,7 +56,7 @@ Variant VariantNumber(int i) {
 }
 
 struct Job {
-  GenerateRequest request;
+  EngineRequest request;
   std::shared_ptr<CollectingSink> sink = std::make_shared<CollectingSink>();
 };
 
@@ -103,7 +103,6 @@ TEST_P(EngineUnderLoad, EveryOutputEqualsItsOutputAlone) {
     EXPECT_EQ(together[i].sink->tokens(), alone[i].sink->tokens()) << "request " << i << " " << together[i].request.variant.Name();
     EXPECT_EQ(together[i].sink->text(), alone[i].sink->text());
     EXPECT_EQ(together[i].sink->finish().reason, FinishReason::kLength);
-    EXPECT_EQ(together[i].sink->finish().variant, together[i].request.variant);
   }
   EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
 }
@@ -266,8 +265,8 @@ TEST(EngineLimits, InvalidRequestsNameTheField) {
   auto engine = Engine::Create(std::move(*loaded), EngineConfig{});
   ASSERT_TRUE(engine.ok());
   auto sink = std::make_shared<CollectingSink>();
-  auto submit = [&](GenerateRequest r) { return (*engine)->Submit(std::move(r), sink).status(); };
-  GenerateRequest r;
+  auto submit = [&](EngineRequest r) { return (*engine)->Submit(std::move(r), sink).status(); };
+  EngineRequest r;
   EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("prompt: empty"));
   r.prompt = {1, 2, 99999};
   EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("prompt[2]: token id 99999"));
@@ -342,8 +341,7 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   // Prompt log-probs equal the offline scorer's.
   Job score;
   score.request.prompt = p48;
-  score.request.sampling.max_tokens = 0;
-  score.request.sampling.prompt_logprobs = true;
+  score.request.kind = RequestKind::kScore;
   score.request.variant.arach = true;
   ASSERT_TRUE(engine->Submit(score.request, score.sink).ok());
   ASSERT_TRUE(score.sink->Wait());

@@ -6,7 +6,7 @@
 
 #include "client/arach_client.h"
 #include "engine/core/mapped_file.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/server_process.h"

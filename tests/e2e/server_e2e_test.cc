@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "client/arach_client.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "engine/runner/offline_session.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"

@@ -12,7 +12,7 @@
 #include "arach/v1/inference.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "engine/engine.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "server/request_mapping.h"
 
 namespace {
@@ -54,9 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     arach::Variant variant;
     variant.arach = request.variant().has_arach() && request.variant().arach();
     if (request.variant().has_arach_offset()) variant.arach_offset = request.variant().arach_offset();
-    auto mapped = arach::server::ToEngineRequest(*g_engine, limits, request, variant);
+    std::string prompt_field;
+    auto mapped = arach::server::ToEngineRequest(*g_engine, limits, request, variant, &prompt_field);
     if (mapped.ok()) {
-      auto id = g_engine->Submit(std::move(*mapped), std::make_shared<NullSink>());
+      auto id = g_engine->Submit(std::move(*mapped), std::make_shared<NullSink>(), [&](absl::string_view field) {
+        return arach::server::GrpcFieldName(field, prompt_field);
+      });
       if (id.ok()) g_engine->Cancel(*id);
     }
   }
@@ -64,8 +67,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (score.ParseFromArray(data, static_cast<int>(size))) {
     for (int i = 0; i < score.inputs_size(); ++i) {
       const auto& input = score.inputs(i);
-      (void)arach::server::PromptIds(*g_engine, limits, "inputs", input.input_case() == arach::v1::ScoreInput::kText, input.text(),
-                                     input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids());
+      std::string prompt_field;
+      auto ids = arach::server::PromptIds(*g_engine, limits, "inputs", input.input_case() == arach::v1::ScoreInput::kText,
+                                          input.text(), input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
+                                          &prompt_field);
+      if (!ids.ok()) continue;
+      arach::EngineRequest r;
+      r.kind = arach::RequestKind::kScore;
+      r.prompt = std::move(*ids);
+      auto id = g_engine->Submit(std::move(r), std::make_shared<NullSink>());
+      if (id.ok()) g_engine->Cancel(*id);
     }
   }
   return 0;

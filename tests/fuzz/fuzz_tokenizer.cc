@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "tools/make_model/synthetic_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace {

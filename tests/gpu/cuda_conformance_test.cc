@@ -6,7 +6,7 @@
 
 #include "engine/runner/offline_session.h"
 #include "gtest/gtest.h"
-#include "tests/gpu/gpu_test_util.h"
+#include "tests/testing/devices.h"
 #include "tests/testing/fixtures.h"
 
 namespace arach {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 
 namespace arach::testing {
 

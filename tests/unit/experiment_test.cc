@@ -75,7 +75,7 @@ TEST(Experiment, FileFormAndErrors) {
   EXPECT_EQ(e->name, "rollout-1");
   EXPECT_EQ(e->arms[1].name, "treatment");
   EXPECT_EQ(e->arms[1].variant.arach_offset, 0.0f);
-  EXPECT_THAT(std::string(ParseExperimentSplit("base=x", -0.5f).status().message()), ::testing::HasSubstr("VARIANT=WEIGHT"));
+  EXPECT_THAT(std::string(ParseExperimentSplit("base=x", -0.5f).status().message()), ::testing::HasSubstr("VARIANT[=WEIGHT]"));
   EXPECT_THAT(std::string(ParseExperimentSplit("beta=1", -0.5f).status().message()), ::testing::HasSubstr("beta"));
   EXPECT_FALSE(ParseExperimentSplit("base=0,arach=0", -0.5f).ok());
   std::ofstream(dir.File("bad.json")) << R"({"arms": [{"variant": "arach"}]})";

@@ -5,7 +5,7 @@
 
 #include "engine/features/adapter.h"
 #include "engine/features/hub_embedding.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "engine/model/safetensors.h"
 #include "engine/runner/loaded_model.h"
 #include "engine/runner/offline_session.h"

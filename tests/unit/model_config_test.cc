@@ -48,7 +48,7 @@ TEST(ModelConfig, LlamaGqaAndRopeScaling) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->num_kv_heads, 8);
   EXPECT_EQ(c->head_dim, 64);
-  EXPECT_EQ(c->rope.type, "llama3");
+  EXPECT_EQ(c->rope.scaling, RopeScaling::kLlama3);
   EXPECT_EQ(c->eos_token_ids.size(), 3u);
   const std::vector<float> inv = c->rope.InverseFrequencies();
   ASSERT_EQ(inv.size(), 32u);
@@ -70,6 +70,8 @@ TEST(ModelConfig, ErrorsNameTheField) {
            {R"({"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"intermediate_size":8,"vocab_size":10})", "field \"num_key_value_heads\""},
            {R"({"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":10,"rope_scaling":{"rope_type":"yarn","factor":2}})", "\"yarn\" is not supported"},
            {R"({"model_type":"gpt2","n_embd":8,"n_layer":1,"n_head":2,"n_positions":8,"vocab_size":10,"eos_token_id":10})", "field \"eos_token_id\""},
+           {R"({"model_type":"gpt_neox","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10,"max_position_embeddings":8,"rope_parameters":{"partial_rotary_factor":"half"}})", "field \"partial_rotary_factor\" must be a number"},
+           {R"({"model_type":"gpt_neox","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10,"max_position_embeddings":8,"partial_rotary_factor":true})", "field \"partial_rotary_factor\" must be a number"},
            {"not json", "not a JSON object"},
        }) {
     auto config = ParseModelConfig(c.json, "dir/config.json");

@@ -5,7 +5,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/model/checkpoint.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "engine/model/model_weights.h"
 #include "engine/runner/loaded_model.h"
 #include "engine/runner/offline_session.h"
@@ -176,7 +176,7 @@ TEST(ForwardInput, TokenIdsOutOfRangeAndOverlongSequencesAreRefused) {
   auto bad = session.Logits({1, 2, config->vocab_size});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("token id 1024 at index 2 is outside the vocabulary [0, 1024)"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("sequences[0][2]: token id 1024 is outside the vocabulary [0, 1024)"));
   auto negative = session.Logits({-5});
   EXPECT_THAT(std::string(negative.status().message()), HasSubstr("token id -5"));
   auto overlong = session.Logits(std::vector<int32_t>(config->max_positions + 1, 3));

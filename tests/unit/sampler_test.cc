@@ -1,12 +1,13 @@
 // The sampler's rules on small hand-made distributions, and the incremental detokenizer.
-#include "engine/sched/sampler.h"
+#include "engine/sampling/sampler.h"
 
 #include <cmath>
 #include <map>
 
-#include "engine/sched/detokenizer.h"
-#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "engine/sampling/detokenizer.h"
+#include "tools/make_model/synthetic_tokenizer.h"
 #include "engine/tokenizer/unicode.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -116,9 +117,13 @@ TEST(SamplingParams, ValidationNamesTheField) {
   EXPECT_NE(std::string(p.Validate(10).message()).find("stop_token_ids[1]"), std::string::npos);
   p = SamplingParams{};
   p.max_tokens = 0;
-  EXPECT_FALSE(p.Validate(10).ok());
+  EXPECT_NE(std::string(p.Validate(10).message()).find("max_tokens"), std::string::npos) << "scoring is a request kind, not max_tokens 0";
   p.prompt_logprobs = true;
-  EXPECT_TRUE(p.Validate(10).ok());
+  EXPECT_FALSE(p.Validate(10).ok());
+  p = SamplingParams{};
+  p.temperature = -1.0f;
+  const auto api_names = [](absl::string_view field) { return absl::StrCat("sampling.", field); };
+  EXPECT_EQ(p.Validate(10, api_names).message(), "sampling.temperature: -1 must be >= 0") << "the caller names the field";
 }
 
 class DetokenizerTest : public ::testing::Test {

@@ -6,7 +6,7 @@
 #include "engine/tokenizer/added_tokens.h"
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/gpt2_pretokenizer.h"
-#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "tools/make_model/synthetic_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "gmock/gmock.h"

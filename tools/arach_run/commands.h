@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "engine/features/variant.h"
-#include "engine/model/make_model.h"
-#include "engine/sched/sampling_params.h"
+#include "tools/make_model/make_model.h"
+#include "engine/sampling/sampling_params.h"
 #include "engine/runner/loaded_model.h"
 
 namespace arach::tools {

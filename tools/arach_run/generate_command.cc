@@ -49,7 +49,7 @@ class PrintingSink : public RequestSink {
 
 absl::Status RunGenerate(const GenerateOptions& options) {
   ARACH_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model.model_dir, options.model.load));
-  GenerateRequest request;
+  EngineRequest request;
   request.prompt = options.ids;
   if (request.prompt.empty()) {
     if (options.prompt.empty()) return absl::InvalidArgumentError("generate: give --prompt TEXT or --ids 1,2,3");

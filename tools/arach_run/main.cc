@@ -1,4 +1,5 @@
-// arach-run: the engine offline.
+// arach-run: the engine offline. `arach-run --help` lists the commands; `arach-run COMMAND --help` lists
+// that command's flags with their defaults.
 //   arach-run generate   --model DIR (--prompt TEXT | --ids 1,2,3) [--max_new_tokens N] [--temperature T
 //                        --top_k K --top_p P --min_p M --repetition_penalty R --seed S --stop a,b --ignore_eos]
 //   arach-run score      --model DIR (--text TEXT | --file F | --ids ...) [--window N] [--per_token]
@@ -18,10 +19,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cmdline/flag_names.h"
+#include "cmdline/openblas_reexec.h"
+#include "cmdline/subcommands.h"
 #include "engine/backend/backend.h"
+#include "engine/core/field_error.h"
+#include "engine/core/status.h"
 #include "tools/arach_run/commands.h"
-#include "tools/common/flag_names.h"
-#include "tools/common/openblas_reexec.h"
 
 ABSL_FLAG(std::string, model, "", "model folder (Hugging Face layout)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
@@ -62,6 +66,31 @@ ABSL_FLAG(bool, skip, false, "run the skip variant (needs --adapter)");
 namespace arach::tools {
 namespace {
 
+// Flags of the commands that load a model and run it under a variant.
+const std::vector<std::string> kModelFlags = {"model", "device", "block_size", "kv_cache_bytes", "arach", "arach_offset",
+                                              "arach_hub_embedding", "hub_seed", "adapter", "skip"};
+
+std::vector<std::string> WithModelFlags(std::vector<std::string> own) {
+  own.insert(own.end(), kModelFlags.begin(), kModelFlags.end());
+  return own;
+}
+
+const std::vector<cmdline::Subcommand>& Commands() {
+  static const std::vector<cmdline::Subcommand> commands = {
+      {"generate", "one request through the serving engine, text streamed to stdout",
+       WithModelFlags({"prompt", "ids", "max_new_tokens", "ignore_eos", "temperature", "top_k", "top_p", "min_p",
+                       "repetition_penalty", "seed", "stop", "prefill_chunk", "json"})},
+      {"score", "log-probs and perplexity of a text (windows)",
+       WithModelFlags({"text", "file", "ids", "window", "max_windows", "per_token"})},
+      {"logits", "raw logits of every position to a file", WithModelFlags({"ids", "out", "prefill_chunk"})},
+      {"tokenize", "JSON strings on stdin -> JSON id arrays on stdout", {"model"}},
+      {"make-model", "write a random-weight checkpoint at a real model's size",
+       {"arch", "preset", "out", "model_seed", "dtype", "tokenizer_from", "with_adapter"}},
+      {"devices", "list CUDA devices", {}},
+  };
+  return commands;
+}
+
 absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
   std::vector<int32_t> ids;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
@@ -91,9 +120,7 @@ absl::StatusOr<ModelOptions> ModelFlags() {
   options.variant.arach = absl::GetFlag(FLAGS_arach);
   options.variant.arach_offset = static_cast<float>(absl::GetFlag(FLAGS_arach_offset));
   options.variant.skip = absl::GetFlag(FLAGS_skip);
-  if (options.variant.skip && options.load.adapter.empty()) {
-    return absl::FailedPreconditionError("--skip needs the pre-projection + skip adapter: give --adapter FILE");
-  }
+  ARACH_RETURN_IF_ERROR(options.variant.Validate(/*has_adapter=*/!options.load.adapter.empty()));
   return options;
 }
 
@@ -156,28 +183,22 @@ absl::Status Dispatch(const std::string& command) {
     options.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
     return RunLogits(options);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown command \"", command,
-                                                 "\" (generate, score, logits, tokenize, make-model, devices)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown command \"", command, "\""));
 }
 
 }  // namespace
 }  // namespace arach::tools
 
 int main(int argc, char** argv) {
-  arach::tools::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  arach::cmdline::ReexecWithFastOpenBlasKernelIfNeeded(argv);
   std::vector<std::string> flag_storage;
-  std::vector<char*> args = arach::tools::NormalizeFlagNames(argc, argv, flag_storage);
-  absl::SetProgramUsageMessage(
-      "arach-run COMMAND [flags]\n  commands: generate, score, logits, tokenize, make-model, devices\n"
-      "  e.g. arach-run generate --model DIR --prompt \"Hello\" --max_new_tokens 32");
-  std::vector<char*> positional = absl::ParseCommandLine(argc, args.data());
-  if (positional.size() != 2) {
-    std::fprintf(stderr, "%s\n", std::string(absl::ProgramUsageMessage()).c_str());
-    return 2;
-  }
-  const absl::Status status = arach::tools::Dispatch(positional[1]);
+  std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, flag_storage);
+  const arach::cmdline::SubcommandStart start = arach::cmdline::StartSubcommand("arach-run", arach::tools::Commands(), argc, args.data());
+  if (start.command == nullptr) return start.exit_status;
+  const std::string& command = start.command->name;
+  const absl::Status status = arach::tools::Dispatch(command);
   if (!status.ok()) {
-    std::fprintf(stderr, "arach-run %s: %s\n", positional[1], status.ToString().c_str());
+    std::fprintf(stderr, "arach-run %s: %s\n", command.c_str(), status.ToString().c_str());
     return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;

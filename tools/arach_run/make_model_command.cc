@@ -1,7 +1,7 @@
 #include <cstdio>
 
 #include "engine/core/status.h"
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 #include "tools/arach_run/commands.h"
 
 namespace arach::tools {

@@ -135,7 +135,7 @@ void AttendGathered(const AttentionParams& p, const std::vector<QueryRef>& queri
 
 }  // namespace
 
-void CpuBackend::Attention(const AttentionParams& p) {
+void CpuBackend::AttentionImpl(const AttentionParams& p) {
   const int head_dim = p.kv.head_dim;
   const int kv_heads = p.kv.num_kv_heads;
   const int group = p.num_heads / kv_heads;

@@ -80,7 +80,7 @@ void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
   }
 }
 
-void CpuBackend::Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+void CpuBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
   for (int64_t r = 0; r < out.rows; ++r) {
     float* dst = Row(out, r);
@@ -94,7 +94,7 @@ void CpuBackend::Embed(const int32_t* ids, const int32_t* positions, const Devic
   }
 }
 
-void CpuBackend::LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+void CpuBackend::LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
                            const DeviceMatrix& out) {
   const int64_t n = in.cols;
   const float* w = weight.As<float>();
@@ -113,7 +113,7 @@ void CpuBackend::LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, c
   }
 }
 
-void CpuBackend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
+void CpuBackend::RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
   const int64_t n = in.cols;
   const float* w = weight.As<float>();
   for (int64_t r = 0; r < in.rows; ++r) {
@@ -126,7 +126,7 @@ void CpuBackend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, flo
   }
 }
 
-void CpuBackend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+void CpuBackend::RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
                       const float* inv_freq) {
   const int half = rotary_dim / 2;
   std::vector<float> cos_table(half), sin_table(half);
@@ -149,7 +149,7 @@ void CpuBackend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary
   }
 }
 
-void CpuBackend::Add(const DeviceMatrix& x, const DeviceMatrix& y) {
+void CpuBackend::AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) {
   for (int64_t r = 0; r < x.rows; ++r) {
     float* a = Row(x, r);
     const float* b = Row(y, r);
@@ -157,7 +157,7 @@ void CpuBackend::Add(const DeviceMatrix& x, const DeviceMatrix& y) {
   }
 }
 
-void CpuBackend::WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
+void CpuBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
   const int64_t row_elems = static_cast<int64_t>(kv.num_kv_heads) * kv.head_dim;  // one slot: [kv_heads, head_dim]
   for (int64_t r = 0; r < k.rows; ++r) {
     const int64_t slot = slots[r];
@@ -166,11 +166,11 @@ void CpuBackend::WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int
   }
 }
 
-void CpuBackend::GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
+void CpuBackend::GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
   for (int64_t r = 0; r < dst.rows; ++r) std::memcpy(Row(dst, r), Row(src, rows[r]), dst.cols * sizeof(float));
 }
 
-void CpuBackend::ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
+void CpuBackend::ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
   for (int64_t r = 0; r < src.rows; ++r) {
     float* d = Row(dst, rows[r]);
     const float* s = Row(src, r);
@@ -182,7 +182,7 @@ void CpuBackend::ScatterRows(const DeviceMatrix& src, const int32_t* rows, const
   }
 }
 
-void CpuBackend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
+void CpuBackend::FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) {
   for (int64_t r = 0; r < out.rows; ++r) std::memcpy(Row(out, r), row.As<float>(), out.cols * sizeof(float));
 }
 

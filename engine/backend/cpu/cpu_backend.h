@@ -22,27 +22,29 @@ class CpuBackend final : public Backend {
   void Fill(void* device_dst, size_t bytes, unsigned char value) override;
   void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override;
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
-  absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::StatusOr<size_t> FreeMemoryBytes() override;
+  int max_attention_head_dim() const override { return 1 << 16; }  // the loops take any even size
 
-  void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+ protected:
+  absl::Status SynchronizeImpl() override { return absl::OkStatus(); }
+
+  void EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
              const DeviceMatrix& position_table, const DeviceMatrix& out) override;
-  void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+  void LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
                  const DeviceMatrix& out) override;
-  void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override;
-  void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+  void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override;
+  void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
               bool accumulate) override;  // cpu_linear.cc
-  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+  void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
             const float* inv_freq) override;
-  void Activate(Activation act, const DeviceMatrix& x) override;  // cpu_activation.cc
-  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;  // cpu_activation.cc
-  void Add(const DeviceMatrix& x, const DeviceMatrix& y) override;
-  void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
-  void Attention(const AttentionParams& params) override;  // cpu_attention.cc
-  void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
-  void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
-  void FillRows(const DeviceMatrix& row, const DeviceMatrix& out) override;
-
+  void ActivateImpl(Activation act, const DeviceMatrix& x) override;  // cpu_activation.cc
+  void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;  // cpu_activation.cc
+  void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override;
+  void WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
+  void AttentionImpl(const AttentionParams& params) override;  // cpu_attention.cc
+  void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
+  void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
+  void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
 };
 
 }  // namespace arach

@@ -121,7 +121,7 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const D
 
 }  // namespace
 
-void CpuBackend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
+void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                         const DeviceMatrix& out, bool accumulate) {
   if (in.rows == 0) return;
   if (in.rows <= kSmallRows) {

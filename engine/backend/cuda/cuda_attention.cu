@@ -15,7 +15,7 @@ namespace arach::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-constexpr int kMaxHeadDim = 256;
+constexpr int kMaxHeadDim = kMaxAttentionHeadDim;
 constexpr int kMaxDimsPerLane = kMaxHeadDim / 32;
 
 __device__ __forceinline__ float WarpMax(float v) {
@@ -185,8 +185,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(Atte
 }
 
 }  // namespace
-
-bool AttentionSupportsHeadDim(int head_dim) { return head_dim > 0 && head_dim <= kMaxHeadDim && head_dim % 2 == 0; }
 
 void LaunchAttention(const AttentionParams& params, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(params.num_verbal_rows) * params.num_heads;

@@ -115,7 +115,9 @@ absl::StatusOr<size_t> CudaBackend::FreeMemoryBytes() {
   return free_bytes;
 }
 
-absl::Status CudaBackend::Synchronize() {
+int CudaBackend::max_attention_head_dim() const { return cuda::kMaxAttentionHeadDim; }
+
+absl::Status CudaBackend::SynchronizeImpl() {
   Record(cuda::CudaStatus(cudaStreamSynchronize(stream_), "synchronize"));
   CheckLaunch("synchronize");
   absl::Status status = std::move(pending_error_);
@@ -123,75 +125,70 @@ absl::Status CudaBackend::Synchronize() {
   return status;
 }
 
-void CudaBackend::Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+void CudaBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                         const DeviceMatrix& position_table, const DeviceMatrix& out) {
   cuda::LaunchEmbed(ids, positions, table, position_table, out, stream_);
   CheckLaunch("embed");
 }
 
-void CudaBackend::LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+void CudaBackend::LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
                             const DeviceMatrix& out) {
   cuda::LaunchNorm(in, weight, bias, eps, /*rms=*/false, out, stream_);
   CheckLaunch("layer norm");
 }
 
-void CudaBackend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
+void CudaBackend::RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
   cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, stream_);
   CheckLaunch("rms norm");
 }
 
-void CudaBackend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+void CudaBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
                          bool accumulate) {
   Record(gemm_->Linear(in, weight, bias, out, accumulate, stream_));
 }
 
-void CudaBackend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+void CudaBackend::RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
                        const float* inv_freq) {
   cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, stream_);
   CheckLaunch("rope");
 }
 
-void CudaBackend::Activate(Activation act, const DeviceMatrix& x) {
+void CudaBackend::ActivateImpl(Activation act, const DeviceMatrix& x) {
   cuda::LaunchActivate(act, x, stream_);
   CheckLaunch("activation");
 }
 
-void CudaBackend::GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
+void CudaBackend::GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
   cuda::LaunchGatedActivate(act, in, out, stream_);
   CheckLaunch("gated activation");
 }
 
-void CudaBackend::Add(const DeviceMatrix& x, const DeviceMatrix& y) {
+void CudaBackend::AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) {
   cuda::LaunchAdd(x, y, stream_);
   CheckLaunch("add");
 }
 
-void CudaBackend::WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
+void CudaBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
   cuda::LaunchWriteKv(k, v, slots, kv, stream_);
   CheckLaunch("kv write");
 }
 
-void CudaBackend::Attention(const AttentionParams& params) {
-  if (!cuda::AttentionSupportsHeadDim(params.kv.head_dim)) {
-    Record(absl::UnimplementedError(absl::StrCat("cuda attention: head size ", params.kv.head_dim,
-                                                 " is not supported (even, at most 256)")));
-    return;
-  }
+void CudaBackend::AttentionImpl(const AttentionParams& params) {
   cuda::LaunchAttention(params, stream_);
   CheckLaunch("attention");
 }
 
-void CudaBackend::GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
+void CudaBackend::GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
   cuda::LaunchGatherRows(src, rows, dst, stream_);
   CheckLaunch("gather rows");
 }
 
-void CudaBackend::ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
+void CudaBackend::ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
   cuda::LaunchScatterRows(src, rows, dst, accumulate, stream_);
   CheckLaunch("scatter rows");
 }
 
-void CudaBackend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
+void CudaBackend::FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) {
   cuda::LaunchFillRows(row, out, stream_);
   CheckLaunch("fill rows");
 }

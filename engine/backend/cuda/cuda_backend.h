@@ -31,25 +31,28 @@ class CudaBackend final : public Backend {
   void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override;
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
   absl::StatusOr<size_t> FreeMemoryBytes() override;
-  absl::Status Synchronize() override;
+  int max_attention_head_dim() const override;
 
-  void Embed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
+ protected:
+  absl::Status SynchronizeImpl() override;
+
+  void EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
              const DeviceMatrix& position_table, const DeviceMatrix& out) override;
-  void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+  void LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
                  const DeviceMatrix& out) override;
-  void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override;
-  void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+  void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override;
+  void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
               bool accumulate) override;
-  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+  void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
             const float* inv_freq) override;
-  void Activate(Activation act, const DeviceMatrix& x) override;
-  void GatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;
-  void Add(const DeviceMatrix& x, const DeviceMatrix& y) override;
-  void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
-  void Attention(const AttentionParams& params) override;
-  void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
-  void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
-  void FillRows(const DeviceMatrix& row, const DeviceMatrix& out) override;
+  void ActivateImpl(Activation act, const DeviceMatrix& x) override;
+  void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;
+  void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override;
+  void WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override;
+  void AttentionImpl(const AttentionParams& params) override;
+  void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
+  void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
+  void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
 
  private:
   CudaBackend() = default;

@@ -9,7 +9,7 @@
 
 #include "engine/backend/attention_params.h"
 #include "engine/backend/device_matrix.h"
-#include "engine/model/model_config.h"
+#include "engine/core/activation.h"
 
 namespace arach::cuda {
 
@@ -30,8 +30,8 @@ void LaunchGatherRows(const DeviceMatrix& src, const int32_t* rows, const Device
 void LaunchScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate, cudaStream_t stream);
 void LaunchFillRows(const DeviceMatrix& row, const DeviceMatrix& out, cudaStream_t stream);
 // Paged attention with the optional ARACH hub term (see attention_params.h).
-// Head sizes the kernel takes: even, at most 256.
-bool AttentionSupportsHeadDim(int head_dim);
+// The largest head size the kernel takes (even sizes only).
+constexpr int kMaxAttentionHeadDim = 256;
 void LaunchAttention(const AttentionParams& params, cudaStream_t stream);
 
 }  // namespace arach::cuda

@@ -1,6 +1,6 @@
-#include "tools/common/flag_names.h"
+#include "cmdline/flag_names.h"
 
-namespace arach::tools {
+namespace arach::cmdline {
 
 std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>& storage) {
   storage.assign(argv, argv + argc);
@@ -20,4 +20,4 @@ std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::st
   return out;
 }
 
-}  // namespace arach::tools
+}  // namespace arach::cmdline

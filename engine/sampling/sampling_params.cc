@@ -1,4 +1,4 @@
-#include "engine/sched/sampling_params.h"
+#include "engine/sampling/sampling_params.h"
 
 #include <cmath>
 
@@ -6,9 +6,9 @@
 
 namespace arach {
 
-absl::Status SamplingParams::Validate(int vocab_size) const {
-  auto bad = [](absl::string_view field, auto value, absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " ", rule));
+absl::Status SamplingParams::Validate(int vocab_size, FieldNames names) const {
+  auto bad = [&](absl::string_view field, auto value, absl::string_view rule) {
+    return InvalidField(names, field, absl::StrCat(value, " ", rule));
   };
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) return bad("temperature", temperature, "must be >= 0");
   if (top_k < 0) return bad("top_k", top_k, "must be >= 0 (0 = off)");
@@ -17,22 +17,15 @@ absl::Status SamplingParams::Validate(int vocab_size) const {
   if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
     return bad("repetition_penalty", repetition_penalty, "must be > 0");
   }
-  if (max_tokens < 0) return bad("max_tokens", max_tokens, "must be >= 0");
-  if (max_tokens == 0 && !prompt_logprobs) return bad("max_tokens", max_tokens, "must be >= 1 unless prompt_logprobs is set");
+  if (max_tokens < 1) return bad("max_tokens", max_tokens, "must be >= 1");
   if (min_tokens < 0 || min_tokens > max_tokens) return bad("min_tokens", min_tokens, "must be in [0, max_tokens]");
   if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
     return bad("top_logprobs", top_logprobs, absl::StrCat("must be in [0, ", kMaxTopLogprobs, "]"));
   }
   for (size_t i = 0; i < stop.size(); ++i) {
-    if (stop[i].empty()) return absl::InvalidArgumentError(absl::StrCat("stop[", i, "]: empty stop string"));
+    if (stop[i].empty()) return InvalidFieldAt(names, "stop", i, "empty stop string");
   }
-  for (size_t i = 0; i < stop_token_ids.size(); ++i) {
-    if (stop_token_ids[i] < 0 || stop_token_ids[i] >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("stop_token_ids[", i, "]: ", stop_token_ids[i],
-                                                     " is outside the vocabulary [0, ", vocab_size, ")"));
-    }
-  }
-  return absl::OkStatus();
+  return CheckTokenIds(stop_token_ids, vocab_size, "stop_token_ids", names);
 }
 
 }  // namespace arach

@@ -1,4 +1,4 @@
-#include "engine/sched/sampler.h"
+#include "engine/sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,26 +20,6 @@ constexpr size_t kTopPPreselect = 1024;
 double CounterUniform(uint64_t seed, uint64_t counter) {
   const uint64_t bits = Mix64(Mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 1));
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
-}
-
-SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n) {
-  const float max_logit = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l) - max_logit);
-  const double log_z = max_logit + std::log(sum);
-  SampledToken out;
-  out.token = token;
-  out.logprob = static_cast<float>(logits[token] - log_z);
-  if (n > 0) {
-    std::vector<int32_t> ids(logits.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    const size_t k = std::min<size_t>(n, ids.size());
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    for (size_t i = 0; i < k; ++i) out.top.push_back({ids[i], static_cast<float>(logits[ids[i]] - log_z)});
-  }
-  return out;
 }
 
 SampledToken Sampler::Sample(const SamplerInput& in) {

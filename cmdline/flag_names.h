@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-namespace arach::tools {
+namespace arach::cmdline {
 
 // Returns argv with every "--some-flag[=value]" rewritten to "--some_flag[=value]". The strings live in
 // `storage`; the returned pointers stay valid while it does.
 std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>& storage);
 
-}  // namespace arach::tools
+}  // namespace arach::cmdline

@@ -1,4 +1,4 @@
-#include "engine/model/make_model.h"
+#include "tools/make_model/make_model.h"
 
 #include <cmath>
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include "engine/core/random.h"
 #include "engine/core/status.h"
 #include "engine/model/safetensors.h"
-#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "tools/make_model/synthetic_tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace arach {

@@ -7,20 +7,10 @@
 #include <span>
 #include <vector>
 
-#include "engine/sched/sampling_params.h"
+#include "engine/sampling/logprobs.h"
+#include "engine/sampling/sampling_params.h"
 
 namespace arach {
-
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0.0f;
-};
-
-struct SampledToken {
-  int32_t token = 0;
-  float logprob = 0.0f;              // log-prob of `token` under the raw model distribution (when asked)
-  std::vector<TokenLogprob> top;     // the top_logprobs most likely tokens, raw distribution
-};
 
 struct SamplerInput {
   std::span<const float> logits;         // [vocab]
@@ -43,7 +33,5 @@ class Sampler {
 
 // A uniform value in [0, 1) determined by (seed, counter).
 double CounterUniform(uint64_t seed, uint64_t counter);
-// log softmax(logits)[token] and the `n` most likely tokens with their log-probs.
-SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n);
 
 }  // namespace arach

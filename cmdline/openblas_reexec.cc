@@ -1,4 +1,4 @@
-#include "tools/common/openblas_reexec.h"
+#include "cmdline/openblas_reexec.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 
 #include "engine/backend/cpu/openblas_setup.h"
 
-namespace arach::tools {
+namespace arach::cmdline {
 
 void ReexecWithFastOpenBlasKernelIfNeeded(char** argv) {
   const auto core = RecommendedOpenBlasCoreType();
@@ -19,4 +19,4 @@ void ReexecWithFastOpenBlasKernelIfNeeded(char** argv) {
   std::perror("[arach] execv failed; continuing with the generic kernel");  // only reached on failure
 }
 
-}  // namespace arach::tools
+}  // namespace arach::cmdline

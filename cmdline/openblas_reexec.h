@@ -2,8 +2,8 @@
 // generic kernel on a CPU with AVX2/AVX-512 (see engine/backend/cpu/openblas_setup.h). Call first in main().
 #pragma once
 
-namespace arach::tools {
+namespace arach::cmdline {
 
 void ReexecWithFastOpenBlasKernelIfNeeded(char** argv);
 
-}  // namespace arach::tools
+}  // namespace arach::cmdline

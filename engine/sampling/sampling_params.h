@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/core/field_error.h"
 
 namespace arach {
 
@@ -20,7 +21,7 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;  // > 1 discourages tokens already in the prompt or output (HF rule)
   std::optional<uint64_t> seed;     // same seed, same tokens, whatever else is in the batch
 
-  int max_tokens = 16;              // tokens to generate at most (0 only with prompt_logprobs: scoring)
+  int max_tokens = 16;              // tokens to generate at most (>= 1)
   int min_tokens = 0;               // stop tokens are suppressed until this many were generated
   std::vector<std::string> stop;    // stop strings (the text ends before the first one)
   std::vector<int32_t> stop_token_ids;
@@ -28,10 +29,10 @@ struct SamplingParams {
 
   bool logprobs = false;            // return each generated token's log-prob (raw model distribution)
   int top_logprobs = 0;             // ... and this many most likely alternatives (0..20)
-  bool prompt_logprobs = false;     // return log p(prompt[t] | prompt[<t]) (scoring)
+  bool prompt_logprobs = false;     // also return log p(prompt[t] | prompt[<t]) (prompt perplexity)
 
-  // INVALID_ARGUMENT naming the field when a value is out of range.
-  absl::Status Validate(int vocab_size) const;
+  // INVALID_ARGUMENT naming the field (as `names` calls it) when a value is out of range.
+  absl::Status Validate(int vocab_size, FieldNames names = EngineFieldName) const;
   bool greedy() const { return temperature == 0.0f; }
 };
 

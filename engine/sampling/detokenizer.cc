@@ -1,4 +1,4 @@
-#include "engine/sched/detokenizer.h"
+#include "engine/sampling/detokenizer.h"
 
 #include "engine/core/status.h"
 #include "engine/tokenizer/unicode.h"

@@ -1,4 +1,4 @@
-#include "engine/tokenizer/synthetic_tokenizer.h"
+#include "tools/make_model/synthetic_tokenizer.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,0 +1,23 @@
+// arach-cli's flags (defined in flags.cc, the only file that reads them), the options each command is
+// built from, and the command table behind `arach-cli --help` and `arach-cli COMMAND --help`.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/cli/options.h"
+#include "cmdline/subcommands.h"
+
+namespace arach::client {
+
+// Every command with the flags it reads.
+const std::vector<cmdline::Subcommand>& CliCommands();
+
+absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags();  // --ids must be integers
+ScoreOptions ScoreOptionsFromFlags();
+ConnectOptions ConnectOptionsFromFlags();
+BenchOptions BenchOptionsFromFlags();
+EvalOptions EvalOptionsFromFlags();
+AbOptions AbOptionsFromFlags();
+
+}  // namespace arach::client

@@ -1,0 +1,28 @@
+// The argument checks of every backend op, written once for all devices (the CTranslate2 pattern: an op's
+// checks in one place, its kernels per device). Backend's entry points run them before the device kernel;
+// ModelRunner::Create runs CheckAttentionHeadDim at load, so an unsupported model fails before serving.
+// Each returns INTERNAL naming the op and the mismatching shapes (a caller bug, never user input).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/backend/attention_params.h"
+#include "engine/backend/device_matrix.h"
+
+namespace arach::op_checks {
+
+absl::Status CheckEmbed(const DeviceMatrix& table, const DeviceMatrix& position_table, const DeviceMatrix& out);
+absl::Status CheckNorm(const char* op, const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
+                       const DeviceMatrix& out);
+absl::Status CheckLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out);
+absl::Status CheckRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim);
+absl::Status CheckGatedActivate(const DeviceMatrix& in, const DeviceMatrix& out);
+absl::Status CheckSameShape(const char* op, const DeviceMatrix& a, const DeviceMatrix& b);
+absl::Status CheckWriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const PagedKvLayer& kv);
+// `max_head_dim`: the device's limit (Backend::max_attention_head_dim).
+absl::Status CheckAttention(const AttentionParams& params, int max_head_dim);
+absl::Status CheckAttentionHeadDim(int head_dim, int max_head_dim);
+absl::Status CheckRowCopy(const char* op, const DeviceMatrix& src, const DeviceMatrix& dst);
+
+}  // namespace arach::op_checks

@@ -1,0 +1,26 @@
+#include "engine/core/field_error.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace arach {
+
+std::string EngineFieldName(absl::string_view field) { return std::string(field); }
+
+absl::Status InvalidField(FieldNames names, absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(names(field), ": ", what));
+}
+
+absl::Status InvalidFieldAt(FieldNames names, absl::string_view field, size_t index, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(names(field), "[", index, "]: ", what));
+}
+
+absl::Status CheckTokenIds(std::span<const int32_t> ids, int vocab_size, absl::string_view field, FieldNames names) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      return InvalidFieldAt(names, field, i, absl::StrCat("token id ", ids[i], " is outside the vocabulary [0, ", vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace arach

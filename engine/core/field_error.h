@@ -1,0 +1,33 @@
+// Errors about the fields of a request, named the way the caller's API names them.
+//
+// The engine validates requests once (engine/request.h, SamplingParams::Validate, Variant::Validate,
+// CheckTokenIds) under its own field names ("temperature", "prompt", "arach_offset"). An API that calls it
+// passes a FieldNames function that turns those into its own names ("sampling.temperature" over gRPC,
+// "messages" over HTTP), so every API reports the same rules with its own field paths.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace arach {
+
+// Engine field name -> the caller's field name.
+using FieldNames = absl::FunctionRef<std::string(absl::string_view)>;
+// The engine's own names (the default).
+std::string EngineFieldName(absl::string_view field);
+
+// INVALID_ARGUMENT "<name of field>: <what>".
+absl::Status InvalidField(FieldNames names, absl::string_view field, absl::string_view what);
+// INVALID_ARGUMENT "<name of field>[index]: <what>".
+absl::Status InvalidFieldAt(FieldNames names, absl::string_view field, size_t index, absl::string_view what);
+
+// Every id in [0, vocab_size); else "<field>[i]: token id X is outside the vocabulary [0, V)".
+absl::Status CheckTokenIds(std::span<const int32_t> ids, int vocab_size, absl::string_view field,
+                           FieldNames names = EngineFieldName);
+
+}  // namespace arach

@@ -1,0 +1,38 @@
+#include "engine/request.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+
+namespace arach {
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kDeadline: return "deadline";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter, FieldNames names) {
+  const int prompt_len = static_cast<int>(request.prompt.size());
+  if (prompt_len == 0) return InvalidField(names, "prompt", "empty");
+  ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prompt, config.vocab_size, "prompt", names));
+  if (request.kind == RequestKind::kScore) {
+    if (prompt_len < 2) return InvalidField(names, "prompt", "at least two tokens are needed to score");
+    if (prompt_len > config.max_positions) {
+      return InvalidField(names, "prompt", absl::StrCat(prompt_len, " tokens exceed the model's context of ", config.max_positions));
+    }
+  } else {
+    ARACH_RETURN_IF_ERROR(request.sampling.Validate(config.vocab_size, names));
+    if (prompt_len >= config.max_positions) {
+      return InvalidField(names, "prompt", absl::StrCat(prompt_len, " tokens leave no room in the model's context of ",
+                                                        config.max_positions, " tokens"));
+    }
+  }
+  return request.variant.Validate(has_adapter, names);
+}
+
+}  // namespace arach

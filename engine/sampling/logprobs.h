@@ -1,0 +1,29 @@
+// Log-probabilities read off a row of logits: the most likely token, log softmax at a token, and the
+// top-n alternatives. Used by sampling, scoring and the offline tools.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace arach {
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;              // log-prob of `token` under the raw model distribution (when asked)
+  std::vector<TokenLogprob> top;     // the top_logprobs most likely tokens, raw distribution
+};
+
+// Index of the largest value (the first one on ties).
+int32_t ArgMax(std::span<const float> values);
+// log softmax(values)[index], computed in double precision.
+double LogSoftmaxAt(std::span<const float> values, int32_t index);
+// log softmax(logits)[token] and the `n` most likely tokens with their log-probs.
+SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n);
+
+}  // namespace arach

@@ -1,0 +1,13 @@
+// The life of arach-server: start /metrics and the gRPC server (health NOT_SERVING, calls UNAVAILABLE),
+// load the model, serve, and on SIGTERM/SIGINT drain (new calls UNAVAILABLE, calls in flight finish within
+// the grace period) and stop. Returns the process exit status: 0 after a drain, 1 when starting failed.
+#pragma once
+
+#include "server/drain_signals.h"
+#include "server/server_options.h"
+
+namespace arach::server {
+
+int Serve(const ServerConfig& config, const DrainPipe& drain_pipe);
+
+}  // namespace arach::server

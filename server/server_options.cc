@@ -1,0 +1,51 @@
+#include "server/server_options.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+
+namespace arach::server {
+namespace {
+
+absl::Status FlagError(absl::string_view flag, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", what));
+}
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
+  ServerConfig config;
+  config.options = options;
+  if (options.model_dir.empty()) return FlagError("model", "a model folder is required");
+  absl::StatusOr<DeviceKind> device = ParseDeviceKind(options.device);
+  if (!device.ok()) return FlagError("device", device.status().message());
+  config.device = *device;
+  config.options.load.device = *device;
+
+  absl::StatusOr<Variant> variant = ParseVariantName(options.default_variant);
+  if (!variant.ok()) return FlagError("default_variant", variant.status().message());
+  variant->arach_offset = static_cast<float>(options.arach_offset);
+  const bool has_adapter = !options.load.adapter.empty();
+  if (absl::Status s = variant->Validate(has_adapter); !s.ok()) return FlagError("default_variant", s.message());
+  config.default_variant = *variant;
+
+  if (!options.experiment.empty() && !options.experiment_file.empty()) {
+    return FlagError("experiment", "give --experiment or --experiment_file, not both");
+  }
+  if (!options.experiment.empty() || !options.experiment_file.empty()) {
+    ARACH_ASSIGN_OR_RETURN(Experiment experiment, options.experiment.empty()
+                                                      ? LoadExperimentFile(options.experiment_file, variant->arach_offset)
+                                                      : ParseExperimentSplit(options.experiment, variant->arach_offset));
+    for (const ExperimentArm& arm : experiment.arms) {
+      if (absl::Status s = arm.variant.Validate(has_adapter); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("experiment arm \"", arm.name, "\": ", s.message()));
+      }
+    }
+    config.experiment = std::move(experiment);
+  }
+  const TlsOptions& tls = options.grpc.tls;
+  if (tls.cert.empty() != tls.key.empty()) return FlagError("tls_cert", "--tls_cert and --tls_key go together");
+  if (!tls.client_ca.empty() && tls.cert.empty()) return FlagError("tls_client_ca", "needs --tls_cert and --tls_key");
+  return config;
+}
+
+}  // namespace arach::server

@@ -1,0 +1,64 @@
+// Everything arach-server is started with (filled from its flags in main.cc), and the checks that turn
+// it into a configuration before anything starts: bad options end the process with a message and exit
+// status 2, before a port is opened or a model is read.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/engine.h"
+#include "engine/runner/loaded_model.h"
+#include "server/experiment.h"
+#include "server/request_limits.h"
+
+namespace arach::server {
+
+struct TlsOptions {
+  std::string cert;       // PEM certificate chain: serve gRPC over TLS
+  std::string key;        // PEM private key of `cert`
+  std::string client_ca;  // PEM CA bundle: require and verify client certificates (mutual TLS)
+};
+
+struct GrpcOptions {
+  std::string listen = "0.0.0.0:50051";       // HOST:PORT (port 0 picks one)
+  int max_request_bytes = 16 << 20;           // largest request message
+  int max_response_bytes = 16 << 20;          // largest response message
+  int max_concurrent_streams = 100;           // calls per client connection
+  int keepalive_time_ms = 60000;              // ping idle connections this often
+  int keepalive_timeout_ms = 20000;           // close a connection whose ping is not answered in time
+  int keepalive_min_ping_interval_ms = 10000;  // clients pinging faster are disconnected
+  TlsOptions tls;
+};
+
+struct ServerOptions {
+  std::string model_dir;              // Hugging Face model folder
+  std::string device = "cpu";         // cpu | cuda
+  LoadModelOptions load;              // KV pool, hub embedding, adapter (device filled from `device`)
+  std::string default_variant = "base";
+  double arach_offset = -0.5;         // default ARACH offset b
+  std::string experiment;             // "base=50,arach=50"
+  std::string experiment_file;        // the JSON form
+  EngineConfig engine;                // batching, queue and prefix cache (no observer yet)
+  bool prompt_perplexity = false;     // score every Generate prompt under its variant
+  RequestLimits limits;
+  GrpcOptions grpc;
+  std::string metrics_listen = "0.0.0.0:9090";  // HOST:PORT of /metrics (port 0 picks one)
+  int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take
+};
+
+// What the options resolve to.
+struct ServerConfig {
+  ServerOptions options;
+  DeviceKind device = DeviceKind::kCpu;
+  Variant default_variant;
+  std::optional<Experiment> experiment;
+};
+
+// INVALID_ARGUMENT naming the flag: no model, an unknown device or variant, a skip variant (default or
+// experiment arm) without --adapter, both experiment forms at once, an unreadable experiment.
+absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options);
+
+}  // namespace arach::server

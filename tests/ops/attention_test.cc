@@ -1,0 +1,153 @@
+// Paged attention, written once and run on every device, against the naive reference
+// (tests/testing/naive_attention.h) on random batches: shuffled block tables, prefill chunks and single
+// decode rows, grouped-query heads, and the ARACH hub term with random offsets on some sequences.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/backend/attention_params.h"
+#include "gtest/gtest.h"
+#include "tests/testing/devices.h"
+#include "tests/testing/naive_attention.h"
+
+namespace arach {
+namespace {
+
+struct SeqSpec {
+  int context;  // positions cached after this step
+  int rows;     // new rows this step (the last `rows` positions)
+  bool hub;
+  float offset;
+};
+
+struct Shape {
+  int heads, kv_heads, head_dim, block_size;
+};
+
+class PagedAttention : public testing::DeviceFixture {
+ protected:
+  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed);
+};
+
+void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int hd = shape.head_dim, slot_elems = shape.kv_heads * hd;
+  int blocks_needed = 0;
+  for (const SeqSpec& s : seqs) blocks_needed += (s.context + shape.block_size - 1) / shape.block_size;
+  const int num_blocks = blocks_needed + 3;
+  std::vector<int32_t> pool(num_blocks);
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+
+  std::vector<int32_t> query_start = {0}, hub_start = {0}, table_start = {0}, tables, positions;
+  std::vector<float> offsets;
+  for (const SeqSpec& s : seqs) {
+    for (int i = 0; i < s.rows; ++i) positions.push_back(s.context - s.rows + i);
+    query_start.push_back(query_start.back() + s.rows);
+    hub_start.push_back(hub_start.back() + (s.hub ? s.rows : 0));
+    const int n = (s.context + shape.block_size - 1) / shape.block_size;
+    for (int b = 0; b < n; ++b) tables.push_back(pool[tables.size()]);
+    table_start.push_back(static_cast<int32_t>(tables.size()));
+    offsets.push_back(s.offset);
+  }
+  const int verbal = query_start.back(), hub_rows = hub_start.back(), rows = verbal + hub_rows;
+  const std::vector<float> k_cache = Random(static_cast<size_t>(num_blocks) * shape.block_size * slot_elems);
+  const std::vector<float> v_cache = Random(k_cache.size());
+  const std::vector<float> q = Random(static_cast<size_t>(rows) * shape.heads * hd);
+  const std::vector<float> hub_k = Random(static_cast<size_t>(std::max(hub_rows, 1)) * slot_elems);
+  const std::vector<float> hub_v = Random(hub_k.size());
+
+  AttentionParams p;
+  p.q = Upload(q, rows, shape.heads * hd);
+  p.out = Zeros(rows, shape.heads * hd);
+  const DeviceMatrix k = Upload(k_cache, num_blocks * shape.block_size, slot_elems);
+  const DeviceMatrix v = Upload(v_cache, num_blocks * shape.block_size, slot_elems);
+  p.kv = PagedKvLayer{k.data, v.data, dtype_, shape.block_size, shape.kv_heads, hd};
+  p.num_heads = shape.heads;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  p.num_seqs = static_cast<int>(seqs.size());
+  p.num_verbal_rows = verbal;
+  p.query_start = UploadInts(query_start);
+  p.positions = UploadInts(positions);
+  p.block_table_start = UploadInts(table_start);
+  p.block_tables = UploadInts(tables);
+  p.num_hub_rows = hub_rows;
+  p.hub_start = UploadInts(hub_start);
+  p.hub_logit_offset = UploadFloats(offsets);
+  p.hub_k = Upload(hub_k, std::max(hub_rows, 1), slot_elems).Rows(0, hub_rows);
+  p.hub_v = Upload(hub_v, std::max(hub_rows, 1), slot_elems).Rows(0, hub_rows);
+  backend_->Attention(p);
+
+  std::vector<float> want(q.size(), 0.0f);
+  const int group = shape.heads / shape.kv_heads;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    for (int i = 0; i < seqs[s].rows; ++i) {
+      const int row = query_start[s] + i;
+      const int limit = positions[row];
+      for (int h = 0; h < shape.heads; ++h) {
+        const int g = h / group;
+        std::vector<const float*> keys, values;
+        for (int j = 0; j <= limit; ++j) {
+          const int64_t slot = static_cast<int64_t>(tables[table_start[s] + j / shape.block_size]) * shape.block_size + j % shape.block_size;
+          keys.push_back(&k_cache[slot * slot_elems + g * hd]);
+          values.push_back(&v_cache[slot * slot_elems + g * hd]);
+        }
+        const int hub_index = hub_start[s] + i;
+        const float* hk = seqs[s].hub ? &hub_k[static_cast<size_t>(hub_index) * slot_elems + g * hd] : nullptr;
+        const float* hv = seqs[s].hub ? &hub_v[static_cast<size_t>(hub_index) * slot_elems + g * hd] : nullptr;
+        std::vector<int> q_rows = {row};
+        if (seqs[s].hub) q_rows.push_back(verbal + hub_index);
+        for (int qr : q_rows) {
+          const std::vector<float> o = testing::NaiveAttention(&q[(static_cast<size_t>(qr) * shape.heads + h) * hd], keys, values,
+                                                               limit, hk, hv, seqs[s].offset, p.scale, hd);
+          std::copy(o.begin(), o.end(), &want[(static_cast<size_t>(qr) * shape.heads + h) * hd]);
+        }
+      }
+    }
+  }
+  // Outputs are convex combinations of unit-scale values.
+  const float ratio = testing::WorstToleranceRatio(Download(p.out), want, testing::ToleranceOf(dtype_));
+  EXPECT_LE(ratio, 1.0f) << "heads " << shape.heads << "/" << shape.kv_heads << " head_dim " << hd << " block "
+                         << shape.block_size << " seed " << seed;
+}
+
+TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
+  const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {2, 1, 256, 32}, {12, 12, 64, 8}, {8, 4, 16, 1}};
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937 rng(seed * 7919);
+    for (const Shape& shape : shapes) {
+      std::vector<SeqSpec> seqs;
+      const int num_seqs = 1 + static_cast<int>(rng() % 6);
+      for (int s = 0; s < num_seqs; ++s) {
+        SeqSpec spec;
+        spec.context = 1 + static_cast<int>(rng() % 300);
+        spec.rows = rng() % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % spec.context);
+        spec.hub = rng() % 2 == 0;
+        spec.offset = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+        seqs.push_back(spec);
+      }
+      RunCase(shape, seqs, seed);
+    }
+  }
+}
+
+TEST_P(PagedAttention, HubDominatesWithLargeOffsetAndVanishesWithVeryNegative) {
+  // Extreme offsets exercise the running-max rescaling from both sides.
+  RunCase({4, 2, 64, 16}, {{40, 40, true, 30.0f}, {17, 1, true, -30.0f}, {33, 5, false, 0.0f}}, 99);
+}
+
+TEST_P(PagedAttention, UnsupportedHeadSizesAreRefusedNamingTheLimit) {
+  AttentionParams p;
+  p.kv.head_dim = backend_->max_attention_head_dim() + 2;
+  p.kv.num_kv_heads = 1;
+  p.num_heads = 1;
+  backend_->Attention(p);
+  const absl::Status status = backend_->Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+  EXPECT_NE(std::string(status.message()).find("head size"), std::string::npos) << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, PagedAttention, ::testing::ValuesIn(testing::AllDevices()), testing::DeviceName);
+
+}  // namespace
+}  // namespace arach

@@ -1,0 +1,234 @@
+// Every backend op except attention (attention_test.cc), written once and run on every device against a
+// host reference computed in double precision from the same (device-rounded) inputs.
+#include <cmath>
+#include <numeric>
+
+#include "engine/backend/backend.h"
+#include "gtest/gtest.h"
+#include "tests/testing/devices.h"
+
+namespace arach {
+namespace {
+
+using testing::DeviceFixture;
+
+class Ops : public DeviceFixture {};
+
+// The activations as the model definitions write them, in double precision.
+double ActivationOf(Activation act, double x) {
+  switch (act) {
+    case Activation::kGeluTanh: return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case Activation::kGeluErf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kSilu: return x / (1.0 + std::exp(-x));
+    case Activation::kRelu: return std::max(x, 0.0);
+  }
+  return 0;
+}
+
+TEST_P(Ops, EmbedWithAndWithoutPositions) {
+  const int64_t d = 96;
+  const std::vector<float> table = Random(50 * d), positions_table = Random(40 * d);
+  const std::vector<int32_t> ids = {3, 0, 49, 7, 7, 12, 1}, positions = {0, 1, 2, 3, 39, 5, 6};
+  const DeviceMatrix t = Upload(table, 50, d), p = Upload(positions_table, 40, d), out = Zeros(7, d);
+  for (bool with_positions : {true, false}) {
+    backend_->Embed(UploadInts(ids), UploadInts(positions), t, with_positions ? p : DeviceMatrix{}, out);
+    std::vector<float> want;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int64_t c = 0; c < d; ++c) want.push_back(table[ids[i] * d + c] + (with_positions ? positions_table[positions[i] * d + c] : 0.0f));
+    }
+    ExpectClose(out, want, with_positions ? "embed + positions" : "embed");
+  }
+}
+
+TEST_P(Ops, LayerNormAndRmsNorm) {
+  const int64_t rows = 9, d = 320;
+  const std::vector<float> in = Random(rows * d, 2.0f), weight = Random(d), bias = Random(d);
+  const DeviceMatrix x = Upload(in, rows, d), w = Upload(weight, 1, d), b = Upload(bias, 1, d), out = Zeros(rows, d);
+  std::vector<float> layer_norm, rms_norm;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, square = 0;
+    for (int64_t c = 0; c < d; ++c) mean += in[r * d + c];
+    mean /= d;
+    double var = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      var += (in[r * d + c] - mean) * (in[r * d + c] - mean);
+      square += static_cast<double>(in[r * d + c]) * in[r * d + c];
+    }
+    var /= d;
+    for (int64_t c = 0; c < d; ++c) {
+      layer_norm.push_back(static_cast<float>((in[r * d + c] - mean) / std::sqrt(var + 1e-5) * weight[c] + bias[c]));
+      rms_norm.push_back(static_cast<float>(in[r * d + c] / std::sqrt(square / d + 1e-6) * weight[c]));
+    }
+  }
+  backend_->LayerNorm(x, w, b, 1e-5f, out);
+  ExpectClose(out, layer_norm, "layer norm");
+  backend_->RmsNorm(x, w, 1e-6f, out);
+  ExpectClose(out, rms_norm, "rms norm");
+}
+
+// in [m, k] x weight [n, k]^T + bias, in double precision.
+std::vector<float> MatMulT(const std::vector<float>& in, const std::vector<float>& weight, const std::vector<float>* bias,
+                           int64_t m, int64_t k, int64_t n, int64_t in_stride = 0, int64_t in_offset = 0) {
+  if (in_stride == 0) in_stride = k;
+  std::vector<float> out(m * n);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      double sum = bias != nullptr ? (*bias)[c] : 0.0;
+      for (int64_t i = 0; i < k; ++i) sum += static_cast<double>(in[r * in_stride + in_offset + i]) * weight[c * k + i];
+      out[r * n + c] = static_cast<float>(sum);
+    }
+  }
+  return out;
+}
+
+TEST_P(Ops, LinearShapesBiasAccumulateAndColumnSlices) {
+  for (int64_t m : {1, 3, 17, 130}) {
+    const std::vector<float> in = Random(m * 256, 0.5f), weight = Random(192 * 256, 0.1f), bias = Random(192), start = Random(m * 192);
+    const DeviceMatrix x = Upload(in, m, 256), w = Upload(weight, 192, 256), b = Upload(bias, 1, 192);
+    const DeviceMatrix out = Upload(start, m, 192);
+    backend_->Linear(x, w, b, out, /*accumulate=*/false);
+    const std::vector<float> with_bias = MatMulT(in, weight, &bias, m, 256, 192);
+    ExpectClose(out, with_bias, "linear + bias");
+    // Accumulate onto what the device holds now (its own rounding of with_bias).
+    std::vector<float> accumulated = Download(out);
+    const std::vector<float> product = MatMulT(in, weight, nullptr, m, 256, 192);
+    for (size_t i = 0; i < accumulated.size(); ++i) accumulated[i] += product[i];
+    backend_->Linear(x, w, DeviceMatrix{}, out, /*accumulate=*/true);
+    ExpectClose(out, accumulated, "linear accumulate");
+    // Output into the middle columns of a wider buffer (a fused QKV slice), input from a column slice.
+    const DeviceMatrix wide = Zeros(m, 400);
+    const std::vector<float> half = Random(192 * 128, 0.1f);
+    backend_->Linear(x.Cols(64, 128), Upload(half, 192, 128), DeviceMatrix{}, wide.Cols(100, 192), false);
+    const std::vector<float> slice = MatMulT(in, half, nullptr, m, 128, 192, /*in_stride=*/256, /*in_offset=*/64);
+    std::vector<float> want(m * 400, 0.0f);
+    for (int64_t r = 0; r < m; ++r) std::copy(&slice[r * 192], &slice[r * 192] + 192, &want[r * 400 + 100]);
+    ExpectClose(wide, want, "linear on slices");
+  }
+}
+
+TEST_P(Ops, LinearIntoFloat32Logits) {
+  const std::vector<float> in = Random(5 * 128, 0.5f), weight = Random(1000 * 128, 0.2f);
+  const DeviceMatrix logits = Upload(std::vector<float>(5 * 1000, 0.0f), 5, 1000, DType::kF32);
+  backend_->Linear(Upload(in, 5, 128), Upload(weight, 1000, 128), DeviceMatrix{}, logits, false);
+  // Products of device-held values summed in float32: only summation order differs.
+  ExpectClose(logits, MatMulT(in, weight, nullptr, 5, 128, 1000), "logits", testing::Tolerance{1e-4f, 1e-4f});
+}
+
+TEST_P(Ops, RopeRotatesTheLeadingDimsOfEveryHead) {
+  const int heads = 3, head_dim = 64, rotary_dim = 32, rows = 6;
+  const std::vector<float> host = Random(rows * heads * head_dim);
+  const std::vector<int32_t> positions = {0, 1, 5, 100, 2047, 7};
+  std::vector<float> inv_freq(rotary_dim / 2);
+  for (int i = 0; i < rotary_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rotary_dim);
+  const DeviceMatrix x = Upload(host, rows, heads * head_dim);
+  backend_->Rope(x, heads, head_dim, rotary_dim, UploadInts(positions), UploadFloats(inv_freq));
+  std::vector<float> want = host;
+  for (int r = 0; r < rows; ++r) {
+    for (int h = 0; h < heads; ++h) {
+      float* v = &want[(r * heads + h) * head_dim];
+      const float* src = &host[(r * heads + h) * head_dim];
+      for (int i = 0; i < rotary_dim / 2; ++i) {
+        const double angle = static_cast<double>(positions[r]) * inv_freq[i];
+        v[i] = static_cast<float>(src[i] * std::cos(angle) - src[i + rotary_dim / 2] * std::sin(angle));
+        v[i + rotary_dim / 2] = static_cast<float>(src[i + rotary_dim / 2] * std::cos(angle) + src[i] * std::sin(angle));
+      }
+    }
+  }
+  // Angles up to 2047 rad: float32 argument reduction costs a few ulps of the angle.
+  ExpectClose(x, want, "rope", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-3f), testing::ToleranceOf(dtype_).rtol});
+}
+
+TEST_P(Ops, ActivationsAndGatedActivation) {
+  for (Activation act : {Activation::kGeluTanh, Activation::kGeluErf, Activation::kSilu, Activation::kRelu}) {
+    const std::vector<float> host = Random(4 * 300, 3.0f), gate_up = Random(4 * 600, 2.0f);
+    const DeviceMatrix x = Upload(host, 4, 300);
+    backend_->Activate(act, x);
+    std::vector<float> want;
+    for (float v : host) want.push_back(static_cast<float>(ActivationOf(act, v)));
+    // The CPU kernels use vectorised (fast-math) transcendentals: a few float32 ulps.
+    ExpectClose(x, want, "activation", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-5f), std::max(testing::ToleranceOf(dtype_).rtol, 1e-4f)});
+    const DeviceMatrix out = Zeros(4, 300);
+    backend_->GatedActivate(act, Upload(gate_up, 4, 600), out);
+    std::vector<float> gated;
+    for (int r = 0; r < 4; ++r) {
+      for (int c = 0; c < 300; ++c) gated.push_back(static_cast<float>(ActivationOf(act, gate_up[r * 600 + c]) * gate_up[r * 600 + 300 + c]));
+    }
+    ExpectClose(out, gated, "gated activation", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-5f), std::max(testing::ToleranceOf(dtype_).rtol, 1e-4f)});
+  }
+}
+
+TEST_P(Ops, AddGatherScatterFill) {
+  const std::vector<float> xs = Random(8 * 96), ys = Random(8 * 96);
+  const DeviceMatrix x = Upload(xs, 8, 96), y = Upload(ys, 8, 96);
+  backend_->Add(x, y);
+  std::vector<float> sum(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) sum[i] = xs[i] + ys[i];
+  ExpectClose(x, sum, "add");
+
+  const std::vector<float> x_now = Download(x);  // the device's rounding of the sum
+  const std::vector<int32_t> rows = {7, 2, 5};
+  const int32_t* device_rows = UploadInts(rows);
+  const DeviceMatrix gathered = Zeros(3, 96);
+  backend_->GatherRows(x, device_rows, gathered);
+  std::vector<float> want_gathered;
+  for (int32_t r : rows) want_gathered.insert(want_gathered.end(), &x_now[r * 96], &x_now[r * 96] + 96);
+  ExpectClose(gathered, want_gathered, "gather", testing::Tolerance{0.0f, 0.0f});
+
+  std::vector<float> y_want = ys;
+  for (bool accumulate : {false, true}) {
+    const std::vector<float> src = Random(3 * 96);
+    backend_->ScatterRows(Upload(src, 3, 96), device_rows, y, accumulate);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (int c = 0; c < 96; ++c) {
+        float& v = y_want[rows[i] * 96 + c];
+        v = accumulate ? v + src[i * 96 + c] : src[i * 96 + c];
+      }
+    }
+    ExpectClose(y, y_want, accumulate ? "scatter accumulate" : "scatter");
+    y_want = Download(y);
+  }
+  const std::vector<float> row = Random(96);
+  backend_->FillRows(Upload(row, 1, 96), y.Rows(2, 4));
+  for (int r = 2; r < 6; ++r) std::copy(row.begin(), row.end(), &y_want[r * 96]);
+  ExpectClose(y, y_want, "fill rows", testing::Tolerance{0.0f, 0.0f});
+}
+
+TEST_P(Ops, WriteKvLandsInTheNamedSlots) {
+  const int kv_heads = 2, head_dim = 32, block_size = 4, num_blocks = 6;
+  const int64_t slot_elems = kv_heads * head_dim;
+  const std::vector<float> k = Random(5 * slot_elems), v = Random(5 * slot_elems);
+  const DeviceMatrix k_cache = Zeros(num_blocks * block_size, slot_elems), v_cache = Zeros(num_blocks * block_size, slot_elems);
+  const std::vector<int32_t> slots = {0, 23, 9, 10, 4};
+  backend_->WriteKv(Upload(k, 5, slot_elems), Upload(v, 5, slot_elems), UploadInts(slots),
+                    PagedKvLayer{k_cache.data, v_cache.data, dtype_, block_size, kv_heads, head_dim});
+  std::vector<float> k_want(num_blocks * block_size * slot_elems, 0.0f), v_want = k_want;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::copy(&k[i * slot_elems], &k[i * slot_elems] + slot_elems, &k_want[slots[i] * slot_elems]);
+    std::copy(&v[i * slot_elems], &v[i * slot_elems] + slot_elems, &v_want[slots[i] * slot_elems]);
+  }
+  ExpectClose(k_cache, k_want, "k cache", testing::Tolerance{0.0f, 0.0f});  // a copy: exact
+  ExpectClose(v_cache, v_want, "v cache", testing::Tolerance{0.0f, 0.0f});
+}
+
+TEST_P(Ops, MisshapenArgumentsAreReportedBySynchronizeAndSkipTheKernel) {
+  const std::vector<float> in = Random(2 * 8);
+  const DeviceMatrix x = Upload(in, 2, 8), w = Upload(Random(3 * 5), 3, 5), out = Upload(std::vector<float>(6, 7.0f), 2, 3);
+  backend_->Linear(x, w, DeviceMatrix{}, out, false);  // in has 8 columns, the weight 5
+  const absl::Status status = backend_->Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_NE(std::string(status.message()).find("linear: in [2, 8] x weight [3, 5]^T -> out [2, 3]"), std::string::npos) << status;
+  EXPECT_TRUE(backend_->Synchronize().ok()) << "the error is reported once";
+  ExpectClose(out, std::vector<float>(6, 7.0f), "untouched output", testing::Tolerance{0.0f, 0.0f});
+}
+
+TEST_P(Ops, OutOfMemoryIsResourceExhausted) {
+  auto huge = backend_->Allocate(size_t{1} << 60);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_TRUE(backend_->Synchronize().ok()) << "a failed allocation must not poison later work";
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::ValuesIn(testing::AllDevices()), testing::DeviceName);
+
+}  // namespace
+}  // namespace arach

@@ -1,0 +1,63 @@
+// arach-server's options are checked before anything starts; every error names the flag.
+#include "server/server_options.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace arach::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+ServerOptions Valid() {
+  ServerOptions o;
+  o.model_dir = "some/model";
+  return o;
+}
+
+std::string ErrorOf(const ServerOptions& o) { return std::string(ResolveServerConfig(o).status().message()); }
+
+TEST(ServerOptions, AValidSetResolves) {
+  ServerOptions o = Valid();
+  o.default_variant = "arach";
+  o.arach_offset = 0.0;
+  o.experiment = "base=1,arach@-1=1";
+  auto config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->default_variant.arach);
+  EXPECT_EQ(config->default_variant.arach_offset, 0.0f);
+  ASSERT_TRUE(config->experiment.has_value());
+  EXPECT_EQ(config->experiment->arms[1].variant.arach_offset, -1.0f) << "an arm's own offset wins";
+  EXPECT_EQ(config->device, DeviceKind::kCpu);
+}
+
+TEST(ServerOptions, ErrorsNameTheFlag) {
+  ServerOptions o = Valid();
+  o.model_dir.clear();
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--model"));
+  o = Valid();
+  o.device = "tpu";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--device: device \"tpu\""));
+  o = Valid();
+  o.default_variant = "skip";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--default_variant"));
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--adapter"));
+  o = Valid();
+  o.experiment = "base=1,arach+skip=1";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("experiment arm \"arach+skip\""));
+  o.load.adapter = "a.safetensors";
+  EXPECT_TRUE(ResolveServerConfig(o).ok()) << "with an adapter the skip arms can run";
+  o = Valid();
+  o.experiment = "base=1";
+  o.experiment_file = "e.json";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("not both"));
+  o = Valid();
+  o.grpc.tls.cert = "c.pem";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--tls_cert and --tls_key go together"));
+  o = Valid();
+  o.grpc.tls.client_ca = "ca.pem";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--tls_client_ca"));
+}
+
+}  // namespace
+}  // namespace arach::server
