@@ -18,7 +18,7 @@ struct Engine::RequestState {
         request(std::move(request_in)),
         sink(std::move(sink_in)),
         seq(block_size),
-        detokenizer(tokenizer, request.sampling.stop) {}
+        detokenizer(tokenizer, request.sampling.stop, request.prompt) {}
 
   uint64_t id;
   EngineRequest request;

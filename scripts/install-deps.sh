@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libabsl-dev nlohmann-json3-dev libopenblas-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
-  libgtest-dev libgmock-dev
+  libpcre2-dev libgtest-dev libgmock-dev
 )
 [ "${1:-}" = "--test" ] && packages+=(docker-compose)
 

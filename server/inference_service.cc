@@ -86,8 +86,7 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
                                                 context_.limits.max_tokenize_bytes)));
       return reactor;
     }
-    const int bos = request->add_bos() ? engine->model_config().bos_token_id : -1;
-    auto ids = EncodePrompt(engine->tokenizer(), request->texts(i), bos);
+    auto ids = engine->tokenizer().Encode(request->texts(i), /*add_special_tokens=*/request->add_bos());
     if (!ids.ok()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat("texts[", i, "]: ", ids.status().message())));
       return reactor;

@@ -43,7 +43,7 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const Reque
     if (text.size() > limits.max_prompt_bytes) {
       return FieldError(*prompt_field, absl::StrCat(text.size(), " bytes exceed the limit of ", limits.max_prompt_bytes));
     }
-    auto encoded = EncodePrompt(engine.tokenizer(), text, engine.model_config().bos_token_id);
+    auto encoded = EncodePrompt(engine.tokenizer(), text);
     if (!encoded.ok()) return FieldError(*prompt_field, encoded.status().message());
     if (encoded->empty()) return FieldError(*prompt_field, "encodes to no tokens");
     ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, *prompt_field, encoded->size()));

@@ -5,14 +5,27 @@
 
 namespace arach {
 
-IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings)
-    : tokenizer_(tokenizer), stops_(std::move(stop_strings)) {
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
+                                               std::span<const int32_t> prompt, bool skip_special_tokens)
+    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens), stops_(std::move(stop_strings)) {
   for (const std::string& s : stops_) longest_stop_ = std::max(longest_stop_, s.size());
+  const size_t keep = std::min(prompt.size(), kContextTokens);
+  context_.assign(prompt.end() - keep, prompt.end());
+}
+
+absl::StatusOr<std::string> IncrementalDetokenizer::DecodeNext(int32_t token) {
+  ARACH_ASSIGN_OR_RETURN(const std::string before, tokenizer_.Decode(context_, skip_special_tokens_));
+  context_.push_back(token);
+  ARACH_ASSIGN_OR_RETURN(std::string after, tokenizer_.Decode(context_, skip_special_tokens_));
+  if (context_.size() > kContextTokens) context_.erase(context_.begin());
+  size_t common = 0;
+  while (common < before.size() && common < after.size() && before[common] == after[common]) ++common;
+  return after.substr(common);
 }
 
 absl::StatusOr<std::string> IncrementalDetokenizer::Add(int32_t token) {
   if (stopped()) return std::string();
-  ARACH_ASSIGN_OR_RETURN(std::string piece, tokenizer_.Decode(std::vector<int32_t>{token}));
+  ARACH_ASSIGN_OR_RETURN(std::string piece, DecodeNext(token));
   bytes_ += piece;
   // A stop string can only end in the new bytes; it may start up to longest_stop_ - 1 bytes earlier.
   const size_t search_from = bytes_.size() >= piece.size() + longest_stop_ ? bytes_.size() - piece.size() - longest_stop_ : 0;

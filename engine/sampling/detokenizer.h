@@ -1,9 +1,15 @@
 // Turns a stream of generated token ids into text deltas: a delta never ends inside a UTF-8 character
 // and never shows the start of a possible stop string; when a stop string appears the text ends just
 // before it. Malformed byte sequences a model may produce are replaced by U+FFFD.
+//
+// Each token is decoded in the context of the few tokens before it (starting with the prompt's last
+// ones): the new text is Decode(context + token) minus Decode(context). So decoders whose output depends
+// on the neighbours (SentencePiece's leading "▁" stripped at the start of a sequence, byte-fallback
+// pieces of one character arriving one at a time) give exactly the text of decoding the whole sequence.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,7 +20,9 @@ namespace arach {
 
 class IncrementalDetokenizer {
  public:
-  IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings);
+  // `prompt` gives the context of the first generated token (its last kContextTokens ids are kept).
+  IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
+                         std::span<const int32_t> prompt = {}, bool skip_special_tokens = false);
 
   // Adds a generated token; returns the text that can be shown now.
   absl::StatusOr<std::string> Add(int32_t token);
@@ -25,7 +33,13 @@ class IncrementalDetokenizer {
   const std::string& matched_stop() const { return matched_stop_; }
 
  private:
+  static constexpr size_t kContextTokens = 4;
+  // The bytes `token` adds after the context.
+  absl::StatusOr<std::string> DecodeNext(int32_t token);
+
   const Tokenizer& tokenizer_;
+  bool skip_special_tokens_;
+  std::vector<int32_t> context_;  // the last ids decoded (at most kContextTokens)
   std::vector<std::string> stops_;
   size_t longest_stop_ = 0;
   std::string bytes_;    // every byte decoded so far (truncated at a stop string)

@@ -1,18 +1,32 @@
 #include "engine/tokenizer/bpe_model.h"
 
+#include <cstdio>
 #include <queue>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace arach {
 
+BpeModel::BpeModel(BpeModel&& other) noexcept { *this = std::move(other); }
+
+BpeModel& BpeModel::operator=(BpeModel&& other) noexcept {
+  vocab_ = std::move(other.vocab_);
+  id_to_token_ = std::move(other.id_to_token_);
+  merges_ = std::move(other.merges_);
+  options_ = std::move(other.options_);
+  unk_id_ = other.unk_id_;
+  byte_ids_ = std::move(other.byte_ids_);
+  return *this;  // the cache starts empty
+}
+
 absl::StatusOr<BpeModel> BpeModel::Create(std::unordered_map<std::string, int32_t> vocab,
                                           const std::vector<std::pair<std::string, std::string>>& merges,
-                                          bool ignore_merges, const std::string& source) {
+                                          const BpeOptions& options, const std::string& source) {
   BpeModel model;
-  model.ignore_merges_ = ignore_merges;
+  model.options_ = options;
   int32_t max_id = -1;
   for (const auto& [token, id] : vocab) {
     if (id < 0) return absl::InvalidArgumentError(absl::StrCat(source, ": token \"", token, "\" has negative id ", id));
@@ -26,13 +40,32 @@ absl::StatusOr<BpeModel> BpeModel::Create(std::unordered_map<std::string, int32_
     const auto& [left, right] = merges[rank];
     const auto l = model.vocab_.find(left);
     const auto r = model.vocab_.find(right);
-    const auto m = model.vocab_.find(left + right);
+    // The merged token drops the right part's continuing_subword_prefix.
+    std::string merged = left + right.substr(absl::StartsWith(right, options.continuing_subword_prefix)
+                                                 ? options.continuing_subword_prefix.size()
+                                                 : 0);
+    const auto m = model.vocab_.find(merged);
     if (l == model.vocab_.end() || r == model.vocab_.end() || m == model.vocab_.end()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": merge ", rank, " (\"", left, "\" \"", right,
                                                      "\") uses a token missing from the vocabulary"));
     }
     // The first occurrence of a pair wins (lower rank).
     model.merges_.try_emplace(PairKey(l->second, r->second), Merge{static_cast<int32_t>(rank), m->second});
+  }
+  if (options.unk_token) {
+    const auto it = model.vocab_.find(*options.unk_token);
+    if (it == model.vocab_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": unk_token \"", *options.unk_token, "\" is not in the vocabulary"));
+    }
+    model.unk_id_ = it->second;
+  }
+  if (options.byte_fallback) {
+    model.byte_ids_.assign(256, -1);
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof(name), "<0x%02X>", b);
+      if (const auto it = model.vocab_.find(name); it != model.vocab_.end()) model.byte_ids_[b] = it->second;
+    }
   }
   return model;
 }
@@ -48,25 +81,41 @@ std::optional<int32_t> BpeModel::TokenId(absl::string_view token) const {
   return it->second;
 }
 
-absl::Status BpeModel::Encode(absl::string_view piece, std::vector<int32_t>& out) const {
-  if (piece.empty()) return absl::OkStatus();
-  if (ignore_merges_) {
-    if (const auto it = vocab_.find(std::string(piece)); it != vocab_.end()) {
-      out.push_back(it->second);
-      return absl::OkStatus();
+std::vector<int32_t> BpeModel::InitialSymbols(absl::string_view piece) const {
+  std::vector<int32_t> symbols;
+  bool previous_unk = false;
+  size_t i = 0;
+  while (i < piece.size()) {
+    size_t end = i + 1;
+    while (end < piece.size() && (static_cast<unsigned char>(piece[end]) & 0xc0) == 0x80) ++end;
+    const absl::string_view character = piece.substr(i, end - i);
+    std::string symbol;
+    if (i > 0) symbol = options_.continuing_subword_prefix;
+    symbol.append(character.data(), character.size());
+    if (end == piece.size()) symbol += options_.end_of_word_suffix;
+    if (const auto it = vocab_.find(symbol); it != vocab_.end()) {
+      symbols.push_back(it->second);
+      previous_unk = false;
+    } else {
+      bool bytes_known = options_.byte_fallback;
+      for (unsigned char b : character) bytes_known = bytes_known && byte_ids_[b] >= 0;
+      if (bytes_known) {
+        for (unsigned char b : character) symbols.push_back(byte_ids_[b]);
+        previous_unk = false;
+      } else if (unk_id_) {
+        if (!(previous_unk && options_.fuse_unk)) symbols.push_back(*unk_id_);
+        previous_unk = true;
+      }  // else: no unknown token; the character is dropped, as tokenizers does
     }
+    i = end;
   }
-  // Symbols as a doubly linked list over the piece's characters.
-  ARACH_ASSIGN_OR_RETURN(std::vector<CodePoint> chars, DecodeUtf8(piece));
-  const int n = static_cast<int>(chars.size());
-  std::vector<int32_t> id(n), prev(n), next(n);
+  return symbols;
+}
+
+void BpeModel::MergeAll(std::vector<int32_t>& id) const {
+  const int n = static_cast<int>(id.size());
+  std::vector<int32_t> prev(n), next(n);
   for (int i = 0; i < n; ++i) {
-    const auto it = vocab_.find(std::string(piece.substr(chars[i].offset, chars[i].length)));
-    if (it == vocab_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("character at byte ", chars[i].offset, " of \"", piece,
-                                                     "\" has no token in the vocabulary"));
-    }
-    id[i] = it->second;
     prev[i] = i - 1;
     next[i] = i + 1 < n ? i + 1 : -1;
   }
@@ -100,7 +149,34 @@ absl::Status BpeModel::Encode(absl::string_view piece, std::vector<int32_t>& out
     consider(prev[left]);
     consider(left);
   }
-  for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(id[i]);
+  std::vector<int32_t> merged;
+  for (int i = 0; i >= 0 && i < n; i = next[i]) merged.push_back(id[i]);
+  id = std::move(merged);
+}
+
+absl::Status BpeModel::Encode(absl::string_view piece, std::vector<int32_t>& out) const {
+  if (piece.empty()) return absl::OkStatus();
+  if (options_.ignore_merges) {
+    if (const auto it = vocab_.find(std::string(piece)); it != vocab_.end()) {
+      out.push_back(it->second);
+      return absl::OkStatus();
+    }
+  }
+  const bool cacheable = piece.size() < kMaxCachedPieceBytes;
+  if (cacheable) {
+    absl::MutexLock lock(&cache_mutex_);
+    if (const auto it = cache_.find(piece); it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return absl::OkStatus();
+    }
+  }
+  std::vector<int32_t> symbols = InitialSymbols(piece);
+  MergeAll(symbols);
+  out.insert(out.end(), symbols.begin(), symbols.end());
+  if (cacheable) {
+    absl::MutexLock lock(&cache_mutex_);
+    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(piece), std::move(symbols));
+  }
   return absl::OkStatus();
 }
 

@@ -42,7 +42,13 @@ absl::StatusOr<std::unique_ptr<Llama2cTokenizer>> Llama2cTokenizer::FromFile(con
   return tok;
 }
 
-absl::StatusOr<std::vector<int32_t>> Llama2cTokenizer::Encode(absl::string_view text) const {
+absl::StatusOr<std::vector<int32_t>> Llama2cTokenizer::Encode(absl::string_view text, bool add_special_tokens) const {
+  ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, EncodeText(text));
+  if (add_special_tokens) ids.insert(ids.begin(), kBos);
+  return ids;
+}
+
+absl::StatusOr<std::vector<int32_t>> Llama2cTokenizer::EncodeText(absl::string_view text) const {
   ARACH_ASSIGN_OR_RETURN(std::vector<CodePoint> chars, DecodeUtf8(text));
   std::vector<int32_t> ids;
   if (text.empty()) return ids;
@@ -78,7 +84,7 @@ absl::StatusOr<std::vector<int32_t>> Llama2cTokenizer::Encode(absl::string_view 
   return ids;
 }
 
-absl::StatusOr<std::string> Llama2cTokenizer::Decode(std::span<const int32_t> ids) const {
+absl::StatusOr<std::string> Llama2cTokenizer::Decode(std::span<const int32_t> ids, bool /*skip_special_tokens*/) const {
   std::string out;
   int32_t previous = -1;
   for (int32_t id : ids) {

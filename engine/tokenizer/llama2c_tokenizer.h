@@ -18,13 +18,14 @@ class Llama2cTokenizer final : public Tokenizer {
  public:
   static absl::StatusOr<std::unique_ptr<Llama2cTokenizer>> FromFile(const std::string& path);
 
-  absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text) const override;
-  // Concatenated pieces; byte pieces become their byte; BOS/EOS/<unk> decode to nothing; a piece right
-  // after BOS loses its leading space (llama2.c's rule).
-  absl::StatusOr<std::string> Decode(std::span<const int32_t> ids) const override;
+  // With add_special_tokens, BOS first (SentencePiece convention).
+  absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text, bool add_special_tokens) const override;
+  // Concatenated pieces; byte pieces become their byte; BOS/EOS/<unk> always decode to nothing; a piece
+  // right after BOS loses its leading space (llama2.c's rule).
+  absl::StatusOr<std::string> Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
   int vocab_size() const override { return static_cast<int>(pieces_.size()); }
   std::optional<int32_t> TokenToId(absl::string_view token) const override;
-  bool prepends_bos() const override { return true; }
+  bool IsSpecial(int32_t id) const override { return id == kUnk || id == kBos || id == kEos; }
   std::string Describe() const override { return description_; }
 
   static constexpr int32_t kUnk = 0;
@@ -33,6 +34,7 @@ class Llama2cTokenizer final : public Tokenizer {
 
  private:
   Llama2cTokenizer() = default;
+  absl::StatusOr<std::vector<int32_t>> EncodeText(absl::string_view text) const;
   std::vector<std::string> pieces_;
   std::vector<float> scores_;
   std::unordered_map<std::string, int32_t> ids_;

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "engine/core/status.h"
-#include "engine/tokenizer/byte_level_bpe_tokenizer.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/llama2c_tokenizer.h"
 
 namespace arach {
@@ -15,12 +15,15 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir)
   std::error_code ec;
   const fs::path root(dir);
   if (fs::exists(root / "tokenizer.json", ec)) {
-    ARACH_ASSIGN_OR_RETURN(auto tok, ByteLevelBpeTokenizer::FromTokenizerJson((root / "tokenizer.json").string()));
+    TokenizerConfig config;
+    if (fs::exists(root / "tokenizer_config.json", ec)) {
+      ARACH_ASSIGN_OR_RETURN(config, LoadTokenizerConfig((root / "tokenizer_config.json").string()));
+    }
+    ARACH_ASSIGN_OR_RETURN(auto tok, HfTokenizer::FromTokenizerJson((root / "tokenizer.json").string(), std::move(config)));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
   if (fs::exists(root / "vocab.json", ec) && fs::exists(root / "merges.txt", ec)) {
-    ARACH_ASSIGN_OR_RETURN(auto tok, ByteLevelBpeTokenizer::FromVocabAndMerges((root / "vocab.json").string(),
-                                                                               (root / "merges.txt").string()));
+    ARACH_ASSIGN_OR_RETURN(auto tok, HfTokenizer::FromVocabAndMerges((root / "vocab.json").string(), (root / "merges.txt").string()));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
   std::vector<fs::path> llama2c;
@@ -36,10 +39,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir)
   return absl::NotFoundError(absl::StrCat(dir, ": no tokenizer (tokenizer.json, vocab.json + merges.txt, or tokenizer.bin)"));
 }
 
-absl::StatusOr<std::vector<int32_t>> EncodePrompt(const Tokenizer& tokenizer, absl::string_view text, int bos_id) {
-  ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(text));
-  if (tokenizer.prepends_bos() && bos_id >= 0) ids.insert(ids.begin(), bos_id);
-  return ids;
+const TokenizerConfig& Tokenizer::config() const {
+  static const TokenizerConfig kNone;
+  return kNone;
+}
+
+absl::StatusOr<std::vector<int32_t>> EncodePrompt(const Tokenizer& tokenizer, absl::string_view text) {
+  return tokenizer.Encode(text, /*add_special_tokens=*/true);
 }
 
 }  // namespace arach

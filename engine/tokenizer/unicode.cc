@@ -1,5 +1,6 @@
 #include "engine/tokenizer/unicode.h"
 
+#include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -130,6 +131,57 @@ CharClass ClassifyChar(char32_t c) {
     default:
       return CharClass::kOther;
   }
+}
+
+bool IsWhitespace(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)) != 0; }
+
+bool IsWordChar(char32_t c) {
+  const UChar32 u = static_cast<UChar32>(c);
+  if (u_hasBinaryProperty(u, UCHAR_ALPHABETIC) || u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL)) return true;
+  switch (u_charType(u)) {
+    case U_NON_SPACING_MARK:
+    case U_COMBINING_SPACING_MARK:
+    case U_ENCLOSING_MARK:
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_CONNECTOR_PUNCTUATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string ToLower(absl::string_view text) {
+  // Character by character, as tokenizers does: no context (a final capital sigma becomes σ, not ς).
+  std::string out;
+  out.reserve(text.size());
+  auto chars = DecodeUtf8(text);
+  if (!chars.ok()) return std::string(text);
+  for (const CodePoint& c : *chars) {
+    if (c.value < 0x80) {
+      out.push_back(static_cast<char>(c.value >= 'A' && c.value <= 'Z' ? c.value + ('a' - 'A') : c.value));
+      continue;
+    }
+    icu::UnicodeString one(static_cast<UChar32>(c.value));
+    one.toLower(icu::Locale::getRoot());
+    one.toUTF8String(out);
+  }
+  return out;
+}
+
+absl::string_view StripWhitespace(absl::string_view text, bool left, bool right) {
+  auto chars = DecodeUtf8(text);
+  if (!chars.ok() || chars->empty()) return text;
+  size_t begin = 0, end = chars->size();
+  if (left) {
+    while (begin < end && IsWhitespace((*chars)[begin].value)) ++begin;
+  }
+  if (right) {
+    while (end > begin && IsWhitespace((*chars)[end - 1].value)) --end;
+  }
+  if (begin == end) return text.substr(0, 0);
+  const size_t from = (*chars)[begin].offset;
+  const size_t to = (*chars)[end - 1].offset + (*chars)[end - 1].length;
+  return text.substr(from, to - from);
 }
 
 absl::StatusOr<std::string> Normalize(NormalizationForm form, absl::string_view text) {

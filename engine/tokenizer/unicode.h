@@ -32,6 +32,15 @@ enum class CharClass : uint8_t {
   kOther,
 };
 CharClass ClassifyChar(char32_t c);
+// Unicode White_Space (Rust's char::is_whitespace, regex \s).
+bool IsWhitespace(char32_t c);
+// A word character as Unicode regexes define \w: alphabetic, marks, decimal digits, connector
+// punctuation, join controls.
+bool IsWordChar(char32_t c);
+// Full Unicode lowercasing of each character on its own, without a locale (as tokenizers' Lowercase).
+std::string ToLower(absl::string_view text);
+// `text` without its leading (left) and/or trailing (right) White_Space characters.
+absl::string_view StripWhitespace(absl::string_view text, bool left, bool right);
 
 enum class NormalizationForm { kNone, kNfc, kNfkc, kNfd, kNfkd };
 // Applies a Unicode normalisation form to valid UTF-8 text.

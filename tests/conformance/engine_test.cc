@@ -34,7 +34,7 @@ std::unique_ptr<Engine> MakeEngine(EngineConfig config = {}, int kv_blocks = 256
 // Prompts cut from the fixture's validation text.
 std::vector<int32_t> ValTokens(const Tokenizer& tokenizer) {
   auto text = ReadFileToString(testing::FixturePath("data/tinyshakespeare.txt"));
-  auto ids = tokenizer.Encode(text->substr(text->size() * 9 / 10));
+  auto ids = tokenizer.Encode(text->substr(text->size() * 9 / 10), false);
   return *ids;
 }
 

@@ -39,18 +39,18 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto ids = g_tokenizer->Encode(text);
+  auto ids = g_tokenizer->Encode(text, false);
   if (ids.ok()) {
     for (int32_t id : *ids) {
       if (id < 0 || id >= g_tokenizer->vocab_size()) std::abort();
     }
-    auto back = g_tokenizer->Decode(*ids);
+    auto back = g_tokenizer->Decode(*ids, false);
     if (!back.ok()) std::abort();
     if (g_exact_round_trip && *back != text) std::abort();
   }
   // The same bytes read as token ids (some out of range) decode or fail cleanly.
   std::vector<int32_t> raw(size / 2);
   for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<int16_t>(data[2 * i] | (data[2 * i + 1] << 8));
-  (void)g_tokenizer->Decode(raw);
+  (void)g_tokenizer->Decode(raw, false);
   return 0;
 }

@@ -71,9 +71,9 @@ TEST_P(MakeModelFamilies, LoadsAndGeneratesFromText) {
   auto tokenizer = LoadTokenizer(dir.path());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ((*tokenizer)->vocab_size(), config->vocab_size);
-  auto ids = (*tokenizer)->Encode("the quick brown fox");
+  auto ids = (*tokenizer)->Encode("the quick brown fox", false);
   ASSERT_TRUE(ids.ok());
-  auto back = (*tokenizer)->Decode(*ids);
+  auto back = (*tokenizer)->Decode(*ids, false);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, "the quick brown fox");
 

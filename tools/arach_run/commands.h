@@ -49,8 +49,15 @@ struct LogitsOptions {
 absl::Status RunGenerate(const GenerateOptions& options);
 absl::Status RunScore(const ScoreOptions& options);
 absl::Status RunLogits(const LogitsOptions& options);
+struct TokenizeOptions {
+  std::string model_dir;             // only its tokenizer files are read
+  bool add_special_tokens = false;   // tokenize: the post-processor's special tokens (BOS ...)
+  bool skip_special_tokens = false;  // detokenize: leave special tokens out of the text
+};
 // Reads one JSON string per stdin line and prints one JSON array of ids per line.
-absl::Status RunTokenize(const std::string& model_dir);
+absl::Status RunTokenize(const TokenizeOptions& options);
+// Reads one JSON array of ids per stdin line and prints the decoded text as one JSON string per line.
+absl::Status RunDetokenize(const TokenizeOptions& options);
 absl::Status RunMakeModel(const MakeModelOptions& options);
 // Lists CUDA devices (or says why there are none).
 absl::Status RunDevices();

@@ -53,7 +53,7 @@ absl::Status RunGenerate(const GenerateOptions& options) {
   request.prompt = options.ids;
   if (request.prompt.empty()) {
     if (options.prompt.empty()) return absl::InvalidArgumentError("generate: give --prompt TEXT or --ids 1,2,3");
-    ARACH_ASSIGN_OR_RETURN(request.prompt, EncodePrompt(*model.tokenizer, options.prompt, model.config.bos_token_id));
+    ARACH_ASSIGN_OR_RETURN(request.prompt, EncodePrompt(*model.tokenizer, options.prompt));
     if (request.prompt.empty()) return absl::InvalidArgumentError("generate: --prompt encodes to no tokens");
   }
   request.sampling = options.sampling;

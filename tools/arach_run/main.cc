@@ -4,7 +4,8 @@
 //                        --top_k K --top_p P --min_p M --repetition_penalty R --seed S --stop a,b --ignore_eos]
 //   arach-run score      --model DIR (--text TEXT | --file F | --ids ...) [--window N] [--per_token]
 //   arach-run logits     --model DIR --ids 1,2,3 --out FILE        (prints "T V")
-//   arach-run tokenize   --model DIR  < lines of JSON strings      (prints JSON arrays of ids)
+//   arach-run tokenize   --model DIR [--add_special_tokens] < lines of JSON strings   (prints JSON arrays of ids)
+//   arach-run detokenize --model DIR [--skip_special_tokens] < lines of JSON id arrays (prints JSON strings)
 //   arach-run make-model --arch gpt2|gpt_neox|llama --preset NAME --out DIR [--model_seed N] [--dtype F32|F16|BF16]
 //   arach-run devices
 // generate, score and logits take --arach [--arach-offset B] [--arach-hub-embedding FILE:KEY] and
@@ -62,6 +63,8 @@ ABSL_FLAG(std::string, arach_hub_embedding, "", "ARACH hub embedding FILE.safete
 ABSL_FLAG(uint64_t, hub_seed, 0, "seed of the derived hub embedding");
 ABSL_FLAG(std::string, adapter, "", "pre-projection + skip adapter (safetensors)");
 ABSL_FLAG(bool, skip, false, "run the skip variant (needs --adapter)");
+ABSL_FLAG(bool, add_special_tokens, false, "tokenize: add the special tokens the model expects (BOS ...)");
+ABSL_FLAG(bool, skip_special_tokens, false, "detokenize: leave special tokens out of the text");
 
 namespace arach::tools {
 namespace {
@@ -83,7 +86,8 @@ const std::vector<cmdline::Subcommand>& Commands() {
       {"score", "log-probs and perplexity of a text (windows)",
        WithModelFlags({"text", "file", "ids", "window", "max_windows", "per_token"})},
       {"logits", "raw logits of every position to a file", WithModelFlags({"ids", "out", "prefill_chunk"})},
-      {"tokenize", "JSON strings on stdin -> JSON id arrays on stdout", {"model"}},
+      {"tokenize", "JSON strings on stdin -> JSON id arrays on stdout", {"model", "add_special_tokens"}},
+      {"detokenize", "JSON id arrays on stdin -> JSON strings on stdout", {"model", "skip_special_tokens"}},
       {"make-model", "write a random-weight checkpoint at a real model's size",
        {"arch", "preset", "out", "model_seed", "dtype", "tokenizer_from", "with_adapter"}},
       {"devices", "list CUDA devices", {}},
@@ -137,9 +141,13 @@ absl::Status Dispatch(const std::string& command) {
     return RunMakeModel(options);
   }
   if (command == "devices") return RunDevices();
-  if (command == "tokenize") {
-    if (absl::GetFlag(FLAGS_model).empty()) return absl::InvalidArgumentError("--model DIR is required");
-    return RunTokenize(absl::GetFlag(FLAGS_model));
+  if (command == "tokenize" || command == "detokenize") {
+    TokenizeOptions options;
+    options.model_dir = absl::GetFlag(FLAGS_model);
+    if (options.model_dir.empty()) return absl::InvalidArgumentError("--model DIR is required");
+    options.add_special_tokens = absl::GetFlag(FLAGS_add_special_tokens);
+    options.skip_special_tokens = absl::GetFlag(FLAGS_skip_special_tokens);
+    return command == "tokenize" ? RunTokenize(options) : RunDetokenize(options);
   }
   auto model = ModelFlags();
   if (!model.ok()) return model.status();

@@ -21,7 +21,7 @@ absl::Status RunScore(const ScoreOptions& options) {
       ARACH_ASSIGN_OR_RETURN(text, ReadFileToString(options.file));
     }
     if (text.empty()) return absl::InvalidArgumentError("score: give --text, --file or --ids");
-    ARACH_ASSIGN_OR_RETURN(ids, EncodePrompt(*model.tokenizer, text, model.config.bos_token_id));
+    ARACH_ASSIGN_OR_RETURN(ids, EncodePrompt(*model.tokenizer, text));
   }
   if (ids.size() < 2) return absl::InvalidArgumentError("score: at least two tokens are needed");
   const int window = options.window > 0 ? options.window : std::min(model.config.max_positions - 1, 1024);
@@ -42,7 +42,7 @@ absl::Status RunScore(const ScoreOptions& options) {
       total_nll -= logprobs[i];
       ++scored;
       if (options.per_token) {
-        ARACH_ASSIGN_OR_RETURN(std::string piece, model.tokenizer->Decode(std::vector<int32_t>{chunk[i + 1]}));
+        ARACH_ASSIGN_OR_RETURN(std::string piece, model.tokenizer->Decode(std::vector<int32_t>{chunk[i + 1]}, false));
         tokens.push_back({{"id", chunk[i + 1]}, {"text", piece}, {"logprob", logprobs[i]}});
       }
     }
