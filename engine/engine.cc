@@ -42,7 +42,8 @@ Engine::Engine(LoadedModel model, const EngineConfig& config)
     : model_(std::move(model)),
       config_(config),
       allocator_(model_.runner->kv_cache().num_blocks()),
-      scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching},
+      scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching,
+                                 model_.config.UniformSlidingWindow()},
                  allocator_),
       seeder_(std::random_device{}()) {}
 
@@ -76,7 +77,11 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   const int new_tokens = request.kind == RequestKind::kScore ? 0 : sp.max_tokens;
   const int max_len = std::min(prompt_len + new_tokens, c.max_positions);
   const int block_size = model_.runner->kv_cache().block_size();
-  const int blocks_needed = (max_len + block_size - 1) / block_size;
+  int blocks_needed = (max_len + block_size - 1) / block_size;
+  if (const int window = model_.config.UniformSlidingWindow(); window > 0) {
+    // A windowed sequence holds the blocks of its window and of the chunk being computed, at most.
+    blocks_needed = std::min(blocks_needed, (window + config_.max_num_batched_tokens) / block_size + 2);
+  }
   if (blocks_needed > allocator_.num_blocks()) {
     return InvalidField(names, "max_tokens", absl::StrCat("prompt (", prompt_len, ") + max_tokens (", new_tokens, ") needs ",
                                                           blocks_needed, " KV blocks but the whole pool holds ",

@@ -6,7 +6,8 @@
 // or exactly one per verbal row, hub i paired with verbal i).
 //
 // Keys and values: every verbal row's K/V has already been written to the paged cache. Verbal row r
-// and its hub row both attend cached positions [0, positions[r]] of their sequence; with ARACH on,
+// and its hub row both attend cached positions [first, positions[r]] of their sequence, first = 0 or,
+// with a sliding window W, max(0, positions[r] - W + 1); with ARACH on,
 // both also attend the pair's own hub key/value with logit + hub_logit_offset[s]. Hub keys/values are
 // never in the cache: they are passed in `hub_k` / `hub_v` for this call only.
 #pragma once
@@ -39,6 +40,7 @@ struct AttentionParams {
   const int32_t* positions = nullptr;          // [num_verbal_rows] device
   const int32_t* block_table_start = nullptr;  // [num_seqs + 1] device, offsets into block_tables
   const int32_t* block_tables = nullptr;       // [block_table_start[num_seqs]] device, block ids
+  int sliding_window = 0;                      // a query sees the last `sliding_window` positions; 0 = all
 
   // ARACH hub term; num_hub_rows == 0 means no sequence has it.
   int num_hub_rows = 0;

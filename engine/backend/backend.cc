@@ -47,6 +47,10 @@ void Backend::RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float 
   if (Passes(op_checks::CheckNorm("rms norm", in, weight, DeviceMatrix{}, out))) RmsNormImpl(in, weight, eps, out);
 }
 
+void Backend::RmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) {
+  if (Passes(op_checks::CheckNormHeads(x, heads, head_dim, weight))) RmsNormHeadsImpl(x, heads, head_dim, weight, eps);
+}
+
 void Backend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
                      bool accumulate) {
   if (Passes(op_checks::CheckLinear(in, weight, bias, out))) LinearImpl(in, weight, bias, out, accumulate);

@@ -64,6 +64,9 @@ class Backend {
   void LayerNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps, const DeviceMatrix& out);
   // out = in / rms(in) * weight.
   void RmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out);
+  // In place, each head of each row: x[h] = x[h] / rms(x[h]) * weight. x: [rows, heads * head_dim] (may be
+  // a column slice), weight: [1, head_dim] (Qwen3's q_norm / k_norm).
+  void RmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps);
   // out = in W^T + bias (+ out when accumulate). in: [M, K], weight: [N, K], bias: [1, N] or empty, out: [M, N].
   void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
               bool accumulate);
@@ -98,6 +101,7 @@ class Backend {
   virtual void LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
                              const DeviceMatrix& out) = 0;
   virtual void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) = 0;
+  virtual void RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) = 0;
   virtual void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                           const DeviceMatrix& out, bool accumulate) = 0;
   virtual void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,

@@ -31,6 +31,16 @@ absl::Status CheckNorm(const char* op, const DeviceMatrix& in, const DeviceMatri
   return absl::OkStatus();
 }
 
+absl::Status CheckNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight) {
+  if (static_cast<int64_t>(heads) * head_dim != x.cols || head_dim <= 0) {
+    return Mismatch("head rms norm", absl::StrCat(heads, " heads of ", head_dim, " vs x ", Shape(x)));
+  }
+  if (weight.rows * weight.cols != head_dim) {
+    return Mismatch("head rms norm", absl::StrCat("weight ", Shape(weight), " vs head_dim ", head_dim));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out) {
   if (in.cols != weight.cols || out.rows != in.rows || out.cols != weight.rows) {
     return Mismatch("linear", absl::StrCat("in ", Shape(in), " x weight ", Shape(weight), "^T -> out ", Shape(out)));
@@ -94,6 +104,7 @@ absl::Status CheckAttention(const AttentionParams& p, int max_head_dim) {
                              p.hub_k.cols != static_cast<int64_t>(p.kv.num_kv_heads) * p.kv.head_dim)) {
     return Mismatch("attention", absl::StrCat("hub k ", Shape(p.hub_k), ", hub v ", Shape(p.hub_v), " vs ", p.num_hub_rows, " hub rows"));
   }
+  if (p.sliding_window < 0) return Mismatch("attention", absl::StrCat("sliding window ", p.sliding_window, " is negative"));
   return absl::OkStatus();
 }
 

@@ -15,6 +15,7 @@ namespace arach::op_checks {
 absl::Status CheckEmbed(const DeviceMatrix& table, const DeviceMatrix& position_table, const DeviceMatrix& out);
 absl::Status CheckNorm(const char* op, const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                        const DeviceMatrix& out);
+absl::Status CheckNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight);
 absl::Status CheckLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out);
 absl::Status CheckRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim);
 absl::Status CheckGatedActivate(const DeviceMatrix& in, const DeviceMatrix& out);

@@ -17,6 +17,9 @@ std::vector<std::string> ModuleCandidates(Architecture arch, int i) {
     case Architecture::kGptNeox:
       return {absl::StrCat("gpt_neox.layers.", i, ".attention.query_key_value")};
     case Architecture::kLlama:
+    case Architecture::kMistral:
+    case Architecture::kQwen2:
+    case Architecture::kQwen3:
       return {absl::StrCat("model.layers.", i, ".self_attn")};
   }
   return {};

@@ -102,8 +102,16 @@ absl::Status BlockTable::Reserve(int num_tokens, BlockAllocator& allocator) {
 }
 
 void BlockTable::ReleaseAll(BlockAllocator& allocator) {
-  allocator.Release(blocks_);
+  allocator.Release(std::vector<int32_t>(blocks_.begin() + num_released_, blocks_.end()));
   blocks_.clear();
+  num_released_ = 0;
+}
+
+void BlockTable::ReleaseBefore(int position, BlockAllocator& allocator) {
+  const int before = std::min(static_cast<int>(blocks_.size()), std::max(0, position) / block_size_);
+  if (before <= num_released_) return;
+  allocator.Release(std::vector<int32_t>(blocks_.begin() + num_released_, blocks_.begin() + before));
+  num_released_ = before;
 }
 
 }  // namespace arach

@@ -74,6 +74,8 @@ class BlockAllocator {
 };
 
 // The blocks of one sequence, in position order: position p lives in block blocks[p / block_size].
+// Under a sliding window the leading blocks no query will read again are given back early
+// (ReleaseBefore); their ids stay in the table as placeholders that are never read.
 class BlockTable {
  public:
   explicit BlockTable(int block_size) : block_size_(block_size) {}
@@ -84,8 +86,12 @@ class BlockTable {
   int BlocksNeeded(int num_tokens) const;
   // Appends blocks the caller already holds a reference to (prefix-cache hits).
   void Append(int32_t block) { blocks_.push_back(block); }
-  // Returns every block to the allocator.
+  // Returns every block still held to the allocator.
   void ReleaseAll(BlockAllocator& allocator);
+  // Returns the leading blocks that lie wholly before `position` (and are still held).
+  void ReleaseBefore(int position, BlockAllocator& allocator);
+  // Blocks this table holds a reference to.
+  int num_held() const { return static_cast<int>(blocks_.size()) - num_released_; }
   // Cache slot (block * block_size + offset) of position p.
   int32_t Slot(int position) const { return blocks_[position / block_size_] * block_size_ + position % block_size_; }
 
@@ -96,6 +102,7 @@ class BlockTable {
  private:
   int block_size_;
   std::vector<int32_t> blocks_;
+  int num_released_ = 0;  // leading blocks already given back (sliding window)
 };
 
 }  // namespace arach

@@ -1,7 +1,9 @@
-// Llama tensor names (Hugging Face layout, q/k rows already permuted for rotate-half RoPE):
-// `model.embed_tokens.weight`, `model.layers.{i}.input_layernorm.weight`, `.self_attn.{q,k,v,o}_proj`,
+// Llama tensor names (Hugging Face layout, q/k rows already permuted for rotate-half RoPE), shared by
+// Mistral, Qwen2 and Qwen3: `model.embed_tokens.weight`, `model.layers.{i}.input_layernorm.weight`,
+// `.self_attn.{q,k,v,o}_proj` (Qwen2: q/k/v biases), `.self_attn.{q,k}_norm.weight` (Qwen3, [head_dim]),
 // `.post_attention_layernorm.weight`, `.mlp.{gate,up,down}_proj`, `model.norm.weight`, `lm_head.weight`
-// (absent when tied). K and V have num_key_value_heads heads (grouped-query attention).
+// (absent when tied). K and V have num_key_value_heads heads (grouped-query attention); q_proj has
+// num_attention_heads x head_dim rows, where head_dim may differ from hidden_size / heads.
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "engine/model/weight_reader.h"
@@ -26,6 +28,10 @@ absl::StatusOr<ModelWeights> LoadLlamaWeights(const WeightReader& reader, const 
       ARACH_ASSIGN_OR_RETURN(HostTensor bk, reader.Read(p + "self_attn.k_proj.bias", {kv}));
       ARACH_ASSIGN_OR_RETURN(HostTensor bv, reader.Read(p + "self_attn.v_proj.bias", {kv}));
       l.qkv_bias = ConcatRows({&bq, &bk, &bv});
+    }
+    if (c.qk_norm) {
+      ARACH_ASSIGN_OR_RETURN(l.q_norm_weight, reader.Read(p + "self_attn.q_norm.weight", {c.head_dim}));
+      ARACH_ASSIGN_OR_RETURN(l.k_norm_weight, reader.Read(p + "self_attn.k_norm.weight", {c.head_dim}));
     }
     ARACH_ASSIGN_OR_RETURN(l.out_weight, reader.Read(p + "self_attn.o_proj.weight", {d, q}));
     if (c.attn_out_bias) {

@@ -1,5 +1,6 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
@@ -215,8 +216,38 @@ absl::Status ParseGptNeox(const ConfigReader& r, ModelConfig& c) {
   return ParseRope(r, c, 10000.0, {"rope_theta", "rotary_emb_base"});
 }
 
-absl::Status ParseLlama(const ConfigReader& r, ModelConfig& c) {
-  c.arch = Architecture::kLlama;
+// Sliding windows: Mistral's `sliding_window` applies to every layer; Qwen2/Qwen3 window only with
+// use_sliding_window, from layer max_window_layers on, unless `layer_types` lists each layer.
+absl::Status ParseSlidingWindows(const ConfigReader& r, ModelConfig& c) {
+  if (c.arch == Architecture::kLlama) return absl::OkStatus();
+  ARACH_ASSIGN_OR_RETURN(const int window, r.Int({"sliding_window"}, 0));
+  bool windowed = c.arch == Architecture::kMistral;
+  int first_windowed_layer = 0;
+  if (c.arch == Architecture::kQwen2 || c.arch == Architecture::kQwen3) {
+    ARACH_ASSIGN_OR_RETURN(windowed, r.Bool({"use_sliding_window"}, false));
+    ARACH_ASSIGN_OR_RETURN(first_windowed_layer, r.Int({"max_window_layers"}, c.num_layers));
+  }
+  if (!windowed || window == 0) return absl::OkStatus();
+  c.layer_sliding_window.assign(c.num_layers, 0);
+  if (const nlohmann::json* types = r.Lookup({"layer_types"}); types != nullptr) {
+    if (!types->is_array() || static_cast<int>(types->size()) != c.num_layers) {
+      return r.Error("layer_types", absl::StrCat("must list the type of each of the ", c.num_layers, " layers"));
+    }
+    for (int l = 0; l < c.num_layers; ++l) {
+      const nlohmann::json& type = (*types)[l];
+      if (!type.is_string() || (type != "full_attention" && type != "sliding_attention")) {
+        return r.Error("layer_types", absl::StrCat("entry ", l, " is not \"full_attention\" or \"sliding_attention\""));
+      }
+      if (type == "sliding_attention") c.layer_sliding_window[l] = window;
+    }
+    return absl::OkStatus();
+  }
+  for (int l = first_windowed_layer; l < c.num_layers; ++l) c.layer_sliding_window[l] = window;
+  return absl::OkStatus();
+}
+
+// Llama and the families that share its layout (Mistral, Qwen2, Qwen3).
+absl::Status ParseLlamaFamily(const ConfigReader& r, ModelConfig& c) {
   ARACH_ASSIGN_OR_RETURN(c.hidden_size, r.Int({"hidden_size"}));
   ARACH_ASSIGN_OR_RETURN(c.num_layers, r.Int({"num_hidden_layers"}));
   ARACH_ASSIGN_OR_RETURN(c.num_heads, r.Int({"num_attention_heads"}));
@@ -229,9 +260,15 @@ absl::Status ParseLlama(const ConfigReader& r, ModelConfig& c) {
   ARACH_ASSIGN_OR_RETURN(std::string act, r.String({"hidden_act"}, std::string("silu")));
   ARACH_ASSIGN_OR_RETURN(c.activation, ParseActivation(r, "hidden_act", act));
   ARACH_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool({"tie_word_embeddings"}, false));
-  ARACH_ASSIGN_OR_RETURN(bool attention_bias, r.Bool({"attention_bias"}, false));
   ARACH_ASSIGN_OR_RETURN(c.mlp_bias, r.Bool({"mlp_bias"}, false));
-  c.qkv_bias = c.attn_out_bias = attention_bias;
+  if (c.arch == Architecture::kQwen2) {  // q/k/v always carry biases, the output projection none
+    c.qkv_bias = true;
+    c.attn_out_bias = false;
+  } else {
+    ARACH_ASSIGN_OR_RETURN(bool attention_bias, r.Bool({"attention_bias"}, false));
+    c.qkv_bias = c.attn_out_bias = attention_bias;
+  }
+  c.qk_norm = c.arch == Architecture::kQwen3;
   c.norm = NormKind::kRmsNorm;
   c.gated_mlp = true;
   c.use_rope = true;
@@ -240,7 +277,9 @@ absl::Status ParseLlama(const ConfigReader& r, ModelConfig& c) {
   if (c.num_kv_heads == 0 || c.num_heads % c.num_kv_heads != 0) {
     return r.Error("num_key_value_heads", absl::StrCat("(", c.num_kv_heads, ") must divide num_attention_heads (", c.num_heads, ")"));
   }
+  if (c.head_dim % 2 != 0) return r.Error("head_dim", absl::StrCat("(", c.head_dim, ") must be even for rotary embeddings"));
   c.rope.rotary_dim = c.head_dim;
+  ARACH_RETURN_IF_ERROR(ParseSlidingWindows(r, c));
   return ParseRope(r, c, 10000.0, {"rope_theta"});
 }
 
@@ -251,8 +290,23 @@ absl::string_view ArchitectureName(Architecture arch) {
     case Architecture::kGpt2: return "gpt2";
     case Architecture::kGptNeox: return "gpt_neox";
     case Architecture::kLlama: return "llama";
+    case Architecture::kMistral: return "mistral";
+    case Architecture::kQwen2: return "qwen2";
+    case Architecture::kQwen3: return "qwen3";
   }
   return "?";
+}
+
+bool UsesLlamaLayout(Architecture arch) { return arch != Architecture::kGpt2 && arch != Architecture::kGptNeox; }
+
+int ModelConfig::UniformSlidingWindow() const {
+  if (layer_sliding_window.empty()) return 0;
+  int window = layer_sliding_window[0];
+  for (int w : layer_sliding_window) {
+    if (w == 0) return 0;
+    window = std::max(window, w);
+  }
+  return window;
 }
 
 std::vector<float> RopeConfig::InverseFrequencies() const {
@@ -299,10 +353,15 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const
     ARACH_RETURN_IF_ERROR(ParseGpt2(reader, config));
   } else if (model_type == "gpt_neox") {
     ARACH_RETURN_IF_ERROR(ParseGptNeox(reader, config));
-  } else if (model_type == "llama") {
-    ARACH_RETURN_IF_ERROR(ParseLlama(reader, config));
+  } else if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3") {
+    config.arch = model_type == "llama"     ? Architecture::kLlama
+                  : model_type == "mistral" ? Architecture::kMistral
+                  : model_type == "qwen2"   ? Architecture::kQwen2
+                                            : Architecture::kQwen3;
+    ARACH_RETURN_IF_ERROR(ParseLlamaFamily(reader, config));
   } else {
-    return reader.Error("model_type", absl::StrCat("\"", model_type, "\" is not supported (gpt2, gpt_neox, llama)"));
+    return reader.Error("model_type", absl::StrCat("\"", model_type,
+                                                   "\" is not supported (gpt2, gpt_neox, llama, mistral, qwen2, qwen3)"));
   }
   for (const auto& [value, name] : {std::pair{config.hidden_size, "hidden_size"}, {config.num_layers, "num_hidden_layers"},
                                     {config.vocab_size, "vocab_size"}, {config.max_positions, "max_position_embeddings"},
@@ -319,10 +378,32 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const
   return config;
 }
 
+absl::Status MergeGenerationConfig(const std::string& json_text, const std::string& source, ModelConfig& config) {
+  const json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
+  ConfigReader reader(root, source);
+  ARACH_ASSIGN_OR_RETURN(std::vector<int> eos, reader.IntList("eos_token_id"));
+  for (int id : eos) {
+    if (id < 0 || id >= config.vocab_size) return reader.Error("eos_token_id", absl::StrCat("id ", id, " is outside the vocabulary"));
+    if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), id) == config.eos_token_ids.end()) {
+      config.eos_token_ids.push_back(id);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
-  const std::string path = (std::filesystem::path(model_dir) / "config.json").string();
+  const std::filesystem::path dir(model_dir);
+  const std::string path = (dir / "config.json").string();
   ARACH_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  return ParseModelConfig(text, path);
+  ARACH_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(text, path));
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "generation_config.json", ec)) {
+    const std::string generation = (dir / "generation_config.json").string();
+    ARACH_ASSIGN_OR_RETURN(std::string generation_text, ReadFileToString(generation));
+    ARACH_RETURN_IF_ERROR(MergeGenerationConfig(generation_text, generation, config));
+  }
+  return config;
 }
 
 }  // namespace arach

@@ -10,10 +10,14 @@
 
 namespace arach {
 
-enum class Architecture { kGpt2, kGptNeox, kLlama };
+// The checkpoint family (config.json `model_type`). Llama, Mistral, Qwen2 and Qwen3 share the Llama tensor
+// layout and differ in features the config spells out (biases, q/k norms, head_dim, sliding windows).
+enum class Architecture { kGpt2, kGptNeox, kLlama, kMistral, kQwen2, kQwen3 };
 enum class NormKind { kLayerNorm, kRmsNorm };
 
-absl::string_view ArchitectureName(Architecture arch);  // "gpt2", "gpt_neox", "llama"
+absl::string_view ArchitectureName(Architecture arch);  // the model_type: "gpt2", "gpt_neox", "llama", "mistral", "qwen2", "qwen3"
+// Whether the family stores its weights under Llama's names (model.layers.{i}.self_attn.q_proj ...).
+bool UsesLlamaLayout(Architecture arch);
 
 // How RoPE frequencies are rescaled for long contexts (config `rope_type`).
 enum class RopeScaling {
@@ -55,6 +59,11 @@ struct ModelConfig {
   bool use_rope = false;
   RopeConfig rope;
   bool qkv_bias = false;        // biases on the Q/K/V projection
+  bool qk_norm = false;         // Qwen3: RMSNorm of each query / key head (weights [head_dim]) before RoPE
+  // Per layer: how many positions a query sees (the last `window`, itself included); 0 = all. Empty = all
+  // layers see everything. Mistral windows every layer; Qwen2/Qwen3 with use_sliding_window window the
+  // layers from max_window_layers on (or as `layer_types` says).
+  std::vector<int> layer_sliding_window;
   bool attn_out_bias = false;   // bias on the attention output projection
   bool mlp_bias = false;        // biases on the MLP projections
   bool tie_word_embeddings = false;
@@ -64,6 +73,10 @@ struct ModelConfig {
   std::vector<int> eos_token_ids;        // may be empty
 
   int q_size() const { return num_heads * head_dim; }
+  // The sliding window of layer `layer` (0 = none).
+  int SlidingWindow(int layer) const { return layer_sliding_window.empty() ? 0 : layer_sliding_window[layer]; }
+  // The window every layer shares, when all have one (K/V before it are never read again); else 0.
+  int UniformSlidingWindow() const;
   int kv_size() const { return num_kv_heads * head_dim; }
   int qkv_size() const { return q_size() + 2 * kv_size(); }
   // Softmax scale of layer `layer`'s attention logits.
@@ -72,7 +85,10 @@ struct ModelConfig {
 
 // Parses config.json text. `source` names the file in errors; every error names the field.
 absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
-// Reads and parses `<dir>/config.json`.
+// Adds generation_config.json's end-of-sequence ids (an integer or a list: Llama 3 and Qwen stop at several)
+// to config.eos_token_ids. Errors name the file and the field.
+absl::Status MergeGenerationConfig(const std::string& json_text, const std::string& source, ModelConfig& config);
+// Reads and parses `<dir>/config.json`, and `<dir>/generation_config.json` when present.
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
 
 }  // namespace arach

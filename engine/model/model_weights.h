@@ -27,6 +27,8 @@ struct LayerWeights {
   HostTensor norm1_bias;      // (d), LayerNorm only
   HostTensor qkv_weight;      // (qkv_size, d)
   HostTensor qkv_bias;        // (qkv_size) or absent
+  HostTensor q_norm_weight;   // (head_dim), qk_norm only
+  HostTensor k_norm_weight;   // (head_dim), qk_norm only
   HostTensor out_weight;      // (d, q_size)
   HostTensor out_bias;        // (d) or absent
   HostTensor norm2_weight;    // (d)

@@ -46,7 +46,11 @@ absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint, cons
   switch (config.arch) {
     case Architecture::kGpt2: return LoadGpt2Weights(reader, config);
     case Architecture::kGptNeox: return LoadGptNeoxWeights(reader, config);
-    case Architecture::kLlama: return LoadLlamaWeights(reader, config);
+    case Architecture::kLlama:
+    case Architecture::kMistral:
+    case Architecture::kQwen2:
+    case Architecture::kQwen3:
+      return LoadLlamaWeights(reader, config);
   }
   return absl::InternalError("unknown architecture");
 }

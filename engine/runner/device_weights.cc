@@ -50,6 +50,8 @@ absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& ba
     ARACH_ASSIGN_OR_RETURN(d.norm1_bias, w->Put(backend, std::move(l.norm1_bias)));
     ARACH_ASSIGN_OR_RETURN(d.qkv_weight, w->Put(backend, std::move(l.qkv_weight)));
     ARACH_ASSIGN_OR_RETURN(d.qkv_bias, w->Put(backend, std::move(l.qkv_bias)));
+    ARACH_ASSIGN_OR_RETURN(d.q_norm_weight, w->Put(backend, std::move(l.q_norm_weight)));
+    ARACH_ASSIGN_OR_RETURN(d.k_norm_weight, w->Put(backend, std::move(l.k_norm_weight)));
     ARACH_ASSIGN_OR_RETURN(d.out_weight, w->Put(backend, std::move(l.out_weight)));
     ARACH_ASSIGN_OR_RETURN(d.out_bias, w->Put(backend, std::move(l.out_bias)));
     ARACH_ASSIGN_OR_RETURN(d.norm2_weight, w->Put(backend, std::move(l.norm2_weight)));

@@ -16,6 +16,7 @@ namespace arach {
 struct DeviceLayerWeights {
   DeviceMatrix norm1_weight, norm1_bias;      // [1, d]
   DeviceMatrix qkv_weight, qkv_bias;          // [qkv_size, d], [1, qkv_size]
+  DeviceMatrix q_norm_weight, k_norm_weight;  // [1, head_dim] each (qk_norm only)
   DeviceMatrix out_weight, out_bias;          // [d, q_size], [1, d]
   DeviceMatrix norm2_weight, norm2_bias;      // [1, d]
   DeviceMatrix mlp_in_weight, mlp_in_bias;    // [I or 2I, d], [1, I or 2I]

@@ -51,7 +51,9 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
   } else if (options.kv_memory_fraction > 0) {
     kv.free_memory_fraction = options.kv_memory_fraction;  // resolved once the weights are on the device
   } else {
-    const int per_sequence = (model.config.max_positions + kv.block_size - 1) / kv.block_size;
+    // Long-context models (Llama 3's 131072) would ask for far more than a test or benchmark needs.
+    const int tokens = std::min(model.config.max_positions, kDefaultKvTokensPerSequence);
+    const int per_sequence = (tokens + kv.block_size - 1) / kv.block_size;
     kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);
   }
   ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights),

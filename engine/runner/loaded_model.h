@@ -13,13 +13,16 @@
 
 namespace arach {
 
+// The most tokens per sequence the default KV pool makes room for.
+inline constexpr int kDefaultKvTokensPerSequence = 8192;
+
 struct LoadModelOptions {
   DeviceKind device = DeviceKind::kCpu;
   int block_size = 16;          // tokens per KV block
   int kv_blocks = 0;            // KV pool size in blocks (wins over the byte budget when set)
   size_t kv_cache_bytes = 0;    // KV pool size in bytes
   double kv_memory_fraction = 0;  // else: this fraction of the device memory free after the weights
-  // else: room for this many full-context sequences
+  // else: room for this many sequences of the model's context (at most kDefaultKvTokensPerSequence each)
   int default_kv_sequences = 4;
   std::string hub_embedding;    // "FILE.safetensors:KEY"; empty = derived from the embeddings (seed below)
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)

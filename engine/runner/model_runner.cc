@@ -151,6 +151,10 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   const DeviceMatrix q = qkv.Cols(0, c.q_size());
   const DeviceMatrix k = qkv.Cols(c.q_size(), c.kv_size());
   const DeviceMatrix v = qkv.Cols(c.q_size() + c.kv_size(), c.kv_size());
+  if (c.qk_norm) {  // Qwen3: RMSNorm of every head, hub rows included, before RoPE
+    b.RmsNormHeads(q, c.num_heads, c.head_dim, w.q_norm_weight, c.norm_eps);
+    b.RmsNormHeads(k, c.num_kv_heads, c.head_dim, w.k_norm_weight, c.norm_eps);
+  }
   if (c.use_rope) {
     const float* inv_freq = static_cast<const float*>(inv_freq_->data());
     b.Rope(q, c.num_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, inv_freq);
@@ -166,6 +170,7 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   params.out = attention;
   params.kv = kv;
   params.scale = c.AttentionScale(l);
+  params.sliding_window = c.SlidingWindow(l);
   params.hub_k = k.Rows(num_verbal, rows - num_verbal);
   params.hub_v = v.Rows(num_verbal, rows - num_verbal);
   b.Attention(params);

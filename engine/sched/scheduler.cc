@@ -47,7 +47,13 @@ int Scheduler::MatchPrefix(Sequence& seq) {
   seq.num_registered_blocks = matched;
   seq.last_block_hash = matched > 0 ? content.parent_hash : 0;
   seq.num_computed = matched * block_size;
+  ReleaseOutOfWindow(seq);
   return seq.num_computed;
+}
+
+void Scheduler::ReleaseOutOfWindow(Sequence& seq) {
+  // The next query sits at position num_computed and sees [num_computed - window + 1, num_computed].
+  if (config_.sliding_window > 0) seq.blocks.ReleaseBefore(seq.num_computed - config_.sliding_window + 1, allocator_);
 }
 
 ScheduledBatch Scheduler::Schedule() {
@@ -118,6 +124,7 @@ void Scheduler::CompleteStep(const ScheduledBatch& batch) {
       seq.num_registered_blocks = b + 1;
     }
   }
+  for (const ScheduledChunk& chunk : batch.chunks) ReleaseOutOfWindow(*chunk.seq);  // after registering: they stay cached
 }
 
 void Scheduler::Remove(Sequence* seq) {

@@ -20,6 +20,9 @@ struct SchedulerConfig {
   int max_num_seqs = 64;             // running sequences at most
   int max_num_batched_tokens = 512;  // tokens (verbal rows) per step
   bool enable_prefix_caching = true;
+  // The model's sliding window when every layer has one (0: none): a running sequence gives back the
+  // blocks before the window of its next query, so its KV footprint stays about window + chunk.
+  int sliding_window = 0;
 };
 
 // Tokens [start, start + num_tokens) of `seq` in this step.
@@ -64,6 +67,8 @@ class Scheduler {
   void Preempt(Sequence& seq);
   // Reuses cached full blocks of seq's prefix; returns the number of tokens covered.
   int MatchPrefix(Sequence& seq);
+  // Under a sliding window: gives back the blocks no query after num_computed will read.
+  void ReleaseOutOfWindow(Sequence& seq);
 
   SchedulerConfig config_;
   BlockAllocator& allocator_;

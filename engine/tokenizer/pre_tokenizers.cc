@@ -42,7 +42,7 @@ class ByteLevel final : public PreTokenizer {
   ByteLevel(bool add_prefix_space, std::shared_ptr<const Regex> regex) : add_prefix_space_(add_prefix_space), regex_(std::move(regex)) {}
   absl::Status PreTokenize(std::vector<TextPiece>& pieces) const override {
     for (TextPiece& piece : pieces) {
-      if (add_prefix_space_ && !absl::StartsWith(piece.text, " ")) piece.text.insert(0, " ");
+      if (add_prefix_space_ && !absl::StartsWith(piece.text, " ")) piece.text = absl::StrCat(" ", piece.text);
     }
     if (regex_ != nullptr) ARACH_RETURN_IF_ERROR(SplitByRegex(pieces, *regex_, SplitBehavior::kIsolated, false));
     for (TextPiece& piece : pieces) piece.text = alphabet_.Encode(piece.text);
@@ -88,7 +88,7 @@ class Metaspace final : public PreTokenizer {
         }
       }
       const bool prepend = scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && piece.at_start);
-      if (prepend && !absl::StartsWith(replaced, replacement_)) replaced.insert(0, replacement_);
+      if (prepend && !absl::StartsWith(replaced, replacement_)) replaced = absl::StrCat(replacement_, replaced);
       piece.text = std::move(replaced);
     }
     if (!split_) return absl::OkStatus();

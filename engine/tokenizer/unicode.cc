@@ -108,31 +108,6 @@ size_t CompleteUtf8Prefix(absl::string_view bytes) {
   return n;  // only continuation bytes: nothing to hold back that could ever complete
 }
 
-CharClass ClassifyChar(char32_t c) {
-  if (c < 0x80) {  // fast path for ASCII
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return CharClass::kLetter;
-    if (c >= '0' && c <= '9') return CharClass::kNumber;
-    if (c == ' ' || (c >= 0x09 && c <= 0x0d)) return CharClass::kWhitespace;
-    return CharClass::kOther;
-  }
-  const UChar32 u = static_cast<UChar32>(c);
-  if (u_isUWhiteSpace(u)) return CharClass::kWhitespace;
-  switch (u_charType(u)) {
-    case U_UPPERCASE_LETTER:
-    case U_LOWERCASE_LETTER:
-    case U_TITLECASE_LETTER:
-    case U_MODIFIER_LETTER:
-    case U_OTHER_LETTER:
-      return CharClass::kLetter;
-    case U_DECIMAL_DIGIT_NUMBER:
-    case U_LETTER_NUMBER:
-    case U_OTHER_NUMBER:
-      return CharClass::kNumber;
-    default:
-      return CharClass::kOther;
-  }
-}
-
 bool IsWhitespace(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)) != 0; }
 
 bool IsWordChar(char32_t c) {

@@ -25,13 +25,6 @@ std::string SanitizeUtf8(absl::string_view bytes);
 // Length of the longest prefix of `bytes` that ends on a complete UTF-8 character (for streaming).
 size_t CompleteUtf8Prefix(absl::string_view bytes);
 
-enum class CharClass : uint8_t {
-  kLetter,      // \p{L}
-  kNumber,      // \p{N}
-  kWhitespace,  // \s (Unicode White_Space)
-  kOther,
-};
-CharClass ClassifyChar(char32_t c);
 // Unicode White_Space (Rust's char::is_whitespace, regex \s).
 bool IsWhitespace(char32_t c);
 // A word character as Unicode regexes define \w: alphabetic, marks, decimal digits, connector

@@ -26,10 +26,11 @@ struct Shape {
 
 class PagedAttention : public testing::DeviceFixture {
  protected:
-  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed);
+  // `window` > 0: each query sees only the last `window` positions (Mistral's sliding window).
+  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window = 0);
 };
 
-void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed) {
+void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window) {
   std::mt19937 rng(seed);
   const int hd = shape.head_dim, slot_elems = shape.kv_heads * hd;
   int blocks_needed = 0;
@@ -71,6 +72,7 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   p.positions = UploadInts(positions);
   p.block_table_start = UploadInts(table_start);
   p.block_tables = UploadInts(tables);
+  p.sliding_window = window;
   p.num_hub_rows = hub_rows;
   p.hub_start = UploadInts(hub_start);
   p.hub_logit_offset = UploadFloats(offsets);
@@ -84,6 +86,7 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
     for (int i = 0; i < seqs[s].rows; ++i) {
       const int row = query_start[s] + i;
       const int limit = positions[row];
+      const int first = window > 0 ? std::max(0, limit - window + 1) : 0;
       for (int h = 0; h < shape.heads; ++h) {
         const int g = h / group;
         std::vector<const float*> keys, values;
@@ -99,7 +102,7 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
         if (seqs[s].hub) q_rows.push_back(verbal + hub_index);
         for (int qr : q_rows) {
           const std::vector<float> o = testing::NaiveAttention(&q[(static_cast<size_t>(qr) * shape.heads + h) * hd], keys, values,
-                                                               limit, hk, hv, seqs[s].offset, p.scale, hd);
+                                                               first, limit, hk, hv, seqs[s].offset, p.scale, hd);
           std::copy(o.begin(), o.end(), &want[(static_cast<size_t>(qr) * shape.heads + h) * hd]);
         }
       }
@@ -108,7 +111,7 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   // Outputs are convex combinations of unit-scale values.
   const float ratio = testing::WorstToleranceRatio(Download(p.out), want, testing::ToleranceOf(dtype_));
   EXPECT_LE(ratio, 1.0f) << "heads " << shape.heads << "/" << shape.kv_heads << " head_dim " << hd << " block "
-                         << shape.block_size << " seed " << seed;
+                         << shape.block_size << " window " << window << " seed " << seed;
 }
 
 TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
@@ -127,6 +130,25 @@ TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
         seqs.push_back(spec);
       }
       RunCase(shape, seqs, seed);
+    }
+  }
+}
+
+TEST_P(PagedAttention, SlidingWindowSeesOnlyTheLastPositions) {
+  // Windows smaller and larger than a block, prefill chunks and decode rows, with and without the hub.
+  for (int window : {1, 3, 16, 40}) {
+    std::mt19937 rng(window);
+    for (const Shape& shape : std::vector<Shape>{{4, 2, 32, 4}, {8, 8, 64, 16}}) {
+      std::vector<SeqSpec> seqs;
+      for (int s = 0; s < 4; ++s) {
+        SeqSpec spec;
+        spec.context = 1 + static_cast<int>(rng() % 120);
+        spec.rows = s % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % spec.context);
+        spec.hub = s >= 2;
+        spec.offset = -0.5f;
+        seqs.push_back(spec);
+      }
+      RunCase(shape, seqs, 7 + window, window);
     }
   }
 }

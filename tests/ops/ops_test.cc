@@ -66,6 +66,24 @@ TEST_P(Ops, LayerNormAndRmsNorm) {
   ExpectClose(out, rms_norm, "rms norm");
 }
 
+TEST_P(Ops, RmsNormOfEachHeadInAColumnSlice) {
+  const int rows = 5, heads = 3, head_dim = 32, width = 200;  // the heads sit at columns [8, 104) of the rows
+  const std::vector<float> host = Random(rows * width, 2.0f), weight = Random(head_dim);
+  const DeviceMatrix all = Upload(host, rows, width);
+  backend_->RmsNormHeads(all.Cols(8, heads * head_dim), heads, head_dim, Upload(weight, 1, head_dim), 1e-6f);
+  std::vector<float> want = host;
+  for (int r = 0; r < rows; ++r) {
+    for (int h = 0; h < heads; ++h) {
+      float* v = &want[r * width + 8 + h * head_dim];
+      double square = 0;
+      for (int c = 0; c < head_dim; ++c) square += static_cast<double>(v[c]) * v[c];
+      const double inv = 1.0 / std::sqrt(square / head_dim + 1e-6);
+      for (int c = 0; c < head_dim; ++c) v[c] = static_cast<float>(v[c] * inv * weight[c]);
+    }
+  }
+  ExpectClose(all, want, "head rms norm (other columns untouched)");
+}
+
 // in [m, k] x weight [n, k]^T + bias, in double precision.
 std::vector<float> MatMulT(const std::vector<float>& in, const std::vector<float>& weight, const std::vector<float>* bias,
                            int64_t m, int64_t k, int64_t n, int64_t in_stride = 0, int64_t in_offset = 0) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "engine/backend/backend.h"
 #include "engine/core/mapped_file.h"
@@ -25,39 +26,66 @@ bool HaveFixtures() {
 
 std::string FixturePath(const std::string& relative) { return (std::filesystem::path(FixturesDir()) / relative).string(); }
 
-std::vector<std::string> FixtureServerFlags(const std::string& name) {
-  return {"--model=" + FixturePath(name), "--adapter=" + FixturePath(name + "/preproj.safetensors"),
-          "--arach_hub_embedding=" + FixturePath("refs/refs.safetensors") + ":" + name + ".hub_embedding"};
+namespace {
+
+const nlohmann::json& LoadJson(const std::string& relative) {
+  static std::map<std::string, nlohmann::json>* cache = new std::map<std::string, nlohmann::json>();
+  auto it = cache->find(relative);
+  if (it == cache->end()) {
+    auto text = ReadFileToString(FixturePath(relative));
+    it = cache->emplace(relative, nlohmann::json::parse(text.ok() ? *text : "{}")).first;
+  }
+  return it->second;
 }
 
-const nlohmann::json& RefsJson() {
-  static const nlohmann::json* refs = [] {
-    auto text = ReadFileToString(FixturePath("refs/refs.json"));
-    return new nlohmann::json(nlohmann::json::parse(text.ok() ? *text : "{}"));
-  }();
-  return *refs;
-}
-
-const Checkpoint& RefsTensors() {
-  static const Checkpoint* refs = [] {
-    auto checkpoint = Checkpoint::OpenFile(FixturePath("refs/refs.safetensors"));
+const Checkpoint& LoadTensors(const std::string& relative) {
+  static std::map<std::string, std::unique_ptr<Checkpoint>>* cache = new std::map<std::string, std::unique_ptr<Checkpoint>>();
+  auto it = cache->find(relative);
+  if (it == cache->end()) {
+    auto checkpoint = Checkpoint::OpenFile(FixturePath(relative));
     if (!checkpoint.ok()) {
       ADD_FAILURE() << checkpoint.status();
       std::abort();
     }
-    return checkpoint->release();
-  }();
-  return *refs;
+    it = cache->emplace(relative, std::move(*checkpoint)).first;
+  }
+  return *it->second;
 }
 
+}  // namespace
+
+bool IsModernModel(const std::string& model) {
+  return model == "qwen3-tiny" || model == "qwen2-tiny" || model == "llama3-tiny";
+}
+
+std::string RefsFileFor(const std::string& model) {
+  return IsModernModel(model) ? "refs/refs_modern.safetensors" : "refs/refs.safetensors";
+}
+
+std::vector<std::string> FixtureServerFlags(const std::string& name) {
+  return {"--model=" + FixturePath(name), "--adapter=" + FixturePath(name + "/preproj.safetensors"),
+          "--arach_hub_embedding=" + FixturePath(RefsFileFor(name)) + ":" + name + ".hub_embedding"};
+}
+
+const nlohmann::json& RefsJson() { return LoadJson("refs/refs.json"); }
+const nlohmann::json& ModernRefsJson() { return LoadJson("refs/refs_modern.json"); }
+const nlohmann::json& RefsJsonFor(const std::string& model) { return IsModernModel(model) ? ModernRefsJson() : RefsJson(); }
+
+const Checkpoint& RefsTensors() { return LoadTensors("refs/refs.safetensors"); }
+
 std::vector<float> RefTensor(const std::string& name) {
-  auto values = RefsTensors().ReadFloat(name);
+  const Checkpoint& refs = RefsTensors().Has(name) ? RefsTensors() : LoadTensors("refs/refs_modern.safetensors");
+  auto values = refs.ReadFloat(name);
   EXPECT_TRUE(values.ok()) << values.status();
   return values.ok() ? *values : std::vector<float>{};
 }
 
+bool HasRefTensor(const std::string& name) {
+  return RefsTensors().Has(name) || LoadTensors("refs/refs_modern.safetensors").Has(name);
+}
+
 std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prompt) {
-  return RefsJson()["models"][model]["prompts"][prompt].get<std::vector<int32_t>>();
+  return RefsJsonFor(model)["models"][model]["prompts"][prompt].get<std::vector<int32_t>>();
 }
 
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options) {
@@ -66,7 +94,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, config));
   LoadModelOptions load;
-  if (options.reference_hub) load.hub_embedding = FixturePath("refs/refs.safetensors") + ":" + name + ".hub_embedding";
+  if (options.reference_hub) load.hub_embedding = FixturePath(RefsFileFor(name)) + ":" + name + ".hub_embedding";
   if (options.adapter) load.adapter = dir + "/preproj.safetensors";
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(config, weights, load));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device));

@@ -23,13 +23,21 @@ std::string FixturePath(const std::string& relative);
 // so that every variant of refs.safetensors can be requested.
 std::vector<std::string> FixtureServerFlags(const std::string& name);
 
-// refs/refs.json, parsed once.
+// The models whose references are in refs/refs_modern.* (qwen3-tiny, qwen2-tiny, llama3-tiny).
+bool IsModernModel(const std::string& model);
+// refs/refs.safetensors or refs/refs_modern.safetensors: where `model`'s references (and hub embedding) are.
+std::string RefsFileFor(const std::string& model);
+
+// refs/refs.json and refs/refs_modern.json, parsed once; the one that describes `model`.
 const nlohmann::json& RefsJson();
+const nlohmann::json& ModernRefsJson();
+const nlohmann::json& RefsJsonFor(const std::string& model);
 // refs/refs.safetensors, opened once.
 const Checkpoint& RefsTensors();
-// A reference tensor as float32.
+// A reference tensor as float32 (from refs.safetensors or refs_modern.safetensors), and whether it exists.
 std::vector<float> RefTensor(const std::string& name);
-// A prompt of refs.json: models.<model>.prompts.<prompt>.
+bool HasRefTensor(const std::string& name);
+// A prompt of the model's refs json: models.<model>.prompts.<prompt>.
 std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prompt);
 
 // How a fixture model is loaded for a test.

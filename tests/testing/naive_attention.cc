@@ -6,10 +6,10 @@
 namespace arach::testing {
 
 std::vector<float> NaiveAttention(const float* q, const std::vector<const float*>& keys,
-                                  const std::vector<const float*>& values, int limit, const float* hub_k,
+                                  const std::vector<const float*>& values, int first, int limit, const float* hub_k,
                                   const float* hub_v, float offset, float scale, int head_dim) {
-  std::vector<double> logits;  // [limit + 1 (+ 1 hub)]
-  for (int j = 0; j <= limit; ++j) {
+  std::vector<double> logits;  // [limit - first + 1 (+ 1 hub)]
+  for (int j = first; j <= limit; ++j) {
     double dot = 0;
     for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(q[d]) * keys[j][d];
     logits.push_back(dot * scale);
@@ -23,8 +23,9 @@ std::vector<float> NaiveAttention(const float* q, const std::vector<const float*
   double sum = 0;
   for (double& l : logits) sum += (l = std::exp(l - max_logit));
   std::vector<double> out(head_dim, 0.0);
+  const size_t visible = static_cast<size_t>(limit - first + 1);
   for (size_t j = 0; j < logits.size(); ++j) {
-    const float* v = j <= static_cast<size_t>(limit) ? values[j] : hub_v;
+    const float* v = j < visible ? values[first + j] : hub_v;
     for (int d = 0; d < head_dim; ++d) out[d] += logits[j] / sum * v[d];
   }
   return std::vector<float>(out.begin(), out.end());

@@ -6,10 +6,11 @@
 
 namespace arach::testing {
 
-// softmax over {q . keys[j] * scale : j <= limit} (plus the hub logit q . hub_k * scale + offset when hub_k
-// is given) applied to values[0..limit] (and hub_v). q, each key/value row, hub_k and hub_v: [head_dim].
+// softmax over {q . keys[j] * scale : first <= j <= limit} (plus the hub logit q . hub_k * scale + offset
+// when hub_k is given) applied to values[first..limit] (and hub_v). q, each key/value row, hub_k and hub_v:
+// [head_dim]. `first` > 0 is a sliding window's start.
 std::vector<float> NaiveAttention(const float* q, const std::vector<const float*>& keys,
-                                  const std::vector<const float*>& values, int limit, const float* hub_k,
+                                  const std::vector<const float*>& values, int first, int limit, const float* hub_k,
                                   const float* hub_v, float offset, float scale, int head_dim);
 
 // Pointers to the rows of a contiguous [rows, width] matrix.

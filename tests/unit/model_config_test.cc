@@ -56,13 +56,51 @@ TEST(ModelConfig, LlamaGqaAndRopeScaling) {
   EXPECT_LT(inv[31], 1.0 / std::pow(500000.0, 62.0 / 64) / 31);  // low frequencies divided by ~factor
 }
 
+TEST(ModelConfig, MistralAndQwenFamiliesAndTheirSlidingWindows) {
+  const std::string common = R"("hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":96,"vocab_size":100,"max_position_embeddings":512)";
+  auto mistral = ParseModelConfig(R"({"model_type":"mistral",)" + common + R"(,"sliding_window":32})", "c.json");
+  ASSERT_TRUE(mistral.ok()) << mistral.status();
+  EXPECT_EQ(mistral->arch, Architecture::kMistral);
+  EXPECT_EQ(mistral->layer_sliding_window, (std::vector<int>{32, 32, 32, 32}));
+  EXPECT_EQ(mistral->UniformSlidingWindow(), 32);
+  auto no_window = ParseModelConfig(R"({"model_type":"mistral",)" + common + R"(,"sliding_window":null})", "c.json");
+  ASSERT_TRUE(no_window.ok());
+  EXPECT_EQ(no_window->SlidingWindow(0), 0);
+  // Qwen: only with use_sliding_window, from max_window_layers on (then not every layer: nothing to free).
+  auto qwen2 = ParseModelConfig(R"({"model_type":"qwen2",)" + common +
+                                    R"(,"use_sliding_window":true,"sliding_window":16,"max_window_layers":2})", "c.json");
+  ASSERT_TRUE(qwen2.ok()) << qwen2.status();
+  EXPECT_EQ(qwen2->layer_sliding_window, (std::vector<int>{0, 0, 16, 16}));
+  EXPECT_EQ(qwen2->UniformSlidingWindow(), 0);
+  EXPECT_TRUE(qwen2->qkv_bias);
+  auto typed = ParseModelConfig(R"({"model_type":"qwen3","head_dim":32,)" + common +
+                                    R"(,"use_sliding_window":true,"sliding_window":8,"layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"]})",
+                                "c.json");
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ(typed->layer_sliding_window, (std::vector<int>{8, 0, 8, 0}));
+  EXPECT_EQ(typed->head_dim, 32);
+  EXPECT_TRUE(typed->qk_norm);
+  auto bad_types = ParseModelConfig(R"({"model_type":"qwen3",)" + common + R"(,"use_sliding_window":true,"sliding_window":8,"layer_types":["x"]})", "c.json");
+  EXPECT_THAT(std::string(bad_types.status().message()), HasSubstr("field \"layer_types\""));
+}
+
+TEST(ModelConfig, GenerationConfigAddsItsEndOfSequenceIds) {
+  auto c = ParseModelConfig(R"({"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":10,"eos_token_id":7})", "c.json");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(MergeGenerationConfig(R"({"eos_token_id":[7, 9]})", "g.json", *c).ok());
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int>{7, 9}));
+  EXPECT_THAT(std::string(MergeGenerationConfig(R"({"eos_token_id":[12]})", "g.json", *c).message()),
+              HasSubstr("g.json: field \"eos_token_id\" id 12 is outside the vocabulary"));
+  EXPECT_FALSE(MergeGenerationConfig("[]", "g.json", *c).ok());
+}
+
 TEST(ModelConfig, ErrorsNameTheField) {
   struct Case {
     std::string json;
     std::string expected;
   };
   for (const Case& c : std::vector<Case>{
-           {R"({"model_type":"mamba"})", "field \"model_type\" \"mamba\" is not supported"},
+           {R"({"model_type":"mamba"})", "field \"model_type\" \"mamba\" is not supported (gpt2, gpt_neox, llama, mistral, qwen2, qwen3)"},
            {R"({"n_embd":1})", "field \"model_type\" is missing"},
            {R"({"model_type":"gpt2","n_layer":2,"n_head":2,"n_positions":8,"vocab_size":10})", "field \"n_embd\" is missing"},
            {R"({"model_type":"gpt2","n_embd":"big","n_layer":2,"n_head":2,"n_positions":8,"vocab_size":10})", "field \"n_embd\" must be an integer"},

@@ -142,13 +142,41 @@ TEST(Scheduler, AWholeCachedPromptStillComputesItsLastToken) {
   CheckTable(h, {{"B4+4", "", "", 32}});  // only the first block is reused: the last token needs logits
 }
 
+TEST(Scheduler, SlidingWindowGivesBackTheBlocksBeforeTheWindow) {
+  // Window 6, blocks of 4: after computing n tokens the next query sees [n - 5, n], so blocks wholly
+  // before n - 5 go back to the pool while the sequence runs.
+  Harness h({/*max_num_seqs=*/4, /*max_num_batched_tokens=*/8, /*enable_prefix_caching=*/false, /*sliding_window=*/6}, 32, 4);
+  Sequence* a = h.Add('A', 10, 8);
+  CheckTable(h, {
+      {"A0+8", "A", "", 30},    // positions 0..7 in 2 blocks; the next query (8) sees 3..8: nothing to give back
+      {"A8+2", "A", "", 30},    // 3 blocks; the next query (10) sees 5..10: block 0 goes back
+      {"A10+1", "A", "", 30},   // next query 11 sees 6..11: block 0 only
+      {"A11+1", "A", "", 30},
+      {"A12+1", "A", "", 30},   // a 4th block for position 12; next query 13 sees 8..13: block 1 goes back too
+  });
+  EXPECT_EQ(a->blocks.num_held(), 2);
+  EXPECT_EQ(a->blocks.blocks().size(), 4u) << "released blocks keep their place in the table";
+  CheckTable(h, {{"A13+1", "A", "", 30}, {"A14+1", "A", "", 30}, {"A15+1", "A", "", 30}, {"A16+1", "", "", 32}});
+}
+
+TEST(Scheduler, SlidingWindowBlocksStayInThePrefixCache) {
+  Harness h({4, 64, /*enable_prefix_caching=*/true, /*sliding_window=*/4}, 32, 4);
+  h.Add('A', 13, 1, /*first_token=*/100);
+  CheckTable(h, {{"A0+13", "", "", 32}});  // its first blocks were given back early, registered first
+  EXPECT_EQ(h.allocator().num_cached(), 3);
+  h.Add('B', 14, 1, 100);
+  CheckTable(h, {{"B12+2", "", "", 32}});  // the whole cached prefix is reused
+  EXPECT_EQ(h.scheduler().prefix_cache_hits(), 3);
+}
+
 // Random arrivals, lengths, cancellations and a small pool: invariants hold at every step and no block leaks.
 TEST(Scheduler, NoBlockLeaksUnderRandomFinishCancelAndPreemption) {
   int64_t preemptions = 0, prefix_hits = 0;
   for (uint32_t seed = 0; seed < 30; ++seed) {
     std::mt19937 rng(seed);
     const bool caching = seed % 2 == 0;
-    Harness h({1 + static_cast<int>(rng() % 6), 4 + static_cast<int>(rng() % 40), caching}, 24, 4);
+    const int window = seed % 3 == 0 ? 3 + static_cast<int>(rng() % 10) : 0;  // some runs with a sliding window
+    Harness h({1 + static_cast<int>(rng() % 6), 4 + static_cast<int>(rng() % 40), caching, window}, 24, 4);
     std::vector<Sequence*> live;
     int added = 0;
     for (int step = 0; step < 20000 && (added < 40 || h.scheduler().HasWork()); ++step) {
@@ -165,7 +193,7 @@ TEST(Scheduler, NoBlockLeaksUnderRandomFinishCancelAndPreemption) {
       int held = 0;
       for (Sequence* s : h.scheduler().running()) {
         ASSERT_GE(s->blocks.capacity(), s->num_computed);
-        held += static_cast<int>(s->blocks.blocks().size());
+        held += s->blocks.num_held();
       }
       for (Sequence* s : h.scheduler().waiting()) {
         ASSERT_TRUE(s->blocks.blocks().empty()) << "waiting sequences hold no blocks";

@@ -6,7 +6,8 @@
 //   arach-run logits     --model DIR --ids 1,2,3 --out FILE        (prints "T V")
 //   arach-run tokenize   --model DIR [--add_special_tokens] < lines of JSON strings   (prints JSON arrays of ids)
 //   arach-run detokenize --model DIR [--skip_special_tokens] < lines of JSON id arrays (prints JSON strings)
-//   arach-run make-model --arch gpt2|gpt_neox|llama --preset NAME --out DIR [--model_seed N] [--dtype F32|F16|BF16]
+//   arach-run make-model --arch gpt2|gpt_neox|llama|mistral|qwen2|qwen3 --preset NAME --out DIR [--model_seed N]
+//                        [--dtype F32|F16|BF16] [--tokenizer_from DIR]
 //   arach-run devices
 // generate, score and logits take --arach [--arach-offset B] [--arach-hub-embedding FILE:KEY] and
 // --adapter FILE --skip. Flag names may be written with hyphens or underscores.
@@ -51,8 +52,10 @@ ABSL_FLAG(bool, per_token, false, "score: print every token's log-prob");
 ABSL_FLAG(std::string, out, "", "logits: output file; make-model: output folder");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
-ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama");
-ABSL_FLAG(std::string, preset, "tiny", "make-model: tiny, 124m, 355m (gpt2); tiny, 160m, 410m (gpt_neox); tiny, 1b (llama)");
+ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama | mistral | qwen2 | qwen3");
+ABSL_FLAG(std::string, preset, "tiny",
+          "make-model: tiny, 124m, 355m (gpt2); tiny, 160m, 410m (gpt_neox); tiny, 1b (llama: Llama 3.2 1B); tiny, 7b "
+          "(mistral); tiny, 0.5b (qwen2: Qwen2.5-0.5B); tiny, 0.6b (qwen3)");
 ABSL_FLAG(uint64_t, model_seed, 0, "make-model: random seed of the weights");
 ABSL_FLAG(std::string, dtype, "", "make-model: F32 | F16 | BF16 (default: the family's usual)");
 ABSL_FLAG(std::string, tokenizer_from, "", "make-model: copy the tokenizer files of this folder");

@@ -12,6 +12,7 @@
 #include "engine/core/random.h"
 #include "engine/core/status.h"
 #include "engine/model/safetensors.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tools/make_model/synthetic_tokenizer.h"
 #include "nlohmann/json.hpp"
 
@@ -22,29 +23,36 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 struct Shape {
-  int d, layers, heads, kv_heads, inner, vocab, context;
+  int d, layers, heads, kv_heads, head_dim, inner, vocab, context;
+  bool tie = false;        // Llama family: the LM head is the input embedding
+  int sliding_window = 0;  // Mistral
 };
 
 // Sizes of the real models each preset mirrors.
 const std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string>>& PresetTable() {
   static const auto* table = new std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string>>{
-      {{"gpt2", "tiny"}, {{64, 2, 2, 2, 256, 1024, 256}, "GPT-2 layout, d=64, 2 layers (tests)"}},
-      {{"gpt2", "124m"}, {{768, 12, 12, 12, 3072, 50257, 1024}, "GPT-2 small (124M)"}},
-      {{"gpt2", "355m"}, {{1024, 24, 16, 16, 4096, 50257, 1024}, "GPT-2 medium (355M)"}},
-      {{"gpt_neox", "tiny"}, {{64, 2, 2, 2, 256, 1024, 256}, "Pythia layout, d=64, 2 layers (tests)"}},
-      {{"gpt_neox", "160m"}, {{768, 12, 12, 12, 3072, 50304, 2048}, "Pythia-160M"}},
-      {{"gpt_neox", "410m"}, {{1024, 24, 16, 16, 4096, 50304, 2048}, "Pythia-410M"}},
-      {{"llama", "tiny"}, {{64, 2, 4, 2, 172, 1024, 256}, "Llama layout with GQA, d=64, 2 layers (tests)"}},
-      {{"llama", "1b"}, {{2048, 22, 32, 4, 5632, 32000, 2048}, "TinyLlama-1.1B shape (GQA 32/4)"}},
+      {{"gpt2", "tiny"}, {{64, 2, 2, 2, 32, 256, 1024, 256}, "GPT-2 layout, d=64, 2 layers (tests)"}},
+      {{"gpt2", "124m"}, {{768, 12, 12, 12, 64, 3072, 50257, 1024}, "GPT-2 small (124M)"}},
+      {{"gpt2", "355m"}, {{1024, 24, 16, 16, 64, 4096, 50257, 1024}, "GPT-2 medium (355M)"}},
+      {{"gpt_neox", "tiny"}, {{64, 2, 2, 2, 32, 256, 1024, 256}, "Pythia layout, d=64, 2 layers (tests)"}},
+      {{"gpt_neox", "160m"}, {{768, 12, 12, 12, 64, 3072, 50304, 2048}, "Pythia-160M"}},
+      {{"gpt_neox", "410m"}, {{1024, 24, 16, 16, 64, 4096, 50304, 2048}, "Pythia-410M"}},
+      {{"llama", "tiny"}, {{64, 2, 4, 2, 16, 172, 1024, 256}, "Llama layout with GQA, d=64, 2 layers (tests)"}},
+      {{"llama", "1b"}, {{2048, 16, 32, 8, 64, 8192, 128256, 131072, true}, "Llama 3.2 1B (GQA 32/8, llama3 RoPE scaling, tied)"}},
+      {{"mistral", "tiny"}, {{64, 2, 4, 2, 16, 172, 1024, 256, false, 16}, "Mistral layout, sliding window 16 (tests)"}},
+      {{"mistral", "7b"}, {{4096, 32, 32, 8, 128, 14336, 32000, 32768, false, 4096}, "Mistral 7B v0.1 (sliding window 4096)"}},
+      {{"qwen2", "tiny"}, {{64, 2, 4, 2, 16, 172, 1024, 256, true}, "Qwen2 layout (q/k/v biases), d=64 (tests)"}},
+      {{"qwen2", "0.5b"}, {{896, 24, 14, 2, 64, 4864, 151936, 32768, true}, "Qwen2.5-0.5B (GQA 14/2, q/k/v biases, tied)"}},
+      {{"qwen3", "tiny"}, {{64, 2, 4, 2, 32, 192, 1024, 256, true}, "Qwen3 layout (q/k norms, head_dim 32 > d/heads), d=64 (tests)"}},
+      {{"qwen3", "0.6b"}, {{1024, 28, 16, 8, 128, 3072, 151936, 40960, true}, "Qwen3-0.6B (GQA 16/8, head_dim 128, q/k norms, tied)"}},
   };
   return *table;
 }
 
 std::string CanonicalPreset(const std::string& preset) {
-  for (const char* prefix : {"gpt2-", "pythia-", "llama-", "tinyllama-"}) {
+  for (const char* prefix : {"gpt2-", "pythia-", "llama-", "qwen2-", "qwen2.5-", "qwen3-", "mistral-"}) {
     if (preset.rfind(prefix, 0) == 0) return preset.substr(std::string(prefix).size());
   }
-  if (preset == "1.1b") return "1b";
   return preset;
 }
 
@@ -106,23 +114,34 @@ std::vector<TensorPlan> PlanGptNeox(const Shape& s) {
   return t;
 }
 
-std::vector<TensorPlan> PlanLlama(const Shape& s) {
-  const int64_t d = s.d, f = s.inner, hd = s.d / s.heads, kv = static_cast<int64_t>(s.kv_heads) * hd;
+// Llama, Mistral, Qwen2 (+ q/k/v biases) and Qwen3 (+ q/k norms) share one layout.
+std::vector<TensorPlan> PlanLlamaFamily(const std::string& arch, const Shape& s) {
+  const int64_t d = s.d, f = s.inner, hd = s.head_dim, q = static_cast<int64_t>(s.heads) * hd,
+                kv = static_cast<int64_t>(s.kv_heads) * hd;
   std::vector<TensorPlan> t = {{"model.embed_tokens.weight", {s.vocab, d}, Init::kNormal}};
   for (int i = 0; i < s.layers; ++i) {
     const std::string p = absl::StrCat("model.layers.", i, ".");
     t.push_back({p + "input_layernorm.weight", {d}, Init::kOnes});
-    t.push_back({p + "self_attn.q_proj.weight", {d, d}, Init::kNormal});
+    t.push_back({p + "self_attn.q_proj.weight", {q, d}, Init::kNormal});
     t.push_back({p + "self_attn.k_proj.weight", {kv, d}, Init::kNormal});
     t.push_back({p + "self_attn.v_proj.weight", {kv, d}, Init::kNormal});
-    t.push_back({p + "self_attn.o_proj.weight", {d, d}, Init::kNormal});
+    if (arch == "qwen2") {
+      t.push_back({p + "self_attn.q_proj.bias", {q}, Init::kNormal});
+      t.push_back({p + "self_attn.k_proj.bias", {kv}, Init::kNormal});
+      t.push_back({p + "self_attn.v_proj.bias", {kv}, Init::kNormal});
+    }
+    if (arch == "qwen3") {
+      t.push_back({p + "self_attn.q_norm.weight", {hd}, Init::kOnes});
+      t.push_back({p + "self_attn.k_norm.weight", {hd}, Init::kOnes});
+    }
+    t.push_back({p + "self_attn.o_proj.weight", {d, q}, Init::kNormal});
     t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kOnes});
     t.push_back({p + "mlp.gate_proj.weight", {f, d}, Init::kNormal});
     t.push_back({p + "mlp.up_proj.weight", {f, d}, Init::kNormal});
     t.push_back({p + "mlp.down_proj.weight", {d, f}, Init::kNormal});
   }
   t.push_back({"model.norm.weight", {d}, Init::kOnes});
-  t.push_back({"lm_head.weight", {s.vocab, d}, Init::kNormal});
+  if (!s.tie) t.push_back({"lm_head.weight", {s.vocab, d}, Init::kNormal});
   return t;
 }
 
@@ -154,14 +173,36 @@ absl::Status WriteRandomAdapter(const std::string& arch, const Shape& s, uint64_
   return writer.Close();
 }
 
-json ConfigJson(const std::string& arch, const Shape& s, const std::string& dtype_name) {
-  const int special = s.vocab - 1;  // the synthetic tokenizer's <|endoftext|>
+// The BOS and EOS ids of the config: the synthetic tokenizer's <|endoftext|> (vocab - 1), or those that
+// tokenizer_config.json names when the tokenizer was copied from a real model.
+struct SpecialIds {
+  int bos, eos;
+};
+
+absl::StatusOr<SpecialIds> SpecialIdsOf(const std::string& dir, const Shape& s, bool copied) {
+  SpecialIds ids{s.vocab - 1, s.vocab - 1};
+  if (!copied) return ids;
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, LoadTokenizer(dir));
+  if (tokenizer->vocab_size() > s.vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("make-model: the tokenizer has ", tokenizer->vocab_size(), " tokens, the preset's vocabulary ",
+                                                   s.vocab));
+  }
+  const TokenizerConfig& config = tokenizer->config();
+  const std::optional<std::string>& eos = config.eos_token;
+  const std::optional<std::string>& bos = config.bos_token ? config.bos_token : config.eos_token;
+  if (eos) ids.eos = tokenizer->TokenToId(*eos).value_or(ids.eos);
+  if (bos) ids.bos = tokenizer->TokenToId(*bos).value_or(ids.bos);
+  return ids;
+}
+
+json ConfigJson(const std::string& arch, const Shape& s, const std::string& dtype_name, const SpecialIds& special_ids) {
+  const int bos = special_ids.bos, special = special_ids.eos;
   const std::string torch_dtype = dtype_name == "F32" ? "float32" : dtype_name == "F16" ? "float16" : "bfloat16";
   if (arch == "gpt2") {
     return {{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}, {"n_embd", s.d}, {"n_layer", s.layers},
             {"n_head", s.heads}, {"n_inner", nullptr}, {"n_positions", s.context}, {"n_ctx", s.context},
             {"vocab_size", s.vocab}, {"activation_function", "gelu_new"}, {"layer_norm_epsilon", 1e-5},
-            {"bos_token_id", special}, {"eos_token_id", special}, {"tie_word_embeddings", true},
+            {"bos_token_id", bos}, {"eos_token_id", special}, {"tie_word_embeddings", true},
             {"torch_dtype", torch_dtype}};
   }
   if (arch == "gpt_neox") {
@@ -169,15 +210,36 @@ json ConfigJson(const std::string& arch, const Shape& s, const std::string& dtyp
             {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"intermediate_size", s.inner},
             {"max_position_embeddings", s.context}, {"rotary_pct", 0.25}, {"rotary_emb_base", 10000},
             {"use_parallel_residual", true}, {"layer_norm_eps", 1e-5}, {"hidden_act", "gelu"},
-            {"tie_word_embeddings", false}, {"vocab_size", s.vocab}, {"bos_token_id", special},
+            {"tie_word_embeddings", false}, {"vocab_size", s.vocab}, {"bos_token_id", bos},
             {"eos_token_id", special}, {"torch_dtype", torch_dtype}};
   }
-  return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", s.d},
-          {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
-          {"intermediate_size", s.inner}, {"max_position_embeddings", s.context}, {"rms_norm_eps", 1e-5},
-          {"rope_theta", 10000.0}, {"hidden_act", "silu"}, {"tie_word_embeddings", false},
-          {"vocab_size", s.vocab}, {"bos_token_id", special}, {"eos_token_id", special},
-          {"attention_bias", false}, {"mlp_bias", false}, {"torch_dtype", torch_dtype}};
+  const std::map<std::string, std::string> class_names = {
+      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  json config = {{"architectures", {class_names.at(arch)}}, {"model_type", arch}, {"hidden_size", s.d},
+                 {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
+                 {"head_dim", s.head_dim}, {"intermediate_size", s.inner}, {"max_position_embeddings", s.context},
+                 {"rms_norm_eps", arch == "qwen2" || arch == "qwen3" ? 1e-6 : 1e-5}, {"hidden_act", "silu"},
+                 {"tie_word_embeddings", s.tie}, {"vocab_size", s.vocab}, {"bos_token_id", bos},
+                 {"eos_token_id", special}, {"torch_dtype", torch_dtype}};
+  if (arch == "llama") {
+    config["attention_bias"] = false;
+    config["mlp_bias"] = false;
+    config["rope_theta"] = s.vocab == 128256 ? 500000.0 : 10000.0;
+    if (s.vocab == 128256) {  // Llama 3.x: the llama3 RoPE scaling of the releases
+      config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                {"original_max_position_embeddings", 8192}};
+    }
+  } else if (arch == "mistral") {
+    config["rope_theta"] = 10000.0;
+    config["sliding_window"] = s.sliding_window;
+  } else {  // qwen2, qwen3
+    config["rope_theta"] = 1000000.0;
+    config["use_sliding_window"] = false;
+    config["sliding_window"] = s.context;
+    config["max_window_layers"] = s.layers;
+    if (arch == "qwen3") config["attention_bias"] = false;
+  }
+  return config;
 }
 
 absl::Status CopyTokenizerFiles(const std::string& from, const std::string& to) {
@@ -228,7 +290,7 @@ absl::StatusOr<ModelConfig> MakeModel(const MakeModelOptions& options) {
 
   const std::vector<TensorPlan> plan = options.arch == "gpt2"       ? PlanGpt2(shape)
                                        : options.arch == "gpt_neox" ? PlanGptNeox(shape)
-                                                                    : PlanLlama(shape);
+                                                                    : PlanLlamaFamily(options.arch, shape);
   SafetensorsStreamWriter writer;
   for (const TensorPlan& t : plan) writer.Declare(t.name, dtype, t.shape);
   const std::string weights_path = (fs::path(options.out_dir) / "model.safetensors").string();
@@ -253,14 +315,15 @@ absl::StatusOr<ModelConfig> MakeModel(const MakeModelOptions& options) {
   }
   ARACH_RETURN_IF_ERROR(writer.Close());
 
-  const std::string config_text = ConfigJson(options.arch, shape, dtype_name).dump(2);
-  const std::string config_path = (fs::path(options.out_dir) / "config.json").string();
-  std::ofstream(config_path) << config_text << "\n";
   if (options.tokenizer_from.empty()) {
     ARACH_RETURN_IF_ERROR(WriteSyntheticTokenizer(options.out_dir, shape.vocab, options.seed));
   } else {
     ARACH_RETURN_IF_ERROR(CopyTokenizerFiles(options.tokenizer_from, options.out_dir));
   }
+  ARACH_ASSIGN_OR_RETURN(const SpecialIds special, SpecialIdsOf(options.out_dir, shape, !options.tokenizer_from.empty()));
+  const std::string config_text = ConfigJson(options.arch, shape, dtype_name, special).dump(2);
+  const std::string config_path = (fs::path(options.out_dir) / "config.json").string();
+  std::ofstream(config_path) << config_text << "\n";
   if (options.write_adapter) {
     ARACH_RETURN_IF_ERROR(WriteRandomAdapter(options.arch, shape, options.seed,
                                              (fs::path(options.out_dir) / "preproj.safetensors").string()));

@@ -13,7 +13,7 @@
 namespace arach {
 
 struct MakeModelOptions {
-  std::string arch = "gpt2";         // gpt2 | gpt_neox | llama
+  std::string arch = "gpt2";         // gpt2 | gpt_neox | llama | mistral | qwen2 | qwen3
   std::string preset = "tiny";       // see MakeModelPresets()
   std::string out_dir;
   uint64_t seed = 0;

@@ -22,7 +22,8 @@ constexpr int kGemmMinRows = 8;  // below this, direct loops over the pages beat
 struct QueryRef {
   const float* q;      // [head_dim]
   float* out;          // [head_dim]
-  int limit;           // attends cached positions [0, limit]
+  int first;           // attends cached positions [first, limit] (first > 0 with a sliding window)
+  int limit;
   const float* hub_k;  // [head_dim] or null
   const float* hub_v;  // [head_dim] or null
 };
@@ -63,6 +64,11 @@ float Softmax(float* scores, int visible, bool has_hub, float hub_score) {
   return hub_p * inv_sum;
 }
 
+// The first cached position a query at `position` attends (its sliding window's start, else 0).
+int FirstVisible(const AttentionParams& p, int position) {
+  return p.sliding_window > 0 ? std::max(0, position - p.sliding_window + 1) : 0;
+}
+
 struct Scratch {
   std::vector<float> keys, values, scores, q_tile, o_tile, hub_weight;
   std::vector<QueryRef> queries;
@@ -73,10 +79,10 @@ void AttendDirect(const AttentionParams& p, const std::vector<QueryRef>& queries
                   const PageReader& values, float hub_offset, Scratch& scratch) {
   const int head_dim = p.kv.head_dim;
   for (const QueryRef& ref : queries) {
-    const int visible = ref.limit + 1;
+    const int visible = ref.limit - ref.first + 1;
     scratch.scores.resize(visible);
     float* scores = scratch.scores.data();
-    for (int j = 0; j < visible; ++j) scores[j] = p.scale * Dot(ref.q, keys.At(j), head_dim);
+    for (int j = 0; j < visible; ++j) scores[j] = p.scale * Dot(ref.q, keys.At(ref.first + j), head_dim);
     const bool has_hub = ref.hub_k != nullptr;
     const float hub_score = has_hub ? p.scale * Dot(ref.q, ref.hub_k, head_dim) + hub_offset : 0.0f;
     const float hub_weight = Softmax(scores, visible, has_hub, hub_score);
@@ -84,27 +90,28 @@ void AttendDirect(const AttentionParams& p, const std::vector<QueryRef>& queries
     for (int c = 0; c < head_dim; ++c) o[c] = has_hub ? hub_weight * ref.hub_v[c] : 0.0f;
     for (int j = 0; j < visible; ++j) {
       const float w = scores[j];
-      const float* v = values.At(j);
+      const float* v = values.At(ref.first + j);
 #pragma omp simd
       for (int c = 0; c < head_dim; ++c) o[c] += w * v[c];
     }
   }
 }
 
-// Many queries: gather the context once, then scores and outputs by GEMM per tile of queries.
-void AttendGathered(const AttentionParams& p, const std::vector<QueryRef>& queries, int context, const PageReader& keys,
-                    const PageReader& values, float hub_offset, Scratch& s) {
+// Many queries: gather the positions [lo, context) once, then scores and outputs by GEMM per tile of queries.
+void AttendGathered(const AttentionParams& p, const std::vector<QueryRef>& queries, int lo, int context,
+                    const PageReader& keys, const PageReader& values, float hub_offset, Scratch& s) {
   const int head_dim = p.kv.head_dim;
-  s.keys.resize(static_cast<size_t>(context) * head_dim);   // [context, head_dim]
-  s.values.resize(static_cast<size_t>(context) * head_dim); // [context, head_dim]
-  for (int j = 0; j < context; ++j) {
-    std::memcpy(&s.keys[static_cast<size_t>(j) * head_dim], keys.At(j), head_dim * sizeof(float));
-    std::memcpy(&s.values[static_cast<size_t>(j) * head_dim], values.At(j), head_dim * sizeof(float));
+  const int width = context - lo;
+  s.keys.resize(static_cast<size_t>(width) * head_dim);   // [context - lo, head_dim]
+  s.values.resize(static_cast<size_t>(width) * head_dim); // [context - lo, head_dim]
+  for (int j = 0; j < width; ++j) {
+    std::memcpy(&s.keys[static_cast<size_t>(j) * head_dim], keys.At(lo + j), head_dim * sizeof(float));
+    std::memcpy(&s.values[static_cast<size_t>(j) * head_dim], values.At(lo + j), head_dim * sizeof(float));
   }
   for (size_t t0 = 0; t0 < queries.size(); t0 += kQueryTile) {
     const int tile = static_cast<int>(std::min<size_t>(kQueryTile, queries.size() - t0));
-    int span = 0;  // keys any query of the tile can see
-    for (int t = 0; t < tile; ++t) span = std::max(span, queries[t0 + t].limit + 1);
+    int span = 0;  // gathered keys (from lo) any query of the tile can see
+    for (int t = 0; t < tile; ++t) span = std::max(span, queries[t0 + t].limit + 1 - lo);
     s.q_tile.resize(static_cast<size_t>(tile) * head_dim);
     for (int t = 0; t < tile; ++t) std::memcpy(&s.q_tile[static_cast<size_t>(t) * head_dim], queries[t0 + t].q, head_dim * sizeof(float));
     s.scores.resize(static_cast<size_t>(tile) * span);
@@ -115,11 +122,12 @@ void AttendGathered(const AttentionParams& p, const std::vector<QueryRef>& queri
     for (int t = 0; t < tile; ++t) {
       const QueryRef& ref = queries[t0 + t];
       float* row = &s.scores[static_cast<size_t>(t) * span];
-      const int visible = ref.limit + 1;
+      const int begin = ref.first - lo, end = ref.limit + 1 - lo;  // the visible columns
       const bool has_hub = ref.hub_k != nullptr;
       const float hub_score = has_hub ? p.scale * Dot(ref.q, ref.hub_k, head_dim) + hub_offset : 0.0f;
-      s.hub_weight[t] = Softmax(row, visible, has_hub, hub_score);
-      std::fill(row + visible, row + span, 0.0f);
+      s.hub_weight[t] = Softmax(row + begin, end - begin, has_hub, hub_score);
+      std::fill(row, row + begin, 0.0f);
+      std::fill(row + end, row + span, 0.0f);
     }
     s.o_tile.resize(static_cast<size_t>(tile) * head_dim);
     // o_tile (tile x hd) = scores (tile x span) . values (span x hd)
@@ -149,8 +157,11 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
     const int n = p.query_start[s + 1] - q0;
     if (n == 0) return;
     Scratch& local = scratch[omp_get_thread_num()];
-    int context = 0;
-    for (int i = 0; i < n; ++i) context = std::max(context, p.positions[q0 + i] + 1);
+    int context = 0, lo = std::numeric_limits<int>::max();  // the positions any query of the sequence sees: [lo, context)
+    for (int i = 0; i < n; ++i) {
+      context = std::max(context, p.positions[q0 + i] + 1);
+      lo = std::min(lo, FirstVisible(p, p.positions[q0 + i]));
+    }
     const int32_t* blocks = p.block_tables + p.block_table_start[s];
     const int64_t slot_elems = static_cast<int64_t>(kv_heads) * head_dim;
     const PageReader keys{static_cast<const float*>(p.kv.k), blocks, p.kv.block_size, slot_elems, static_cast<int64_t>(g) * head_dim};
@@ -170,6 +181,7 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
           ref.q = p.q.As<float>() + row * p.q.stride + static_cast<int64_t>(h) * head_dim;
           ref.out = p.out.As<float>() + row * p.out.stride + static_cast<int64_t>(h) * head_dim;
           ref.limit = p.positions[q0 + i];
+          ref.first = FirstVisible(p, ref.limit);
           ref.hub_k = has_hub ? p.hub_k.As<float>() + (hub0 + i) * p.hub_k.stride + g * head_dim : nullptr;
           ref.hub_v = has_hub ? p.hub_v.As<float>() + (hub0 + i) * p.hub_v.stride + g * head_dim : nullptr;
           queries.push_back(ref);
@@ -179,7 +191,7 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
     if (static_cast<int>(queries.size()) < kGemmMinRows) {
       AttendDirect(p, queries, keys, values, hub_offset, local);
     } else {
-      AttendGathered(p, queries, context, keys, values, hub_offset, local);
+      AttendGathered(p, queries, lo, context, keys, values, hub_offset, local);
     }
   });
 }

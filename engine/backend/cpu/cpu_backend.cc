@@ -126,6 +126,19 @@ void CpuBackend::RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight,
   }
 }
 
+void CpuBackend::RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) {
+  const float* w = weight.As<float>();
+  for (int64_t r = 0; r < x.rows; ++r) {
+    for (int h = 0; h < heads; ++h) {
+      float* v = Row(x, r) + static_cast<int64_t>(h) * head_dim;
+      float sum_sq = 0.0f;
+      for (int c = 0; c < head_dim; ++c) sum_sq += v[c] * v[c];
+      const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(head_dim) + eps);
+      for (int c = 0; c < head_dim; ++c) v[c] = v[c] * inv * w[c];
+    }
+  }
+}
+
 void CpuBackend::RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
                       const float* inv_freq) {
   const int half = rotary_dim / 2;

@@ -49,7 +49,8 @@ struct AttentionArgs {
 struct WarpTask {
   int head, kv_head, seq;
   int hub_index;   // row of hub_k / hub_v (when kQueries == 2)
-  int limit;       // attends cached positions [0, limit]
+  int first;       // attends cached positions [first, limit] (first > 0 under a sliding window)
+  int limit;
   int64_t q_rows[2];  // rows of q / out: verbal row, hub row
 };
 
@@ -95,7 +96,7 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
   const bf16* v_cache = static_cast<const bf16*>(p.kv.v);
   const int32_t* blocks = p.block_tables + p.block_table_start[task.seq];
   const int block_size = p.kv.block_size;
-  for (int chunk = 0; chunk <= task.limit; chunk += 32) {
+  for (int chunk = task.first; chunk <= task.limit; chunk += 32) {
     const int j = chunk + lane;
     const bool valid = j <= task.limit;
     // Element offset of key j's head slice in the cache layer.
@@ -170,6 +171,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(Atte
   task.kv_head = task.head / (p.num_heads / p.kv.num_kv_heads);
   task.seq = FindSegment(p.query_start, p.num_seqs, row);
   task.limit = p.positions[row];
+  task.first = p.sliding_window > 0 ? max(0, task.limit - p.sliding_window + 1) : 0;
   const bool has_hub = p.num_hub_rows > 0 && p.hub_start[task.seq + 1] > p.hub_start[task.seq];
   task.hub_index = has_hub ? p.hub_start[task.seq] + (row - p.query_start[task.seq]) : 0;
   task.q_rows[0] = row;

@@ -142,6 +142,11 @@ void CudaBackend::RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight
   CheckLaunch("rms norm");
 }
 
+void CudaBackend::RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) {
+  cuda::LaunchRmsNormHeads(x, heads, head_dim, weight, eps, stream_);
+  CheckLaunch("head rms norm");
+}
+
 void CudaBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
                          bool accumulate) {
   Record(gemm_->Linear(in, weight, bias, out, accumulate, stream_));

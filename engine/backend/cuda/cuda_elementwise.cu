@@ -48,6 +48,22 @@ __global__ void NormKernel(Rows in, const bf16* weight, const bf16* bias, float 
   }
 }
 
+// One block per row, one warp per head (heads strided over the block's warps).
+__global__ void RmsNormHeadsKernel(Rows x, int heads, int head_dim, const bf16* weight, float eps) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  bf16* row = x.row(blockIdx.x);
+  for (int h = warp; h < heads; h += warps) {
+    bf16* v = row + static_cast<int64_t>(h) * head_dim;
+    float sq = 0.0f;
+    for (int c = lane; c < head_dim; c += 32) {
+      const float f = ToFloat(v[c]);
+      sq += f * f;
+    }
+    const float inv = rsqrtf(WarpSum(sq) / static_cast<float>(head_dim) + eps);
+    for (int c = lane; c < head_dim; c += 32) v[c] = ToBf16(ToFloat(v[c]) * inv * ToFloat(weight[c]));
+  }
+}
+
 __global__ void RopeKernel(Rows x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq) {
   const int64_t r = blockIdx.x;
   const int half = rotary_dim / 2;
@@ -138,6 +154,12 @@ void LaunchNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const Device
   if (in.rows == 0) return;
   NormKernel<<<static_cast<unsigned>(in.rows), kThreads, 0, stream>>>(Rows(in), static_cast<const bf16*>(weight.data),
                                                                        static_cast<const bf16*>(bias.data), eps, rms, Rows(out));
+}
+
+void LaunchRmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps, cudaStream_t stream) {
+  if (x.rows == 0) return;
+  RmsNormHeadsKernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream>>>(Rows(x), heads, head_dim,
+                                                                              static_cast<const bf16*>(weight.data), eps);
 }
 
 void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq,

@@ -19,6 +19,8 @@ void LaunchEmbed(const int32_t* ids, const int32_t* positions, const DeviceMatri
 // LayerNorm (bias may be empty) or RMSNorm (rms = true) of every row.
 void LaunchNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps, bool rms,
                 const DeviceMatrix& out, cudaStream_t stream);
+// In place: RMSNorm of each head of every row (one warp per head), weight [head_dim].
+void LaunchRmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps, cudaStream_t stream);
 // Rotate-half RoPE in place on `heads` heads of every row.
 void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq,
                 cudaStream_t stream);
