@@ -18,7 +18,7 @@ struct Engine::RequestState {
         request(std::move(request_in)),
         sink(std::move(sink_in)),
         seq(block_size),
-        detokenizer(tokenizer, request.sampling.stop, request.prompt) {}
+        detokenizer(tokenizer, request.sampling.stop, request.prompt, request.sampling.skip_special_tokens) {}
 
   uint64_t id;
   EngineRequest request;
@@ -34,6 +34,7 @@ struct Engine::RequestState {
   bool started = false;
   std::vector<float> prompt_logprobs;
   std::vector<bool> prompt_is_greedy;
+  std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
 };
@@ -99,6 +100,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
     state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
+    if (state->request.prompt_top_logprobs > 0) state->prompt_top_logprobs.assign(std::max(0, prompt_len - 1), {});
   }
   if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
@@ -205,6 +207,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   }
   info.prompt_logprobs = std::move(r.prompt_logprobs);
   info.prompt_is_greedy = std::move(r.prompt_is_greedy);
+  info.prompt_top_logprobs = std::move(r.prompt_top_logprobs);
   if (r.generated_logprobs > 0) info.mean_generated_logprob = r.generated_logprob_sum / r.generated_logprobs;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -315,6 +318,9 @@ void Engine::Step() {
           const std::span<const float> logits = out->Row(static_cast<int>(i), row);
           r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(logits, r.seq.tokens[position + 1]));
           r.prompt_is_greedy[position] = ArgMax(logits) == r.seq.tokens[position + 1];
+          if (r.request.prompt_top_logprobs > 0) {
+            r.prompt_top_logprobs[position] = RawLogprobs(logits, r.seq.tokens[position + 1], r.request.prompt_top_logprobs).top;
+          }
         }
       }
     }

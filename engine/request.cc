@@ -32,6 +32,10 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
                                                         config.max_positions, " tokens"));
     }
   }
+  if (request.prompt_top_logprobs < 0 || request.prompt_top_logprobs > SamplingParams::kMaxTopLogprobs) {
+    return InvalidField(names, "prompt_top_logprobs", absl::StrCat(request.prompt_top_logprobs, " must be in [0, ",
+                                                                   SamplingParams::kMaxTopLogprobs, "]"));
+  }
   return request.variant.Validate(has_adapter, names);
 }
 

@@ -30,6 +30,8 @@ struct EngineRequest {
   SamplingParams sampling;                 // generation only
   Variant variant;
   std::optional<Clock::time_point> deadline;  // the request is dropped with DEADLINE_EXCEEDED after it
+  // With prompt log-probs: this many most likely alternatives at each prompt position too (0..20).
+  int prompt_top_logprobs = 0;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -80,6 +82,7 @@ struct FinishInfo {
   Timings timings;
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
+  std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;  // [prompt_len - 1][k] alternatives (when asked)
   // Mean raw-model log-prob of the generated tokens (quality signal); set when the engine computes
   // log-probs for every token (EngineConfig::always_compute_logprobs) or the request asked for them.
   std::optional<double> mean_generated_logprob;

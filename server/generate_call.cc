@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
+#include "server/request_log.h"
 #include "server/request_mapping.h"
 #include "server/status_mapping.h"
 
@@ -41,9 +42,10 @@ class GenerateStream : public RequestSink {
     PumpLocked();
   }
   // Ends the call right away with `status` (nothing was submitted).
-  void FinishNow(const grpc::Status& status) {
+  void Refuse(const absl::Status& status) {
+    LogFinished(status.code(), nullptr);
     std::lock_guard<std::mutex> lock(mutex_);
-    final_status_ = status;
+    final_status_ = ToGrpcStatus(status);
     queue_.clear();
     PumpLocked();
   }
@@ -54,6 +56,17 @@ class GenerateStream : public RequestSink {
 
  private:
   void PumpLocked();
+  // The request's line in the server's log (`info`: null when it was refused).
+  void LogFinished(absl::StatusCode code, const FinishInfo* info) {
+    FinishedRequest record(request_id_, "grpc", "Generate", info ? variant_.variant.Name() : "", static_cast<int>(code));
+    if (info != nullptr) {
+      record.prompt_tokens = info->usage.prompt_tokens;
+      record.completion_tokens = info->usage.completion_tokens;
+      record.seconds = info->timings.total_seconds;
+      record.finish = FinishReasonName(info->reason);
+    }
+    context_.request_log->Write(record);
+  }
 
   std::mutex mutex_;
   GenerateReactor* reactor_;  // null once the call is done
@@ -73,20 +86,21 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   GenerateReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::GenerateRequest* request)
       : context_(context) {
     const bool with_logprobs = request->logprobs() || request->top_logprobs() > 0;
+    const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
     absl::StatusOr<CallTicket> ticket = AdmitCall(context);
     if (!ticket.ok()) {
-      stream_ = std::make_shared<GenerateStream>(this, context, ResolvedVariant{}, request->request_id(), with_logprobs);
-      stream_->FinishNow(ToGrpcStatus(ticket.status()));
+      stream_ = std::make_shared<GenerateStream>(this, context, ResolvedVariant{}, request_id, with_logprobs);
+      stream_->Refuse(ticket.status());
       return;
     }
     ticket_ = std::move(*ticket);
     const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
     if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
-    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request->request_id(), with_logprobs);
+    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request_id, with_logprobs);
     const absl::Status status = Submit(call, *request, resolved.variant);
     if (!status.ok()) {
       RecordRejection(context, status);
-      stream_->FinishNow(ToGrpcStatus(status));
+      stream_->Refuse(status);
     }
   }
 
@@ -131,6 +145,10 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
 
 void GenerateStream::OnFinish(const FinishInfo& info) {
   context_.metrics->RecordGenerate(variant_.variant, info);
+  LogFinished(info.reason == FinishReason::kStop || info.reason == FinishReason::kLength
+                  ? absl::StatusCode::kOk
+                  : (info.status.ok() ? absl::StatusCode::kCancelled : info.status.code()),
+              &info);
   std::lock_guard<std::mutex> lock(mutex_);
   if (info.reason == FinishReason::kStop || info.reason == FinishReason::kLength) {
     GenerateResponse last;

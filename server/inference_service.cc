@@ -41,7 +41,7 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
   if (!ticket) return reactor;
   const Engine* engine = &ticket->engine();
   const ModelConfig& c = engine->model_config();
-  info->set_model(context_.model_dir);
+  info->set_model(context_.served_model_name);
   info->set_architecture(std::string(ArchitectureName(c.arch)));
   info->set_vocab_size(c.vocab_size);
   info->set_hidden_size(c.hidden_size);

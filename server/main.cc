@@ -1,10 +1,11 @@
-// arach-server: serves one model over gRPC (arach.v1.Inference, grpc.health.v1.Health, reflection) with
-// Prometheus metrics on a separate port. SIGTERM/SIGINT drain: health goes NOT_SERVING, new calls get
+// arach-server: serves one model over gRPC (arach.v1.Inference, grpc.health.v1.Health, reflection) and
+// over HTTP (the OpenAI API, /health, /ready, Prometheus /metrics). SIGTERM/SIGINT drain: health goes NOT_SERVING, new calls get
 // UNAVAILABLE, calls in flight finish within --drain_grace_seconds, then the process exits 0.
 // Flag names may be written with hyphens or underscores (--kv-cache-bytes or --kv_cache_bytes).
 // This file only reads the flags; server/serve.cc runs the server.
 #include <pthread.h>
 
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -38,9 +39,12 @@ ABSL_FLAG(int, max_num_batched_tokens, 512, "tokens per engine step (prefill chu
 ABSL_FLAG(int, max_queued_requests, 1024, "requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (per variant)");
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address HOST:PORT (port 0 picks one)");
-ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9090", "Prometheus /metrics address HOST:PORT (port 0 picks one)");
+ABSL_FLAG(std::string, http_listen, "0.0.0.0:8000", "HTTP address HOST:PORT of the OpenAI API, /health, /ready and /metrics");
+ABSL_FLAG(int, http_threads, 128, "HTTP connections served at once (a streamed completion holds one while it runs)");
+ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
+ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /metrics (default: none; /metrics is on --http_listen)");
 ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight may take to finish");
-ABSL_FLAG(int, max_request_bytes, 16 << 20, "largest request message accepted by gRPC");
+ABSL_FLAG(int, max_request_bytes, 16 << 20, "largest request accepted (gRPC message, HTTP body: 413 beyond)");
 ABSL_FLAG(int, max_prompt_bytes, 1 << 20, "largest prompt text (INVALID_ARGUMENT beyond)");
 ABSL_FLAG(int, max_tokens_limit, 4096, "largest max_tokens a request may ask for");
 ABSL_FLAG(int, max_prompt_tokens, 0, "largest prompt in tokens (0 = the model's context)");
@@ -59,6 +63,7 @@ namespace {
 ServerOptions OptionsFromFlags() {
   ServerOptions o;
   o.model_dir = absl::GetFlag(FLAGS_model);
+  o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   o.device = absl::GetFlag(FLAGS_device);
   o.load.block_size = absl::GetFlag(FLAGS_block_size);
   o.load.kv_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_kv_cache_bytes)));
@@ -87,6 +92,9 @@ ServerOptions OptionsFromFlags() {
   o.grpc.keepalive_timeout_ms = absl::GetFlag(FLAGS_keepalive_timeout_ms);
   o.grpc.keepalive_min_ping_interval_ms = absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms);
   o.grpc.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_client_ca)};
+  o.http.listen = absl::GetFlag(FLAGS_http_listen);
+  o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
+  o.http.threads = absl::GetFlag(FLAGS_http_threads);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.drain_grace_seconds = absl::GetFlag(FLAGS_drain_grace_seconds);
   return o;
@@ -98,10 +106,11 @@ ServerOptions OptionsFromFlags() {
 int main(int argc, char** argv) {
   const sigset_t drain_signals = arach::server::DrainSignals();
   pthread_sigmask(SIG_BLOCK, &drain_signals, nullptr);  // before any thread starts (see drain_signals.h)
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-response is a failed write, not the end of the server
   arach::cmdline::ReexecWithFastOpenBlasKernelIfNeeded(argv);
   std::vector<std::string> storage;
   std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, storage);
-  absl::SetProgramUsageMessage("arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--metrics_listen HOST:PORT] ...");
+  absl::SetProgramUsageMessage("arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--http_listen HOST:PORT] ...");
   absl::ParseCommandLine(argc, args.data());
   absl::StatusOr<arach::server::ServerConfig> config = arach::server::ResolveServerConfig(arach::server::OptionsFromFlags());
   if (!config.ok()) {

@@ -71,7 +71,7 @@ class EngineCollector : public prometheus::Collectable {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::string& listen) {
+std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
   std::unique_ptr<ServerMetrics> m(new ServerMetrics());
   m->registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Registry& r = *m->registry_;
@@ -100,6 +100,9 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
                          .Register(r);
   m->assignments_ = &BuildCounter().Name("arach_experiment_assignments_total")
                          .Help("Requests assigned a variant by the A/B experiment, by arm and variant.").Register(r);
+  m->http_requests_ = &BuildCounter().Name("arach_http_requests_total")
+                          .Help("HTTP requests answered, by route, status and serving variant (\"none\" when none served it).")
+                          .Register(r);
   m->rejected_ = &BuildCounter().Name("arach_requests_rejected_total")
                       .Help("Requests refused before reaching the engine, by status code.").Register(r);
   for (const char* code : {"invalid_argument", "resource_exhausted", "failed_precondition", "unavailable", "deadline_exceeded",
@@ -127,14 +130,8 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
     for (const char* reason : kFinishReasons) pv.requests[reason] = &requests.Add({{"variant", v}, {"finish_reason", reason}});
   }
   m->engine_collector_ = std::make_shared<EngineCollector>();
-  ServerMetrics* raw = m.get();
-  auto endpoint = MetricsHttpEndpoint::Start(listen, [raw] { return raw->Scrape(); });
-  if (!endpoint.ok()) return endpoint.status();
-  m->endpoint_ = std::move(*endpoint);
   return m;
 }
-
-ServerMetrics::~ServerMetrics() { endpoint_.reset(); }
 
 std::string ServerMetrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
@@ -145,8 +142,6 @@ std::string ServerMetrics::Scrape() const {
 }
 
 void ServerMetrics::AttachEngine(const Engine* engine) { static_cast<EngineCollector&>(*engine_collector_).Attach(engine); }
-
-int ServerMetrics::port() const { return endpoint_->port(); }
 
 ServerMetrics::PerVariant& ServerMetrics::For(const Variant& variant) { return variants_.at(variant.Name()); }
 
@@ -179,6 +174,11 @@ void ServerMetrics::RecordScore(const Variant& variant, int64_t prompt_tokens) {
   PerVariant& pv = For(variant);
   pv.score_requests->Increment();
   pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
+}
+
+void ServerMetrics::RecordHttpRequest(const std::string& route, int status, const std::string& variant) {
+  http_requests_->Add({{"route", route}, {"status", absl::StrCat(status)}, {"variant", variant.empty() ? "none" : variant}})
+      .Increment();
 }
 
 void ServerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"code", code}}).Increment(); }

@@ -1,6 +1,7 @@
 // Prometheus metrics of the server (prometheus-cpp), labelled by variant (base | arach | skip |
 // arach+skip) so that a dashboard shows the variants side by side. Request-level series are updated as
 // requests finish; engine gauges and counters are read from Engine::stats() when /metrics is scraped.
+// The HTTP server (server/http/) serves Scrape() at /metrics.
 #pragma once
 
 #include <array>
@@ -18,15 +19,15 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
-#include "server/metrics_http.h"
 
 namespace arach::server {
 
 class ServerMetrics {
  public:
-  // Serves /metrics on `listen` (HOST:PORT; port 0 picks one).
-  static absl::StatusOr<std::unique_ptr<ServerMetrics>> Start(const std::string& listen);
-  ~ServerMetrics();
+  static std::unique_ptr<ServerMetrics> Create();
+
+  // The Prometheus text exposition of every series and of the engine's state.
+  std::string Scrape() const;
 
   // Reads engine gauges and counters at scrape time from now on.
   void AttachEngine(const Engine* engine);
@@ -41,8 +42,9 @@ class ServerMetrics {
   void DeclareExperimentArms(const std::vector<std::pair<std::string, Variant>>& arms);
   // A request assigned by the A/B experiment.
   void RecordAssignment(const std::string& arm, const Variant& variant);
-
-  int port() const;  // the port /metrics listens on
+  // An answered HTTP request: its route ("/v1/completions", "other" for unknown paths), status and the
+  // variant that served it ("" when none did).
+  void RecordHttpRequest(const std::string& route, int status, const std::string& variant);
 
  private:
   struct PerVariant {
@@ -60,15 +62,12 @@ class ServerMetrics {
   ServerMetrics() = default;
   PerVariant& For(const Variant& variant);
 
-  // The text exposition of the registry and of the engine's state.
-  std::string Scrape() const;
-
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> engine_collector_;
-  std::unique_ptr<MetricsHttpEndpoint> endpoint_;  // last: stopped first
   std::map<std::string, PerVariant> variants_;
   prometheus::Family<prometheus::Counter>* rejected_ = nullptr;
   prometheus::Family<prometheus::Counter>* assignments_ = nullptr;
+  prometheus::Family<prometheus::Counter>* http_requests_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Histogram* step_duration_ = nullptr;
 };

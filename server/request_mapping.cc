@@ -13,13 +13,34 @@ absl::Status FieldError(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
 
-// API limits on the prompt's length (the engine checks the model's context).
+}  // namespace
+
 absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& field, size_t count) {
   if (limits.max_prompt_tokens > 0 && count > static_cast<size_t>(limits.max_prompt_tokens)) {
     return FieldError(field, absl::StrCat(count, " tokens exceed the limit of ", limits.max_prompt_tokens, " (--max_prompt_tokens)"));
   }
   return absl::OkStatus();
 }
+
+absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp) {
+  if (sp.max_tokens > limits.max_tokens) {
+    return FieldError("max_tokens", absl::StrCat(sp.max_tokens, " exceeds the limit of ", limits.max_tokens));
+  }
+  if (sp.stop.size() > static_cast<size_t>(limits.max_stop_strings)) {
+    return FieldError("stop", absl::StrCat(sp.stop.size(), " stop strings exceed the limit of ", limits.max_stop_strings));
+  }
+  for (size_t i = 0; i < sp.stop.size(); ++i) {
+    if (sp.stop[i].size() > limits.max_stop_bytes) {
+      return FieldError(absl::StrCat("stop[", i, "]"), absl::StrCat("longer than ", limits.max_stop_bytes, " bytes"));
+    }
+  }
+  if (sp.stop_token_ids.size() > static_cast<size_t>(limits.max_stop_token_ids)) {
+    return FieldError("stop_token_ids", absl::StrCat("more than ", limits.max_stop_token_ids, " ids"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
 
 int ClampToInt(uint32_t value) { return static_cast<int>(std::min<uint32_t>(value, std::numeric_limits<int>::max())); }
 
@@ -28,10 +49,24 @@ int ClampToInt(uint32_t value) { return static_cast<int>(std::min<uint32_t>(valu
 std::string GrpcFieldName(absl::string_view engine_field, const std::string& prompt_field) {
   if (engine_field == "prompt") return prompt_field;
   if (engine_field == "arach_offset") return "variant.arach_offset";
-  for (const char* sampling : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed"}) {
+  for (const char* sampling : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "presence_penalty",
+                               "frequency_penalty", "logit_bias"}) {
     if (engine_field == sampling) return absl::StrCat("sampling.", engine_field);
   }
   return std::string(engine_field);  // max_tokens, min_tokens, stop, stop_token_ids, top_logprobs, variant
+}
+
+absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, const RequestLimits& limits, const std::string& field,
+                                                      const std::string& text) {
+  if (text.empty()) return FieldError(field, "empty");
+  if (text.size() > limits.max_prompt_bytes) {
+    return FieldError(field, absl::StrCat(text.size(), " bytes exceed the limit of ", limits.max_prompt_bytes));
+  }
+  auto encoded = EncodePrompt(engine.tokenizer(), text);
+  if (!encoded.ok()) return FieldError(field, encoded.status().message());
+  if (encoded->empty()) return FieldError(field, "encodes to no tokens");
+  ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, field, encoded->size()));
+  return encoded;
 }
 
 absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const RequestLimits& limits, const std::string& field,
@@ -39,15 +74,7 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const Reque
                                                const arach::v1::TokenIds& ids, std::string* prompt_field) {
   if (has_text) {
     *prompt_field = field + ".text";
-    if (text.empty()) return FieldError(*prompt_field, "empty");
-    if (text.size() > limits.max_prompt_bytes) {
-      return FieldError(*prompt_field, absl::StrCat(text.size(), " bytes exceed the limit of ", limits.max_prompt_bytes));
-    }
-    auto encoded = EncodePrompt(engine.tokenizer(), text);
-    if (!encoded.ok()) return FieldError(*prompt_field, encoded.status().message());
-    if (encoded->empty()) return FieldError(*prompt_field, "encodes to no tokens");
-    ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, *prompt_field, encoded->size()));
-    return encoded;
+    return EncodeTextPrompt(engine, limits, *prompt_field, text);
   }
   if (has_ids) {
     *prompt_field = field + ".token_ids";
@@ -73,27 +100,17 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   if (s.has_min_p()) sp.min_p = s.min_p();
   if (s.has_repetition_penalty()) sp.repetition_penalty = s.repetition_penalty();
   if (s.has_seed()) sp.seed = s.seed();
-  if (r.has_max_tokens()) {
-    if (r.max_tokens() > static_cast<uint32_t>(limits.max_tokens)) {
-      return FieldError("max_tokens", absl::StrCat(r.max_tokens(), " exceeds the limit of ", limits.max_tokens));
-    }
-    sp.max_tokens = static_cast<int>(r.max_tokens());
-  }
+  if (s.has_presence_penalty()) sp.presence_penalty = s.presence_penalty();
+  if (s.has_frequency_penalty()) sp.frequency_penalty = s.frequency_penalty();
+  for (const auto& [token, bias] : s.logit_bias()) sp.logit_bias.emplace_back(token, bias);
+  std::sort(sp.logit_bias.begin(), sp.logit_bias.end());  // a map's order is unspecified
+  if (r.has_max_tokens()) sp.max_tokens = ClampToInt(r.max_tokens());
   sp.min_tokens = ClampToInt(r.min_tokens());
-  if (r.stop_size() > limits.max_stop_strings) {
-    return FieldError("stop", absl::StrCat(r.stop_size(), " stop strings exceed the limit of ", limits.max_stop_strings));
-  }
-  for (int i = 0; i < r.stop_size(); ++i) {
-    if (r.stop(i).size() > limits.max_stop_bytes) {
-      return FieldError(absl::StrCat("stop[", i, "]"), absl::StrCat("longer than ", limits.max_stop_bytes, " bytes"));
-    }
-    sp.stop.push_back(r.stop(i));
-  }
-  if (r.stop_token_ids_size() > limits.max_stop_token_ids) {
-    return FieldError("stop_token_ids", absl::StrCat("more than ", limits.max_stop_token_ids, " ids"));
-  }
+  sp.stop.assign(r.stop().begin(), r.stop().end());
   sp.stop_token_ids.assign(r.stop_token_ids().begin(), r.stop_token_ids().end());
+  ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits, sp));
   sp.ignore_eos = r.ignore_eos();
+  if (r.has_skip_special_tokens()) sp.skip_special_tokens = r.skip_special_tokens();
   sp.logprobs = r.logprobs();
   sp.top_logprobs = ClampToInt(r.top_logprobs());
   out.variant = variant;

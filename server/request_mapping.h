@@ -18,6 +18,17 @@ namespace arach::server {
 // "variant.arach_offset", "prompt" -> `prompt_field` (e.g. "prompt.token_ids", "inputs[2].text").
 std::string GrpcFieldName(absl::string_view engine_field, const std::string& prompt_field);
 
+// API limits on a prompt's length in tokens (the engine checks the model's context); errors name `field`.
+absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& field, size_t count);
+
+// The API's limits on max_tokens, stop strings and stop token ids (INVALID_ARGUMENT naming the field).
+absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling);
+
+// The token ids of a prompt text (tokenized, BOS per the tokenizer's convention) within the API's limits;
+// errors name `field`.
+absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, const RequestLimits& limits, const std::string& field,
+                                                      const std::string& text);
+
 // A prompt given as text (tokenized, BOS per the tokenizer's convention) or as ids. `field` names the
 // prompt ("prompt" or "inputs[2]"); `*prompt_field` is set to the path of the branch given.
 absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const RequestLimits& limits, const std::string& field,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
+#include "server/request_log.h"
 #include "server/request_mapping.h"
 #include "server/status_mapping.h"
 
@@ -18,8 +19,11 @@ class ScoreReactor;
 // when the last one arrives or the first fails.
 class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
  public:
-  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs)
-      : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs) {
+  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs,
+                 std::string request_id, bool admitted)
+      : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs),
+        request_id_(std::move(request_id)), admitted_(admitted), started_(Clock::now()) {
+    response_->set_request_id(request_id_);
     for (int i = 0; i < inputs; ++i) response_->add_results();
   }
 
@@ -41,6 +45,9 @@ class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
   arach::v1::ScoreResponse* response_;
   Variant variant_;
   int pending_;
+  std::string request_id_;
+  bool admitted_;  // false: refused before a variant was chosen
+  Clock::time_point started_;
   int64_t scored_prompt_tokens_ = 0;
   bool finished_ = false;
 };
@@ -63,9 +70,10 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
   ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
                arach::v1::ScoreResponse* response)
       : context_(context) {
+    const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
     absl::StatusOr<CallTicket> ticket = AdmitCall(context);
     if (!ticket.ok()) {
-      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0);
+      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0, request_id, false);
       collector_->FinishNow(ToGrpcStatus(ticket.status()));
       return;
     }
@@ -73,7 +81,7 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
     const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
     if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
     FillServedVariant(resolved, response->mutable_variant());
-    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size());
+    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size(), request_id, true);
     const absl::Status status = Submit(call, *request, resolved.variant);
     if (!status.ok()) {
       RecordRejection(context, status);
@@ -166,9 +174,14 @@ void ScoreCollector::FinishNow(const grpc::Status& status) {
 }
 
 void ScoreCollector::FinishLocked(const grpc::Status& status) {
-  if (finished_ || reactor_ == nullptr) return;
+  if (finished_) return;
   finished_ = true;
-  reactor_->Finish(status);
+  FinishedRequest record(request_id_, "grpc", "Score", admitted_ ? variant_.Name() : "", static_cast<int>(status.error_code()));
+  record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);
+  record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  record.finish = status.ok() ? "length" : "error";
+  context_.request_log->Write(record);
+  if (reactor_ != nullptr) reactor_->Finish(status);
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
+#include "server/http/http_server.h"
 #include "server/inference_service.h"
+#include "server/request_log.h"
 #include "server/metrics.h"
 #include "server/service_context.h"
 #include "server/variant_resolver.h"
@@ -89,39 +91,57 @@ absl::StatusOr<std::unique_ptr<Engine>> StartEngine(const ServerConfig& config, 
 int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
   const ServerOptions& options = config.options;
   const VariantResolver variants(config.default_variant, config.experiment);
-  absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics = ServerMetrics::Start(options.metrics_listen);
-  if (!metrics.ok()) return Fail(metrics.status());
+  std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create();
   if (config.experiment) {
     std::vector<std::pair<std::string, Variant>> arms;
     for (const ExperimentArm& arm : config.experiment->arms) arms.push_back({arm.name, arm.variant});
-    (*metrics)->DeclareExperimentArms(arms);
+    metrics->DeclareExperimentArms(arms);
   }
+  RequestLog request_log;
   ServiceContext context;
-  context.metrics = metrics->get();
+  context.metrics = metrics.get();
   context.variants = &variants;
-  context.model_dir = options.model_dir;
+  context.served_model_name = options.served_model_name;
+  context.started_unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::system_clock::now().time_since_epoch()).count();
+  context.request_log = &request_log;
   context.limits = options.limits;
   context.prompt_perplexity = options.prompt_perplexity;
   InferenceService service(context);
 
-  // The server answers (health NOT_SERVING, calls UNAVAILABLE) while the model loads.
+  // Both APIs answer (health NOT_SERVING / 503, calls UNAVAILABLE) while the model loads.
   absl::StatusOr<GrpcServer> grpc_server = StartGrpcServer(options.grpc, service);
   if (!grpc_server.ok()) return Fail(grpc_server.status());
   grpc::Server& server = *grpc_server->server;
-  const std::string metrics_address = absl::StrCat(HostOf(options.metrics_listen), ":", (*metrics)->port());
-  Say(absl::StrCat("arach-server loading ", options.model_dir, "; grpc=", grpc_server->address, " metrics=", metrics_address));
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server = http::HttpServer::StartApi(options.http, context);
+  if (!http_server.ok()) {
+    server.Shutdown();
+    return Fail(http_server.status());
+  }
+  std::unique_ptr<http::HttpServer> metrics_server;
+  if (!options.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::StartMetricsOnly(options.metrics_listen, *metrics);
+    if (!started.ok()) {
+      server.Shutdown();
+      return Fail(started.status());
+    }
+    metrics_server = std::move(*started);
+  }
+  const std::string addresses = absl::StrCat("grpc=", grpc_server->address, " http=", (*http_server)->address(),
+                                             " metrics=", metrics_server ? metrics_server->address() : (*http_server)->address());
+  Say(absl::StrCat("arach-server loading ", options.model_dir, " as ", options.served_model_name, "; ", addresses));
 
-  absl::StatusOr<std::unique_ptr<Engine>> engine = StartEngine(config, **metrics);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = StartEngine(config, *metrics);
   if (!engine.ok()) {
     server.Shutdown();
     return Fail(engine.status());
   }
   context.device = (*engine)->device();
   context.engine.store(engine->get());
-  (*metrics)->AttachEngine(engine->get());
+  metrics->AttachEngine(engine->get());
   context.state.SetPhase(Phase::kServing);
   server.GetHealthCheckService()->SetServingStatus(true);
-  Say(absl::StrCat("arach-server ready; grpc=", grpc_server->address, " metrics=", metrics_address, " device=", context.device,
+  Say(absl::StrCat("arach-server ready; ", addresses, " device=", context.device,
                    " kv_blocks=", (*engine)->stats().kv_blocks_total, " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));
@@ -130,14 +150,16 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
 
   Say(absl::StrCat("arach-server draining (signal ", signal_number, "): ", context.state.in_flight(), " calls in flight, grace ",
                    options.drain_grace_seconds, " s"));
-  context.state.SetPhase(Phase::kDraining);
+  context.state.SetPhase(Phase::kDraining);  // new calls on either API: UNAVAILABLE / 503
   server.GetHealthCheckService()->SetServingStatus(false);
   const bool drained = context.state.WaitIdle(std::chrono::seconds(options.drain_grace_seconds));
   server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));  // cancels what is left
-  (*engine)->Shutdown();
+  (*engine)->Shutdown();  // finishes the HTTP calls still running (cancelled), so their threads end
+  (*http_server)->Stop();
+  if (metrics_server) metrics_server->Stop();
   grpc_server->server.reset();
   context.engine.store(nullptr);
-  (*metrics)->AttachEngine(nullptr);
+  metrics->AttachEngine(nullptr);
   engine->reset();
   Say(absl::StrCat("arach-server stopped (", drained ? "drained" : "grace period over; remaining calls cancelled", ")"));
   return 0;

@@ -1,4 +1,4 @@
-// The life of arach-server: start /metrics and the gRPC server (health NOT_SERVING, calls UNAVAILABLE),
+// The life of arach-server: start the gRPC and HTTP servers (health NOT_SERVING / 503, calls UNAVAILABLE),
 // load the model, serve, and on SIGTERM/SIGINT drain (new calls UNAVAILABLE, calls in flight finish within
 // the grace period) and stop. Returns the process exit status: 0 after a drain, 1 when starting failed.
 #pragma once

@@ -16,6 +16,14 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   ServerConfig config;
   config.options = options;
   if (options.model_dir.empty()) return FlagError("model", "a model folder is required");
+  if (config.options.served_model_name.empty()) {
+    std::string folder = options.model_dir;
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    config.options.served_model_name = folder.substr(folder.rfind('/') + 1);
+  }
+  if (config.options.served_model_name.find(':') != std::string::npos) {
+    return FlagError("served_model_name", "must not contain ':' (NAME:VARIANT names a variant)");
+  }
   absl::StatusOr<DeviceKind> device = ParseDeviceKind(options.device);
   if (!device.ok()) return FlagError("device", device.status().message());
   config.device = *device;

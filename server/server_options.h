@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/runner/loaded_model.h"
 #include "server/experiment.h"
+#include "server/http/http_options.h"
 #include "server/request_limits.h"
 
 namespace arach::server {
@@ -35,6 +36,7 @@ struct GrpcOptions {
 
 struct ServerOptions {
   std::string model_dir;              // Hugging Face model folder
+  std::string served_model_name;      // the model's name in both APIs (default: the folder's name)
   std::string device = "cpu";         // cpu | cuda
   LoadModelOptions load;              // KV pool, hub embedding, adapter (device filled from `device`)
   std::string default_variant = "base";
@@ -45,19 +47,20 @@ struct ServerOptions {
   bool prompt_perplexity = false;     // score every Generate prompt under its variant
   RequestLimits limits;
   GrpcOptions grpc;
-  std::string metrics_listen = "0.0.0.0:9090";  // HOST:PORT of /metrics (port 0 picks one)
+  http::HttpOptions http;             // the OpenAI API, /health, /ready and /metrics
+  std::string metrics_listen;         // HOST:PORT of a separate /metrics-only listener ("" = none)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take
 };
 
 // What the options resolve to.
 struct ServerConfig {
-  ServerOptions options;
+  ServerOptions options;  // served_model_name filled in
   DeviceKind device = DeviceKind::kCpu;
   Variant default_variant;
   std::optional<Experiment> experiment;
 };
 
-// INVALID_ARGUMENT naming the flag: no model, an unknown device or variant, a skip variant (default or
+// INVALID_ARGUMENT naming the flag: no model, a served model name with ':' (it separates the variant), an unknown device or variant, a skip variant (default or
 // experiment arm) without --adapter, both experiment forms at once, an unreadable experiment.
 absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options);
 

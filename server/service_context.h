@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 #include "server/request_limits.h"
 #include "server/serving_state.h"
 #include "server/variant_resolver.h"
@@ -19,7 +20,9 @@ struct ServiceContext {
   RequestLimits limits;
   ServingState state;
   std::string device;  // for GetModelInfo
-  std::string model_dir;
+  std::string served_model_name;   // the model's name in both APIs (--served_model_name)
+  int64_t started_unix_seconds = 0;
+  RequestLog* request_log = nullptr;  // one line per finished request
   bool prompt_perplexity = false;  // score every Generate prompt under its variant (quality metric)
 };
 

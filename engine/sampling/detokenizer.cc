@@ -9,23 +9,40 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, std::
                                                std::span<const int32_t> prompt, bool skip_special_tokens)
     : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens), stops_(std::move(stop_strings)) {
   for (const std::string& s : stops_) longest_stop_ = std::max(longest_stop_, s.size());
-  const size_t keep = std::min(prompt.size(), kContextTokens);
+  const size_t keep = std::min(prompt.size(), kDetokenizeContext);
   context_.assign(prompt.end() - keep, prompt.end());
 }
 
-absl::StatusOr<std::string> IncrementalDetokenizer::DecodeNext(int32_t token) {
-  ARACH_ASSIGN_OR_RETURN(const std::string before, tokenizer_.Decode(context_, skip_special_tokens_));
-  context_.push_back(token);
-  ARACH_ASSIGN_OR_RETURN(std::string after, tokenizer_.Decode(context_, skip_special_tokens_));
-  if (context_.size() > kContextTokens) context_.erase(context_.begin());
+absl::StatusOr<std::string> DecodePiece(const Tokenizer& tokenizer, std::span<const int32_t> context, int32_t token,
+                                        bool skip_special_tokens) {
+  ARACH_ASSIGN_OR_RETURN(const std::string before, tokenizer.Decode(context, skip_special_tokens));
+  std::vector<int32_t> extended(context.begin(), context.end());
+  extended.push_back(token);
+  ARACH_ASSIGN_OR_RETURN(std::string after, tokenizer.Decode(extended, skip_special_tokens));
   size_t common = 0;
   while (common < before.size() && common < after.size() && before[common] == after[common]) ++common;
   return after.substr(common);
 }
 
+absl::StatusOr<std::vector<std::string>> TokenPieces(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                                                     std::span<const int32_t> tokens) {
+  std::vector<int32_t> all(prompt.end() - std::min(prompt.size(), kDetokenizeContext), prompt.end());
+  const size_t first = all.size();
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  std::vector<std::string> pieces;
+  for (size_t i = first; i < all.size(); ++i) {
+    const size_t begin = i - std::min(i, kDetokenizeContext);
+    ARACH_ASSIGN_OR_RETURN(std::string piece, DecodePiece(tokenizer, std::span<const int32_t>(all).subspan(begin, i - begin), all[i], false));
+    pieces.push_back(std::move(piece));
+  }
+  return pieces;
+}
+
 absl::StatusOr<std::string> IncrementalDetokenizer::Add(int32_t token) {
   if (stopped()) return std::string();
-  ARACH_ASSIGN_OR_RETURN(std::string piece, DecodeNext(token));
+  ARACH_ASSIGN_OR_RETURN(std::string piece, DecodePiece(tokenizer_, context_, token, skip_special_tokens_));
+  context_.push_back(token);
+  if (context_.size() > kDetokenizeContext) context_.erase(context_.begin());
   bytes_ += piece;
   // A stop string can only end in the new bytes; it may start up to longest_stop_ - 1 bytes earlier.
   const size_t search_from = bytes_.size() >= piece.size() + longest_stop_ ? bytes_.size() - piece.size() - longest_stop_ : 0;

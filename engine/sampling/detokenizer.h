@@ -18,9 +18,21 @@
 
 namespace arach {
 
+// The bytes `token` adds when decoded after `context` (raw: may be, or end in, part of a UTF-8 character):
+// Decode(context + token) minus Decode(context).
+absl::StatusOr<std::string> DecodePiece(const Tokenizer& tokenizer, std::span<const int32_t> context, int32_t token,
+                                        bool skip_special_tokens);
+
+// The piece of each of `tokens` decoded one after the other, starting after `prompt` (each in the context
+// of the kDetokenizeContext ids before it): what logprobs report as each token's text.
+absl::StatusOr<std::vector<std::string>> TokenPieces(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                                                     std::span<const int32_t> tokens);
+
+inline constexpr size_t kDetokenizeContext = 4;
+
 class IncrementalDetokenizer {
  public:
-  // `prompt` gives the context of the first generated token (its last kContextTokens ids are kept).
+  // `prompt` gives the context of the first generated token (its last kDetokenizeContext ids are kept).
   IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
                          std::span<const int32_t> prompt = {}, bool skip_special_tokens = false);
 
@@ -33,13 +45,9 @@ class IncrementalDetokenizer {
   const std::string& matched_stop() const { return matched_stop_; }
 
  private:
-  static constexpr size_t kContextTokens = 4;
-  // The bytes `token` adds after the context.
-  absl::StatusOr<std::string> DecodeNext(int32_t token);
-
   const Tokenizer& tokenizer_;
   bool skip_special_tokens_;
-  std::vector<int32_t> context_;  // the last ids decoded (at most kContextTokens)
+  std::vector<int32_t> context_;  // the last ids decoded (at most kDetokenizeContext)
   std::vector<std::string> stops_;
   size_t longest_stop_ = 0;
   std::string bytes_;    // every byte decoded so far (truncated at a stop string)

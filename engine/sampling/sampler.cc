@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "engine/core/random.h"
@@ -27,11 +28,22 @@ SampledToken Sampler::Sample(const SamplerInput& in) {
   const size_t vocab = in.logits.size();
   work_.assign(in.logits.begin(), in.logits.end());
 
+  for (const auto& [token, bias] : p.logit_bias) {
+    if (token >= 0 && static_cast<size_t>(token) < vocab) work_[token] += bias;
+  }
   if (p.repetition_penalty != 1.0f) {
     std::unordered_set<int32_t> seen(in.context.begin(), in.context.end());
     for (int32_t t : seen) {
       if (t < 0 || static_cast<size_t>(t) >= vocab) continue;
       work_[t] = work_[t] > 0.0f ? work_[t] / p.repetition_penalty : work_[t] * p.repetition_penalty;
+    }
+  }
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {  // over the generated tokens only
+    std::unordered_map<int32_t, int> counts;
+    const size_t generated = std::min(in.context.size(), static_cast<size_t>(std::max(0, in.num_generated)));
+    for (int32_t t : in.context.last(generated)) ++counts[t];
+    for (const auto& [t, count] : counts) {
+      if (t >= 0 && static_cast<size_t>(t) < vocab) work_[t] -= p.frequency_penalty * static_cast<float>(count) + p.presence_penalty;
     }
   }
   if (in.num_generated < p.min_tokens) {

@@ -1,5 +1,5 @@
-// Chooses the next token of a sequence from its logits: repetition penalty, stop-token suppression
-// (min_tokens), then greedy, or temperature -> top-k -> top-p -> min-p -> a draw from a counter-based
+// Chooses the next token of a sequence from its logits: logit bias, repetition penalty, presence and
+// frequency penalties (on the generated tokens), stop-token suppression (min_tokens), then greedy, or temperature -> top-k -> top-p -> min-p -> a draw from a counter-based
 // generator keyed by (seed, token index), so a seeded request samples the same tokens in any batch.
 #pragma once
 

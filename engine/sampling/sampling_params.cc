@@ -17,6 +17,19 @@ absl::Status SamplingParams::Validate(int vocab_size, FieldNames names) const {
   if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
     return bad("repetition_penalty", repetition_penalty, "must be > 0");
   }
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) return bad("presence_penalty", presence_penalty, "must be in [-2, 2]");
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+    return bad("frequency_penalty", frequency_penalty, "must be in [-2, 2]");
+  }
+  if (logit_bias.size() > static_cast<size_t>(kMaxLogitBias)) {
+    return bad("logit_bias", logit_bias.size(), absl::StrCat("entries exceed the limit of ", kMaxLogitBias));
+  }
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0 || token >= vocab_size) {
+      return InvalidField(names, "logit_bias", absl::StrCat("token id ", token, " is outside the vocabulary [0, ", vocab_size, ")"));
+    }
+    if (!(bias >= -100.0f && bias <= 100.0f)) return InvalidField(names, "logit_bias", absl::StrCat("bias ", bias, " must be in [-100, 100]"));
+  }
   if (max_tokens < 1) return bad("max_tokens", max_tokens, "must be >= 1");
   if (min_tokens < 0 || min_tokens > max_tokens) return bad("min_tokens", min_tokens, "must be in [0, max_tokens]");
   if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {

@@ -1,9 +1,8 @@
 #include "tests/testing/server_process.h"
 
-#include <arpa/inet.h>
-#include <poll.h>
+#include <httplib.h>
+
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +18,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
                                                                     std::chrono::seconds timeout) {
   args.insert(args.begin(), binary);
   args.push_back("--listen=127.0.0.1:0");
-  args.push_back("--metrics_listen=127.0.0.1:0");
+  args.push_back("--http_listen=127.0.0.1:0");
   int out[2];
   if (::pipe(out) != 0) return absl::InternalError("pipe failed");
   const pid_t pid = ::fork();
@@ -42,13 +41,14 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
   const int fd = out[0];
   p->reader_ = std::thread([raw = p.get(), fd] { raw->Drain(fd); });
   const auto end = std::chrono::steady_clock::now() + timeout;
-  const std::regex ready("arach-server ready; grpc=(\\S+) metrics=(\\S+)");
+  const std::regex ready("arach-server ready; grpc=(\\S+) http=(\\S+) metrics=(\\S+)");
   while (std::chrono::steady_clock::now() < end) {
     std::smatch match;
     const std::string output = p->Output();
     if (std::regex_search(output, match, ready)) {
       p->grpc_address_ = match[1];
-      p->metrics_address_ = match[2];
+      p->http_address_ = match[2];
+      p->metrics_address_ = match[3];
       return p;
     }
     int status;
@@ -119,33 +119,14 @@ ServerProcess::~ServerProcess() {
 }
 
 absl::StatusOr<std::string> HttpGetMetrics(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-  ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    if (fd >= 0) ::close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot connect to ", address));
+  httplib::Client client(absl::StrCat("http://", address));
+  client.set_read_timeout(5, 0);
+  httplib::Result result = client.Get("/metrics");
+  if (!result) return absl::UnavailableError(absl::StrCat("GET http://", address, "/metrics: ", httplib::to_string(result.error())));
+  if (result->status != 200) {
+    return absl::InternalError(absl::StrCat("GET /metrics answered ", result->status, ": ", result->body.substr(0, 200)));
   }
-  const std::string request = "GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string response;
-  char buffer[8192];
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 5000) != 1) break;
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (n <= 0) break;
-    response.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  if (response.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos) {
-    return absl::InternalError(absl::StrCat("bad /metrics response: ", response.substr(0, 200)));
-  }
-  return response.substr(body + 4);
+  return result->body;
 }
 
 absl::StatusOr<PrometheusText> ScrapeMetrics(const ServerProcess& server) {

@@ -17,14 +17,15 @@ namespace arach::testing {
 
 class ServerProcess {
  public:
-  // Starts `binary` with `args` plus --listen 127.0.0.1:0 --metrics_listen 127.0.0.1:0 and waits for its
+  // Starts `binary` with `args` plus --listen 127.0.0.1:0 --http_listen 127.0.0.1:0 and waits for its
   // "ready" line (or exit, or `timeout`).
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& binary, std::vector<std::string> args,
                                                               std::chrono::seconds timeout = std::chrono::seconds(120));
   ~ServerProcess();  // SIGKILL if still running
 
   const std::string& grpc_address() const { return grpc_address_; }
-  const std::string& metrics_address() const { return metrics_address_; }
+  const std::string& http_address() const { return http_address_; }
+  const std::string& metrics_address() const { return metrics_address_; }  // the HTTP address unless --metrics_listen
   void Signal(int signal_number);
   // Waits for the process to exit; its exit code, or an error on timeout / death by signal.
   absl::StatusOr<int> Wait(std::chrono::seconds timeout);
@@ -39,7 +40,7 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   bool exited_ = false;
-  std::string grpc_address_, metrics_address_;
+  std::string grpc_address_, http_address_, metrics_address_;
   std::mutex mutex_;
   std::string output_;
   std::thread reader_;

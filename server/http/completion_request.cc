@@ -1,0 +1,223 @@
+#include "server/http/completion_request.h"
+
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status Bad(absl::string_view param, absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat(param, ": ", what)); }
+
+// The field `key` of `body`, or nullptr when absent or null.
+const json* Field(const json& body, const std::string& key) {
+  const auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+template <typename T>
+absl::Status ReadNumber(const json& body, const std::string& key, std::optional<T>* out) {
+  const json* v = Field(body, key);
+  if (v == nullptr) return absl::OkStatus();
+  if (!v->is_number()) return Bad(key, "must be a number");
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) return Bad(key, "must be finite");
+  if constexpr (std::is_integral_v<T>) {
+    if (!v->is_number_integer()) return Bad(key, "must be an integer");
+    if (d < static_cast<double>(std::numeric_limits<T>::min()) || d > static_cast<double>(std::numeric_limits<T>::max())) {
+      return Bad(key, "is out of range");
+    }
+  }
+  *out = static_cast<T>(v->is_number_integer() ? static_cast<double>(v->get<int64_t>()) : d);
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    if (!v->is_number_unsigned()) return Bad(key, "must be an integer >= 0");
+    *out = v->get<uint64_t>();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadBool(const json& body, const std::string& key, std::optional<bool>* out) {
+  const json* v = Field(body, key);
+  if (v == nullptr) return absl::OkStatus();
+  if (!v->is_boolean()) return Bad(key, "must be true or false");
+  *out = v->get<bool>();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> ReadIds(const json& list, const std::string& param) {
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_number_integer()) return Bad(absl::StrCat(param, "[", i, "]"), "must be a token id (an integer)");
+    const int64_t id = list[i].get<int64_t>();
+    if (id < INT32_MIN || id > INT32_MAX) return Bad(absl::StrCat(param, "[", i, "]"), "is out of range");
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+absl::StatusOr<std::vector<PromptInput>> ReadPrompts(const json& body) {
+  const json* prompt = Field(body, "prompt");
+  if (prompt == nullptr) return Bad("prompt", "is required");
+  if (prompt->is_string()) return std::vector<PromptInput>{{prompt->get<std::string>(), {}}};
+  if (!prompt->is_array() || prompt->empty()) return Bad("prompt", "must be a string, token ids, or a non-empty list of either");
+  if ((*prompt)[0].is_number()) {
+    ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(*prompt, "prompt"));
+    return std::vector<PromptInput>{{std::nullopt, std::move(ids)}};
+  }
+  std::vector<PromptInput> prompts;
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const json& item = (*prompt)[i];
+    if (item.is_string()) {
+      prompts.push_back({item.get<std::string>(), {}});
+    } else if (item.is_array()) {
+      ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(item, absl::StrCat("prompt[", i, "]")));
+      prompts.push_back({std::nullopt, std::move(ids)});
+    } else {
+      return Bad(absl::StrCat("prompt[", i, "]"), "must be a string or a list of token ids");
+    }
+  }
+  return prompts;
+}
+
+}  // namespace
+
+std::string OpenAiFieldName(absl::string_view engine_field) {
+  if (engine_field == "top_logprobs" || engine_field == "prompt_top_logprobs") return "logprobs";
+  if (engine_field == "variant") return "model";
+  return std::string(engine_field);
+}
+
+absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const std::vector<std::string>& max_tokens_keys) {
+  GenerationFields f;
+  const json* model = Field(body, "model");
+  if (model == nullptr || !model->is_string() || model->get<std::string>().empty()) return Bad("model", "is required (a string)");
+  f.model = model->get<std::string>();
+
+  std::optional<int> n, logprobs, max_tokens, top_k, min_tokens;
+  std::optional<bool> stream, ignore_eos, arach, skip, skip_special;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, arach_offset;
+  std::optional<uint64_t> seed;
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "n", &n));
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "stream", &stream));
+  for (const std::string& key : max_tokens_keys) {
+    if (max_tokens) break;
+    ARACH_RETURN_IF_ERROR(ReadNumber(body, key, &max_tokens));
+  }
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "temperature", &temperature));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_p", &top_p));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_k", &top_k));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "min_p", &min_p));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "repetition_penalty", &repetition_penalty));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "presence_penalty", &presence_penalty));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "frequency_penalty", &frequency_penalty));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "seed", &seed));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "min_tokens", &min_tokens));
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &ignore_eos));
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "skip_special_tokens", &skip_special));
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "arach", &arach));
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "arach_offset", &arach_offset));
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "skip", &skip));
+
+  f.n = n.value_or(1);
+  if (f.n < 1 || f.n > 16) return Bad("n", absl::StrCat(f.n, " must be in [1, 16]"));
+  f.stream = stream.value_or(false);
+  if (const json* options = Field(body, "stream_options"); options != nullptr) {
+    if (!options->is_object()) return Bad("stream_options", "must be an object");
+    std::optional<bool> include_usage;
+    ARACH_RETURN_IF_ERROR(ReadBool(*options, "include_usage", &include_usage));
+    f.include_usage = include_usage.value_or(false);
+  }
+  SamplingParams& sp = f.sampling;
+  if (max_tokens) sp.max_tokens = *max_tokens;
+  if (temperature) sp.temperature = *temperature;
+  if (top_p) sp.top_p = *top_p;
+  if (top_k) sp.top_k = *top_k == -1 ? 0 : *top_k;  // -1 means off (vLLM)
+  if (min_p) sp.min_p = *min_p;
+  if (repetition_penalty) sp.repetition_penalty = *repetition_penalty;
+  if (presence_penalty) sp.presence_penalty = *presence_penalty;
+  if (frequency_penalty) sp.frequency_penalty = *frequency_penalty;
+  if (seed) sp.seed = *seed;
+  if (min_tokens) sp.min_tokens = *min_tokens;
+  sp.ignore_eos = ignore_eos.value_or(false);
+  f.skip_special_tokens = skip_special.value_or(true);
+  if (const json* stop = Field(body, "stop"); stop != nullptr) {
+    if (stop->is_string()) {
+      sp.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (size_t i = 0; i < stop->size(); ++i) {
+        if (!(*stop)[i].is_string()) return Bad(absl::StrCat("stop[", i, "]"), "must be a string");
+        sp.stop.push_back((*stop)[i].get<std::string>());
+      }
+    } else {
+      return Bad("stop", "must be a string or a list of strings");
+    }
+  }
+  if (const json* ids = Field(body, "stop_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) return Bad("stop_token_ids", "must be a list of token ids");
+    ARACH_ASSIGN_OR_RETURN(sp.stop_token_ids, ReadIds(*ids, "stop_token_ids"));
+  }
+  if (const json* bias = Field(body, "logit_bias"); bias != nullptr) {
+    if (!bias->is_object()) return Bad("logit_bias", "must be an object of token id -> bias");
+    for (const auto& [key, value] : bias->items()) {
+      int32_t token;
+      if (!absl::SimpleAtoi(key, &token)) return Bad("logit_bias", absl::StrCat("key \"", key, "\" is not a token id"));
+      if (!value.is_number()) return Bad("logit_bias", absl::StrCat("the bias of ", key, " must be a number"));
+      sp.logit_bias.emplace_back(token, value.get<float>());
+    }
+  }
+  if (const json* lp = Field(body, "logprobs"); lp != nullptr) {
+    if (lp->is_boolean()) {  // chat style: logprobs true + top_logprobs
+      if (lp->get<bool>()) {
+        std::optional<int> top;
+        ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_logprobs", &top));
+        logprobs = top.value_or(0);
+      }
+    } else {
+      ARACH_RETURN_IF_ERROR(ReadNumber(body, "logprobs", &logprobs));
+    }
+  }
+  if (logprobs) {
+    if (*logprobs < 0 || *logprobs > SamplingParams::kMaxTopLogprobs) {
+      return Bad("logprobs", absl::StrCat(*logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
+    }
+    f.logprobs = logprobs;
+    sp.logprobs = true;
+    sp.top_logprobs = *logprobs;
+  }
+  f.variant.arach = arach;
+  f.variant.arach_offset = arach_offset;
+  f.variant.skip = skip;
+  if (const json* key = Field(body, "experiment_key"); key != nullptr) {
+    if (!key->is_string()) return Bad("experiment_key", "must be a string");
+    f.variant.experiment_key = key->get<std::string>();
+  } else if (const json* user = Field(body, "user"); user != nullptr) {
+    if (!user->is_string()) return Bad("user", "must be a string");
+    f.variant.experiment_key = user->get<std::string>();
+  }
+  return f;
+}
+
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body_text) {
+  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Bad("body", "is not valid JSON");
+  if (!body.is_object()) return Bad("body", "must be a JSON object");
+  CompletionRequest request;
+  ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, {"max_tokens"}));
+  ARACH_ASSIGN_OR_RETURN(request.prompts, ReadPrompts(body));
+  std::optional<bool> echo;
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "echo", &echo));
+  request.echo = echo.value_or(false);
+  if (const json* max_tokens = Field(body, "max_tokens"); max_tokens != nullptr && max_tokens->is_number_integer() &&
+                                                           max_tokens->get<int64_t>() == 0) {
+    if (!request.echo) return Bad("max_tokens", "0 is only allowed with echo (scoring the prompt)");
+    request.score_only = true;
+  }
+  if (request.fields.stream && request.score_only) return Bad("stream", "is not supported when scoring (max_tokens 0)");
+  return request;
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,62 @@
+// The body of an OpenAI completions request (POST /v1/completions), read field by field: every error is
+// INVALID_ARGUMENT "<param>: <what>" naming the OpenAI parameter, so that the HTTP layer can report it
+// in OpenAI's error shape. Values are checked for type here and for range by the engine's own
+// validation (engine/request.h), under the same parameter names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/sampling/sampling_params.h"
+#include "nlohmann/json.hpp"
+
+namespace arach::server::http {
+
+// One prompt: text (tokenized by the server) or token ids.
+struct PromptInput {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;
+};
+
+// The variant fields of a request body (arach-serve's extensions), each optional.
+struct VariantFields {
+  std::optional<bool> arach;
+  std::optional<float> arach_offset;
+  std::optional<bool> skip;
+  std::string experiment_key;  // `experiment_key`, else `user`
+};
+
+// What every generation request shares, completions and chat alike.
+struct GenerationFields {
+  std::string model;           // NAME or NAME:VARIANT (required)
+  int n = 1;                   // choices per prompt
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::optional<int> logprobs;  // alternatives per token (0..20); set: log-probs are returned
+  SamplingParams sampling;     // temperature, top_p, ... with max_tokens (default 16) and stop
+  VariantFields variant;
+  bool skip_special_tokens = true;  // leave special tokens out of the text (as vLLM does)
+};
+
+struct CompletionRequest {
+  GenerationFields fields;
+  std::vector<PromptInput> prompts;  // `prompt`: a string, ids, or a list of either (one choice set each)
+  bool echo = false;                 // the prompt is part of each choice's text (and log-probs)
+  bool score_only = false;           // max_tokens 0 with echo: the prompt's log-probs, nothing generated
+};
+
+// Parses a completions body (types and shapes; the API's limits and the engine check the values).
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body);
+
+// Reads the fields every generation request shares from `body` (an object), chat and completions alike.
+// `max_tokens_keys`: the parameter names that may carry max_tokens, first one wins.
+absl::StatusOr<GenerationFields> ParseGenerationFields(const nlohmann::json& body, const std::vector<std::string>& max_tokens_keys);
+
+// The OpenAI parameter that an engine field stands for ("top_logprobs" -> "logprobs", "variant" -> "model").
+std::string OpenAiFieldName(absl::string_view engine_field);
+
+}  // namespace arach::server::http

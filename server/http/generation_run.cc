@@ -1,0 +1,88 @@
+#include "server/http/generation_run.h"
+
+#include "engine/core/status.h"
+
+namespace arach::server::http {
+
+class GenerationRun::ChoiceSink : public RequestSink {
+ public:
+  ChoiceSink(std::shared_ptr<GenerationRun> run, int choice, bool scoring)
+      : run_(std::move(run)), choice_(choice), scoring_(scoring) {}
+
+  void OnChunk(const StreamChunk& chunk) override { run_->Push(ChoiceEvent{choice_, chunk, std::nullopt}); }
+  void OnFinish(const FinishInfo& info) override {
+    const bool answered = info.reason == FinishReason::kStop || info.reason == FinishReason::kLength;
+    if (!scoring_) {
+      run_->metrics_.RecordGenerate(run_->variant_, info);
+    } else if (answered) {
+      run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens);
+    }
+    run_->Push(ChoiceEvent{choice_, {}, info});
+  }
+
+ private:
+  std::shared_ptr<GenerationRun> run_;
+  int choice_;
+  bool scoring_;
+};
+
+std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetrics& metrics, Variant variant, int choices) {
+  return std::shared_ptr<GenerationRun>(new GenerationRun(engine, metrics, variant, choices));
+}
+
+absl::Status GenerationRun::Submit(int index, EngineRequest request, FieldNames names) {
+  const bool scoring = request.kind == RequestKind::kScore;
+  auto sink = std::make_shared<ChoiceSink>(shared_from_this(), index, scoring);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++submitted_;  // before Submit: the finish may arrive before it returns
+  }
+  absl::StatusOr<uint64_t> id = engine_.Submit(std::move(request), std::move(sink), std::move(names));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!id.ok()) {
+    --submitted_;
+    return id.status();
+  }
+  engine_ids_[static_cast<size_t>(index)] = *id;
+  return absl::OkStatus();
+}
+
+void GenerationRun::CancelAll() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ids = engine_ids_;
+  }
+  for (uint64_t id : ids) {
+    if (id != 0) engine_.Cancel(id);
+  }
+}
+
+void GenerationRun::Push(ChoiceEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (event.finish) ++finished_;
+    events_.push_back(std::move(event));
+  }
+  changed_.notify_all();
+}
+
+std::vector<ChoiceEvent> GenerationRun::Take(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return !events_.empty() || finished_ == submitted_; });
+  std::vector<ChoiceEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+  events_.clear();
+  return out;
+}
+
+bool GenerationRun::over() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_ == submitted_ && events_.empty();
+}
+
+void GenerationRun::WaitFinished() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return finished_ == submitted_; });
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,62 @@
+// The engine requests of one HTTP generation call, one per choice, and what they stream back, gathered
+// for the handler's thread: a streaming handler takes events as they arrive, a plain one waits for the
+// end. The engine's step thread only queues (RequestSink must not block); cancelling the run cancels every
+// choice still running. Finished choices are counted in the server's metrics here.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "server/metrics.h"
+
+namespace arach::server::http {
+
+// Something a choice produced: generated tokens with their text, or its end.
+struct ChoiceEvent {
+  int choice = 0;
+  StreamChunk chunk;                 // when !finish
+  std::optional<FinishInfo> finish;  // the choice's last event
+};
+
+class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
+ public:
+  static std::shared_ptr<GenerationRun> Create(Engine& engine, ServerMetrics& metrics, Variant variant, int choices);
+
+  // Validates and queues choice `index` (fields named by `names`); nothing of it is queued on error.
+  absl::Status Submit(int index, EngineRequest request, FieldNames names);
+  // Cancels every submitted choice that is still running (each still delivers its finish).
+  void CancelAll();
+
+  // The events queued so far, waiting up to `timeout` for the first one; empty once the run is over.
+  std::vector<ChoiceEvent> Take(std::chrono::milliseconds timeout);
+  // Whether every submitted choice has finished and every event was taken.
+  bool over() const;
+  // Waits until every submitted choice has finished.
+  void WaitFinished();
+
+ private:
+  class ChoiceSink;
+  GenerationRun(Engine& engine, ServerMetrics& metrics, Variant variant, int choices)
+      : engine_(engine), metrics_(metrics), variant_(variant), engine_ids_(static_cast<size_t>(choices), 0) {}
+  void Push(ChoiceEvent event);
+
+  Engine& engine_;
+  ServerMetrics& metrics_;
+  Variant variant_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<uint64_t> engine_ids_;  // [choices]: 0 until submitted
+  int submitted_ = 0;
+  int finished_ = 0;
+  std::deque<ChoiceEvent> events_;
+};
+
+}  // namespace arach::server::http

@@ -1,0 +1,40 @@
+// What every HTTP API handler shares: the request id, error answers, the variant a request runs under,
+// and the response headers that say who served it.
+#pragma once
+
+#include <httplib.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/http/completion_request.h"
+#include "server/service_context.h"
+#include "server/variant_resolver.h"
+
+namespace arach::server::http {
+
+// The response headers that name the request and its variant.
+inline constexpr char kRequestIdHeader[] = "x-request-id";
+inline constexpr char kVariantHeader[] = "x-arach-variant";
+inline constexpr char kExperimentArmHeader[] = "x-arach-experiment-arm";
+
+// The client's x-request-id (printable ASCII, at most 128 characters), else a fresh id.
+std::string RequestIdOf(const httplib::Request& request);
+
+// Answers with `status` (not OK) in OpenAI's error shape; 429 also says Retry-After.
+void SendError(httplib::Response& response, const absl::Status& status);
+// Answers with a JSON body.
+void SendJson(httplib::Response& response, int http_status, const nlohmann::json& body);
+
+// The variant of a generation request: its model id's suffix (NAME:arach), then its own variant fields
+// (arach, arach_offset, skip), else the server's default or its A/B experiment (by experiment_key / user).
+// Errors: NOT_FOUND for another model, INVALID_ARGUMENT naming "model" for a bad suffix.
+absl::StatusOr<ResolvedVariant> ResolveVariant(ServiceContext& context, const GenerationFields& fields);
+
+// Sets x-arach-variant (and x-arach-experiment-arm when an arm assigned it).
+void SetVariantHeaders(httplib::Response& response, const ResolvedVariant& variant);
+
+// Unix time in seconds (the `created` field).
+int64_t UnixSeconds();
+
+}  // namespace arach::server::http

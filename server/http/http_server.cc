@@ -1,0 +1,138 @@
+#include "server/http/http_server.h"
+
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/http/completions.h"
+#include "server/http/http_call.h"
+#include "server/http/model_ids.h"
+#include "server/http/openai_error.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions"};
+
+// The route label of a path: one of kRoutes, else "other" (unknown paths must not grow the label set).
+std::string RouteLabel(const std::string& path) {
+  for (const char* route : kRoutes) {
+    if (path == route) return route;
+  }
+  return "other";
+}
+
+void ServeMetrics(httplib::Server& server, ServerMetrics& metrics) {
+  server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& response) {
+    response.set_content(metrics.Scrape(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+void ServeHealth(const httplib::Request&, httplib::Response& response, const ServiceContext& context) {
+  const Phase phase = context.state.phase();
+  const char* name = phase == Phase::kServing ? "serving" : phase == Phase::kLoading ? "loading" : "draining";
+  SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});
+}
+
+void ServeModels(const httplib::Request&, httplib::Response& response, const ServiceContext& context) {
+  const Engine* engine = context.engine.load();
+  if (engine == nullptr || context.state.phase() != Phase::kServing) {
+    SendError(response, absl::UnavailableError(context.state.phase() == Phase::kLoading ? "the model is still loading"
+                                                                                          : "the server is draining"));
+    return;
+  }
+  json data = json::array();
+  for (const std::string& id : ServedModelIds(context.served_model_name, engine->has_adapter())) {
+    data.push_back({{"id", id},
+                    {"object", "model"},
+                    {"created", context.started_unix_seconds},
+                    {"owned_by", "arach-serve"},
+                    {"root", context.served_model_name},
+                    {"max_model_len", engine->model_config().max_positions}});
+  }
+  SendJson(response, 200, {{"object", "list"}, {"data", std::move(data)}});
+}
+
+// Bodies for the errors the library answers itself (unknown path, body too large), in OpenAI's shape.
+void AnswerLibraryErrors(httplib::Server& server, size_t max_request_bytes) {
+  server.set_error_handler([max_request_bytes](const httplib::Request& request, httplib::Response& response) {
+    if (!response.body.empty()) return;  // a handler's own error
+    const int status = response.status;
+    absl::Status error;
+    if (status == 413) {
+      error = absl::InvalidArgumentError(absl::StrCat("body: larger than ", max_request_bytes, " bytes (--max_request_bytes)"));
+    } else if (status == 404) {
+      error = absl::NotFoundError(absl::StrCat("no route ", request.method, " ", request.path));
+    } else {
+      error = absl::InvalidArgumentError(absl::StrCat("the request could not be read (HTTP ", status, ")"));
+    }
+    json body = ErrorBody(error);
+    response.set_content(JsonText(body), "application/json");
+  });
+}
+
+}  // namespace
+
+absl::Status HttpServer::Listen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("HTTP address '", listen, "' is not HOST:PORT"));
+  }
+  const std::string host = listen.substr(0, colon);
+  if (port == 0) {
+    port = server_.bind_to_any_port(host);
+    if (port <= 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+  } else if (!server_.bind_to_port(host, port)) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+  }
+  address_ = absl::StrCat(host, ":", port);
+  thread_ = std::thread([this] { server_.listen_after_bind(); });
+  // Stop() must not come before the loop runs (it would then never end): wait for it.
+  while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptions& options, ServiceContext& context) {
+  std::unique_ptr<HttpServer> http(new HttpServer());
+  httplib::Server& server = http->server_;
+  const int threads = std::max(1, options.threads);
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server.set_payload_max_length(options.max_request_bytes);
+  ServerMetrics& metrics = *context.metrics;
+  server.set_logger([&metrics](const httplib::Request& request, const httplib::Response& response) {
+    metrics.RecordHttpRequest(RouteLabel(request.path), response.status, response.get_header_value(kVariantHeader));
+  });
+  AnswerLibraryErrors(server, options.max_request_bytes);
+  auto health = [&context](const httplib::Request& request, httplib::Response& response) { ServeHealth(request, response, context); };
+  server.Get("/health", health);
+  server.Get("/ready", health);
+  ServeMetrics(server, metrics);
+  server.Get("/v1/models", [&context](const httplib::Request& request, httplib::Response& response) {
+    ServeModels(request, response, context);
+  });
+  server.Post("/v1/completions", [&context](const httplib::Request& request, httplib::Response& response) {
+    HandleCompletions(context, request, response);
+  });
+  if (absl::Status status = http->Listen(options.listen); !status.ok()) return status;
+  return http;
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartMetricsOnly(const std::string& listen, ServerMetrics& metrics) {
+  std::unique_ptr<HttpServer> http(new HttpServer());
+  http->server_.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  ServeMetrics(http->server_, metrics);
+  if (absl::Status status = http->Listen(listen); !status.ok()) return status;
+  return http;
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  server_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,36 @@
+// A text/event-stream response body (OpenAI's streaming): `data: <json>` events, comment lines that keep
+// an idle connection alive and tell a dead one apart, and `data: [DONE]` at the end.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace arach::server::http {
+
+// How long a stream may stay silent before a keep-alive comment goes out (a write to a client that
+// has gone away fails, which cancels its request).
+inline constexpr std::chrono::milliseconds kServerSentEventsKeepAlive{2000};
+
+class ServerSentEvents {
+ public:
+  explicit ServerSentEvents(httplib::DataSink& sink) : sink_(sink) {}
+
+  // Each returns false when the client is gone.
+  bool Data(const std::string& payload);  // "data: PAYLOAD\n\n"
+  bool KeepAlive();                       // ": keep-alive\n\n"
+  bool Done();                            // "data: [DONE]\n\n", and the body ends
+
+ private:
+  bool Write(const std::string& text);
+  httplib::DataSink& sink_;
+};
+
+// Answers with an event stream: `pump` is called (on the connection's thread) until it calls Done() or
+// returns false (the client is gone); `on_end(completed)` is called once afterwards, whatever happened.
+void SendServerSentEvents(httplib::Response& response, std::function<bool(ServerSentEvents&)> pump,
+                          std::function<void(bool completed)> on_end);
+
+}  // namespace arach::server::http
