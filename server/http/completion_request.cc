@@ -1,6 +1,7 @@
 #include "server/http/completion_request.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,9 @@ absl::Status ReadNumber(const json& body, const std::string& key, std::optional<
   if (!v->is_number()) return Bad(key, "must be a number");
   const double d = v->get<double>();
   if (!std::isfinite(d)) return Bad(key, "must be finite");
+  if constexpr (std::is_same_v<T, float>) {
+    if (std::abs(d) > std::numeric_limits<float>::max()) return Bad(key, "is out of range");
+  }
   if constexpr (std::is_integral_v<T>) {
     if (!v->is_number_integer()) return Bad(key, "must be an integer");
     if (d < static_cast<double>(std::numeric_limits<T>::min()) || d > static_cast<double>(std::numeric_limits<T>::max())) {

@@ -95,6 +95,38 @@ TEST(Sampler, RepetitionPenaltyAndMinTokens) {
   EXPECT_EQ(Draw({5.0f, 1.0f}, m, 2, 0, {}, {0}).token, 0);
 }
 
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountOnlyGeneratedTokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.presence_penalty = 1.0f;
+  // Context = prompt {0} + generated {0}: token 0 was generated once -> 3.0 - 1.0 = 2.0 < 2.5.
+  EXPECT_EQ(Draw({3.0f, 2.5f}, p, 1, 0, {0, 0}).token, 1);
+  // Only the prompt holds token 0 (nothing generated yet): no penalty.
+  EXPECT_EQ(Draw({3.0f, 2.5f}, p, 0, 0, {0}).token, 0);
+  SamplingParams f;
+  f.temperature = 0.0f;
+  f.frequency_penalty = 0.3f;
+  // Token 0 generated twice: 3.0 - 0.6 = 2.4 < 2.5; once: 2.7 > 2.5.
+  EXPECT_EQ(Draw({3.0f, 2.5f}, f, 2, 0, {1, 0, 0}).token, 1);
+  EXPECT_EQ(Draw({3.0f, 2.5f}, f, 1, 0, {1, 0}).token, 0);
+  f.frequency_penalty = -2.0f;  // negative values encourage repeats
+  EXPECT_EQ(Draw({3.0f, 4.5f}, f, 1, 0, {1, 0}).token, 0) << "3.0 + 2.0 > 4.5";
+}
+
+TEST(Sampler, LogitBiasShiftsTheLogitAndMinusHundredBansTheToken) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.logit_bias = {{1, 2.0f}};
+  EXPECT_EQ(Draw({3.0f, 1.5f}, p, 0).token, 1) << "1.5 + 2 > 3";
+  SamplingParams ban;
+  ban.temperature = 1.0f;
+  ban.logit_bias = {{0, -100.0f}};
+  for (int i = 0; i < 200; ++i) ASSERT_NE(Draw({5.0f, 0.0f, 0.0f}, ban, i).token, 0);
+  p.logprobs = true;
+  const SampledToken t = Draw({3.0f, 1.5f}, p, 0);
+  EXPECT_NEAR(t.logprob, LogSoftmaxAt(std::vector<float>{3.0f, 1.5f}, 1), 1e-6) << "log-probs stay those of the raw model";
+}
+
 TEST(Sampler, LogprobsComeFromTheRawDistribution) {
   SamplingParams p;
   p.temperature = 0.0f;
@@ -124,6 +156,19 @@ TEST(SamplingParams, ValidationNamesTheField) {
   p.temperature = -1.0f;
   const auto api_names = [](absl::string_view field) { return absl::StrCat("sampling.", field); };
   EXPECT_EQ(p.Validate(10, api_names).message(), "sampling.temperature: -1 must be >= 0") << "the caller names the field";
+  p = SamplingParams{};
+  p.presence_penalty = 2.5f;
+  EXPECT_NE(std::string(p.Validate(10).message()).find("presence_penalty"), std::string::npos);
+  p = SamplingParams{};
+  p.frequency_penalty = -2.5f;
+  EXPECT_NE(std::string(p.Validate(10).message()).find("frequency_penalty"), std::string::npos);
+  p = SamplingParams{};
+  p.logit_bias = {{12, 1.0f}};
+  EXPECT_EQ(p.Validate(10).message(), "logit_bias: token id 12 is outside the vocabulary [0, 10)");
+  p.logit_bias = {{2, 101.0f}};
+  EXPECT_EQ(p.Validate(10).message(), "logit_bias: bias 101 must be in [-100, 100]");
+  p.logit_bias.assign(SamplingParams::kMaxLogitBias + 1, {1, 1.0f});
+  EXPECT_NE(std::string(p.Validate(10).message()).find("limit of 300"), std::string::npos);
 }
 
 class DetokenizerTest : public ::testing::Test {

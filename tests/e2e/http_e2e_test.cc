@@ -1,0 +1,413 @@
+// End-to-end over HTTP: the real arach-server process driven with a plain HTTP client (cpp-httplib).
+//  - Fixture server (gpt2-tiny with its adapter): /v1/models lists every variant; a greedy completion
+//    equals the gRPC Generate text of the same variant, streamed or not; echo scoring equals gRPC Score;
+//    every error has its status and names its parameter; the request id is echoed and logged; /metrics on
+//    the HTTP port parses and counts HTTP requests by variant.
+//  - A make-model GPT-2-124M server (slow enough on CPU to act mid-stream): a flood past the queue gets
+//    429s and nothing else; a client that goes away mid-stream frees its sequence; SIGTERM during a stream
+//    lets it finish while new requests get 503.
+#include <httplib.h>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
+#include <vector>
+
+#include "client/arach_client.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/slow_model.h"
+
+namespace arach {
+namespace {
+
+using client::ArachClient;
+using json = nlohmann::json;
+using testing::ServerProcess;
+
+std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
+  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(args));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+struct HttpAnswer {
+  int status = 0;  // 0: no answer
+  json body;
+  httplib::Headers headers;
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+HttpAnswer Send(const ServerProcess& server, const std::string& method, const std::string& path, const std::string& body = "",
+                httplib::Headers headers = {}) {
+  httplib::Client client("http://" + server.http_address());
+  client.set_read_timeout(120, 0);
+  httplib::Result result = method == "GET" ? client.Get(path.c_str(), headers)
+                                           : client.Post(path.c_str(), headers, body, "application/json");
+  HttpAnswer answer;
+  if (!result) return answer;
+  answer.status = result->status;
+  answer.headers = result->headers;
+  answer.body = json::parse(result->body, nullptr, false);
+  if (answer.body.is_discarded()) answer.body = result->body;
+  return answer;
+}
+
+HttpAnswer Complete(const ServerProcess& server, const json& body, httplib::Headers headers = {}) {
+  return Send(server, "POST", "/v1/completions", body.dump(), std::move(headers));
+}
+
+// A streamed completion: the `data:` payloads in order ("[DONE]" included). `on_event` may return false to
+// hang up.
+struct StreamResult {
+  int status = 0;
+  std::vector<std::string> events;
+  httplib::Headers headers;
+};
+StreamResult Stream(const ServerProcess& server, const json& body,
+                    const std::function<bool(const std::string&)>& on_event = [](const std::string&) { return true; }) {
+  httplib::Client client("http://" + server.http_address());
+  client.set_read_timeout(300, 0);
+  StreamResult out;
+  std::string buffer;
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/completions";
+  request.body = body.dump();
+  request.set_header("Content-Type", "application/json");
+  request.response_handler = [&](const httplib::Response& response) {
+    out.status = response.status;
+    out.headers = response.headers;
+    return true;
+  };
+  request.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    buffer.append(data, length);
+    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0) continue;  // a keep-alive comment
+      out.events.push_back(event.substr(6));
+      if (!on_event(out.events.back())) return false;
+    }
+    return true;
+  };
+  client.send(request);
+  return out;
+}
+
+testing::PrometheusText Metrics(const ServerProcess& server) {
+  auto parsed = testing::ScrapeMetrics(server);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? *parsed : testing::PrometheusText{};
+}
+
+bool EventuallyMetrics(const ServerProcess& server, const std::function<bool(const testing::PrometheusText&)>& pred) {
+  for (int i = 0; i < 400; ++i) {
+    if (pred(Metrics(server))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+// ------------------------------------------------------------------------------ fixture server
+
+class HttpFixtureServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::HaveFixtures()) return;
+    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
+    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--max_prompt_bytes=4000", "--max_request_bytes=65536"});
+    server_ = StartServer(std::move(flags)).release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    ASSERT_NE(server_, nullptr);
+    client_ = ArachClient::Connect(server_->grpc_address());
+    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
+  }
+  static json PromptIds() {
+    json ids = json::array();
+    for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) ids.push_back(id);
+    return ids;
+  }
+  // The gRPC Generate text of the reference prompt under `variant`.
+  std::string GrpcText(bool arach, bool skip, int max_tokens) {
+    arach::v1::GenerateRequest request;
+    for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) request.mutable_token_ids()->add_ids(id);
+    request.set_max_tokens(max_tokens);
+    request.set_ignore_eos(true);
+    request.mutable_sampling()->set_temperature(0.0f);
+    request.mutable_variant()->set_arach(arach);
+    request.mutable_variant()->set_skip(skip);
+    std::string text;
+    const grpc::Status status = client_->Generate(request, [&](const arach::v1::GenerateResponse& r) { text += r.text(); });
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return text;
+  }
+  static ServerProcess* server_;
+  std::unique_ptr<ArachClient> client_;
+};
+ServerProcess* HttpFixtureServer::server_ = nullptr;
+
+TEST_F(HttpFixtureServer, ModelsListEveryVariantUnderTheServedName) {
+  const HttpAnswer models = Send(*server_, "GET", "/v1/models");
+  ASSERT_EQ(models.status, 200) << models.body;
+  std::vector<std::string> ids;
+  for (const json& m : models.body["data"]) ids.push_back(m["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"gpt2-tiny", "gpt2-tiny:base", "gpt2-tiny:arach", "gpt2-tiny:skip",
+                                           "gpt2-tiny:arach+skip"}));
+  arach::v1::ModelInfo info;
+  ASSERT_TRUE(client_->GetModelInfo(&info).ok());
+  EXPECT_EQ(info.model(), "gpt2-tiny") << "GetModelInfo reports the served name, not the folder";
+  EXPECT_EQ(Send(*server_, "GET", "/health").status, 200);
+  EXPECT_EQ(Send(*server_, "GET", "/ready").status, 200);
+}
+
+TEST_F(HttpFixtureServer, GreedyCompletionEqualsGrpcForEveryVariant) {
+  for (const std::string variant : {"base", "arach", "skip", "arach+skip"}) {
+    const bool arach = variant.find("arach") != std::string::npos, skip = variant.find("skip") != std::string::npos;
+    const json body = {{"model", "gpt2-tiny:" + variant}, {"prompt", PromptIds()}, {"max_tokens", 24},
+                       {"temperature", 0},                {"ignore_eos", true}};
+    const HttpAnswer answer = Complete(*server_, body);
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    const std::string grpc_text = GrpcText(arach, skip, 24);
+    EXPECT_EQ(answer.body["choices"][0]["text"], grpc_text) << variant;
+    EXPECT_EQ(answer.body["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(answer.body["usage"]["completion_tokens"], 24);
+    EXPECT_EQ(answer.body["usage"]["prompt_tokens"], PromptIds().size());
+    EXPECT_EQ(answer.body["arach_variant"], variant);
+    EXPECT_EQ(answer.header("x-arach-variant"), variant);
+    EXPECT_EQ(answer.body["object"], "text_completion");
+
+    json streamed = body;
+    streamed["stream"] = true;
+    streamed["stream_options"] = {{"include_usage", true}};
+    const StreamResult stream = Stream(*server_, streamed);
+    ASSERT_EQ(stream.status, 200);
+    ASSERT_GE(stream.events.size(), 3u);
+    EXPECT_EQ(stream.events.back(), "[DONE]");
+    std::string text;
+    std::string finish;
+    for (size_t i = 0; i + 2 < stream.events.size(); ++i) {
+      const json chunk = json::parse(stream.events[i]);
+      text += chunk["choices"][0]["text"].get<std::string>();
+      if (!chunk["choices"][0]["finish_reason"].is_null()) finish = chunk["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(text, grpc_text) << variant;
+    EXPECT_EQ(finish, "length");
+    EXPECT_GT(stream.events.size(), 5u) << "tokens are streamed as they come";
+    const json usage = json::parse(stream.events[stream.events.size() - 2]);
+    EXPECT_TRUE(usage["choices"].empty());
+    EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
+  }
+}
+
+TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
+  const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
+  const HttpAnswer answer = Complete(*server_, body);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const json& logprobs = answer.body["choices"][0]["logprobs"];
+  arach::v1::ScoreRequest request;
+  for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) request.add_inputs()->mutable_token_ids()->add_ids(id);
+  request.clear_inputs();
+  auto* ids = request.add_inputs()->mutable_token_ids();
+  for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) ids->add_ids(id);
+  request.mutable_variant()->set_arach(true);
+  arach::v1::ScoreResponse scored;
+  ASSERT_TRUE(client_->Score(request, &scored).ok());
+  const auto& reference = scored.results(0).logprobs();
+  ASSERT_EQ(logprobs["token_logprobs"].size(), static_cast<size_t>(reference.size()) + 1);
+  EXPECT_TRUE(logprobs["token_logprobs"][0].is_null()) << "the first token has no log-prob";
+  EXPECT_TRUE(logprobs["top_logprobs"][0].is_null());
+  for (int i = 0; i < reference.size(); ++i) {
+    EXPECT_NEAR(logprobs["token_logprobs"][i + 1].get<double>(), reference[i], 1e-4) << i;
+    EXPECT_LE(logprobs["top_logprobs"][i + 1].size(), 2u);
+  }
+  EXPECT_EQ(answer.body["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(logprobs["text_offset"][0], 0);
+}
+
+TEST_F(HttpFixtureServer, ErrorsHaveTheirStatusAndNameTheirParameter) {
+  struct Case {
+    std::string body;
+    int status;
+    std::string param;  // "" = null
+  };
+  const std::vector<Case> cases = {
+      {"{not json", 400, "body"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "temperature": "hot"})", 400, "temperature"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "temperature": -1})", 400, "temperature"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "top_p": 0})", 400, "top_p"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "max_tokens": 999999})", 400, "max_tokens"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "logprobs": 21})", 400, "logprobs"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "presence_penalty": 3})", 400, "presence_penalty"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "logit_bias": {"99999999": 1}})", 400, "logit_bias"},
+      {R"({"model": "gpt2-tiny", "prompt": ["a", [1, 99999999]]})", 400, "prompt[1][1]"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "stop": ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"]})",
+       400, "stop"},
+      {R"({"model": "gpt2-tiny:turbo", "prompt": "a"})", 400, "model"},
+      {R"({"model": "gpt2-tiny:arach", "prompt": "a", "arach_offset": 1e39})", 400, "arach_offset"},
+      {R"({"model": "llama-70b", "prompt": "a"})", 404, "model"},
+      {json({{"model", "gpt2-tiny"}, {"prompt", std::string(5000, 'a')}}).dump(), 400, "prompt"},
+      {json({{"model", "gpt2-tiny"}, {"prompt", std::string(70000, 'a')}}).dump(), 413, "body"},
+  };
+  for (const Case& c : cases) {
+    const HttpAnswer answer = Send(*server_, "POST", "/v1/completions", c.body);
+    EXPECT_EQ(answer.status, c.status) << c.body.substr(0, 120) << " -> " << answer.body;
+    ASSERT_TRUE(answer.body.is_object() && answer.body.contains("error")) << answer.body;
+    const json& error = answer.body["error"];
+    EXPECT_TRUE(error["message"].is_string());
+    EXPECT_TRUE(error["type"].is_string());
+    EXPECT_EQ(error["param"].is_null() ? "" : error["param"].get<std::string>(), c.param) << error;
+  }
+  EXPECT_EQ(Send(*server_, "GET", "/v1/nothing").status, 404);
+}
+
+TEST_F(HttpFixtureServer, NChoicesWithSeedsAndLogprobs) {
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 1.0},
+                     {"n", 2},           {"seed", 11},                   {"logprobs", 3},  {"ignore_eos", true}};
+  const HttpAnswer first = Complete(*server_, body);
+  const HttpAnswer again = Complete(*server_, body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(first.body["choices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const json& choice = first.body["choices"][i];
+    EXPECT_EQ(choice["index"], i);
+    EXPECT_EQ(choice["text"], again.body["choices"][i]["text"]) << "seed + index fixes each choice";
+    const json& lp = choice["logprobs"];
+    ASSERT_EQ(lp["tokens"].size(), 8u);
+    std::string joined;
+    for (size_t t = 0; t < 8; ++t) {
+      EXPECT_EQ(lp["text_offset"][t], joined.size());
+      joined += lp["tokens"][t].get<std::string>();
+      EXPECT_LE(lp["token_logprobs"][t].get<double>(), 0.0);
+      EXPECT_GE(lp["top_logprobs"][t].size(), 3u);
+    }
+    EXPECT_EQ(joined, choice["text"]) << "the pieces join to the text";
+  }
+  EXPECT_EQ(first.body["usage"]["completion_tokens"], 16);
+}
+
+TEST_F(HttpFixtureServer, RequestIdIsEchoedAndLogged) {
+  const HttpAnswer answer = Complete(*server_, {{"model", "gpt2-tiny:base"}, {"prompt", "Hello"}, {"max_tokens", 3}},
+                                     {{"x-request-id", "trace-42"}});
+  ASSERT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.header("x-request-id"), "trace-42");
+  EXPECT_EQ(answer.body["id"], "cmpl-trace-42");
+  const HttpAnswer generated = Complete(*server_, {{"model", "gpt2-tiny"}, {"prompt", "Hello"}, {"max_tokens", 1}});
+  EXPECT_EQ(generated.header("x-request-id").size(), 32u) << "an id is made when the client gives none";
+  bool logged = false;
+  for (int i = 0; i < 100 && !logged; ++i) {
+    logged = server_->Output().find("request id=trace-42 api=http route=/v1/completions variant=base status=200 prompt_tokens=") !=
+             std::string::npos;
+    if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(logged) << server_->Output();
+}
+
+TEST_F(HttpFixtureServer, MetricsOnTheHttpPortCountRequestsByVariant) {
+  const std::string labels = "route=\"/v1/completions\",status=\"200\",variant=\"arach\"";
+  const testing::PrometheusText before = Metrics(*server_);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(Complete(*server_, {{"model", "gpt2-tiny:arach"}, {"prompt", "Hi"}, {"max_tokens", 2}}).status, 200);
+  }
+  ASSERT_EQ(Complete(*server_, {{"model", "nope"}, {"prompt", "Hi"}}).status, 404);
+  EXPECT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    return m.Value("arach_http_requests_total", labels) - before.Value("arach_http_requests_total", labels) == 2 &&
+           m.Value("arach_http_requests_total", "route=\"/v1/completions\",status=\"404\",variant=\"none\"") -
+                   before.Value("arach_http_requests_total", "route=\"/v1/completions\",status=\"404\",variant=\"none\"") ==
+               1;
+  }));
+  EXPECT_EQ(Metrics(*server_).types.count("arach_http_requests_total"), 1u);
+}
+
+// ------------------------------------------------------------------------------ slow model
+
+json LongBody(int max_tokens, bool stream) {
+  json ids = json::array();
+  for (int i = 0; i < 16; ++i) ids.push_back(1000 + i);
+  return {{"model", "slow:base"}, {"prompt", ids},        {"max_tokens", max_tokens},
+          {"temperature", 0},     {"ignore_eos", true},   {"stream", stream}};
+}
+
+TEST(HttpSlowServer, FloodGetsTooManyRequestsAndNothingElse) {
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456",
+                             "--max_num_seqs=1", "--max_queued_requests=1"});
+  ASSERT_NE(server, nullptr);
+  std::vector<HttpAnswer> answers(6);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) threads.emplace_back([&, i] { answers[i] = Complete(*server, LongBody(20, false)); });
+  for (std::thread& t : threads) t.join();
+  int ok = 0, limited = 0;
+  for (const HttpAnswer& a : answers) {
+    if (a.status == 200) ++ok;
+    if (a.status == 429) {
+      ++limited;
+      EXPECT_EQ(a.header("Retry-After"), "1");
+      EXPECT_EQ(a.body["error"]["type"], "rate_limit_error");
+    }
+  }
+  EXPECT_EQ(ok + limited, 6) << "only 200s and 429s";
+  EXPECT_GE(limited, 3);
+  EXPECT_GE(ok, 1);
+}
+
+TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456"});
+  ASSERT_NE(server, nullptr);
+  const testing::PrometheusText before = Metrics(*server);
+  int events = 0;
+  const StreamResult stream = Stream(*server, LongBody(800, true), [&](const std::string&) { return ++events < 3; });
+  EXPECT_EQ(stream.status, 200);
+  EXPECT_EQ(events, 3);
+  EXPECT_TRUE(EventuallyMetrics(*server, [&](const testing::PrometheusText& m) {
+    return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0 &&
+           m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
+                   before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1;
+  })) << "the abandoned sequence must leave the batch and give back its blocks";
+}
+
+TEST(HttpSlowServer, SigtermDuringAStreamLetsItFinish) {
+  constexpr int kStreamTokens = 30;
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=134217728",
+                             "--drain_grace_seconds=600"});
+  ASSERT_NE(server, nullptr);
+  std::atomic<int> events{0};
+  StreamResult stream;
+  json body = LongBody(kStreamTokens, true);
+  body["stream_options"] = {{"include_usage", true}};
+  std::thread reader([&] { stream = Stream(*server, body, [&](const std::string&) { ++events; return true; }); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (events < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(events.load(), 2);
+  server->Signal(SIGTERM);
+  int health = 0;
+  for (int i = 0; i < 200 && health != 503; ++i) {
+    health = Send(*server, "GET", "/health").status;
+    if (health != 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(health, 503) << "draining";
+  const HttpAnswer refused = Complete(*server, LongBody(2, false));
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_LT(events.load(), kStreamTokens) << "the stream should still be running during the drain";
+  reader.join();
+  ASSERT_GE(stream.events.size(), 2u);
+  EXPECT_EQ(stream.events.back(), "[DONE]");
+  EXPECT_EQ(json::parse(stream.events[stream.events.size() - 2])["usage"]["completion_tokens"], kStreamTokens);
+  auto exit_code = server->Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+  EXPECT_EQ(*exit_code, 0);
+}
+
+}  // namespace
+}  // namespace arach

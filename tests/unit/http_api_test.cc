@@ -1,0 +1,169 @@
+// The HTTP API's pieces without a server: reading a completions body, OpenAI's error shape, model ids,
+// and the legacy log-probs object.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/http/completion_logprobs.h"
+#include "server/http/completion_request.h"
+#include "server/http/model_ids.h"
+#include "server/http/openai_error.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/make_model/synthetic_tokenizer.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+std::string ParamOf(const std::string& body) {
+  const absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(body);
+  if (parsed.ok()) return "<ok>";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << parsed.status();
+  return ErrorParam(parsed.status());
+}
+
+TEST(CompletionRequest, ReadsEveryPromptForm) {
+  auto one = ParseCompletionRequest(R"({"model": "m", "prompt": "Hi"})");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->prompts.size(), 1u);
+  EXPECT_EQ(*one->prompts[0].text, "Hi");
+  EXPECT_EQ(one->fields.sampling.max_tokens, 16) << "OpenAI's default";
+
+  auto ids = ParseCompletionRequest(R"({"model": "m", "prompt": [1, 2, 3]})");
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids->prompts.size(), 1u);
+  EXPECT_EQ(ids->prompts[0].ids, (std::vector<int32_t>{1, 2, 3}));
+
+  auto many = ParseCompletionRequest(R"({"model": "m", "prompt": ["a", [4, 5], "b"]})");
+  ASSERT_TRUE(many.ok());
+  ASSERT_EQ(many->prompts.size(), 3u);
+  EXPECT_EQ(*many->prompts[2].text, "b");
+  EXPECT_EQ(many->prompts[1].ids, (std::vector<int32_t>{4, 5}));
+}
+
+TEST(CompletionRequest, ReadsSamplingStopsLogprobsAndVariantFields) {
+  auto r = ParseCompletionRequest(R"({"model": "m:arach", "prompt": "x", "max_tokens": 7, "temperature": 0, "top_p": 0.5,
+      "top_k": -1, "seed": 18446744073709551615, "stop": ["\n", "END"], "n": 3, "logprobs": 2, "echo": true,
+      "presence_penalty": 0.5, "frequency_penalty": -0.5, "logit_bias": {"42": -100}, "user": "u1", "arach_offset": -1.5,
+      "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true, "min_tokens": 2, "stop_token_ids": [9]})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const SamplingParams& s = r->fields.sampling;
+  EXPECT_EQ(s.max_tokens, 7);
+  EXPECT_EQ(s.temperature, 0.0f);
+  EXPECT_EQ(s.top_k, 0) << "-1 means off";
+  EXPECT_EQ(*s.seed, 18446744073709551615ull);
+  EXPECT_EQ(s.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_EQ(s.presence_penalty, 0.5f);
+  EXPECT_EQ(s.frequency_penalty, -0.5f);
+  ASSERT_EQ(s.logit_bias.size(), 1u);
+  EXPECT_EQ(s.logit_bias[0], (std::pair<int32_t, float>{42, -100.0f}));
+  EXPECT_TRUE(s.logprobs);
+  EXPECT_EQ(s.top_logprobs, 2);
+  EXPECT_TRUE(s.ignore_eos);
+  EXPECT_EQ(s.min_tokens, 2);
+  EXPECT_EQ(s.stop_token_ids, (std::vector<int32_t>{9}));
+  EXPECT_EQ(r->fields.n, 3);
+  EXPECT_TRUE(r->echo);
+  EXPECT_TRUE(r->fields.stream);
+  EXPECT_TRUE(r->fields.include_usage);
+  EXPECT_EQ(r->fields.variant.experiment_key, "u1") << "`user` is the experiment key";
+  EXPECT_EQ(*r->fields.variant.arach_offset, -1.5f);
+  EXPECT_EQ(r->fields.model, "m:arach");
+}
+
+TEST(CompletionRequest, MaxTokensZeroScoresOnlyWithEcho) {
+  auto scored = ParseCompletionRequest(R"({"model": "m", "prompt": "a b", "max_tokens": 0, "echo": true, "logprobs": 0})");
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  EXPECT_TRUE(scored->score_only);
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "max_tokens": 0})"), "max_tokens");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "max_tokens": 0, "echo": true, "stream": true})"), "stream");
+}
+
+TEST(CompletionRequest, EveryBadFieldIsNamed) {
+  EXPECT_EQ(ParamOf("{"), "body");
+  EXPECT_EQ(ParamOf("[1]"), "body");
+  EXPECT_EQ(ParamOf(R"({"prompt": "a"})"), "model");
+  EXPECT_EQ(ParamOf(R"({"model": 3, "prompt": "a"})"), "model");
+  EXPECT_EQ(ParamOf(R"({"model": "m"})"), "prompt");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": []})"), "prompt");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": [1, "a"]})"), "prompt[1]");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": ["a", [1, 2.5]]})"), "prompt[1][1]");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": ["a", {}]})"), "prompt[1]");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "temperature": "hot"})"), "temperature");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "max_tokens": 1.5})"), "max_tokens");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "max_tokens": 1e30})"), "max_tokens");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "temperature": 1e39})"), "temperature") << "beyond a float";
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "n": 0})"), "n");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "n": 17})"), "n");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "seed": -1})"), "seed");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": 1})"), "stream");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream_options": {"include_usage": "yes"}})"), "include_usage");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stop": 5})"), "stop");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stop": ["a", 1]})"), "stop[1]");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "logprobs": 21})"), "logprobs");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "logit_bias": {"x": 1}})"), "logit_bias");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "logit_bias": [1]})"), "logit_bias");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "user": 7})"), "user");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "arach": "on"})"), "arach");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "echo": null, "temperature": null})"), "<ok>") << "null is absent";
+}
+
+TEST(OpenAiError, ShapeStatusAndParam) {
+  const json body = ErrorBody(absl::InvalidArgumentError("temperature: -1 must be >= 0"));
+  EXPECT_EQ(body["error"]["message"], "temperature: -1 must be >= 0");
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(body["error"]["param"], "temperature");
+  EXPECT_EQ(body["error"]["code"], "invalid_argument");
+  EXPECT_TRUE(ErrorBody(absl::InternalError("the thing broke: badly"))["error"]["param"].is_null())
+      << "prose before a colon is not a parameter";
+  EXPECT_EQ(ErrorBody(absl::NotFoundError("model: 'x' is not served here"))["error"]["code"], "model_not_found");
+  EXPECT_EQ(HttpStatusOf(absl::InvalidArgumentError("")), 400);
+  EXPECT_EQ(HttpStatusOf(absl::FailedPreconditionError("")), 400);
+  EXPECT_EQ(HttpStatusOf(absl::NotFoundError("")), 404);
+  EXPECT_EQ(HttpStatusOf(absl::ResourceExhaustedError("")), 429);
+  EXPECT_EQ(HttpStatusOf(absl::UnavailableError("")), 503);
+  EXPECT_EQ(HttpStatusOf(absl::InternalError("")), 500);
+  EXPECT_EQ(JsonText(json("\xe2\x82")), "\"\xef\xbf\xbd\"") << "a partial UTF-8 character becomes U+FFFD, not an exception";
+}
+
+TEST(ModelIds, ListsEveryVariantTheServerRuns) {
+  EXPECT_EQ(ServedModelIds("tiny", false), (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach"}));
+  EXPECT_EQ(ServedModelIds("tiny", true),
+            (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach", "tiny:skip", "tiny:arach+skip"}));
+  auto server_decides = VariantOfModelId("tiny", "tiny", false);
+  ASSERT_TRUE(server_decides.ok());
+  EXPECT_FALSE(server_decides->has_arach());
+  EXPECT_FALSE(server_decides->has_skip());
+  auto both = VariantOfModelId("tiny:arach+skip", "tiny", true);
+  ASSERT_TRUE(both.ok());
+  EXPECT_TRUE(both->arach());
+  EXPECT_TRUE(both->skip());
+  EXPECT_EQ(VariantOfModelId("other", "tiny", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(VariantOfModelId("tinyx:arach", "tiny", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ErrorParam(VariantOfModelId("tiny:fast", "tiny", false).status()), "model");
+  EXPECT_EQ(VariantOfModelId("tiny:skip", "tiny", false).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompletionLogprobs, PiecesOffsetsAndAlternatives) {
+  testing::ScopedTempDir dir;
+  ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 400, 3).ok());
+  auto tokenizer = LoadTokenizer(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  // Byte tokens: ids 0..255 are the bytes themselves.
+  CompletionLogprobs logprobs(**tokenizer, std::vector<int32_t>{'a'});
+  const std::vector<TokenLogprob> top = {{'c', -0.1f}};
+  ASSERT_TRUE(logprobs.Add('b', -0.5f, &top).ok());
+  ASSERT_TRUE(logprobs.Add('c', std::nullopt, nullptr).ok());
+  const json first = logprobs.TakeJson();
+  EXPECT_EQ(first["tokens"], json({"b", "c"}));
+  EXPECT_EQ(first["token_logprobs"][0], -0.5f);
+  EXPECT_TRUE(first["token_logprobs"][1].is_null());
+  EXPECT_EQ(first["top_logprobs"][0], json({{"c", -0.1f}, {"b", -0.5f}})) << "the chosen token is listed too";
+  EXPECT_TRUE(first["top_logprobs"][1].is_null());
+  EXPECT_EQ(first["text_offset"], json({0, 1}));
+  ASSERT_TRUE(logprobs.Add('d', -1.0f, nullptr).ok());
+  EXPECT_EQ(logprobs.TakeJson()["text_offset"], json({2})) << "offsets continue across a stream's deltas";
+}
+
+}  // namespace
+}  // namespace arach::server::http
