@@ -3,16 +3,17 @@
 # the CPU image) or Ubuntu 24.04 (NVIDIA's CUDA images): the -dev packages have the same names on both.
 # Used by the README's commands, .ci/run and deploy/Dockerfile, so that all of them build the same way.
 #   scripts/install-deps.sh          what building needs (the Docker image stops here)
-#   scripts/install-deps.sh --test   plus the tools the tests use (docker-compose renders the compose file)
+#   scripts/install-deps.sh --test   plus the tools the tests use
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libabsl-dev nlohmann-json3-dev libopenblas-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
-  libpcre2-dev libgtest-dev libgmock-dev
+  libpcre2-dev libcpp-httplib-dev libgtest-dev libgmock-dev
 )
-[ "${1:-}" = "--test" ] && packages+=(docker-compose)
+# docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example.
+[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf)
 
 . /etc/os-release
 case "${ID}:${VERSION_ID}" in

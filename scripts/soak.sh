@@ -12,12 +12,12 @@ model=$build/test-models/gpt2-124m-f16
 [ -f "$model/preproj.safetensors" ] || "$build/tools/arach-run" make-model --arch gpt2 --preset 124m --dtype F16 --with-adapter --out "$model" >/dev/null
 log=$(mktemp)
 "$build/server/arach-server" --model "$model" --adapter "$model/preproj.safetensors" --kv-cache-bytes 268435456 \
-  --max-num-seqs 16 --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 > "$log" 2>&1 &
+  --max-num-seqs 16 --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 > "$log" 2>&1 &
 pid=$!
 trap 'kill -KILL $pid 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 600); do grep -q "arach-server ready" "$log" && break; sleep 0.1; done
 grpc=$(grep -o "ready; grpc=[0-9.:]*" "$log" | cut -d= -f2)
-metrics=$(grep -o "ready; grpc=[^ ]* metrics=[0-9.:]*" "$log" | sed 's/.*metrics=//')
+metrics=$(grep -o "ready; grpc=[^ ]* http=[^ ]* metrics=[0-9.:]*" "$log" | sed 's/.*metrics=//')
 [ -n "$grpc" ] || { cat "$log"; exit 1; }
 rss() { awk '/VmRSS/ {print $2}' /proc/$pid/status; }
 metric() { curl -s "http://$metrics/metrics" | awk -v m="$1" '$1 == m {print $2}'; }

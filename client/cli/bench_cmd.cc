@@ -2,6 +2,8 @@
 // (--rate R per second) or with a fixed number in flight (--concurrency C); prompt and output lengths
 // are fixed or uniform ranges (--prompt_len 64:256); variants follow --variant_mix. Prints throughput,
 // TTFT / TPOT / end-to-end percentiles (measured by the client) and errors, overall and per variant.
+// With --http HOST:PORT the same requests go to the OpenAI HTTP API (streamed /v1/completions) instead of
+// gRPC Generate, so that the two APIs can be compared; the model is still described over gRPC (--server).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -12,11 +14,13 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/arach_client.h"
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
+#include "client/cli/http_completion.h"
 #include "client/cli/load_loop.h"
 #include "client/cli/stats.h"
 #include "client/cli/stream_timing.h"
@@ -46,7 +50,7 @@ bool ParseRange(const std::string& text, Range* out) {
 
 struct Outcome {
   std::string variant;
-  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string error;  // "" when the stream completed; "grpc 8", "http 429", ...
   double ttft = 0, tpot = 0, e2e = 0;
   int tokens = 0;
 };
@@ -57,8 +61,8 @@ nlohmann::json Summarise(const std::vector<Outcome>& outcomes, double seconds) {
   int64_t tokens = 0;
   std::map<std::string, int> errors;
   for (const Outcome& o : outcomes) {
-    if (o.code != grpc::StatusCode::OK) {
-      ++errors[std::to_string(static_cast<int>(o.code))];
+    if (!o.error.empty()) {
+      ++errors[o.error];
       continue;
     }
     ++ok;
@@ -123,11 +127,15 @@ int RunBench(const BenchOptions& o) {
     Outcome& out = outcomes[i];
     out.variant = variant_of[i];
     StreamTimer timer;
-    const grpc::Status s = client.Generate(requests[i], [&](const arach::v1::GenerateResponse& response) {
-      timer.OnTokens(response.token_ids_size());
-    });
+    if (o.http.empty()) {
+      const grpc::Status s = client.Generate(requests[i], [&](const arach::v1::GenerateResponse& response) {
+        timer.OnTokens(response.token_ids_size());
+      });
+      if (!s.ok()) out.error = absl::StrCat("grpc ", static_cast<int>(s.error_code()));
+    } else {
+      out.error = StreamHttpCompletion(o.http, info.model(), requests[i], timer);
+    }
     const StreamTiming t = timer.Finish();
-    out.code = s.error_code();
     out.e2e = t.e2e_seconds;
     out.ttft = t.ttft_seconds;
     out.tpot = t.tpot_seconds;
@@ -151,6 +159,8 @@ int RunBench(const BenchOptions& o) {
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
 
   nlohmann::json report = {{"server", o.connect.server},
+                           {"api", o.http.empty() ? "grpc" : "http"},
+                           {"http", o.http},
                            {"model", info.model()},
                            {"device", info.device()},
                            {"mode", rate > 0 ? "poisson" : "concurrency"},
@@ -171,8 +181,8 @@ int RunBench(const BenchOptions& o) {
     std::printf("%s\n", report.dump(2).c_str());
     return 0;
   }
-  std::printf("# arach-cli bench: %s (%s, %s); %s, %d requests, prompt %s, output %s tokens, %.1f s\n",
-              o.connect.server.c_str(), info.model().c_str(), info.device().c_str(),
+  std::printf("# arach-cli bench: %s %s (%s, %s); %s, %d requests, prompt %s, output %s tokens, %.1f s\n",
+              o.http.empty() ? "gRPC" : "HTTP", o.http.empty() ? o.connect.server.c_str() : o.http.c_str(), info.model().c_str(), info.device().c_str(),
               rate > 0 ? absl::StrFormat("Poisson %.2f req/s", rate).c_str() : absl::StrFormat("concurrency %d", concurrency).c_str(),
               num_requests, o.prompt_len.c_str(), o.output_len.c_str(), seconds);
   std::printf("%-11s %13s %8s %10s %9s %9s %9s %8s %8s %8s %9s %9s %s\n", "variant", "ok/requests", "req/s", "out tok/s",

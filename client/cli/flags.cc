@@ -38,6 +38,7 @@ ABSL_FLAG(int, num_requests, 32, "requests to send (ab: 0 = one per prompt)");
 ABSL_FLAG(std::string, prompt_len, "128", "prompt tokens, N or LOW:HIGH");
 ABSL_FLAG(std::string, output_len, "64", "generated tokens, N or LOW:HIGH");
 ABSL_FLAG(std::string, variant_mix, "base=1", "variants and weights, VARIANT[=WEIGHT],... e.g. base=1,arach=1");
+ABSL_FLAG(std::string, http, "", "bench: send the requests to the OpenAI HTTP API at HOST:PORT (streamed /v1/completions) instead of gRPC");
 ABSL_FLAG(uint64_t, bench_seed, 1, "seed of the generated prompts, lengths and variant draws");
 ABSL_FLAG(uint64_t, bootstrap_seed, 1, "seed of the bootstrap resamples");
 ABSL_FLAG(std::string, a, "base", "the reference variant, VARIANT[@OFFSET]");
@@ -84,7 +85,7 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
       {"info", "describe the served model", With({})},
       {"health", "the server's health (exit 0 when SERVING)", With({})},
       {"bench", "load generator: throughput, TTFT, TPOT per variant",
-       With({"rate", "concurrency", "num_requests", "prompt_len", "output_len", "variant_mix", "bench_seed", "json"})},
+       With({"rate", "concurrency", "num_requests", "prompt_len", "output_len", "variant_mix", "bench_seed", "http", "json"})},
       {"eval", "compare two variants on LAMBADA, text perplexity and latency",
        With({"a", "b", "lambada", "lambada_limit", "text", "window", "max_windows", "val_fraction", "latency_requests",
              "latency_max_tokens", "bootstrap", "bootstrap_seed", "items", "json_out"})},
@@ -146,6 +147,7 @@ BenchOptions BenchOptionsFromFlags() {
   o.output_len = absl::GetFlag(FLAGS_output_len);
   o.variant_mix = absl::GetFlag(FLAGS_variant_mix);
   o.seed = absl::GetFlag(FLAGS_bench_seed);
+  o.http = absl::GetFlag(FLAGS_http);
   o.json = absl::GetFlag(FLAGS_json);
   return o;
 }

@@ -61,6 +61,7 @@ struct BenchOptions {
   std::string output_len = "64";     // N or LOW:HIGH tokens
   std::string variant_mix = "base=1";  // VARIANT[=WEIGHT],...
   uint64_t seed = 1;                 // prompts, lengths and variant draws
+  std::string http;                  // HOST:PORT of the OpenAI HTTP API: bench it instead of gRPC Generate
   bool json = false;
 };
 

@@ -38,9 +38,9 @@ if not any(d.get("driver") == "nvidia" and "gpu" in d.get("capabilities", []) fo
     errors.append("compose: arach-server-gpu lacks the NVIDIA device reservation")
 
 prom = load_yaml(root / "deploy/prometheus/prometheus.yml") or {}
-if not any(t.endswith(":9090") for job in prom.get("scrape_configs", []) for sc in job.get("static_configs", [])
+if not any(t.endswith(":8000") for job in prom.get("scrape_configs", []) for sc in job.get("static_configs", [])
            for t in sc.get("targets", [])):
-    errors.append("prometheus.yml: no scrape target on the metrics port 9090")
+    errors.append("prometheus.yml: no scrape target on the HTTP port 8000 (/metrics)")
 rules = load_yaml(root / "deploy/prometheus/alerts.yml") or {}
 count = 0
 for group in rules.get("groups", []):

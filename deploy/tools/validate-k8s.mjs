@@ -72,7 +72,12 @@ for (const d of byKind("Deployment")) {
       errors.push(`${where}: terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} must exceed preStop ${preStop} s + drain ${drain} s`);
     }
     const ports = new Set((c.ports ?? []).map((p) => p.containerPort));
-    if (!ports.has(50051) || !ports.has(9090)) errors.push(`${where}: the gRPC (50051) and metrics (9090) ports must be declared`);
+    if (!ports.has(50051) || !ports.has(8000)) errors.push(`${where}: the gRPC (50051) and HTTP (8000) ports must be declared`);
+    if ((c.args ?? []).some((a) => a.startsWith("--metrics_listen=0.0.0.0:9090"))) {
+      errors.push(`${where}: 9090 is Prometheus's own port; /metrics is served on the HTTP port`);
+    }
+    const httpArg = (c.args ?? []).find((a) => a.startsWith("--http_listen="));
+    if (httpArg && !httpArg.endsWith(":8000")) errors.push(`${where}: --http_listen must match the declared HTTP port 8000`);
     const wantsGpu = (c.args ?? []).includes("--device=cuda");
     const gpuLimit = c.resources?.limits?.["nvidia.com/gpu"];
     if (gpu && (!wantsGpu || !gpuLimit)) errors.push(`${where}: the GPU overlay needs --device=cuda and an nvidia.com/gpu limit`);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Drives a fixture arach-server (gpt2-tiny with its adapter) through its OpenAI HTTP API with the official
+# openai npm client (installed from the npm registry into tests/openai_client) and compares the answers with
+# the gRPC API (tests/openai_client/check.mjs). Exits 77 (skipped) without node/npm, the package or the fixtures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+check=tests/openai_client
+fixtures=${ARACH_FIXTURES:-../shared/fixtures}
+for tool in node npm; do
+  command -v "$tool" >/dev/null || { echo "[openai-client] $tool not found: skipped"; exit 77; }
+done
+[ -d "$fixtures/gpt2-tiny" ] || { echo "[openai-client] no fixtures at $fixtures: skipped"; exit 77; }
+if [ ! -d "$check/node_modules/openai" ]; then
+  (cd "$check" && npm ci --no-audit --no-fund --silent) || { echo "[openai-client] npm ci failed: skipped"; exit 77; }
+fi
+source scripts/lib/fixture-server.sh
+start_fixture_server
+node "$check/check.mjs" "$http" "$grpc" "$build/client/arach-cli" gpt2-tiny
