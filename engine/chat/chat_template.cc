@@ -1,0 +1,93 @@
+#include "engine/chat/chat_template.h"
+
+#include <ctime>
+#include <filesystem>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "engine/chat/jinja_interpreter.h"
+#include "engine/chat/jinja_parser.h"
+#include "engine/core/mapped_file.h"
+#include "engine/core/status.h"
+
+namespace arach {
+namespace {
+
+using jinja::CallArgs;
+using jinja::Value;
+
+Value RaiseException() {
+  return Value::MakeFunction("raise_exception", [](CallArgs& a) -> absl::StatusOr<Value> {
+    absl::Status raised = absl::InvalidArgumentError(a.positional.empty() ? "" : a.positional[0].Str());
+    raised.SetPayload(jinja::kRaisedByTemplate, absl::Cord("1"));
+    return raised;
+  });
+}
+
+// strftime_now(format): the local time now, formatted with C's strftime (the directives Python shares).
+Value StrftimeNow() {
+  return Value::MakeFunction("strftime_now", [](CallArgs& a) -> absl::StatusOr<Value> {
+    if (a.positional.empty() || !a.positional[0].is_string()) return absl::InvalidArgumentError("strftime_now needs a format string");
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char buffer[256];
+    const size_t n = std::strftime(buffer, sizeof(buffer), a.positional[0].as_string().c_str(), &local);
+    return Value::String(std::string(buffer, n));
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const ChatTemplate>> ChatTemplate::Parse(std::string source, const TokenizerConfig& tokens,
+                                                                        std::string origin) {
+  absl::StatusOr<jinja::Template> tree = jinja::ParseTemplate(source);
+  if (!tree.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": chat template: ", tree.status().message()));
+  std::shared_ptr<ChatTemplate> t(new ChatTemplate());
+  t->source_ = std::move(source);
+  t->origin_ = std::move(origin);
+  t->tokens_ = tokens;
+  t->tree_ = std::move(*tree);
+  return std::shared_ptr<const ChatTemplate>(std::move(t));
+}
+
+absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
+  jinja::Dict variables;
+  variables.Set("messages", Value::FromJson(input.messages));
+  variables.Set("tools", input.tools.is_null() ? Value::None() : Value::FromJson(input.tools));
+  variables.Set("documents", Value::None());
+  variables.Set("add_generation_prompt", Value::Bool(input.add_generation_prompt));
+  for (const auto& [name, token] : {std::pair{"bos_token", &tokens_.bos_token}, std::pair{"eos_token", &tokens_.eos_token},
+                                    std::pair{"pad_token", &tokens_.pad_token}, std::pair{"unk_token", &tokens_.unk_token}}) {
+    if (token->has_value()) variables.Set(name, Value::String(**token));
+  }
+  variables.Set("raise_exception", RaiseException());
+  variables.Set("strftime_now", StrftimeNow());
+  if (input.extra.is_object()) {
+    for (const auto& [key, value] : input.extra.items()) variables.Set(key, Value::FromJson(value));
+  }
+  absl::StatusOr<std::string> text = jinja::Render(tree_, variables);
+  if (!text.ok()) {
+    if (text.status().GetPayload(jinja::kRaisedByTemplate)) return absl::InvalidArgumentError(text.status().message());
+    return absl::InvalidArgumentError(absl::StrCat("the chat template (", origin_, ") failed: ", text.status().message()));
+  }
+  return text;
+}
+
+absl::StatusOr<std::shared_ptr<const ChatTemplate>> LoadChatTemplate(const std::string& dir, const TokenizerConfig& config,
+                                                                     const std::string& override_path) {
+  if (!override_path.empty()) {
+    ARACH_ASSIGN_OR_RETURN(std::string source, ReadFileToString(override_path));
+    return ChatTemplate::Parse(std::move(source), config, override_path);
+  }
+  const std::string jinja_file = (std::filesystem::path(dir) / "chat_template.jinja").string();
+  if (std::filesystem::exists(jinja_file)) {
+    ARACH_ASSIGN_OR_RETURN(std::string source, ReadFileToString(jinja_file));
+    return ChatTemplate::Parse(std::move(source), config, jinja_file);
+  }
+  const auto it = config.chat_templates.find("default");
+  if (it == config.chat_templates.end()) return std::shared_ptr<const ChatTemplate>();
+  return ChatTemplate::Parse(it->second, config, (std::filesystem::path(dir) / "tokenizer_config.json").string());
+}
+
+}  // namespace arach

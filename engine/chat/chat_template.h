@@ -1,0 +1,54 @@
+// A model's chat template: the Jinja template shipped in tokenizer_config.json (`chat_template`), in
+// chat_template.jinja, or given with --chat_template, parsed once when the model loads and rendered for
+// each chat request exactly as Hugging Face transformers renders it (Jinja2 with trim_blocks and
+// lstrip_blocks; variables messages, tools, documents, add_generation_prompt, the special tokens, the
+// request's chat_template_kwargs; raise_exception and strftime_now).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/chat/jinja_ast.h"
+#include "engine/tokenizer/tokenizer_config.h"
+#include "nlohmann/json.hpp"
+
+namespace arach {
+
+// What a chat template renders: the conversation and the options of the request.
+struct ChatInput {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // [{"role", "content", ...}, ...]
+  nlohmann::ordered_json tools;                   // null, or OpenAI function specs
+  bool add_generation_prompt = true;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // chat_template_kwargs (e.g. enable_thinking)
+};
+
+class ChatTemplate {
+ public:
+  // Parses `source`; an unsupported construct is INVALID_ARGUMENT "<origin>: line L, column C: ...".
+  // `tokens` gives bos_token, eos_token, pad_token and unk_token (those set become variables).
+  static absl::StatusOr<std::shared_ptr<const ChatTemplate>> Parse(std::string source, const TokenizerConfig& tokens,
+                                                                   std::string origin);
+
+  // The prompt text. INVALID_ARGUMENT with the template's own message when it raises (raise_exception),
+  // or naming the line and column where rendering failed.
+  absl::StatusOr<std::string> Render(const ChatInput& input) const;
+
+  const std::string& source() const { return source_; }
+  const std::string& origin() const { return origin_; }  // where it came from (a file, or "tokenizer_config.json")
+
+ private:
+  ChatTemplate() = default;
+  std::string source_;
+  std::string origin_;
+  TokenizerConfig tokens_;
+  jinja::Template tree_;
+};
+
+// The chat template of a model folder: `override_path` when given, else `dir`/chat_template.jinja, else
+// tokenizer_config.json's default template; null when the model has none. Errors name the file.
+absl::StatusOr<std::shared_ptr<const ChatTemplate>> LoadChatTemplate(const std::string& dir, const TokenizerConfig& config,
+                                                                     const std::string& override_path);
+
+}  // namespace arach

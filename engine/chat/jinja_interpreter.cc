@@ -1,0 +1,385 @@
+#include "engine/chat/jinja_interpreter.h"
+
+#include <memory>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/chat/jinja_builtins.h"
+#include "engine/core/status.h"
+
+namespace arach::jinja {
+namespace {
+
+constexpr char kPositioned[] = "arach.jinja/positioned";
+constexpr int64_t kMaxSteps = 2'000'000;         // statements and expressions evaluated
+constexpr size_t kMaxOutputBytes = 64u << 20;    // rendered text
+constexpr int kMaxCallDepth = 64;                // nested macro calls
+
+// Variables of one scope; lookups walk to the enclosing scopes.
+struct Scope {
+  explicit Scope(std::shared_ptr<Scope> parent_in = nullptr) : parent(std::move(parent_in)) {}
+  const Value* Find(const std::string& name) const {
+    for (const Scope* s = this; s != nullptr; s = s->parent.get()) {
+      if (const Value* v = s->vars.Find(name); v != nullptr) return v;
+    }
+    return nullptr;
+  }
+  std::shared_ptr<Scope> parent;
+  Dict vars;
+};
+using ScopePtr = std::shared_ptr<Scope>;
+
+enum class Flow { kNormal, kBreak, kContinue };
+
+absl::Status AtPosition(Position at, absl::Status status) {
+  if (status.ok() || status.GetPayload(kPositioned) || status.GetPayload(kRaisedByTemplate)) return status;
+  absl::Status positioned(status.code(), absl::StrFormat("line %d, column %d: %s", at.line, at.column, status.message()));
+  positioned.SetPayload(kPositioned, absl::Cord("1"));
+  return positioned;
+}
+
+class Renderer {
+ public:
+  absl::StatusOr<std::string> Run(const Template& tmpl, const Dict& variables) {
+    auto globals = std::make_shared<Scope>();
+    globals->vars = BuiltinGlobals();
+    for (const auto& [name, value] : variables.items) globals->vars.Set(name, value);
+    auto top = std::make_shared<Scope>(globals);
+    std::string out;
+    Flow flow = Flow::kNormal;
+    ARACH_RETURN_IF_ERROR(Exec(tmpl.body, top, &out, &flow));
+    return out;
+  }
+
+ private:
+  absl::Status Step(Position at) {
+    if (++steps_ > kMaxSteps) return AtPosition(at, absl::ResourceExhaustedError("the template takes too many steps to render"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Append(std::string* out, const std::string& text, Position at) {
+    if (out->size() + text.size() > kMaxOutputBytes) {
+      return AtPosition(at, absl::ResourceExhaustedError("the rendered text is larger than 64 MiB"));
+    }
+    *out += text;
+    return absl::OkStatus();
+  }
+
+  absl::Status Exec(const Body& body, const ScopePtr& scope, std::string* out, Flow* flow) {
+    for (const std::unique_ptr<Stmt>& s : body) {
+      ARACH_RETURN_IF_ERROR(Step(s->at));
+      ARACH_RETURN_IF_ERROR(ExecOne(*s, scope, out, flow));
+      if (*flow != Flow::kNormal) return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ExecOne(const Stmt& s, const ScopePtr& scope, std::string* out, Flow* flow) {
+    switch (s.kind) {
+      case Stmt::Kind::kText: return Append(out, s.text, s.at);
+      case Stmt::Kind::kOutput: {
+        ARACH_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
+        return Append(out, v.Str(), s.at);
+      }
+      case Stmt::Kind::kIf: {
+        for (const auto& [condition, body] : s.branches) {
+          ARACH_ASSIGN_OR_RETURN(Value c, Eval(*condition, scope));
+          if (c.Truthy()) return Exec(body, scope, out, flow);
+        }
+        return Exec(s.else_body, scope, out, flow);
+      }
+      case Stmt::Kind::kFor: return ExecFor(s, scope, out);
+      case Stmt::Kind::kSet: {
+        ARACH_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
+        return AtPosition(s.at, Assign(s.target, std::move(v), *scope));
+      }
+      case Stmt::Kind::kSetBlock: {
+        std::string captured;
+        Flow inner = Flow::kNormal;
+        ARACH_RETURN_IF_ERROR(Exec(s.body, scope, &captured, &inner));
+        scope->vars.Set(s.target.names[0], Value::String(std::move(captured)));
+        return absl::OkStatus();
+      }
+      case Stmt::Kind::kMacro: {
+        scope->vars.Set(s.text, MakeMacro(s, scope));
+        return absl::OkStatus();
+      }
+      case Stmt::Kind::kBreak: *flow = Flow::kBreak; return absl::OkStatus();
+      case Stmt::Kind::kContinue: *flow = Flow::kContinue; return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  // Binds `value` to a name, unpacks it into names, or sets a namespace attribute.
+  absl::Status Assign(const Target& target, Value value, Scope& scope) {
+    if (!target.attribute.empty()) {
+      const Value* ns = scope.Find(target.names[0]);
+      if (ns == nullptr || !ns->is_dict() || !ns->dict().is_namespace) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot assign attribute '", target.attribute, "' on '", target.names[0],
+                                                       "': only namespace() objects take attributes"));
+      }
+      ns->mutable_dict().Set(target.attribute, std::move(value));
+      return absl::OkStatus();
+    }
+    if (target.names.size() == 1) {
+      scope.vars.Set(target.names[0], std::move(value));
+      return absl::OkStatus();
+    }
+    ARACH_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(value));
+    if (items.size() != target.names.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot unpack ", items.size(), " values into ", target.names.size(), " names"));
+    }
+    for (size_t i = 0; i < items.size(); ++i) scope.vars.Set(target.names[i], std::move(items[i]));
+    return absl::OkStatus();
+  }
+
+  absl::Status ExecFor(const Stmt& s, const ScopePtr& scope, std::string* out) {
+    ARACH_ASSIGN_OR_RETURN(Value iterable, Eval(*s.expr, scope));
+    absl::StatusOr<std::vector<Value>> all = Iterate(iterable);
+    if (!all.ok()) return AtPosition(s.expr->at, all.status());
+    // The filtering `if` runs first: loop.length and loop.last count only the items it keeps.
+    std::vector<Value> items;
+    for (Value& item : *all) {
+      if (s.condition == nullptr) {
+        items.push_back(std::move(item));
+        continue;
+      }
+      auto probe = std::make_shared<Scope>(scope);
+      ARACH_RETURN_IF_ERROR(AtPosition(s.at, Assign(s.target, item, *probe)));
+      ARACH_ASSIGN_OR_RETURN(Value keep, Eval(*s.condition, probe));
+      if (keep.Truthy()) items.push_back(std::move(item));
+    }
+    if (items.empty()) {
+      Flow flow = Flow::kNormal;
+      return Exec(s.else_body, scope, out, &flow);
+    }
+    const int64_t length = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < length; ++i) {
+      auto iteration = std::make_shared<Scope>(scope);
+      ARACH_RETURN_IF_ERROR(AtPosition(s.at, Assign(s.target, items[static_cast<size_t>(i)], *iteration)));
+      iteration->vars.Set("loop", LoopObject(items, i));
+      Flow flow = Flow::kNormal;
+      ARACH_RETURN_IF_ERROR(Exec(s.body, iteration, out, &flow));
+      if (flow == Flow::kBreak) break;
+    }
+    return absl::OkStatus();
+  }
+
+  static Value LoopObject(const std::vector<Value>& items, int64_t i) {
+    const int64_t n = static_cast<int64_t>(items.size());
+    Dict loop;
+    loop.Set("index", Value::Int(i + 1));
+    loop.Set("index0", Value::Int(i));
+    loop.Set("revindex", Value::Int(n - i));
+    loop.Set("revindex0", Value::Int(n - i - 1));
+    loop.Set("first", Value::Bool(i == 0));
+    loop.Set("last", Value::Bool(i == n - 1));
+    loop.Set("length", Value::Int(n));
+    loop.Set("depth", Value::Int(1));
+    loop.Set("depth0", Value::Int(0));
+    loop.Set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::Undefined("there is no previous item"));
+    loop.Set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::Undefined("there is no next item"));
+    loop.Set("cycle", Value::MakeFunction("cycle", [i](CallArgs& a) -> absl::StatusOr<Value> {
+      if (a.positional.empty()) return absl::InvalidArgumentError("no items for cycling given");
+      return a.positional[static_cast<size_t>(i) % a.positional.size()];
+    }));
+    loop.is_namespace = true;  // attributes only: loop.items is not a dict method
+    return Value::MakeDict(std::move(loop));
+  }
+
+  Value MakeMacro(const Stmt& macro, const ScopePtr& defined_in) {
+    const Stmt* m = &macro;
+    return Value::MakeFunction(macro.text, [this, m, defined_in](CallArgs& a) -> absl::StatusOr<Value> {
+      if (call_depth_ >= kMaxCallDepth) return absl::ResourceExhaustedError("macros call each other too deeply");
+      if (a.positional.size() > m->params.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' takes ", m->params.size(), " arguments, not ",
+                                                       a.positional.size()));
+      }
+      auto scope = std::make_shared<Scope>(defined_in);
+      for (size_t i = 0; i < m->params.size(); ++i) {
+        const MacroParam& p = m->params[i];
+        const Value* given = i < a.positional.size() ? &a.positional[i] : nullptr;
+        for (const auto& [key, value] : a.keyword) {
+          if (key == p.name) given = &value;
+        }
+        if (given != nullptr) {
+          scope->vars.Set(p.name, *given);
+        } else if (p.default_value != nullptr) {
+          ARACH_ASSIGN_OR_RETURN(Value v, Eval(*p.default_value, scope));
+          scope->vars.Set(p.name, std::move(v));
+        } else {
+          scope->vars.Set(p.name, Value::Undefined(absl::StrCat("'", p.name, "' is undefined")));
+        }
+      }
+      for (const auto& [key, value] : a.keyword) {
+        const bool known = std::any_of(m->params.begin(), m->params.end(), [&](const MacroParam& p) { return p.name == key; });
+        if (!known) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' has no parameter '", key, "'"));
+      }
+      ++call_depth_;
+      std::string out;
+      Flow flow = Flow::kNormal;
+      const absl::Status status = Exec(m->body, scope, &out, &flow);
+      --call_depth_;
+      if (!status.ok()) return status;
+      return Value::String(std::move(out));
+    });
+  }
+
+  absl::StatusOr<CallArgs> EvalArgs(const Expr& e, size_t first, const ScopePtr& scope) {
+    CallArgs args;
+    for (size_t i = first; i < e.items.size(); ++i) {
+      ARACH_ASSIGN_OR_RETURN(Value v, Eval(*e.items[i], scope));
+      args.positional.push_back(std::move(v));
+    }
+    for (const auto& [name, expr] : e.keyword) {
+      ARACH_ASSIGN_OR_RETURN(Value v, Eval(*expr, scope));
+      args.keyword.emplace_back(name, std::move(v));
+    }
+    return args;
+  }
+
+  absl::StatusOr<Value> Eval(const Expr& e, const ScopePtr& scope) {
+    ARACH_RETURN_IF_ERROR(Step(e.at));
+    absl::StatusOr<Value> v = EvalInner(e, scope);
+    if (!v.ok()) return AtPosition(e.at, v.status());
+    return v;
+  }
+
+  absl::StatusOr<Value> EvalInner(const Expr& e, const ScopePtr& scope) {
+    switch (e.kind) {
+      case Expr::Kind::kLiteral: return e.value;
+      case Expr::Kind::kName: {
+        const Value* v = scope->Find(e.name);
+        return v != nullptr ? *v : Value::Undefined(absl::StrCat("'", e.name, "' is undefined"));
+      }
+      case Expr::Kind::kList:
+      case Expr::Kind::kTuple: {
+        std::vector<Value> items;
+        for (const ExprPtr& item : e.items) {
+          ARACH_ASSIGN_OR_RETURN(Value v, Eval(*item, scope));
+          items.push_back(std::move(v));
+        }
+        return e.kind == Expr::Kind::kTuple ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
+      }
+      case Expr::Kind::kDict: {
+        Dict dict;
+        for (size_t i = 0; i < e.items.size(); ++i) {
+          ARACH_ASSIGN_OR_RETURN(Value key, Eval(*e.keys[i], scope));
+          if (!key.is_string()) return absl::InvalidArgumentError("dict keys must be strings here");
+          ARACH_ASSIGN_OR_RETURN(Value value, Eval(*e.items[i], scope));
+          dict.Set(key.as_string(), std::move(value));
+        }
+        return Value::MakeDict(std::move(dict));
+      }
+      case Expr::Kind::kAttribute: {
+        ARACH_ASSIGN_OR_RETURN(Value object, Eval(*e.items[0], scope));
+        return GetAttribute(object, e.name);
+      }
+      case Expr::Kind::kItem: {
+        ARACH_ASSIGN_OR_RETURN(Value object, Eval(*e.items[0], scope));
+        ARACH_ASSIGN_OR_RETURN(Value key, Eval(*e.items[1], scope));
+        return GetItem(object, key);
+      }
+      case Expr::Kind::kSlice: {
+        ARACH_ASSIGN_OR_RETURN(Value object, Eval(*e.items[0], scope));
+        Value start, stop, step;
+        if (e.start) {
+          ARACH_ASSIGN_OR_RETURN(start, Eval(*e.start, scope));
+        }
+        if (e.stop) {
+          ARACH_ASSIGN_OR_RETURN(stop, Eval(*e.stop, scope));
+        }
+        if (e.step) {
+          ARACH_ASSIGN_OR_RETURN(step, Eval(*e.step, scope));
+        }
+        return GetSlice(object, start, stop, step);
+      }
+      case Expr::Kind::kCall: {
+        ARACH_ASSIGN_OR_RETURN(Value callee, Eval(*e.items[0], scope));
+        if (callee.is_undefined()) return UndefinedError(callee);
+        if (!callee.is_function()) return absl::InvalidArgumentError(absl::StrCat("'", callee.TypeName(), "' object is not callable"));
+        ARACH_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1, scope));
+        return callee.function()(args);
+      }
+      case Expr::Kind::kFilter: {
+        ARACH_ASSIGN_OR_RETURN(Value operand, Eval(*e.items[0], scope));
+        ARACH_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1, scope));
+        return ApplyFilter(e.name, operand, args);
+      }
+      case Expr::Kind::kTest: {
+        ARACH_ASSIGN_OR_RETURN(Value operand, Eval(*e.items[0], scope));
+        ARACH_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1, scope));
+        ARACH_ASSIGN_OR_RETURN(bool passed, ApplyTest(e.name, operand, args));
+        return Value::Bool(passed != e.negated);
+      }
+      case Expr::Kind::kNot: {
+        ARACH_ASSIGN_OR_RETURN(Value v, Eval(*e.items[0], scope));
+        return Value::Bool(!v.Truthy());
+      }
+      case Expr::Kind::kNegate: {
+        ARACH_ASSIGN_OR_RETURN(Value v, Eval(*e.items[0], scope));
+        if (v.is_undefined()) return UndefinedError(v);
+        if (v.is_float()) return Value::Float(-v.as_double());
+        if (v.is_int() || v.is_bool()) {
+          if (v.as_int() == INT64_MIN) return absl::InvalidArgumentError("integer overflow");
+          return Value::Int(-v.as_int());
+        }
+        return absl::InvalidArgumentError(absl::StrCat("bad operand type for unary -: '", v.TypeName(), "'"));
+      }
+      case Expr::Kind::kBinary: {
+        ARACH_ASSIGN_OR_RETURN(Value lhs, Eval(*e.items[0], scope));
+        if (e.name == "and") return lhs.Truthy() ? Eval(*e.items[1], scope) : lhs;
+        if (e.name == "or") return lhs.Truthy() ? lhs : Eval(*e.items[1], scope);
+        ARACH_ASSIGN_OR_RETURN(Value rhs, Eval(*e.items[1], scope));
+        return BinaryOperation(e.name, lhs, rhs);
+      }
+      case Expr::Kind::kCompare: {
+        ARACH_ASSIGN_OR_RETURN(Value lhs, Eval(*e.items[0], scope));
+        for (size_t i = 0; i < e.ops.size(); ++i) {
+          ARACH_ASSIGN_OR_RETURN(Value rhs, Eval(*e.items[i + 1], scope));
+          ARACH_ASSIGN_OR_RETURN(bool holds, Compare(e.ops[i], lhs, rhs));
+          if (!holds) return Value::Bool(false);
+          lhs = std::move(rhs);
+        }
+        return Value::Bool(true);
+      }
+      case Expr::Kind::kConditional: {
+        ARACH_ASSIGN_OR_RETURN(Value condition, Eval(*e.items[0], scope));
+        if (condition.Truthy()) return Eval(*e.items[1], scope);
+        if (e.items[2] == nullptr) return Value::Undefined("the conditional expression has no else");
+        return Eval(*e.items[2], scope);
+      }
+    }
+    return absl::InternalError("unknown expression");
+  }
+
+  static absl::StatusOr<bool> Compare(const std::string& op, const Value& lhs, const Value& rhs) {
+    if (op == "==") return lhs.Equals(rhs);
+    if (op == "!=") return !lhs.Equals(rhs);
+    if (op == "in") return Contains(rhs, lhs);
+    if (op == "not in") {
+      ARACH_ASSIGN_OR_RETURN(bool in, Contains(rhs, lhs));
+      return !in;
+    }
+    if (lhs.is_undefined()) return UndefinedError(lhs);
+    if (rhs.is_undefined()) return UndefinedError(rhs);
+    if (op == "<") return lhs.Less(rhs);
+    if (op == ">") return rhs.Less(lhs);
+    if (op == "<=") {
+      ARACH_ASSIGN_OR_RETURN(bool greater, rhs.Less(lhs));
+      return !greater;
+    }
+    ARACH_ASSIGN_OR_RETURN(bool less, lhs.Less(rhs));  // >=
+    return !less;
+  }
+
+  int64_t steps_ = 0;
+  int call_depth_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> Render(const Template& tmpl, const Dict& variables) { return Renderer().Run(tmpl, variables); }
+
+}  // namespace arach::jinja

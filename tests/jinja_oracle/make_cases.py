@@ -1,0 +1,98 @@
+"""Writes the Jinja unit cases (tests/jinja_oracle/cases.json): each template rendered by Jinja2 3.1 configured
+as Hugging Face transformers configures it (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
+loopcontrols, tojson = json.dumps(ensure_ascii=False), raise_exception). tests/unit/jinja_test.cc renders the
+same templates with arach's engine and compares; scripts/jinja-oracle.sh regenerates the file and checks it is
+unchanged. Usage: python3 make_cases.py OUT.json"""
+import json, sys, jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+def env():
+    def raise_exception(message): raise jinja2.exceptions.TemplateError(message)
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    e = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    e.filters["tojson"] = tojson
+    e.globals["raise_exception"] = raise_exception
+    return e
+V = {"msgs": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": " Yo "}],
+     "d": {"b": 2, "a": 1, "n": None}, "s": "Héllo wörld", "n": 7, "f": 2.5, "l": [3, 1, 2], "t": True, "e": "", "u8": "naïve 日本"}
+cases = [
+ # text, output, comments, whitespace control
+ "plain text", "a{# comment #}b", "{{ 'x' }}", "{{ n }} {{ f }} {{ t }} {{ none }} {{ d }} {{ l }}",
+ "a  {{- ' b ' -}}  c", "a\n{%- if true -%}\n b \n{%- endif -%}\nc", "line\n  {% if true %}\n  in\n  {% endif %}\nend",
+ "  {%+ if true %}x{% endif %}", "{% if true %}\nx{% endif %}\n", "a\r\nb\r\n{{ 1 }}\n", "{{ 'a' }}\n\n",
+ "x {# c #}\n  {# d #}\ny", "{{ '{{' }}",
+ # if / elif / else
+ "{% if n > 5 %}big{% elif n > 2 %}mid{% else %}small{% endif %}", "{% if e %}yes{% else %}no{% endif %}",
+ "{% if missing %}y{% elif d %}d{% endif %}",
+ # for loops and loop vars
+ "{% for x in l %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}|{% endfor %}",
+ "{% for x in [] %}a{% else %}empty{% endfor %}", "{% for x in l if x > 1 %}{{ x }}:{{ loop.length }} {% endfor %}",
+ "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", "{% for x in l %}{% if x == 1 %}{% continue %}{% endif %}{{ x }}{% if x == 1 %}{% break %}{% endif %}{% endfor %}",
+ "{% for x in l %}{% if loop.first %}[{% endif %}{{ x }}{% if not loop.last %},{% endif %}{% if loop.last %}]{% endif %}{% endfor %}",
+ "{% for c in 'ab' %}{{ c }}.{% endfor %}", "{% for k in d %}{{ k }}{% endfor %}", "{% for m in msgs %}{{ m.role }}:{{ m['content'] }}/{% endfor %}",
+ "{% for x in l %}{{ loop.previtem }}-{{ loop.nextitem }} {% endfor %}", "{% for x in l %}{{ loop.cycle('a','b') }}{% endfor %}",
+ "{% for a in [1,2] %}{% for b in [3,4] %}{{ a }}{{ b }}{{ loop.index }} {% endfor %}{% endfor %}",
+ "{% for (a, b) in [(1,2),(3,4)] %}{{ a + b }}{% endfor %}",
+ # set, block set, namespace, scoping
+ "{% set x = 1 %}{% set x = x + 1 %}{{ x }}", "{% set a, b = 1, 2 %}{{ a }}{{ b }}", "{% set x %}inner {{ n }}{% endset %}[{{ x }}]",
+ "{% set ns = namespace(c=0, s='') %}{% for x in l %}{% set ns.c = ns.c + x %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.c }} {{ ns.s }}",
+ "{% set x = 0 %}{% for i in l %}{% set x = x + i %}{{ x }}{% endfor %}/{{ x }}", "{% if true %}{% set y = 5 %}{% endif %}{{ y }}",
+ # macros
+ "{% macro greet(name, greeting='Hello') %}{{ greeting }}, {{ name }}!{% endmacro %}{{ greet('A') }} {{ greet('B', 'Hi') }} {{ greet(greeting='Yo', name='C') }}",
+ "{% macro m(x) %}[{{ x }}{{ n }}]{% endmacro %}{% for i in [1,2] %}{{ m(i) }}{% endfor %}",
+ "{% macro rec(k) %}{% if k > 0 %}{{ k }}{{ rec(k - 1) }}{% endif %}{% endmacro %}{{ rec(3) }}",
+ # expressions
+ "{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 7 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 8 }} {{ 2 ** 0.5 }} {{ -n }}",
+ "{{ 'a' ~ 1 ~ none ~ t }} {{ 'ab' + 'cd' }} {{ [1] + [2] }} {{ 'x' * 3 }} {{ 1 + 2.5 }} {{ 1.5 * 2 }} {{ 10 / 4 }} {{ 1e3 }} {{ 0.1 + 0.2 }}",
+ "{{ n == 7 }} {{ n != 7 }} {{ n < 8 }} {{ n <= 7 }} {{ n > 7 }} {{ n >= 7 }} {{ 1 < n < 10 }} {{ 'a' < 'b' }} {{ [1, 2] < [1, 3] }}",
+ "{{ 'ell' in s }} {{ 3 in l }} {{ 'a' in d }} {{ 9 not in l }} {{ not t }} {{ t and n }} {{ e or 'fallback' }} {{ none or 0 }}",
+ "{{ 'y' if t else 'n' }} {{ 'y' if e else 'n' }} [{{ 'only' if e }}]", "{{ d.a }} {{ d['b'] }} {{ d.missing }} {{ l[0] }} {{ l[-1] }} {{ l[9] }} {{ msgs[1].content }}",
+ "{{ l[1:] }} {{ l[:2] }} {{ l[::-1] }} {{ l[::2] }} {{ s[1:4] }} {{ u8[::-1] }} {{ 'abcdef'[-3:] }}",
+ "{{ [1, 'two', [3], {'k': none}] }} {{ {'x': 1, 'y': [true]} }} {{ (1, 2) }} {{ () }} {{ 'quote\\'s' }} {{ \"dq\\\"s\" }}",
+ "{{ 'a' 'b' }} {{ '\\n' | length }} {{ '\\u00e9' }} {{ 1_000 }}",
+ # tests
+ "{{ n is defined }} {{ zz is defined }} {{ zz is undefined }} {{ none is none }} {{ d.n is none }} {{ s is string }} {{ n is number }} {{ f is number }}",
+ "{{ d is mapping }} {{ l is mapping }} {{ l is iterable }} {{ s is iterable }} {{ n is iterable }} {{ l is sequence }} {{ t is boolean }} {{ n is boolean }}",
+ "{{ t is true }} {{ t is false }} {{ false is false }} {{ 1 is true }} {{ n is odd }} {{ n is even }} {{ n is eq 7 }} {{ n is equalto 7 }} {{ n is ne(3) }}",
+ "{{ 9 is divisibleby 3 }} {{ 2 is in [1, 2] }} {{ 'abc' is lower }} {{ 'ABC' is upper }} {{ n is not odd }} {{ n is integer }} {{ f is float }} {{ n is lt 9 }} {{ n is ge 7 }}",
+ # filters
+ "[{{ '  x y  ' | trim }}] [{{ 'xxhixx' | trim('x') }}] {{ s | upper }} {{ s | lower }} {{ 'hELLO wORLD' | capitalize }} {{ 'hello big-world (x' | title }}",
+ "{{ l | length }} {{ s | length }} {{ d | count }} {{ l | first }} {{ l | last }} {{ s | first }} {{ l | join }} {{ l | join(', ') }} {{ msgs | join('|', attribute='role') }}",
+ "{{ s | replace('l', 'L') }} {{ 'aaa' | replace('a', 'b', 2) }} {{ zz | default('dflt') }} {{ e | default('dflt') }} {{ e | default('dflt', true) }} {{ d.n | default('x') }}",
+ "{{ 'ab' | list }} {{ d | list }} {{ [1, 2, 1, 'a', 'A'] | unique | list }} {{ l | sort }} {{ l | sort(reverse=true) }} {{ ['b', 'A', 'c'] | sort }} {{ ['b', 'A', 'c'] | sort(case_sensitive=true) }}",
+ "{{ msgs | sort(attribute='role') | map(attribute='content') | list }} {{ l | reverse | list }} {{ 'abc' | reverse }} {{ ['a', 'b'] | map('upper') | list }}",
+ "{{ l | select('odd') | list }} {{ l | reject('odd') | list }} {{ [0, 1, '', 'a'] | select | list }} {{ msgs | selectattr('role', 'equalto', 'user') | list }} {{ msgs | rejectattr('role', 'eq', 'user') | map(attribute='role') | list }}",
+ "{{ d | tojson }} {{ l | tojson }} {{ s | tojson }} {{ msgs | tojson(indent=2) }} {{ {'a': 1.0, 'b': [none, true]} | tojson }} {{ 'q\"\\\\\\n\\t' | tojson }} {{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}",
+ "{{ n | string }} {{ '42' | int + 1 }} {{ 'x' | int }} {{ '3.7' | int }} {{ 3.9 | int }} {{ '2.5' | float }} {{ n | float }} {{ -3 | abs }} {{ -2.5 | abs }} {{ l | sum }} {{ msgs | map(attribute='role') | list | length }}",
+ "{{ d | items | list }} {{ d | dictsort }} {{ d | dictsort(reverse=true) }} {{ {'b': 1, 'a': 2} | dictsort(by='value') }}",
+ "{{ '%s is %d years, %.2f%%' | format('Ann', 30, 99.5) }} {{ '%5s|%-5s|%03d' | format('a', 'b', 7) }} {{ 'x=%r' % 'y' }} {{ '%s and %s' % ('a', 'b') }}",
+ "{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(1, blank=true) }}", "{{ '<b>&\"\\'' | e }} {{ '<i>' | escape }} {{ '<u>' | safe }}",
+ # string and dict methods
+ "{{ '  hi  '.strip() }}|{{ 'xxhi'.lstrip('x') }}|{{ 'hi\\n\\n'.rstrip() }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|{{ 'a b c'.split(' ', 1) }}",
+ "{{ s.startswith('Hé') }} {{ s.endswith('x') }} {{ s.startswith(('x', 'H')) }} {{ s.upper() }} {{ s.lower() }} {{ 'a-b'.replace('-', '+') }} {{ \"they're bill's\".title() }}",
+ "{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'dv') }} {{ d.items() | list }} {{ d.keys() | list }} {{ d.values() | list }} {{ ', '.join(['a', 'b']) }} {{ 'abcabc'.count('b') }} {{ 'abc'.find('c') }}",
+ # globals
+ "{{ range(3) | list }} {{ range(1, 7, 2) | list }} {{ range(5, 0, -2) | list }} {{ dict(a=1, b='x') }} {{ namespace(a=1).a }}",
+ # errors (message compared only for raise_exception)
+ "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
+ "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",
+]
+def main():
+    out = []
+    for tpl in cases:
+        try:
+            out.append({"template": tpl, "text": env().from_string(tpl).render(**V)})
+        except jinja2.exceptions.TemplateError as ex:
+            if type(ex).__name__ == "TemplateError":  # raised by the template (raise_exception)
+                out.append({"template": tpl, "raises": str(ex)})
+            else:
+                out.append({"template": tpl, "error": True})
+        except Exception:
+            out.append({"template": tpl, "error": True})
+    with open(sys.argv[1], "w") as f:
+        json.dump({"variables": V, "cases": out}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+// The Jinja engine construct by construct: every template of tests/jinja_oracle/cases.json (text, whitespace
+// control, if/for/loop/set/namespace/macro, expressions, every test and filter, string and dict methods,
+// globals) renders to the text Jinja2 gives; templates that raise give the template's message; failing ones
+// fail with a line and column. Then what must be refused when a template loads, and the bounds that keep any
+// template from hanging the server.
+#include <fstream>
+#include <sstream>
+
+#include "engine/chat/chat_template.h"
+#include "engine/chat/jinja_interpreter.h"
+#include "engine/chat/jinja_parser.h"
+#include "engine/chat/jinja_value.h"
+#include "gtest/gtest.h"
+
+namespace arach::jinja {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+absl::StatusOr<std::string> RenderText(const std::string& source, const ordered_json& variables = ordered_json::object()) {
+  auto tmpl = ChatTemplate::Parse(source, TokenizerConfig{}, "test");
+  if (!tmpl.ok()) return tmpl.status();
+  absl::StatusOr<Template> tree = ParseTemplate(source);
+  if (!tree.ok()) return tree.status();
+  Dict vars;
+  for (const auto& [key, value] : variables.items()) vars.Set(key, Value::FromJson(value));
+  vars.Set("raise_exception", Value::MakeFunction("raise_exception", [](CallArgs& a) -> absl::StatusOr<Value> {
+    absl::Status raised = absl::InvalidArgumentError(a.positional.empty() ? "" : a.positional[0].Str());
+    raised.SetPayload(kRaisedByTemplate, absl::Cord("1"));
+    return raised;
+  }));
+  return Render(*tree, vars);
+}
+
+TEST(Jinja, EveryOracleCaseMatchesJinja2) {
+  std::ifstream in(std::string(ARACH_SOURCE_DIR) + "/tests/jinja_oracle/cases.json");
+  ASSERT_TRUE(in) << "tests/jinja_oracle/cases.json";
+  std::stringstream text;
+  text << in.rdbuf();
+  const ordered_json fixture = ordered_json::parse(text.str());
+  int checked = 0;
+  for (const ordered_json& c : fixture["cases"]) {
+    const std::string source = c["template"];
+    const absl::StatusOr<std::string> rendered = RenderText(source, fixture["variables"]);
+    if (c.contains("text")) {
+      ASSERT_TRUE(rendered.ok()) << source << "\n" << rendered.status();
+      EXPECT_EQ(*rendered, c["text"].get<std::string>()) << source;
+    } else if (c.contains("raises")) {
+      ASSERT_FALSE(rendered.ok()) << source;
+      EXPECT_EQ(rendered.status().message(), c["raises"].get<std::string>()) << "the template's own message, as is";
+    } else {
+      ASSERT_FALSE(rendered.ok()) << source << " should fail, rendered: " << *rendered;
+      EXPECT_NE(rendered.status().message().find("line 1, column"), std::string::npos) << rendered.status();
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 75);
+}
+
+TEST(Jinja, FloatsPrintAsPythonReprs) {
+  EXPECT_EQ(FloatRepr(1.0), "1.0");
+  EXPECT_EQ(FloatRepr(0.1), "0.1");
+  EXPECT_EQ(FloatRepr(1e16), "1e+16");
+  EXPECT_EQ(FloatRepr(1e-5), "1e-05");
+  EXPECT_EQ(FloatRepr(0.0001), "0.0001");
+  EXPECT_EQ(FloatRepr(123456789012345678.0), "1.2345678901234568e+17");
+  EXPECT_EQ(FloatRepr(-2.5), "-2.5");
+  EXPECT_EQ(FloatRepr(1234.5), "1234.5");
+}
+
+TEST(Jinja, ToJsonIsPythonJsonDumps) {
+  const Value v = Value::FromJson(ordered_json::parse(R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})"));
+  EXPECT_EQ(*ToJson(v), R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})");
+  JsonOptions indented;
+  indented.indent = 2;
+  EXPECT_EQ(*ToJson(Value::FromJson(ordered_json::parse(R"({"a": [1], "b": {}})")), indented), "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}");
+  EXPECT_FALSE(ToJson(Value::Undefined()).ok());
+}
+
+std::string ParseError(const std::string& source) {
+  absl::StatusOr<Template> tree = ParseTemplate(source);
+  return tree.ok() ? "<parsed>" : std::string(tree.status().message());
+}
+
+TEST(Jinja, UnsupportedConstructsAreRefusedAtLoadNamingLineAndColumn) {
+  EXPECT_EQ(ParseError("a\n  {% include 'x.j2' %}"), "line 2, column 6: unsupported tag 'include'");
+  EXPECT_EQ(ParseError("{% call m() %}x{% endcall %}"), "line 1, column 4: unsupported tag 'call'");
+  EXPECT_EQ(ParseError("{% extends 'base' %}"), "line 1, column 4: unsupported tag 'extends'");
+  EXPECT_EQ(ParseError("{{ x | wordwrap }}"), "line 1, column 8: unsupported filter 'wordwrap'");
+  EXPECT_EQ(ParseError("{% if x is prime %}{% endif %}"), "line 1, column 12: unsupported test 'prime'");
+  EXPECT_EQ(ParseError("{{ f(*args) }}"), "line 1, column 6: unsupported: *args and **kwargs in calls");
+  EXPECT_EQ(ParseError("{% for x in y recursive %}{% endfor %}"), "line 1, column 15: unsupported: recursive loops");
+  EXPECT_EQ(ParseError("{% if x %}no end"), "line 1, column 17: the template ends before {% elif %}");
+  EXPECT_EQ(ParseError("{{ 'open }}"), "line 1, column 4: the string is never closed");
+  EXPECT_EQ(ParseError("{{ x "), "line 1, column 6: the expression is never closed with }}");
+  EXPECT_EQ(ParseError("{# never closed"), "line 1, column 1: the comment is never closed with #}");
+  EXPECT_EQ(ParseError("{% break %}"), "line 1, column 4: 'break' outside a for loop");
+  EXPECT_EQ(ParseError("{{ a ! b }}"), "line 1, column 6: unexpected character '!'");
+  auto t = ChatTemplate::Parse("{{ x | wordwrap }}", TokenizerConfig{}, "tokenizer_config.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "tokenizer_config.json: chat template: line 1, column 8: unsupported filter 'wordwrap'");
+}
+
+TEST(Jinja, RenderingIsBounded) {
+  const absl::StatusOr<std::string> recursion = RenderText("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  ASSERT_FALSE(recursion.ok());
+  EXPECT_NE(recursion.status().message().find("too deeply"), std::string::npos) << recursion.status();
+  const absl::StatusOr<std::string> huge = RenderText("{{ range(100000000) | length }}");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("range is too long"), std::string::npos);
+  const absl::StatusOr<std::string> nested =
+      RenderText("{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}x{% endfor %}{% endfor %}{% endfor %}");
+  ASSERT_FALSE(nested.ok());
+  const absl::StatusOr<std::string> repeat = RenderText("{{ 'x' * 100000000 }}");
+  ASSERT_FALSE(repeat.ok());
+}
+
+TEST(ChatTemplate, VariablesAndRaisedErrors) {
+  TokenizerConfig tokens;
+  tokens.bos_token = "<s>";
+  tokens.eos_token = "</s>";
+  auto t = ChatTemplate::Parse(
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{{ eos_token }}{% endfor %}"
+      "{% if add_generation_prompt %}[assistant]{% endif %}{% if tools %}{{ tools | tojson }}{% endif %}"
+      "{% if enable_thinking is defined %}think={{ enable_thinking }}{% endif %}{{ pad_token is defined }}",
+      tokens, "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ChatInput input;
+  input.messages = ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+  EXPECT_EQ(*(*t)->Render(input), "<s>[user]hi</s>[assistant]False");
+  input.add_generation_prompt = false;
+  input.tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "f"}}])");
+  input.extra = ordered_json::parse(R"({"enable_thinking": false})");
+  EXPECT_EQ(*(*t)->Render(input), R"(<s>[user]hi</s>[{"type": "function", "function": {"name": "f"}}]think=FalseFalse)");
+  auto raising = ChatTemplate::Parse("{{ raise_exception('System role not supported') }}", tokens, "t");
+  ASSERT_TRUE(raising.ok());
+  const absl::StatusOr<std::string> raised = (*raising)->Render(input);
+  EXPECT_EQ(raised.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(raised.status().message(), "System role not supported");
+  auto failing = ChatTemplate::Parse("ok\n{{ messages[0].content + 1 }}", tokens, "chat_template.jinja");
+  ASSERT_TRUE(failing.ok());
+  EXPECT_EQ(std::string((*failing)->Render(input).status().message()),
+            "the chat template (chat_template.jinja) failed: line 2, column 24: can only concatenate str (not \"int\") to str");
+}
+
+TEST(ChatTemplate, StrftimeNowFormatsTheCurrentDate) {
+  auto t = ChatTemplate::Parse("{{ strftime_now('%Y') | int > 2000 }} {{ strftime_now('%d %b %Y') | length }}", TokenizerConfig{}, "t");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*(*t)->Render(ChatInput{}), "True 11");
+}
+
+}  // namespace
+}  // namespace arach::jinja
