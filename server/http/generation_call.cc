@@ -1,0 +1,176 @@
+#include "server/http/generation_call.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/http/http_call.h"
+#include "server/http/openai_error.h"
+#include "server/request_log.h"
+
+namespace arach::server::http {
+
+using json = nlohmann::json;
+
+bool Answered(const FinishInfo& info) { return info.reason == FinishReason::kStop || info.reason == FinishReason::kLength; }
+
+GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, GenerationFields fields, ResolvedVariant variant,
+                               Identity identity)
+    : context_(context), ticket_(std::move(ticket)), fields_(std::move(fields)), variant_(std::move(variant)),
+      identity_(std::move(identity)), created_(UnixSeconds()), started_(Clock::now()) {}
+
+absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields) {
+  choices_.assign(requests.size(), Choice{});
+  run_ = GenerationRun::Create(engine(), *context_.metrics, variant_.variant, static_cast<int>(requests.size()));
+  for (size_t c = 0; c < requests.size(); ++c) {
+    choices_[c].prompt_index = static_cast<int>(c / static_cast<size_t>(fields_.n));
+    choices_[c].prompt = requests[c].prompt;
+    const std::string& prompt_field = prompt_fields[c];
+    const absl::Status submitted = run_->Submit(static_cast<int>(c), std::move(requests[c]), [&](absl::string_view field) {
+      return field == "prompt" ? prompt_field : OpenAiFieldName(field);
+    });
+    if (!submitted.ok()) {
+      run_->CancelAll();
+      run_->WaitFinished();
+      return submitted;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void GenerationCall::Apply(ChoiceEvent& event) {
+  Choice& choice = choices_[static_cast<size_t>(event.choice)];
+  if (!event.finish) {
+    choice.text += event.chunk.text;
+    for (SampledToken& t : event.chunk.tokens) choice.tokens.push_back(std::move(t));
+    return;
+  }
+  choice.finish = std::move(event.finish);
+  const FinishInfo& info = *choice.finish;
+  if (!Answered(info)) {
+    Fail(info.status.ok() ? absl::CancelledError("the request was cancelled") : info.status);
+    return;
+  }
+  choice.text += info.text;
+  if (absl::Status status = OnChoiceFinished(event.choice, choice); !status.ok()) Fail(status);
+}
+
+json GenerationCall::Envelope(json choices) const {
+  return {{"id", absl::StrCat(identity_.id_prefix, identity_.request_id)},
+          {"object", ObjectName()},
+          {"created", created_},
+          {"model", fields_.model},
+          {"choices", std::move(choices)},
+          {"arach_variant", variant_.variant.Name()}};
+}
+
+json GenerationCall::UsageJson() const {
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  for (size_t c = 0; c < choices_.size(); ++c) {
+    const Choice& choice = choices_[c];
+    if (!choice.finish) continue;
+    if (c % static_cast<size_t>(fields_.n) == 0) {  // each prompt once
+      prompt_tokens += choice.finish->usage.prompt_tokens;
+      cached_tokens += choice.finish->usage.cached_prompt_tokens;
+    }
+    completion_tokens += choice.finish->usage.completion_tokens;
+  }
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+}
+
+void GenerationCall::RespondWhole(httplib::Response& response) {
+  run_->WaitFinished();
+  for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) Apply(event);
+  json choices = json::array();
+  for (size_t c = 0; c < choices_.size(); ++c) choices.push_back(ChoiceJson(static_cast<int>(c), choices_[c], true));
+  if (!failure_.ok()) {
+    SendError(response, failure_);
+  } else {
+    json body = Envelope(std::move(choices));
+    body["usage"] = UsageJson();
+    DecorateWhole(body);
+    SendJson(response, 200, body);
+  }
+  End(response.status);
+}
+
+bool GenerationCall::PumpStream(ServerSentEvents& events) {
+  std::vector<ChoiceEvent> taken = run_->Take(kServerSentEventsKeepAlive);
+  if (taken.empty() && !run_->over()) return events.KeepAlive();
+  for (ChoiceEvent& event : taken) {
+    const int index = event.choice;
+    const bool finished = event.finish.has_value();
+    Apply(event);
+    if (!failure_.ok()) break;
+    Choice& choice = choices_[static_cast<size_t>(index)];
+    if (!finished && choice.text.empty() && choice.tokens.empty() && choice.opened) continue;  // nothing to say yet
+    if (!events.Data(JsonText(Envelope(json::array({ChoiceJson(index, choice, finished)}))))) return false;
+    choice.opened = true;
+  }
+  if (!failure_.ok()) {
+    run_->CancelAll();
+    events.Data(JsonText(ErrorBody(failure_)));
+    return events.Done();
+  }
+  if (!run_->over()) return true;
+  if (fields_.include_usage) {
+    json usage = Envelope(json::array());
+    usage["usage"] = UsageJson();
+    if (!events.Data(JsonText(usage))) return false;
+  }
+  return events.Done();
+}
+
+void GenerationCall::RespondStream(httplib::Response& response) {
+  response.status = 200;
+  std::shared_ptr<GenerationCall> self = shared_from_this();
+  SendServerSentEvents(
+      response, [self](ServerSentEvents& events) { return self->PumpStream(events); },
+      [self](bool completed) {
+        if (!completed) self->run_->CancelAll();
+        self->run_->WaitFinished();
+        self->End(completed && self->failure_.ok() ? 200 : 499);
+      });
+}
+
+void GenerationCall::End(int http_status) {
+  if (ended_) return;
+  ended_ = true;
+  FinishedRequest record(identity_.request_id, "http", identity_.route, variant_.variant.Name(), http_status);
+  record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  for (size_t c = 0; c < choices_.size(); ++c) {
+    const Choice& choice = choices_[c];
+    if (!choice.finish) continue;
+    if (c % static_cast<size_t>(fields_.n) == 0) record.prompt_tokens += choice.finish->usage.prompt_tokens;
+    record.completion_tokens += choice.finish->usage.completion_tokens;
+    if (record.finish.empty() || !Answered(*choice.finish)) record.finish = FinishReasonName(choice.finish->reason);
+  }
+  context_.request_log->Write(record);
+  ticket_.Release();
+}
+
+void ServeGeneration(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                     const std::string& route, const StartGeneration& start) {
+  const std::string request_id = RequestIdOf(request);
+  response.set_header(kRequestIdHeader, request_id);
+  absl::StatusOr<CallTicket> ticket = AdmitCall(context);  // counts its own refusals
+  absl::StatusOr<std::shared_ptr<GenerationCall>> call = absl::UnknownError("not started");
+  if (ticket.ok()) {
+    call = start(std::move(*ticket), request_id);
+    if (!call.ok()) RecordRejection(context, call.status());
+  } else {
+    call = ticket.status();
+  }
+  if (!call.ok()) {
+    SendError(response, call.status());
+    context.request_log->Write(FinishedRequest(request_id, "http", route, response.get_header_value(kVariantHeader), response.status));
+    return;
+  }
+  if ((*call)->streaming()) {
+    (*call)->RespondStream(response);
+  } else {
+    (*call)->RespondWhole(response);
+  }
+}
+
+}  // namespace arach::server::http

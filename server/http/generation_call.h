@@ -1,0 +1,108 @@
+// One HTTP generation call (completions and chat completions alike) from submission to its last byte: one
+// engine request per choice through a GenerationRun; a plain answer waits for every choice, a streamed one
+// writes server-sent events as tokens arrive and cancels every choice when the client goes away. The
+// request's log line and the end of its admission ticket come when every choice has finished. Subclasses
+// say how a choice, a chunk and the whole answer look.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/engine.h"
+#include "nlohmann/json.hpp"
+#include "server/admission.h"
+#include "server/http/completion_request.h"
+#include "server/http/generation_run.h"
+#include "server/http/server_sent_events.h"
+#include "server/service_context.h"
+
+namespace arach::server::http {
+
+// A choice as it is built: what arrived since it was last written.
+struct Choice {
+  int prompt_index = 0;
+  std::vector<int32_t> prompt;        // the prompt's token ids
+  std::string text;                   // text not yet written (a stream) or all of it
+  std::vector<SampledToken> tokens;   // generated tokens not yet written
+  std::optional<FinishInfo> finish;
+  bool opened = false;                // a stream wrote its first chunk
+};
+
+class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
+ public:
+  struct Identity {
+    std::string request_id;
+    std::string route;      // "/v1/completions", "/v1/chat/completions"
+    std::string id_prefix;  // "cmpl-", "chatcmpl-"
+  };
+  GenerationCall(ServiceContext& context, CallTicket ticket, GenerationFields fields, ResolvedVariant variant, Identity identity);
+  virtual ~GenerationCall() = default;
+
+  // Submits `requests[i]` as choice i (prompt-major: choices [p * n, (p + 1) * n) share prompt p); an engine
+  // field error is named through `field_names[i]`'s prompt name and OpenAiFieldName. On error nothing stays queued.
+  absl::Status Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields);
+  // The whole answer, once every choice has finished (or the first failure).
+  void RespondWhole(httplib::Response& response);
+  // Server-sent events as tokens arrive, then the usage (when asked) and [DONE].
+  void RespondStream(httplib::Response& response);
+  bool streaming() const { return fields_.stream; }
+
+ protected:
+  // The choice object of `choice` (writes and clears its pending text and tokens). `final`: it has finished.
+  virtual nlohmann::json ChoiceJson(int index, Choice& choice, bool final) = 0;
+  // The `object` of the answer ("text_completion", "chat.completion", "chat.completion.chunk").
+  virtual std::string ObjectName() const = 0;
+  // Called once when a choice finishes with an answer, before it is written (e.g. echoed prompt log-probs).
+  virtual absl::Status OnChoiceFinished(int /*index*/, Choice& /*choice*/) { return absl::OkStatus(); }
+  // Fields added to the whole answer (e.g. the rendered prompt).
+  virtual void DecorateWhole(nlohmann::json& /*body*/) {}
+
+  const GenerationFields& fields() const { return fields_; }
+  const RequestLimits& limits() const { return context_.limits; }
+  const Variant& variant() const { return variant_.variant; }
+  Engine& engine() const { return ticket_.engine(); }
+  std::vector<Choice>& choices() { return choices_; }
+  // Records the first failure (later ones are dropped).
+  void Fail(const absl::Status& status) {
+    if (failure_.ok()) failure_ = status;
+  }
+  // The envelope every answer and chunk shares: id, object, created, model, choices, arach_variant.
+  nlohmann::json Envelope(nlohmann::json choices) const;
+  nlohmann::json UsageJson() const;
+
+ private:
+  void Apply(ChoiceEvent& event);
+  bool PumpStream(ServerSentEvents& events);
+  void End(int http_status);
+
+  ServiceContext& context_;
+  CallTicket ticket_;
+  GenerationFields fields_;
+  ResolvedVariant variant_;
+  Identity identity_;
+  int64_t created_;
+  Clock::time_point started_;
+  std::shared_ptr<GenerationRun> run_;
+  std::vector<Choice> choices_;  // [prompts x n], prompt-major
+  absl::Status failure_;         // the first choice that ended without an answer
+  bool ended_ = false;
+};
+
+// The finish reasons that carry an answer (stop, length).
+bool Answered(const FinishInfo& info);
+
+// Serves a generation route: admits the call, lets `start` parse the body, resolve the variant and submit the
+// choices, then answers whole or streamed. A refusal (400, 404, 429, 503) is answered in OpenAI's shape,
+// counted in arach_requests_rejected_total and logged. The response carries x-request-id.
+using StartGeneration =
+    std::function<absl::StatusOr<std::shared_ptr<GenerationCall>>(CallTicket ticket, const std::string& request_id)>;
+void ServeGeneration(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                     const std::string& route, const StartGeneration& start);
+
+}  // namespace arach::server::http
