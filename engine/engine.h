@@ -76,6 +76,8 @@ class Engine {
   EngineStats stats() const;
   const ModelConfig& model_config() const { return model_.config; }
   const Tokenizer& tokenizer() const { return *model_.tokenizer; }
+  // The model's chat template (or --chat_template's); null when it has none.
+  const ChatTemplate* chat_template() const { return model_.chat_template.get(); }
   bool has_adapter() const { return model_.runner->has_adapter(); }
   int adapter_expansion() const { return model_.runner->adapter_expansion(); }
   int kv_block_size() const { return model_.runner->kv_cache().block_size(); }

@@ -15,4 +15,8 @@ grpc::ServerWriteReactor<arach::v1::GenerateResponse>* StartGenerate(ServiceCont
                                                                      grpc::CallbackServerContext* call,
                                                                      const arach::v1::GenerateRequest* request);
 
+// A Chat call: the same stream, its prompt rendered from the messages by the model's chat template.
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* StartChat(ServiceContext& context, grpc::CallbackServerContext* call,
+                                                                 const arach::v1::ChatRequest* request);
+
 }  // namespace arach::server

@@ -28,6 +28,11 @@ grpc::ServerWriteReactor<arach::v1::GenerateResponse>* InferenceService::Generat
   return StartGenerate(context_, call, request);
 }
 
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* InferenceService::Chat(grpc::CallbackServerContext* call,
+                                                                              const arach::v1::ChatRequest* request) {
+  return StartChat(context_, call, request);
+}
+
 grpc::ServerUnaryReactor* InferenceService::Score(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
                                                   arach::v1::ScoreResponse* response) {
   return StartScore(context_, call, request, response);

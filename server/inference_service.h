@@ -14,6 +14,8 @@ class InferenceService final : public arach::v1::Inference::CallbackService {
 
   grpc::ServerWriteReactor<arach::v1::GenerateResponse>* Generate(grpc::CallbackServerContext* call,
                                                                   const arach::v1::GenerateRequest* request) override;
+  grpc::ServerWriteReactor<arach::v1::GenerateResponse>* Chat(grpc::CallbackServerContext* call,
+                                                              const arach::v1::ChatRequest* request) override;
   grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
                                   arach::v1::ScoreResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* call, const arach::v1::GetModelInfoRequest* request,

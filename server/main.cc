@@ -21,6 +21,7 @@
 
 ABSL_FLAG(std::string, model, "", "model folder (Hugging Face layout)");
 ABSL_FLAG(std::string, adapter, "", "pre-projection + skip adapter (safetensors); enables the skip variants");
+ABSL_FLAG(std::string, chat_template, "", "a Jinja chat template file that replaces the model's own (tokenizer_config.json)");
 ABSL_FLAG(std::string, arach_hub_embedding, "", "ARACH hub embedding FILE.safetensors:KEY (default: derived from the embeddings)");
 ABSL_FLAG(uint64_t, hub_seed, 0, "seed of the derived hub embedding");
 ABSL_FLAG(double, arach_offset, -0.5, "default ARACH logit offset b");
@@ -71,6 +72,7 @@ ServerOptions OptionsFromFlags() {
   o.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);
   o.load.hub_seed = absl::GetFlag(FLAGS_hub_seed);
   o.load.adapter = absl::GetFlag(FLAGS_adapter);
+  o.load.chat_template = absl::GetFlag(FLAGS_chat_template);
   o.default_variant = absl::GetFlag(FLAGS_default_variant);
   o.arach_offset = absl::GetFlag(FLAGS_arach_offset);
   o.experiment = absl::GetFlag(FLAGS_experiment);

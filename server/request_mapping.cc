@@ -117,6 +117,49 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   return out;
 }
 
+namespace {
+
+absl::StatusOr<nlohmann::ordered_json> ParseJsonField(const std::string& text, const std::string& field, bool want_object) {
+  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return FieldError(field, "is not valid JSON");
+  if (want_object ? !parsed.is_object() : !parsed.is_array()) return FieldError(field, want_object ? "must be a JSON object" : "must be a JSON list");
+  return parsed;
+}
+
+}  // namespace
+
+absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
+  ChatInput input;
+  if (r.messages_size() == 0) return FieldError("messages", "is required (a non-empty list)");
+  for (int i = 0; i < r.messages_size(); ++i) {
+    const arach::v1::ChatMessage& m = r.messages(i);
+    const std::string field = absl::StrCat("messages[", i, "]");
+    const std::string& role = m.role();
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool") {
+      return FieldError(field + ".role", absl::StrCat("'", role, "' is not system, developer, user, assistant or tool"));
+    }
+    nlohmann::ordered_json message = {{"role", role}};
+    message["content"] = m.has_content() ? nlohmann::ordered_json(m.content()) : nlohmann::ordered_json(nullptr);
+    if (!m.has_content() && role != "assistant") return FieldError(field + ".content", "is required");
+    if (!m.name().empty()) message["name"] = m.name();
+    if (!m.tool_call_id().empty()) message["tool_call_id"] = m.tool_call_id();
+    if (!m.tool_calls_json().empty()) {
+      ARACH_ASSIGN_OR_RETURN(message["tool_calls"], ParseJsonField(m.tool_calls_json(), field + ".tool_calls_json", false));
+    }
+    if (!m.reasoning_content().empty()) message["reasoning_content"] = m.reasoning_content();
+    input.messages.push_back(std::move(message));
+  }
+  if (!r.tools_json().empty()) {
+    ARACH_ASSIGN_OR_RETURN(input.tools, ParseJsonField(r.tools_json(), "tools_json", false));
+    if (input.tools.empty()) input.tools = nullptr;
+  }
+  if (r.has_add_generation_prompt()) input.add_generation_prompt = r.add_generation_prompt();
+  if (!r.chat_template_kwargs_json().empty()) {
+    ARACH_ASSIGN_OR_RETURN(input.extra, ParseJsonField(r.chat_template_kwargs_json(), "chat_template_kwargs_json", true));
+  }
+  return input;
+}
+
 arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, bool with_logprobs) {
   arach::v1::GenerateResponse response;
   for (const SampledToken& t : chunk.tokens) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "arach/v1/inference.pb.h"
+#include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 #include "server/request_limits.h"
 #include "server/variant_resolver.h"
@@ -40,6 +41,10 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const Engine& engine, const Reque
 absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const RequestLimits& limits,
                                               const arach::v1::GenerateRequest& request, const Variant& variant,
                                               std::string* prompt_field);
+
+// The conversation of a Chat request (JSON fields parsed; errors name the proto field, e.g.
+// "messages[1].tool_calls_json").
+absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& request);
 
 // The stream message for `chunk` (token ids, text, log-probs when asked).
 arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, bool with_logprobs);

@@ -37,6 +37,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", model.tokenizer->vocab_size(),
                                                    " tokens but config.json says vocab_size ", model.config.vocab_size));
   }
+  ARACH_ASSIGN_OR_RETURN(model.chat_template, LoadChatTemplate(dir, model.tokenizer->config(), options.chat_template));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
   checkpoint.reset();  // unmap the files; the weights are copied

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/chat/chat_template.h"
 #include "engine/model/model_config.h"
 #include "engine/runner/device_weights.h"
 #include "engine/runner/model_runner.h"
@@ -27,16 +28,19 @@ struct LoadModelOptions {
   std::string hub_embedding;    // "FILE.safetensors:KEY"; empty = derived from the embeddings (seed below)
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
+  std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
 };
 
 struct LoadedModel {
   std::string dir;
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none (chat requests are refused)
   std::unique_ptr<ModelRunner> runner;
 };
 
-// Loads config.json, the tokenizer, the weights and the variant features of `dir` and builds the runner.
+// Loads config.json, the tokenizer and its chat template, the weights and the variant features of `dir` and
+// builds the runner.
 absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options);
 
 // The hub embedding (given or derived) and the adapter (when asked for) of `options`.

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
-#include "server/http/completion_logprobs.h"
+#include "server/http/token_logprobs.h"
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
 #include "server/request_mapping.h"

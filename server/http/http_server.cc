@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/http/chat_completions.h"
 #include "server/http/completions.h"
 #include "server/http/http_call.h"
 #include "server/http/model_ids.h"
@@ -14,7 +15,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions"};
+constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"};
 
 // The route label of a path: one of kRoutes, else "other" (unknown paths must not grow the label set).
 std::string RouteLabel(const std::string& path) {
@@ -115,6 +116,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   });
   server.Post("/v1/completions", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleCompletions(context, request, response);
+  });
+  server.Post("/v1/chat/completions", [&context](const httplib::Request& request, httplib::Response& response) {
+    HandleChatCompletions(context, request, response);
   });
   if (absl::Status status = http->Listen(options.listen); !status.ok()) return status;
   return http;

@@ -3,6 +3,7 @@
 //   GET  /metrics           Prometheus text (ServerMetrics::Scrape)
 //   GET  /v1/models         the served model ids (model_ids.h)
 //   POST /v1/completions    OpenAI completions (completions.h)
+//   POST /v1/chat/completions  OpenAI chat completions (chat_completions.h)
 // Every answer is counted in arach_http_requests_total{route, status, variant}; errors are in OpenAI's
 // shape (openai_error.h), a body over max_request_bytes gets 413.
 #pragma once

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "server/http/completion_logprobs.h"
+#include "server/http/token_logprobs.h"
 #include "server/http/completion_request.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"

@@ -1,0 +1,92 @@
+#include "server/http/chat_completions.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "server/chat_prompt.h"
+#include "server/http/chat_request.h"
+#include "server/http/generation_call.h"
+#include "server/http/http_call.h"
+#include "server/http/token_logprobs.h"
+#include "server/request_mapping.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+class ChatCall : public GenerationCall {
+ public:
+  ChatCall(ServiceContext& context, CallTicket ticket, ChatRequest request, ResolvedVariant variant, std::string request_id)
+      : GenerationCall(context, std::move(ticket), request.fields, std::move(variant),
+                       {std::move(request_id), "/v1/chat/completions", "chatcmpl-"}),
+        request_(std::move(request)) {}
+
+  absl::Status Start();
+
+ protected:
+  std::string ObjectName() const override { return fields().stream ? "chat.completion.chunk" : "chat.completion"; }
+  json ChoiceJson(int index, Choice& choice, bool final) override;
+  void DecorateWhole(json& body) override {
+    if (request_.return_prompt) body["arach_prompt"] = prompt_.text;
+  }
+
+ private:
+  ChatRequest request_;
+  ChatPrompt prompt_;
+  std::vector<std::optional<ChatLogprobs>> logprobs_;  // [choices], when asked for
+};
+
+absl::Status ChatCall::Start() {
+  Engine& e = engine();
+  ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
+  ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, "messages"));
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < fields().n; ++i) {
+    EngineRequest r;
+    r.prompt = prompt_.ids;
+    r.variant = variant();
+    r.sampling = fields().sampling;
+    r.sampling.skip_special_tokens = fields().skip_special_tokens;
+    AddEndOfTurn(prompt_, &r.sampling);
+    if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
+    logprobs_.emplace_back();
+    if (fields().logprobs) logprobs_.back().emplace(e.tokenizer(), prompt_.ids);
+    requests.push_back(std::move(r));
+  }
+  const std::vector<std::string> prompt_fields(requests.size(), "messages");
+  return Submit(std::move(requests), prompt_fields);
+}
+
+json ChatCall::ChoiceJson(int index, Choice& choice, bool final) {
+  json message = json::object();
+  if (!fields().stream || !choice.opened) message["role"] = "assistant";
+  if (!fields().stream || !choice.text.empty() || !choice.opened) message["content"] = std::move(choice.text);
+  choice.text.clear();
+  json out = {{"index", index}, {fields().stream ? "delta" : "message", std::move(message)}, {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+  if (std::optional<ChatLogprobs>& logprobs = logprobs_[static_cast<size_t>(index)]; logprobs) {
+    for (const SampledToken& t : choice.tokens) {
+      if (absl::Status status = logprobs->Add(t); !status.ok()) Fail(status);
+    }
+    out["logprobs"] = logprobs->TakeJson();
+  }
+  choice.tokens.clear();
+  if (final && choice.finish && Answered(*choice.finish)) out["finish_reason"] = FinishReasonName(choice.finish->reason);
+  return out;
+}
+
+}  // namespace
+
+void HandleChatCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
+  ServeGeneration(context, request, response, "/v1/chat/completions",
+                  [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
+                    ARACH_ASSIGN_OR_RETURN(ChatRequest parsed, ParseChatRequest(request.body));
+                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveVariant(context, parsed.fields));
+                    SetVariantHeaders(response, variant);
+                    auto call = std::make_shared<ChatCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id);
+                    ARACH_RETURN_IF_ERROR(call->Start());
+                    return call;
+                  });
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,105 @@
+#include "server/http/chat_request.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+
+namespace arach::server::http {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+absl::Status Bad(const std::string& param, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(param, ": ", what));
+}
+
+// A message's content as the templates expect it: a string (text parts joined with "\n"), or null.
+absl::StatusOr<ordered_json> NormalizeContent(const ordered_json& content, const std::string& param) {
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) return Bad(param, "must be a string, null, or a list of content parts");
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const ordered_json& part = content[j];
+    const std::string part_param = absl::StrCat(param, "[", j, "]");
+    if (!part.is_object()) return Bad(part_param, "must be a content part object");
+    const auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) return Bad(absl::StrCat(part_param, ".type"), "is required");
+    if (*type != "text") {
+      return Bad(absl::StrCat(part_param, ".type"), absl::StrCat("'", type->get<std::string>(), "' is not supported (text only)"));
+    }
+    const auto part_text = part.find("text");
+    if (part_text == part.end() || !part_text->is_string()) return Bad(absl::StrCat(part_param, ".text"), "must be a string");
+    if (j > 0) text += "\n";
+    text += part_text->get<std::string>();
+  }
+  return ordered_json(text);
+}
+
+absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
+  const auto it = body.find("messages");
+  if (it == body.end() || !it->is_array() || it->empty()) return Bad("messages", "is required (a non-empty list)");
+  ordered_json messages = ordered_json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const ordered_json& message = (*it)[i];
+    const std::string param = absl::StrCat("messages[", i, "]");
+    if (!message.is_object()) return Bad(param, "must be an object");
+    const auto role = message.find("role");
+    if (role == message.end() || !role->is_string()) return Bad(absl::StrCat(param, ".role"), "is required (a string)");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool") {
+      return Bad(absl::StrCat(param, ".role"), absl::StrCat("'", r, "' is not system, developer, user, assistant or tool"));
+    }
+    ordered_json normalized = message;
+    const auto content = message.find("content");
+    if (content == message.end()) {
+      if (r != "assistant") return Bad(absl::StrCat(param, ".content"), "is required");
+      normalized["content"] = nullptr;
+    } else {
+      ARACH_ASSIGN_OR_RETURN(normalized["content"], NormalizeContent(*content, absl::StrCat(param, ".content")));
+    }
+    if (const auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null() && !calls->is_array()) {
+      return Bad(absl::StrCat(param, ".tool_calls"), "must be a list");
+    }
+    messages.push_back(std::move(normalized));
+  }
+  return messages;
+}
+
+}  // namespace
+
+absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
+  const ordered_json body = ordered_json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Bad("body", "is not valid JSON");
+  if (!body.is_object()) return Bad("body", "must be a JSON object");
+  ChatRequest request;
+  const nlohmann::json plain = nlohmann::json::parse(body_text);  // the same body, for the shared fields
+  ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(plain, {"max_completion_tokens", "max_tokens"}));
+  ARACH_ASSIGN_OR_RETURN(request.input.messages, ReadMessages(body));
+  if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
+    if (!tools->is_array()) return Bad("tools", "must be a list of tool specifications");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      if (!(*tools)[i].is_object()) return Bad(absl::StrCat("tools[", i, "]"), "must be an object");
+    }
+    if (!tools->empty()) request.input.tools = *tools;
+  }
+  if (const auto agp = body.find("add_generation_prompt"); agp != body.end() && !agp->is_null()) {
+    if (!agp->is_boolean()) return Bad("add_generation_prompt", "must be true or false");
+    request.input.add_generation_prompt = agp->get<bool>();
+  }
+  if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
+    for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception"}) {
+      if (kwargs->contains(reserved)) return Bad("chat_template_kwargs", absl::StrCat("may not set '", reserved, "'"));
+    }
+    request.input.extra = *kwargs;
+  }
+  if (const auto rp = body.find("return_prompt"); rp != body.end() && !rp->is_null()) {
+    if (!rp->is_boolean()) return Bad("return_prompt", "must be true or false");
+    request.return_prompt = rp->get<bool>();
+  }
+  if (const auto echo = body.find("echo"); echo != body.end() && echo->is_boolean() && echo->get<bool>()) {
+    return Bad("echo", "is not supported for chat (use return_prompt to see the rendered prompt)");
+  }
+  return request;
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,25 @@
+// The body of an OpenAI chat completions request (POST /v1/chat/completions): the generation fields every
+// request shares (completion_request.h; max_completion_tokens or max_tokens) and the conversation. Every error
+// is INVALID_ARGUMENT "<param>: <what>" naming the OpenAI parameter ("messages[2].content").
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/chat/chat_template.h"
+#include "server/http/completion_request.h"
+
+namespace arach::server::http {
+
+struct ChatRequest {
+  GenerationFields fields;
+  // messages (each with role system | developer | user | assistant | tool; content a string, null, or a list
+  // of text parts, joined with "\n" into a string), tools, add_generation_prompt (default true) and
+  // chat_template_kwargs, in the order and with the keys given (tojson keeps them).
+  ChatInput input;
+  bool return_prompt = false;  // arach extension: the answer carries the rendered prompt as `arach_prompt`
+};
+
+absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);
+
+}  // namespace arach::server::http
