@@ -36,6 +36,16 @@ grpc::Status ArachClient::Generate(const arach::v1::GenerateRequest& request,
   return reader->Finish();
 }
 
+grpc::Status ArachClient::Chat(const arach::v1::ChatRequest& request,
+                               const std::function<void(const arach::v1::GenerateResponse&)>& on_message, Deadline deadline) {
+  grpc::ClientContext ctx;
+  if (deadline) ctx.set_deadline(*deadline);
+  std::unique_ptr<grpc::ClientReader<arach::v1::GenerateResponse>> reader = inference_->Chat(&ctx, request);
+  arach::v1::GenerateResponse response;
+  while (reader->Read(&response)) on_message(response);
+  return reader->Finish();
+}
+
 grpc::Status ArachClient::Score(const arach::v1::ScoreRequest& request, arach::v1::ScoreResponse* response,
                                 Deadline deadline) {
   grpc::ClientContext ctx;

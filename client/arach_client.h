@@ -34,6 +34,9 @@ class ArachClient {
   grpc::Status Generate(const arach::v1::GenerateRequest& request,
                         const std::function<void(const arach::v1::GenerateResponse&)>& on_message,
                         Deadline deadline = std::nullopt, grpc::ClientContext* context = nullptr);
+  // Streams the assistant's turn of a conversation (Chat), like Generate.
+  grpc::Status Chat(const arach::v1::ChatRequest& request, const std::function<void(const arach::v1::GenerateResponse&)>& on_message,
+                    Deadline deadline = std::nullopt);
   grpc::Status Score(const arach::v1::ScoreRequest& request, arach::v1::ScoreResponse* response,
                      Deadline deadline = std::nullopt);
   grpc::Status GetModelInfo(arach::v1::ModelInfo* info);

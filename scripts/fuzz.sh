@@ -10,7 +10,7 @@ seconds=${FUZZ_SECONDS:-20}
 command -v clang++ >/dev/null || { echo "[fuzz] clang++ not found"; exit 1; }
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
   -DARACH_BUILD_TESTS=OFF -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
-targets=(fuzz_safetensors fuzz_model_config fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request)
+targets=(fuzz_safetensors fuzz_model_config fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_template)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 mkdir -p "$build/fuzz-artifacts"
 for target in "${targets[@]}"; do

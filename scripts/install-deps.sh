@@ -12,8 +12,9 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   libpcre2-dev libcpp-httplib-dev libgtest-dev libgmock-dev
 )
-# docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example.
-[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf)
+# docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example;
+# python3-jinja2 is the oracle of the chat-template engine.
+[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2)
 
 . /etc/os-release
 case "${ID}:${VERSION_ID}" in

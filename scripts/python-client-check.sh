@@ -15,7 +15,7 @@ command -v grpc_python_plugin >/dev/null || { echo "[python-client] grpc_python_
 stubs="$build/python-stubs"
 bash client/python/generate_stubs.sh "$stubs"
 source scripts/lib/fixture-server.sh
-start_fixture_server
+start_fixture_server gpt2-tiny
 prompt="Once upon a time"
 text=$(PYTHONPATH="$stubs" "$python" client/python/stream_generate.py --server "$grpc" --prompt "$prompt" \
   --variant arach --max-tokens 16 --request-id py-example 2> "$build/python-client.err")

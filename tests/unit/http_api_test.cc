@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "server/http/token_logprobs.h"
+#include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
@@ -106,6 +107,57 @@ TEST(CompletionRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "user": 7})"), "user");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "arach": "on"})"), "arach");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "echo": null, "temperature": null})"), "<ok>") << "null is absent";
+}
+
+std::string ChatParamOf(const std::string& body) {
+  const absl::StatusOr<ChatRequest> parsed = ParseChatRequest(body);
+  if (parsed.ok()) return "<ok>";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << parsed.status();
+  return ErrorParam(parsed.status());
+}
+
+TEST(ChatRequest, ReadsMessagesToolsAndTemplateOptions) {
+  auto r = ParseChatRequest(R"({"model": "m", "messages": [{"role": "system", "content": "S"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+      {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "tool", "content": "r", "tool_call_id": "1"}],
+      "tools": [{"type": "function", "function": {"name": "f", "z": 1, "a": 2}}], "add_generation_prompt": false,
+      "chat_template_kwargs": {"enable_thinking": false}, "max_completion_tokens": 9, "logprobs": true, "top_logprobs": 3,
+      "return_prompt": true})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->input.messages.size(), 4u);
+  EXPECT_EQ(r->input.messages[1]["content"], "a\nb") << "text parts join into the string templates expect";
+  EXPECT_TRUE(r->input.messages[2]["content"].is_null());
+  EXPECT_EQ(r->input.tools.dump(), R"([{"type":"function","function":{"name":"f","z":1,"a":2}}])") << "key order kept";
+  EXPECT_FALSE(r->input.add_generation_prompt);
+  EXPECT_EQ(r->input.extra["enable_thinking"], false);
+  EXPECT_EQ(r->fields.sampling.max_tokens, 9);
+  EXPECT_EQ(*r->fields.logprobs, 3);
+  EXPECT_TRUE(r->return_prompt);
+}
+
+TEST(ChatRequest, EveryBadFieldIsNamed) {
+  EXPECT_EQ(ChatParamOf(R"({"model": "m"})"), "messages");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": []})"), "messages");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [3]})"), "messages[0]");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"content": "x"}]})"), "messages[0].role");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "robot", "content": "x"}]})"), "messages[0].role");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user"}]})"), "messages[0].content");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": 5}]})"), "messages[0].content");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),
+            "messages[0].content[0].type");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]})"),
+            "messages[0].content[0].text");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": 1}]})"), "messages[0].tool_calls");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": {}})"), "tools");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})"),
+            "chat_template_kwargs");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": 1}})"),
+            "chat_template_kwargs");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "add_generation_prompt": 1})"),
+            "add_generation_prompt");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "echo": true})"), "echo");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": "x"})"), "temperature");
 }
 
 TEST(OpenAiError, ShapeStatusAndParam) {

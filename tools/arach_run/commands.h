@@ -54,6 +54,17 @@ struct TokenizeOptions {
   bool add_special_tokens = false;   // tokenize: the post-processor's special tokens (BOS ...)
   bool skip_special_tokens = false;  // detokenize: leave special tokens out of the text
 };
+struct ChatTemplateOptions {
+  std::string model_dir;         // the model folder (its tokenizer_config.json / chat_template.jinja), or
+  std::string tokenizer_config;  // a tokenizer_config.json
+  std::string chat_template;     // a Jinja file that replaces the model's template
+  std::string conversation;      // {"messages": [...], "tools": [...]}
+  bool add_generation_prompt = false;
+  std::string extra;             // extra template variables as a JSON object, e.g. {"enable_thinking": false}
+};
+// Prints the rendered prompt exactly; the template's own errors (raise_exception) are returned as is.
+absl::Status RunChatTemplate(const ChatTemplateOptions& options);
+
 // Reads one JSON string per stdin line and prints one JSON array of ids per line.
 absl::Status RunTokenize(const TokenizeOptions& options);
 // Reads one JSON array of ids per stdin line and prints the decoded text as one JSON string per line.

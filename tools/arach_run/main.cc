@@ -8,6 +8,8 @@
 //   arach-run detokenize --model DIR [--skip_special_tokens] < lines of JSON id arrays (prints JSON strings)
 //   arach-run make-model --arch gpt2|gpt_neox|llama|mistral|qwen2|qwen3 --preset NAME --out DIR [--model_seed N]
 //                        [--dtype F32|F16|BF16] [--tokenizer_from DIR]
+//   arach-run chat-template (--model DIR | --tokenizer_config FILE) --conversation FILE.json
+//                        [--add_generation_prompt] [--extra JSON] [--chat_template FILE]   (prints the prompt)
 //   arach-run devices
 // generate, score and logits take --arach [--arach-offset B] [--arach-hub-embedding FILE:KEY] and
 // --adapter FILE --skip. Flag names may be written with hyphens or underscores.
@@ -66,6 +68,11 @@ ABSL_FLAG(std::string, arach_hub_embedding, "", "ARACH hub embedding FILE.safete
 ABSL_FLAG(uint64_t, hub_seed, 0, "seed of the derived hub embedding");
 ABSL_FLAG(std::string, adapter, "", "pre-projection + skip adapter (safetensors)");
 ABSL_FLAG(bool, skip, false, "run the skip variant (needs --adapter)");
+ABSL_FLAG(std::string, tokenizer_config, "", "chat-template: a tokenizer_config.json (instead of --model)");
+ABSL_FLAG(std::string, chat_template, "", "chat-template: a Jinja file that replaces the model's template");
+ABSL_FLAG(std::string, conversation, "", "chat-template: a JSON file {\"messages\": [...], \"tools\": [...]}");
+ABSL_FLAG(bool, add_generation_prompt, false, "chat-template: end with the assistant turn's header");
+ABSL_FLAG(std::string, extra, "", "chat-template: extra template variables as a JSON object");
 ABSL_FLAG(bool, add_special_tokens, false, "tokenize: add the special tokens the model expects (BOS ...)");
 ABSL_FLAG(bool, skip_special_tokens, false, "detokenize: leave special tokens out of the text");
 
@@ -93,6 +100,8 @@ const std::vector<cmdline::Subcommand>& Commands() {
       {"detokenize", "JSON id arrays on stdin -> JSON strings on stdout", {"model", "skip_special_tokens"}},
       {"make-model", "write a random-weight checkpoint at a real model's size",
        {"arch", "preset", "out", "model_seed", "dtype", "tokenizer_from", "with_adapter"}},
+      {"chat-template", "render a conversation with a model's chat template (prints the prompt)",
+       {"model", "tokenizer_config", "chat_template", "conversation", "add_generation_prompt", "extra"}},
       {"devices", "list CUDA devices", {}},
   };
   return commands;
@@ -144,6 +153,16 @@ absl::Status Dispatch(const std::string& command) {
     return RunMakeModel(options);
   }
   if (command == "devices") return RunDevices();
+  if (command == "chat-template") {
+    ChatTemplateOptions options;
+    options.model_dir = absl::GetFlag(FLAGS_model);
+    options.tokenizer_config = absl::GetFlag(FLAGS_tokenizer_config);
+    options.chat_template = absl::GetFlag(FLAGS_chat_template);
+    options.conversation = absl::GetFlag(FLAGS_conversation);
+    options.add_generation_prompt = absl::GetFlag(FLAGS_add_generation_prompt);
+    options.extra = absl::GetFlag(FLAGS_extra);
+    return RunChatTemplate(options);
+  }
   if (command == "tokenize" || command == "detokenize") {
     TokenizeOptions options;
     options.model_dir = absl::GetFlag(FLAGS_model);

@@ -1,0 +1,150 @@
+// End-to-end chat: arach-server on qwen3-tiny with real chat templates taken from ../shared/fixtures/chat
+// at test time. The gRPC Chat call and /v1/chat/completions render the same prompt (the fixture's reference)
+// and answer the same; a template's raise_exception is a 400 / INVALID_ARGUMENT with its own message; a model
+// without a template refuses chat with FAILED_PRECONDITION; a template outside the supported subset stops the
+// server at start, naming the file, line and column.
+#include <httplib.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "client/arach_client.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+using client::ArachClient;
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+using testing::ServerProcess;
+
+ordered_json ChatFixture(const std::string& file) {
+  std::ifstream in(testing::FixturePath("chat/" + file));
+  std::stringstream text;
+  text << in.rdbuf();
+  return ordered_json::parse(text.str());
+}
+
+std::string ReferenceText(const std::string& tmpl, const std::string& conversation) {
+  const ordered_json fixture = ChatFixture("cases.json");
+  for (const ordered_json& c : fixture["cases"]) {
+    if (c["template"] == tmpl && c["conversation"] == conversation && c["add_generation_prompt"] == true && c["extra"].is_null()) {
+      return c.contains("text") ? c["text"].get<std::string>() : c["error"].get<std::string>();
+    }
+  }
+  return "";
+}
+
+// qwen3-tiny served with the fixture template `name` (written to a file in `dir`).
+std::unique_ptr<ServerProcess> StartChatServer(const testing::ScopedTempDir& dir, const std::string& name) {
+  const std::string path = dir.path() + "/" + name + ".jinja";
+  std::ofstream(path) << ChatFixture("templates.json")[name]["template"].get<std::string>();
+  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
+                                                           "--kv_cache_bytes=33554432"});
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+struct HttpAnswer {
+  int status = 0;
+  json body;
+};
+HttpAnswer PostChat(const ServerProcess& server, const json& body) {
+  httplib::Client client("http://" + server.http_address());
+  client.set_read_timeout(120, 0);
+  httplib::Result r = client.Post("/v1/chat/completions", body.dump(), "application/json");
+  if (!r) return {};
+  return {r->status, json::parse(r->body, nullptr, false)};
+}
+
+arach::v1::ChatRequest GrpcChat(const ordered_json& messages, int max_tokens) {
+  arach::v1::ChatRequest request;
+  for (const ordered_json& m : messages) {
+    arach::v1::ChatMessage* message = request.add_messages();
+    message->set_role(m["role"].get<std::string>());
+    if (m["content"].is_string()) message->set_content(m["content"].get<std::string>());
+    if (m.contains("tool_calls")) message->set_tool_calls_json(m["tool_calls"].dump());
+  }
+  request.mutable_generation()->set_max_tokens(max_tokens);
+  request.mutable_generation()->mutable_sampling()->set_temperature(0.0f);
+  request.set_return_prompt(true);
+  return request;
+}
+
+TEST(ChatServer, GrpcChatAndHttpChatRenderTheReferencePromptAndAnswerAlike) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  auto server = StartChatServer(dir, "qwen3");
+  ASSERT_NE(server, nullptr);
+  const ordered_json conversation = ChatFixture("cases.json")["conversations"]["multi_turn_system"];
+  const HttpAnswer http = PostChat(*server, {{"model", "qwen3-tiny:arach"}, {"messages", json::parse(conversation["messages"].dump())},
+                                             {"max_tokens", 10}, {"temperature", 0}, {"return_prompt", true}});
+  ASSERT_EQ(http.status, 200) << http.body;
+  EXPECT_EQ(http.body["arach_prompt"], ReferenceText("qwen3", "multi_turn_system"));
+  EXPECT_EQ(http.body["arach_variant"], "arach");
+
+  auto client = ArachClient::Connect(server->grpc_address());
+  arach::v1::ChatRequest request = GrpcChat(conversation["messages"], 10);
+  request.mutable_generation()->mutable_variant()->set_arach(true);
+  std::string text;
+  arach::v1::Finish finish;
+  const grpc::Status status = client->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+    text += r.text();
+    if (r.has_finish()) finish = r.finish();
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(finish.chat_prompt(), ReferenceText("qwen3", "multi_turn_system"));
+  EXPECT_EQ(text, http.body["choices"][0]["message"]["content"]) << "the same prompt, variant and greedy sampling";
+  EXPECT_EQ(finish.variant().name(), "arach");
+}
+
+TEST(ChatServer, TheTemplatesOwnErrorIsTheAnswer) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  auto server = StartChatServer(dir, "gemma3");  // refuses tool turns: roles must alternate
+  ASSERT_NE(server, nullptr);
+  const ordered_json conversation = ChatFixture("cases.json")["conversations"]["tool_call_roundtrip"];
+  const std::string message = ReferenceText("gemma3", "tool_call_roundtrip");
+  ASSERT_FALSE(message.empty());
+  const HttpAnswer http = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(conversation["messages"].dump())}});
+  EXPECT_EQ(http.status, 400) << http.body;
+  EXPECT_EQ(http.body["error"]["message"], "messages: " + message);
+  EXPECT_EQ(http.body["error"]["param"], "messages");
+  auto client = ArachClient::Connect(server->grpc_address());
+  const grpc::Status status = client->Chat(GrpcChat(conversation["messages"], 4), [](const auto&) {});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "messages: " + message);
+}
+
+TEST(ChatServer, AModelWithoutATemplateRefusesChat) {
+  ARACH_REQUIRE_FIXTURES();
+  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::FixturePath("gpt2-tiny"), "--kv_cache_bytes=33554432"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const HttpAnswer http = PostChat(**server, {{"model", "gpt2-tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(http.status, 400) << http.body;
+  EXPECT_EQ(http.body["error"]["code"], "failed_precondition");
+  EXPECT_NE(http.body["error"]["message"].get<std::string>().find("--chat_template"), std::string::npos);
+  auto client = ArachClient::Connect((*server)->grpc_address());
+  const grpc::Status status = client->Chat(GrpcChat(ordered_json::parse(R"([{"role": "user", "content": "hi"}])"), 4), [](const auto&) {});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST(ChatServer, AnUnsupportedTemplateStopsTheServerNamingFileLineAndColumn) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  const std::string path = dir.path() + "/bad.jinja";
+  std::ofstream(path) << "{% for m in messages %}\n  {{ m.content | wordwrap(10) }}\n{% endfor %}";
+  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path});
+  ASSERT_FALSE(server.ok());
+  EXPECT_NE(std::string(server.status().message()).find(path + ": chat template: line 2, column 18: unsupported filter 'wordwrap'"),
+            std::string::npos)
+      << server.status();
+}
+
+}  // namespace
+}  // namespace arach
