@@ -212,8 +212,9 @@ class Renderer {
           scope->vars.Set(p.name, Value::Undefined(absl::StrCat("'", p.name, "' is undefined")));
         }
       }
-      for (const auto& [key, value] : a.keyword) {
-        const bool known = std::any_of(m->params.begin(), m->params.end(), [&](const MacroParam& p) { return p.name == key; });
+      for (const auto& keyword : a.keyword) {
+        const std::string& key = keyword.first;
+        const bool known = std::any_of(m->params.begin(), m->params.end(), [&key](const MacroParam& p) { return p.name == key; });
         if (!known) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' has no parameter '", key, "'"));
       }
       ++call_depth_;

@@ -41,7 +41,9 @@ TEST_P(ModelFamily, ServesEveryVariantAsTheReferencesDo) {
   EXPECT_EQ(info.architecture(), family == "llama3" ? "llama" : family);
   EXPECT_TRUE(info.adapter_loaded());
   std::vector<int32_t> eos(info.eos_token_ids().begin(), info.eos_token_ids().end());
-  if (model == "qwen3-tiny") EXPECT_EQ(eos, (std::vector<int32_t>{151645, 151643})) << "config.json then generation_config.json";
+  if (model == "qwen3-tiny") {
+    EXPECT_EQ(eos, (std::vector<int32_t>{151645, 151643})) << "config.json then generation_config.json";
+  }
 
   const auto& refs = testing::ModernRefsJson()["models"][model]["variants"];
   for (const auto& [name, ref] : std::vector<std::pair<std::string, std::string>>{
