@@ -44,11 +44,21 @@ class Renderer {
   absl::StatusOr<std::string> Run(const Template& tmpl, const Dict& variables) {
     auto globals = std::make_shared<Scope>();
     globals->vars = BuiltinGlobals();
+    // namespace() objects are the only mutable values, so the only way to a reference cycle
+    // ({% set ns.me = ns %}): they are emptied when rendering ends.
+    const Function make_namespace = globals->vars.Find("namespace")->function();
+    globals->vars.Set("namespace", Value::MakeFunction("namespace", [this, make_namespace](CallArgs& a) -> absl::StatusOr<Value> {
+      ARACH_ASSIGN_OR_RETURN(Value ns, make_namespace(a));
+      namespaces_.push_back(ns);
+      return ns;
+    }));
     for (const auto& [name, value] : variables.items) globals->vars.Set(name, value);
     auto top = std::make_shared<Scope>(globals);
     std::string out;
     Flow flow = Flow::kNormal;
-    ARACH_RETURN_IF_ERROR(Exec(tmpl.body, top, &out, &flow));
+    const absl::Status status = Exec(tmpl.body, top, &out, &flow);
+    for (Value& ns : namespaces_) ns.mutable_dict().items.clear();
+    if (!status.ok()) return status;
     return out;
   }
 
@@ -188,9 +198,13 @@ class Renderer {
     return Value::MakeDict(std::move(loop));
   }
 
-  Value MakeMacro(const Stmt& macro, const ScopePtr& defined_in) {
+  // The macro holds its scope weakly: the scope holds the macro, and a strong reference would be a cycle.
+  Value MakeMacro(const Stmt& macro, const ScopePtr& scope) {
     const Stmt* m = &macro;
-    return Value::MakeFunction(macro.text, [this, m, defined_in](CallArgs& a) -> absl::StatusOr<Value> {
+    std::weak_ptr<Scope> weak_scope = scope;
+    return Value::MakeFunction(macro.text, [this, m, weak_scope](CallArgs& a) -> absl::StatusOr<Value> {
+      const ScopePtr defined_in = weak_scope.lock();
+      if (defined_in == nullptr) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' outlived its scope"));
       if (call_depth_ >= kMaxCallDepth) return absl::ResourceExhaustedError("macros call each other too deeply");
       if (a.positional.size() > m->params.size()) {
         return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' takes ", m->params.size(), " arguments, not ",
@@ -377,6 +391,7 @@ class Renderer {
 
   int64_t steps_ = 0;
   int call_depth_ = 0;
+  std::vector<Value> namespaces_;  // every namespace() made while rendering
 };
 
 }  // namespace

@@ -115,6 +115,13 @@ TEST(Jinja, RenderingIsBounded) {
   ASSERT_FALSE(repeat.ok());
 }
 
+// Under AddressSanitizer (scripts/sanitize.sh asan) a reference cycle left behind is reported as a leak.
+TEST(Jinja, SelfReferencesLeaveNoCycleBehind) {
+  EXPECT_EQ(*RenderText("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{% set ns.list = [ns, ns] %}{{ ns.me.a }}"), "1");
+  EXPECT_EQ(*RenderText("{% macro twice(x) %}{{ x }}{{ x }}{% endmacro %}{% set ns = namespace(m=twice) %}{{ ns.m(2) }}"), "22");
+  EXPECT_FALSE(RenderText("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.missing.x }}").ok());
+}
+
 TEST(ChatTemplate, VariablesAndRaisedErrors) {
   TokenizerConfig tokens;
   tokens.bos_token = "<s>";
