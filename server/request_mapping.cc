@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/json_body.h"
 
 namespace arach::server {
 namespace {
@@ -120,8 +121,7 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
 namespace {
 
 absl::StatusOr<nlohmann::ordered_json> ParseJsonField(const std::string& text, const std::string& field, bool want_object) {
-  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return FieldError(field, "is not valid JSON");
+  ARACH_ASSIGN_OR_RETURN(nlohmann::ordered_json parsed, ParseOrderedJson(text, field));
   if (want_object ? !parsed.is_object() : !parsed.is_array()) return FieldError(field, want_object ? "must be a JSON object" : "must be a JSON list");
   return parsed;
 }

@@ -53,8 +53,14 @@ absl::StatusOr<std::shared_ptr<const ChatTemplate>> ChatTemplate::Parse(std::str
 
 absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
   jinja::Dict variables;
-  variables.Set("messages", Value::FromJson(input.messages));
-  variables.Set("tools", input.tools.is_null() ? Value::None() : Value::FromJson(input.tools));
+  ARACH_ASSIGN_OR_RETURN(Value messages, Value::FromJson(input.messages));
+  variables.Set("messages", std::move(messages));
+  if (input.tools.is_null()) {
+    variables.Set("tools", Value::None());
+  } else {
+    ARACH_ASSIGN_OR_RETURN(Value tools, Value::FromJson(input.tools));
+    variables.Set("tools", std::move(tools));
+  }
   variables.Set("documents", Value::None());
   variables.Set("add_generation_prompt", Value::Bool(input.add_generation_prompt));
   for (const auto& [name, token] : {std::pair{"bos_token", &tokens_.bos_token}, std::pair{"eos_token", &tokens_.eos_token},
@@ -64,7 +70,10 @@ absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
   variables.Set("raise_exception", RaiseException());
   variables.Set("strftime_now", StrftimeNow());
   if (input.extra.is_object()) {
-    for (const auto& [key, value] : input.extra.items()) variables.Set(key, Value::FromJson(value));
+    for (const auto& [key, value] : input.extra.items()) {
+      ARACH_ASSIGN_OR_RETURN(Value v, Value::FromJson(value));
+      variables.Set(key, std::move(v));
+    }
   }
   absl::StatusOr<std::string> text = jinja::Render(tree_, variables);
   if (!text.ok()) {

@@ -66,7 +66,8 @@ bool Value::Truthy() const {
   return false;
 }
 
-bool Value::Equals(const Value& other) const {
+bool Value::Equals(const Value& other, int depth) const {
+  if (depth > kMaxNesting) return false;
   if (is_number() && other.is_number()) {
     if (is_float() || other.is_float()) return as_double() == other.as_double();
     return int_ == other.int_;
@@ -79,7 +80,7 @@ bool Value::Equals(const Value& other) const {
     case Kind::kList: {
       if (list_->size() != other.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i) {
-        if (!(*list_)[i].Equals((*other.list_)[i])) return false;
+        if (!(*list_)[i].Equals((*other.list_)[i], depth + 1)) return false;
       }
       return true;
     }
@@ -87,7 +88,7 @@ bool Value::Equals(const Value& other) const {
       if (dict_->items.size() != other.dict_->items.size()) return false;
       for (const auto& [k, v] : dict_->items) {
         const Value* o = other.dict_->Find(k);
-        if (o == nullptr || !v.Equals(*o)) return false;
+        if (o == nullptr || !v.Equals(*o, depth + 1)) return false;
       }
       return true;
     }
@@ -96,7 +97,8 @@ bool Value::Equals(const Value& other) const {
   }
 }
 
-absl::StatusOr<bool> Value::Less(const Value& other) const {
+absl::StatusOr<bool> Value::Less(const Value& other, int depth) const {
+  if (depth > kMaxNesting) return absl::InvalidArgumentError("the values compared nest too deeply");
   if (is_number() && other.is_number()) {
     if (is_float() || other.is_float()) return as_double() < other.as_double();
     return int_ < other.int_;
@@ -107,8 +109,8 @@ absl::StatusOr<bool> Value::Less(const Value& other) const {
     for (size_t i = 0; i < n; ++i) {
       const Value& a = (*list_)[i];
       const Value& b = (*other.list_)[i];
-      if (a.Equals(b)) continue;
-      return a.Less(b);
+      if (a.Equals(b, depth + 1)) continue;
+      return a.Less(b, depth + 1);
     }
     return list_->size() < other.list_->size();
   }
@@ -189,7 +191,8 @@ std::string Value::Str() const {
   }
 }
 
-std::string Value::Repr() const {
+std::string Value::Repr(int depth) const {
+  if (depth > kMaxNesting && (kind_ == Kind::kList || kind_ == Kind::kDict)) return "...";
   switch (kind_) {
     case Kind::kUndefined: return "";
     case Kind::kNone: return "None";
@@ -199,14 +202,14 @@ std::string Value::Repr() const {
     case Kind::kString: return StringRepr(string_);
     case Kind::kList: {
       std::string out = tuple_ ? "(" : "[";
-      for (size_t i = 0; i < list_->size(); ++i) absl::StrAppend(&out, i ? ", " : "", (*list_)[i].Repr());
+      for (size_t i = 0; i < list_->size(); ++i) absl::StrAppend(&out, i ? ", " : "", (*list_)[i].Repr(depth + 1));
       if (tuple_ && list_->size() == 1) out += ",";
       return out + (tuple_ ? ")" : "]");
     }
     case Kind::kDict: {
       std::string out = dict_->is_namespace ? "<Namespace {" : "{";
       for (size_t i = 0; i < dict_->items.size(); ++i) {
-        absl::StrAppend(&out, i ? ", " : "", StringRepr(dict_->items[i].first), ": ", dict_->items[i].second.Repr());
+        absl::StrAppend(&out, i ? ", " : "", StringRepr(dict_->items[i].first), ": ", dict_->items[i].second.Repr(depth + 1));
       }
       return out + (dict_->is_namespace ? "}>" : "}");
     }
@@ -230,7 +233,8 @@ std::string Value::TypeName() const {
   return "";
 }
 
-Value Value::FromJson(const nlohmann::ordered_json& json) {
+absl::StatusOr<Value> Value::FromJson(const nlohmann::ordered_json& json, int depth) {
+  if (depth > kMaxNesting) return absl::InvalidArgumentError(absl::StrCat("the JSON nests deeper than ", kMaxNesting, " levels"));
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null: return None();
     case nlohmann::ordered_json::value_t::boolean: return Bool(json.get<bool>());
@@ -243,12 +247,20 @@ Value Value::FromJson(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::string: return String(json.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
-      for (const auto& item : json) items.push_back(FromJson(item));
+      for (const auto& item : json) {
+        absl::StatusOr<Value> v = FromJson(item, depth + 1);
+        if (!v.ok()) return v.status();
+        items.push_back(std::move(*v));
+      }
       return List(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict dict;
-      for (const auto& [key, item] : json.items()) dict.items.emplace_back(key, FromJson(item));
+      for (const auto& [key, item] : json.items()) {
+        absl::StatusOr<Value> v = FromJson(item, depth + 1);
+        if (!v.ok()) return v.status();
+        dict.items.emplace_back(key, std::move(*v));
+      }
       return MakeDict(std::move(dict));
     }
     default: return Undefined();
@@ -281,6 +293,7 @@ std::string JsonString(const std::string& s) {
 }
 
 absl::Status WriteJson(const Value& v, const JsonOptions& o, int depth, std::string* out) {
+  if (depth > kMaxNesting) return absl::InvalidArgumentError("Circular reference detected");
   const std::string item_separator = !o.item_separator.empty() ? o.item_separator : (o.indent ? "," : ", ");
   auto newline = [&](int level) {
     if (o.indent) absl::StrAppend(out, "\n", std::string(static_cast<size_t>(*o.indent * level), ' '));

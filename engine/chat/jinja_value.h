@@ -18,6 +18,10 @@ namespace arach::jinja {
 
 class Value;
 
+// How deep lists and dicts may nest: deeper JSON input is refused, and the recursive operations (==, <,
+// repr, tojson) stop there, so that a namespace holding itself cannot exhaust the stack.
+inline constexpr int kMaxNesting = 128;
+
 // Arguments of a call: positional, then keyword (name=value) in the order given.
 struct CallArgs {
   std::vector<Value> positional;
@@ -98,18 +102,19 @@ class Value {
 
   // Python truthiness (undefined and none are false).
   bool Truthy() const;
-  // Python ==.
-  bool Equals(const Value& other) const;
+  // Python ==. Values nested deeper than kMaxNesting (a namespace that holds itself) compare unequal.
+  bool Equals(const Value& other, int depth = 0) const;
   // Python <, for numbers, strings and lists; an error names both types otherwise.
-  absl::StatusOr<bool> Less(const Value& other) const;
+  absl::StatusOr<bool> Less(const Value& other, int depth = 0) const;
   // str(): what {{ }} prints (undefined prints nothing).
   std::string Str() const;
-  // repr(): how values show inside lists and dicts.
-  std::string Repr() const;
+  // repr(): how values show inside lists and dicts ("..." below kMaxNesting levels, as Python shows cycles).
+  std::string Repr(int depth = 0) const;
   // The Python type name ("str", "int", "list", "dict", "NoneType", "undefined", ...).
   std::string TypeName() const;
 
-  static Value FromJson(const nlohmann::ordered_json& json);
+  // INVALID_ARGUMENT when `json` nests deeper than kMaxNesting.
+  static absl::StatusOr<Value> FromJson(const nlohmann::ordered_json& json, int depth = 0);
 
  private:
   explicit Value(Kind kind) : kind_(kind) {}

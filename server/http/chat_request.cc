@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/json_body.h"
 
 namespace arach::server::http {
 namespace {
@@ -67,11 +68,10 @@ absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
 }  // namespace
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
-  const ordered_json body = ordered_json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return Bad("body", "is not valid JSON");
+  ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
   if (!body.is_object()) return Bad("body", "must be a JSON object");
   ChatRequest request;
-  const nlohmann::json plain = nlohmann::json::parse(body_text);  // the same body, for the shared fields
+  ARACH_ASSIGN_OR_RETURN(const nlohmann::json plain, ParseJson(body_text, "body"));  // the same body, for the shared fields
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(plain, {"max_completion_tokens", "max_tokens"}));
   ARACH_ASSIGN_OR_RETURN(request.input.messages, ReadMessages(body));
   if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/json_body.h"
 
 namespace arach::server::http {
 namespace {
@@ -206,8 +207,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
 }
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body_text) {
-  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return Bad("body", "is not valid JSON");
+  ARACH_ASSIGN_OR_RETURN(const json body, ParseJson(body_text, "body"));
   if (!body.is_object()) return Bad("body", "must be a JSON object");
   CompletionRequest request;
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, {"max_tokens"}));

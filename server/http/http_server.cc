@@ -62,7 +62,12 @@ void AnswerLibraryErrors(httplib::Server& server, size_t max_request_bytes) {
     if (!response.body.empty()) return;  // a handler's own error
     const int status = response.status;
     absl::Status error;
-    if (status == 413) {
+    const bool form = request.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
+    if (status == 413 && form) {  // the library bounds form bodies on its own
+      error = absl::InvalidArgumentError(absl::StrCat(
+          "body: sent as a form (Content-Type: application/x-www-form-urlencoded, at most ",
+          CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, " bytes); send it as Content-Type: application/json"));
+    } else if (status == 413) {
       error = absl::InvalidArgumentError(absl::StrCat("body: larger than ", max_request_bytes, " bytes (--max_request_bytes)"));
     } else if (status == 404) {
       error = absl::NotFoundError(absl::StrCat("no route ", request.method, " ", request.path));

@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/slow_model.h"
 
@@ -26,13 +27,13 @@ namespace {
 
 using client::ArachClient;
 using json = nlohmann::json;
+using testing::EventuallyMetrics;
 using testing::ServerProcess;
 
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(args));
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
+  return testing::StartServerOrFail(ARACH_SERVER_BINARY, std::move(args));
 }
+testing::PrometheusText Metrics(const ServerProcess& server) { return testing::MetricsOrFail(server); }
 
 struct HttpAnswer {
   int status = 0;  // 0: no answer
@@ -99,20 +100,6 @@ StreamResult Stream(const ServerProcess& server, const json& body,
   };
   client.send(request);
   return out;
-}
-
-testing::PrometheusText Metrics(const ServerProcess& server) {
-  auto parsed = testing::ScrapeMetrics(server);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  return parsed.ok() ? *parsed : testing::PrometheusText{};
-}
-
-bool EventuallyMetrics(const ServerProcess& server, const std::function<bool(const testing::PrometheusText&)>& pred) {
-  for (int i = 0; i < 400; ++i) {
-    if (pred(Metrics(server))) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return false;
 }
 
 // ------------------------------------------------------------------------------ fixture server
@@ -260,6 +247,7 @@ TEST_F(HttpFixtureServer, ErrorsHaveTheirStatusAndNameTheirParameter) {
       {R"({"model": "llama-70b", "prompt": "a"})", 404, "model"},
       {json({{"model", "gpt2-tiny"}, {"prompt", std::string(5000, 'a')}}).dump(), 400, "prompt"},
       {json({{"model", "gpt2-tiny"}, {"prompt", std::string(70000, 'a')}}).dump(), 413, "body"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "x": )" + std::string(30000, '[') + std::string(30000, ']') + "}", 400, "body"},
   };
   for (const Case& c : cases) {
     const HttpAnswer answer = Send(*server_, "POST", "/v1/completions", c.body);

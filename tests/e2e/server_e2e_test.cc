@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/slow_model.h"
 
@@ -26,28 +27,13 @@ namespace {
 
 using client::ArachClient;
 using ::testing::HasSubstr;
+using testing::EventuallyMetrics;
 using testing::ServerProcess;
 
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(args));
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
+  return testing::StartServerOrFail(ARACH_SERVER_BINARY, std::move(args));
 }
-
-testing::PrometheusText Metrics(const ServerProcess& server) {
-  auto parsed = testing::ScrapeMetrics(server);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  return parsed.ok() ? *parsed : testing::PrometheusText{};
-}
-
-// Polls /metrics until `pred` holds (the engine publishes its state after each step).
-bool EventuallyMetrics(const ServerProcess& server, const std::function<bool(const testing::PrometheusText&)>& pred) {
-  for (int i = 0; i < 200; ++i) {
-    if (pred(Metrics(server))) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return false;
-}
+testing::PrometheusText Metrics(const ServerProcess& server) { return testing::MetricsOrFail(server); }
 
 arach::v1::VariantSpec Spec(bool arach, bool skip) {
   arach::v1::VariantSpec spec;

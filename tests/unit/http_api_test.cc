@@ -107,6 +107,10 @@ TEST(CompletionRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "user": 7})"), "user");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "arach": "on"})"), "arach");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "echo": null, "temperature": null})"), "<ok>") << "null is absent";
+  const std::string deep = R"({"model": "m", "prompt": "a", "x": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_EQ(ParamOf(deep), "body") << "nesting is bounded before parsing";
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})"), "<ok>")
+      << "brackets inside strings do not count";
 }
 
 std::string ChatParamOf(const std::string& body) {

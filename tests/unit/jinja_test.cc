@@ -23,7 +23,7 @@ absl::StatusOr<std::string> RenderText(const std::string& source, const ordered_
   absl::StatusOr<Template> tree = ParseTemplate(source);
   if (!tree.ok()) return tree.status();
   Dict vars;
-  for (const auto& [key, value] : variables.items()) vars.Set(key, Value::FromJson(value));
+  for (const auto& [key, value] : variables.items()) vars.Set(key, *Value::FromJson(value));
   vars.Set("raise_exception", Value::MakeFunction("raise_exception", [](CallArgs& a) -> absl::StatusOr<Value> {
     absl::Status raised = absl::InvalidArgumentError(a.positional.empty() ? "" : a.positional[0].Str());
     raised.SetPayload(kRaisedByTemplate, absl::Cord("1"));
@@ -69,11 +69,11 @@ TEST(Jinja, FloatsPrintAsPythonReprs) {
 }
 
 TEST(Jinja, ToJsonIsPythonJsonDumps) {
-  const Value v = Value::FromJson(ordered_json::parse(R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})"));
+  const Value v = *Value::FromJson(ordered_json::parse(R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})"));
   EXPECT_EQ(*ToJson(v), R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})");
   JsonOptions indented;
   indented.indent = 2;
-  EXPECT_EQ(*ToJson(Value::FromJson(ordered_json::parse(R"({"a": [1], "b": {}})")), indented), "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}");
+  EXPECT_EQ(*ToJson(*Value::FromJson(ordered_json::parse(R"({"a": [1], "b": {}})")), indented), "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}");
   EXPECT_FALSE(ToJson(Value::Undefined()).ok());
 }
 
@@ -120,6 +120,14 @@ TEST(Jinja, SelfReferencesLeaveNoCycleBehind) {
   EXPECT_EQ(*RenderText("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{% set ns.list = [ns, ns] %}{{ ns.me.a }}"), "1");
   EXPECT_EQ(*RenderText("{% macro twice(x) %}{{ x }}{{ x }}{% endmacro %}{% set ns = namespace(m=twice) %}{{ ns.m(2) }}"), "22");
   EXPECT_FALSE(RenderText("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.missing.x }}").ok());
+  // A namespace that holds itself prints, compares and fails tojson without exhausting the stack.
+  EXPECT_TRUE(RenderText("{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns }}{{ ns == ns }}").ok());
+  EXPECT_FALSE(RenderText("{% set ns = namespace(n=0) %}{% set ns.n = [ns] %}{{ ns.n | tojson }}").ok());
+  std::string deep;
+  for (int i = 0; i < 1000; ++i) deep += "[";
+  deep += "1";
+  for (int i = 0; i < 1000; ++i) deep += "]";
+  EXPECT_FALSE(Value::FromJson(ordered_json::parse(deep)).ok()) << "deeply nested input is refused";
 }
 
 TEST(ChatTemplate, VariablesAndRaisedErrors) {

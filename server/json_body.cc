@@ -1,0 +1,51 @@
+#include "server/json_body.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace arach::server {
+
+absl::Status CheckJsonNesting(absl::string_view text, const std::string& field) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonNesting) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ": nests lists and objects deeper than ", kMaxJsonNesting, " levels"));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+template <typename Json>
+absl::StatusOr<Json> Parse(absl::string_view text, const std::string& field) {
+  if (absl::Status status = CheckJsonNesting(text, field); !status.ok()) return status;
+  Json parsed = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(field, ": is not valid JSON"));
+  return parsed;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, const std::string& field) {
+  return Parse<nlohmann::json>(text, field);
+}
+
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text, const std::string& field) {
+  return Parse<nlohmann::ordered_json>(text, field);
+}
+
+}  // namespace arach::server

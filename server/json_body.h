@@ -1,0 +1,23 @@
+// JSON text from clients (HTTP bodies, gRPC fields that carry JSON), parsed with a bound on nesting: a
+// document nested thousands of levels deep would exhaust the stack of the recursive copies and walks that
+// follow, so it is refused before it is parsed.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace arach::server {
+
+inline constexpr int kMaxJsonNesting = 64;
+
+// INVALID_ARGUMENT "<field>: ..." when `text` nests arrays and objects deeper than kMaxJsonNesting.
+absl::Status CheckJsonNesting(absl::string_view text, const std::string& field);
+
+// `text` parsed (nesting checked first); INVALID_ARGUMENT "<field>: is not valid JSON" otherwise.
+absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, const std::string& field);
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text, const std::string& field);
+
+}  // namespace arach::server
