@@ -59,6 +59,9 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
   info->set_adapter_expansion(engine->adapter_expansion());
   FillServedVariant(ResolvedVariant{context_.variants->default_variant(), ""}, info->mutable_default_variant());
   info->set_device(context_.device);
+  if (const ChatTemplate* chat_template = engine->chat_template(); chat_template != nullptr) {
+    info->set_chat_template(chat_template->origin());
+  }
   const EngineStats stats = engine->stats();
   info->set_kv_block_size(engine->kv_block_size());
   info->set_kv_blocks(stats.kv_blocks_total);
