@@ -5,6 +5,7 @@
 #include <unicode/unistr.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -218,7 +219,8 @@ absl::StatusOr<Value> AttributePath(const Value& item, const std::string& path) 
     int64_t index = 0;
     const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (numeric && current.is_list()) {
-      index = std::stoll(part);
+      const auto r = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (r.ec != std::errc()) return TypeError(absl::StrCat("the index ", part, " is out of range"));
       ARACH_ASSIGN_OR_RETURN(current, GetItem(current, Value::Int(index)));
     } else {
       ARACH_ASSIGN_OR_RETURN(current, GetAttribute(current, part));

@@ -559,8 +559,11 @@ class Parser {
           node = std::move(e);
         } else if (name.type == Type::kInteger) {  // x.0 is x[0]
           Next();
+          int64_t position = 0;
+          const auto r = std::from_chars(name.value.data(), name.value.data() + name.value.size(), position);
+          if (r.ec != std::errc()) return ErrorAt(name, absl::StrCat("the index ", name.value, " is out of range"));
           ExprPtr index = Make(Expr::Kind::kLiteral, At(name));
-          index->value = Value::Int(std::stoll(name.value));
+          index->value = Value::Int(position);
           ExprPtr e = Make(Expr::Kind::kItem, at);
           e->items.push_back(std::move(node));
           e->items.push_back(std::move(index));

@@ -96,6 +96,8 @@ TEST(Jinja, UnsupportedConstructsAreRefusedAtLoadNamingLineAndColumn) {
   EXPECT_EQ(ParseError("{# never closed"), "line 1, column 1: the comment is never closed with #}");
   EXPECT_EQ(ParseError("{% break %}"), "line 1, column 4: 'break' outside a for loop");
   EXPECT_EQ(ParseError("{{ a ! b }}"), "line 1, column 6: unexpected character '!'");
+  EXPECT_EQ(ParseError("{{ loop.99999999999999999999 }}"), "line 1, column 9: the index 99999999999999999999 is out of range");
+  EXPECT_EQ(ParseError("{{ 99999999999999999999 }}"), "line 1, column 4: the integer 99999999999999999999 is out of range");
   auto t = ChatTemplate::Parse("{{ x | wordwrap }}", TokenizerConfig{}, "tokenizer_config.json");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().message(), "tokenizer_config.json: chat template: line 1, column 8: unsupported filter 'wordwrap'");
