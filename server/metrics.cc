@@ -128,6 +128,10 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
                                                       -0.75, -0.5, -0.25, -0.1, 0});
     pv.prompt_perplexity = &prompt_ppl.Add({{"variant", v}}, Exponential(1, 1.5, 24));
     for (const char* reason : kFinishReasons) pv.requests[reason] = &requests.Add({{"variant", v}, {"finish_reason", reason}});
+    // The answered generation routes, so that the family is exported (and dashboards resolve) before traffic.
+    for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
+      m->http_requests_->Add({{"route", route}, {"status", "200"}, {"variant", v}});
+    }
   }
   m->engine_collector_ = std::make_shared<EngineCollector>();
   return m;

@@ -96,8 +96,9 @@ absl::Status HttpServer::Listen(const std::string& listen) {
   }
   address_ = absl::StrCat(host, ":", port);
   thread_ = std::thread([this] { server_.listen_after_bind(); });
-  // Stop() must not come before the loop runs (it would then never end): wait for it.
-  while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Stop() must not come before the loop runs (it would then never end): wait for it (bounded, in case the
+  // loop ended at once).
+  for (int i = 0; i < 5000 && !server_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return absl::OkStatus();
 }
 

@@ -31,6 +31,20 @@ TEST(ServerOptions, AValidSetResolves) {
   EXPECT_EQ(config->device, DeviceKind::kCpu);
 }
 
+TEST(ServerOptions, TheServedNameDefaultsToTheModelFolder) {
+  ServerOptions o = Valid();
+  o.model_dir = "/models/Qwen3-0.6B/";
+  auto config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->options.served_model_name, "Qwen3-0.6B");
+  o.served_model_name = "prod-chat";
+  EXPECT_EQ(ResolveServerConfig(o)->options.served_model_name, "prod-chat");
+  o.served_model_name = "name:arach";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--served_model_name: must not contain ':'"));
+  EXPECT_TRUE(Valid().metrics_listen.empty()) << "/metrics is on the HTTP port unless asked";
+  EXPECT_EQ(Valid().http.listen, "0.0.0.0:8000");
+}
+
 TEST(ServerOptions, ErrorsNameTheFlag) {
   ServerOptions o = Valid();
   o.model_dir.clear();
