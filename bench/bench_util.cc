@@ -7,14 +7,14 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "cmdline/openblas_reexec.h"
+#include "cmdline/runtime_reexec.h"
 #include "engine/core/status.h"
 #include "tools/make_model/make_model.h"
 
 namespace arach::bench {
 
 int BenchmarkMain(int argc, char** argv, int (*run)()) {
-  cmdline::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  cmdline::ReexecWithRuntimeSettingsIfNeeded(argv);
   absl::ParseCommandLine(argc, argv);
   return run();
 }

@@ -14,7 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "cmdline/flag_names.h"
-#include "cmdline/openblas_reexec.h"
+#include "cmdline/runtime_reexec.h"
 #include "server/drain_signals.h"
 #include "server/serve.h"
 #include "server/server_options.h"
@@ -32,6 +32,7 @@ ABSL_FLAG(bool, quality_metrics, true, "compute each generated token's log-prob 
 ABSL_FLAG(bool, prompt_perplexity, false, "score every Generate prompt under its variant (arach_prompt_perplexity; "
           "costs a full-vocabulary softmax per prompt token and bypasses the prefix cache)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
 ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");
@@ -67,6 +68,7 @@ ServerOptions OptionsFromFlags() {
   o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   o.device = absl::GetFlag(FLAGS_device);
   o.load.block_size = absl::GetFlag(FLAGS_block_size);
+  o.load.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
   o.load.kv_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_kv_cache_bytes)));
   o.load.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
   o.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);
@@ -109,7 +111,7 @@ int main(int argc, char** argv) {
   const sigset_t drain_signals = arach::server::DrainSignals();
   pthread_sigmask(SIG_BLOCK, &drain_signals, nullptr);  // before any thread starts (see drain_signals.h)
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-response is a failed write, not the end of the server
-  arach::cmdline::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  arach::cmdline::ReexecWithRuntimeSettingsIfNeeded(argv);
   std::vector<std::string> storage;
   std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, storage);
   absl::SetProgramUsageMessage("arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--http_listen HOST:PORT] ...");

@@ -91,8 +91,8 @@ void Backend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
   if (Passes(op_checks::CheckRowCopy("fill rows", row, out))) FillRowsImpl(row, out);
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind) {
-  if (kind == DeviceKind::kCpu) return std::unique_ptr<Backend>(new CpuBackend());
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const BackendOptions& options) {
+  if (kind == DeviceKind::kCpu) return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads)));
   auto devices = ListCudaDevices();  // FAILED_PRECONDITION in builds without CUDA
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return absl::FailedPreconditionError("cuda: no CUDA device is present");

@@ -124,7 +124,11 @@ class Backend {
   absl::Status failed_check_;
 };
 
+struct BackendOptions {
+  int cpu_threads = 0;  // CPU: threads of the parallel loops; 0 = OMP_NUM_THREADS, else what the process may use
+};
+
 // Creates the backend for `kind`; CUDA fails with FAILED_PRECONDITION where it was not built or no GPU is present.
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind);
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const BackendOptions& options = {});
 
 }  // namespace arach

@@ -29,6 +29,7 @@ struct LoadModelOptions {
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
+  int cpu_threads = 0;          // CPU backend threads; 0 = decided (cpu_threads.h)
 };
 
 struct LoadedModel {

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cmdline/flag_names.h"
-#include "cmdline/openblas_reexec.h"
+#include "cmdline/runtime_reexec.h"
 #include "cmdline/subcommands.h"
 #include "engine/backend/backend.h"
 #include "engine/core/field_error.h"
@@ -53,6 +53,7 @@ ABSL_FLAG(int, max_windows, 0, "score: windows to score (0 = all)");
 ABSL_FLAG(bool, per_token, false, "score: print every token's log-prob");
 ABSL_FLAG(std::string, out, "", "logits: output file; make-model: output folder");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
+ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
 ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama | mistral | qwen2 | qwen3");
 ABSL_FLAG(std::string, preset, "tiny",
@@ -80,7 +81,7 @@ namespace arach::tools {
 namespace {
 
 // Flags of the commands that load a model and run it under a variant.
-const std::vector<std::string> kModelFlags = {"model", "device", "block_size", "kv_cache_bytes", "arach", "arach_offset",
+const std::vector<std::string> kModelFlags = {"model", "device", "cpu_threads", "block_size", "kv_cache_bytes", "arach", "arach_offset",
                                               "arach_hub_embedding", "hub_seed", "adapter", "skip"};
 
 std::vector<std::string> WithModelFlags(std::vector<std::string> own) {
@@ -125,6 +126,7 @@ absl::StatusOr<ModelOptions> ModelFlags() {
   if (!device.ok()) return device.status();
   options.load.device = *device;
   options.load.block_size = absl::GetFlag(FLAGS_block_size);
+  options.load.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
   if (options.load.block_size <= 0) return absl::InvalidArgumentError("--block_size must be positive");
   const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   if (bytes < 0) return absl::InvalidArgumentError("--kv_cache_bytes must not be negative");
@@ -220,7 +222,7 @@ absl::Status Dispatch(const std::string& command) {
 }  // namespace arach::tools
 
 int main(int argc, char** argv) {
-  arach::cmdline::ReexecWithFastOpenBlasKernelIfNeeded(argv);
+  arach::cmdline::ReexecWithRuntimeSettingsIfNeeded(argv);
   std::vector<std::string> flag_storage;
   std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, flag_storage);
   const arach::cmdline::SubcommandStart start = arach::cmdline::StartSubcommand("arach-run", arach::tools::Commands(), argc, args.data());

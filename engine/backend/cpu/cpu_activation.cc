@@ -35,14 +35,14 @@ void ApplyInPlace(Activation act, float* x, int64_t n) {
 }  // namespace
 
 void CpuBackend::ActivateImpl(Activation act, const DeviceMatrix& x) {
-  cpu::ParallelRanges(x.rows, x.rows >= 4 ? cpu::MaxThreads() : 1, [&](int64_t first, int64_t last) {
+  cpu::ParallelRanges(x.rows, x.rows >= 4 ? threads() : 1, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) ApplyInPlace(act, x.As<float>() + r * x.stride, x.cols);
   });
 }
 
 void CpuBackend::GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
   const int64_t inner = out.cols;
-  cpu::ParallelRanges(in.rows, in.rows >= 4 ? cpu::MaxThreads() : 1, [&](int64_t first, int64_t last) {
+  cpu::ParallelRanges(in.rows, in.rows >= 4 ? threads() : 1, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       const float* gate = in.As<float>() + r * in.stride;
       const float* up = gate + inner;

@@ -148,9 +148,9 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
   const int kv_heads = p.kv.num_kv_heads;
   const int group = p.num_heads / kv_heads;
   static_assert(sizeof(Scratch) > 0);
-  std::vector<Scratch> scratch(cpu::MaxThreads());
+  std::vector<Scratch> scratch(static_cast<size_t>(threads()));
 
-  cpu::ParallelFor(static_cast<int64_t>(p.num_seqs) * kv_heads, [&](int64_t item) {
+  cpu::ParallelFor(static_cast<int64_t>(p.num_seqs) * kv_heads, threads(), [&](int64_t item) {
     const int s = static_cast<int>(item / kv_heads);
     const int g = static_cast<int>(item % kv_heads);
     const int q0 = p.query_start[s];

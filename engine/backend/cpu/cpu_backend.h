@@ -4,13 +4,15 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_threads.h"
 
 namespace arach {
 
 class CpuBackend final : public Backend {
  public:
-  // Sets OpenBLAS to one thread: the backend runs its own parallel loops (OpenMP) around BLAS calls.
-  CpuBackend();
+  // Runs its parallel loops (OpenMP) on `threads.threads` threads and OpenBLAS single-threaded inside them.
+  explicit CpuBackend(CpuThreadPlan threads);
+  int threads() const { return plan_.threads; }
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string Describe() const override;
@@ -46,6 +48,9 @@ class CpuBackend final : public Backend {
   void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
   void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
   void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
+
+ private:
+  CpuThreadPlan plan_;
 };
 
 }  // namespace arach

@@ -89,10 +89,10 @@ void AllRows(const DeviceMatrix& in, const float* w, int64_t w_stride, float* ou
   }
 }
 
-void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate) {
+void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate, int threads) {
   const int64_t n = weight.rows;
   const int64_t tiles = (n + kFeatureTile - 1) / kFeatureTile;
-  cpu::ParallelRanges(tiles, cpu::MaxThreads(), [&](int64_t first, int64_t last) {
+  cpu::ParallelRanges(tiles, threads, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const int64_t j0 = t * kFeatureTile;
       const float* w = weight.As<float>() + j0 * weight.stride;
@@ -106,9 +106,9 @@ void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const D
   });
 }
 
-void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate) {
+void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate, int threads) {
   const int64_t n = weight.rows;
-  const int parts = static_cast<int>(std::min<int64_t>(cpu::MaxThreads(), std::max<int64_t>(1, n / 64)));
+  const int parts = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, n / 64)));
   cpu::ParallelRanges(n, parts, [&](int64_t first, int64_t last) {
     // out[:, first:last] (m x cols) = in (m x k) . W[first:last]^T (k x cols)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows),
@@ -125,9 +125,9 @@ void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, 
                         const DeviceMatrix& out, bool accumulate) {
   if (in.rows == 0) return;
   if (in.rows <= kSmallRows) {
-    SmallRowsLinear(in, weight, out, accumulate);
+    SmallRowsLinear(in, weight, out, accumulate, threads());
   } else {
-    LargeRowsLinear(in, weight, out, accumulate);
+    LargeRowsLinear(in, weight, out, accumulate, threads());
   }
   if (bias.data != nullptr) {
     const float* b = bias.As<float>();

@@ -8,8 +8,6 @@
 
 namespace arach::cpu {
 
-inline int MaxThreads() { return omp_get_max_threads(); }
-
 // Calls fn(begin, end) on `parts` contiguous ranges covering [0, count), in parallel.
 template <typename Fn>
 void ParallelRanges(int64_t count, int parts, const Fn& fn) {
@@ -25,10 +23,10 @@ void ParallelRanges(int64_t count, int parts, const Fn& fn) {
   }
 }
 
-// Calls fn(i) for i in [0, count) in parallel, dynamically balanced.
+// Calls fn(i) for i in [0, count) on `threads` threads, dynamically balanced.
 template <typename Fn>
-void ParallelFor(int64_t count, const Fn& fn) {
-#pragma omp parallel for schedule(dynamic, 1)
+void ParallelFor(int64_t count, int threads, const Fn& fn) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t i = 0; i < count; ++i) fn(i);
 }
 
