@@ -18,9 +18,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_SANITI
   -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
+# allocator_may_return_null: an impossible allocation returns null as the real allocator does, so the
+# tests that ask for one (OutOfMemoryIsResourceExhausted) check our handling, not the sanitizer's abort.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:allocator_may_return_null=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
+export TSAN_OPTIONS=halt_on_error=1:allocator_may_return_null=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
 # One OpenMP and one OpenBLAS thread: their runtimes are not instrumented, and parallel loops are not
 # what these runs check (the serving threads are).
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
