@@ -37,6 +37,7 @@ struct Engine::RequestState {
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
+  std::optional<AttentionMassAccumulator> attention_mass;  // when the request asked for diagnostics
 };
 
 Engine::Engine(LoadedModel model, const EngineConfig& config)
@@ -101,6 +102,10 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
     state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
     if (state->request.prompt_top_logprobs > 0) state->prompt_top_logprobs.assign(std::max(0, prompt_len - 1), {});
+  }
+  if (state->request.attention_diagnostics) {
+    seq.want_attention_mass = true;
+    state->attention_mass.emplace(c.num_layers, c.num_heads);
   }
   if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
@@ -209,6 +214,9 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.prompt_is_greedy = std::move(r.prompt_is_greedy);
   info.prompt_top_logprobs = std::move(r.prompt_top_logprobs);
   if (r.generated_logprobs > 0) info.mean_generated_logprob = r.generated_logprob_sum / r.generated_logprobs;
+  if (r.attention_mass && r.attention_mass->rows() == r.seq.prompt_len) {
+    info.attention = r.attention_mass->Means(r.seq.variant.arach);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (r.queued) --queued_;
@@ -280,6 +288,10 @@ void Engine::Step() {
       r.queued = false;
     }
   }
+  for (Sequence* seq : batch.preempted) {  // a prompt cut short is computed again from its first token
+    RequestState& r = *requests_.at(seq->id);
+    if (r.attention_mass && r.attention_mass->rows() < seq->prompt_len) r.attention_mass->Reset();
+  }
   ForwardBatch forward;
   std::vector<LogitsMode> modes;
   for (const ScheduledChunk& chunk : batch.chunks) {
@@ -294,6 +306,9 @@ void Engine::Step() {
     } else {
       input.logits = chunk.completes ? LogitsMode::kLast : LogitsMode::kNone;
     }
+    // Until the prompt has been counted once; a chunk of an uncounted prompt never holds generated tokens.
+    const RequestState& r = *requests_.at(seq.id);
+    input.attention_mass = r.attention_mass && r.attention_mass->rows() < seq.prompt_len;
     modes.push_back(input.logits);
     forward.sequences.push_back(input);
   }
@@ -311,6 +326,7 @@ void Engine::Step() {
     RequestState& r = *requests_.at(chunk.seq->id);
     const int rows = out->num_rows(static_cast<int>(i));
     prompt_tokens += std::max(0, std::min(chunk.start + chunk.num_tokens, r.seq.prompt_len) - chunk.start);
+    if (forward.sequences[i].attention_mass) r.attention_mass->Add(out->attention_mass, static_cast<int>(i), chunk.num_tokens);
     if (modes[i] == LogitsMode::kAll) {
       for (int row = 0; row < rows; ++row) {
         const int position = chunk.start + row;

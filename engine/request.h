@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/attention_mass.h"
 #include "engine/core/field_error.h"
 #include "engine/features/variant.h"
 #include "engine/model/model_config.h"
@@ -32,6 +33,9 @@ struct EngineRequest {
   std::optional<Clock::time_point> deadline;  // the request is dropped with DEADLINE_EXCEEDED after it
   // With prompt log-probs: this many most likely alternatives at each prompt position too (0..20).
   int prompt_top_logprobs = 0;
+  // Diagnostics: where the prompt's attention went (FinishInfo::attention). The prompt is computed in
+  // full then (no prefix-cache reuse), so that every row counts.
+  bool attention_diagnostics = false;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -86,6 +90,8 @@ struct FinishInfo {
   // Mean raw-model log-prob of the generated tokens (quality signal); set when the engine computes
   // log-probs for every token (EngineConfig::always_compute_logprobs) or the request asked for them.
   std::optional<double> mean_generated_logprob;
+  // When the request asked for attention diagnostics and its prompt was computed.
+  std::optional<AttentionDiagnostics> attention;
 };
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the

@@ -10,6 +10,11 @@
 // with a sliding window W, max(0, positions[r] - W + 1); with ARACH on,
 // both also attend the pair's own hub key/value with logit + hub_logit_offset[s]. Hub keys/values are
 // never in the cache: they are passed in `hub_k` / `hub_v` for this call only.
+//
+// Attention-mass diagnostics (`attention_mass`, null unless asked, so a normal step pays nothing): the
+// kernel adds, for each sequence s and head h, the probability each of its query rows puts on cached
+// position 0 (the attention sink; 0 where a sliding window hides it) and on the row's own hub, summed
+// separately over verbal and hub rows. p = exp(logit - log-sum-exp) of the same softmax the output uses.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,15 @@ struct PagedKvLayer {
   int block_size = 16;
   int num_kv_heads = 0;
   int head_dim = 0;
+};
+
+// Which sum of attention probability one slot of AttentionParams::attention_mass holds.
+enum AttentionMassKind : int {
+  kVerbalRowsOnSink = 0,  // verbal query rows -> position 0
+  kVerbalRowsOnHub = 1,   // verbal query rows -> their own hub
+  kHubRowsOnSink = 2,     // hub query rows -> position 0
+  kHubRowsOnHub = 3,      // hub query rows -> their own hub (the pair's hub key)
+  kAttentionMassKinds = 4,
 };
 
 struct AttentionParams {
@@ -48,6 +62,10 @@ struct AttentionParams {
   const float* hub_logit_offset = nullptr;     // [num_seqs] device, b
   DeviceMatrix hub_k;                          // [num_hub_rows, num_kv_heads * head_dim]
   DeviceMatrix hub_v;                          // [num_hub_rows, num_kv_heads * head_dim]
+
+  // Diagnostics: [num_seqs, kAttentionMassKinds, num_heads] float32 device sums, added to (the caller
+  // zeroes them); null = not computed.
+  float* attention_mass = nullptr;
 };
 
 }  // namespace arach

@@ -173,6 +173,9 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   params.sliding_window = c.SlidingWindow(l);
   params.hub_k = k.Rows(num_verbal, rows - num_verbal);
   params.hub_v = v.Rows(num_verbal, rows - num_verbal);
+  if (in.attention_mass != nullptr) {
+    params.attention_mass = in.attention_mass + static_cast<int64_t>(l) * params.num_seqs * kAttentionMassKinds * c.num_heads;
+  }
   b.Attention(params);
   b.Linear(attention, w.out_weight, w.out_bias, hidden, /*accumulate=*/true);  // residual add
   if (in.num_skip_rows > 0) b.ScatterRows(skip, in.skip_rows, hidden, /*accumulate=*/true);  // + skip
@@ -218,6 +221,16 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   ARACH_ASSIGN_OR_RETURN(in.skip_rows, workspace_->Upload(Scratch::kSkipRows, flat.skip_rows));
   ARACH_ASSIGN_OR_RETURN(const int32_t* hub_start, workspace_->Upload(Scratch::kHubStart, flat.hub_start));
   ARACH_ASSIGN_OR_RETURN(const float* hub_offsets, workspace_->Upload(Scratch::kHubOffsets, flat.hub_offsets));
+  const int num_seqs = static_cast<int>(batch.sequences.size());
+  const bool want_mass = std::any_of(batch.sequences.begin(), batch.sequences.end(),
+                                     [](const SequenceInput& s) { return s.attention_mass; });
+  DeviceMatrix mass_sums;  // [L * S * kAttentionMassKinds, H] float32, zeroed
+  if (want_mass) {
+    const int64_t mass_rows = static_cast<int64_t>(c.num_layers) * num_seqs * kAttentionMassKinds;
+    ARACH_ASSIGN_OR_RETURN(mass_sums, workspace_->Matrix(Scratch::kAttentionMass, mass_rows, c.num_heads, DType::kF32));
+    b.Fill(mass_sums.data, static_cast<size_t>(mass_rows) * c.num_heads * sizeof(float), 0);
+    in.attention_mass = mass_sums.As<float>();
+  }
 
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix hidden, workspace_->Matrix(Scratch::kHidden, rows, c.hidden_size));
   b.Embed(ids, positions, weights_->token_embedding, weights_->position_embedding, hidden.Rows(0, num_verbal));
@@ -225,7 +238,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
 
   AttentionParams attention;
   attention.num_heads = c.num_heads;
-  attention.num_seqs = static_cast<int>(batch.sequences.size());
+  attention.num_seqs = num_seqs;
   attention.num_verbal_rows = num_verbal;
   attention.query_start = query_start;
   attention.positions = positions;
@@ -257,6 +270,13 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
     b.Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
     output.logits.resize(static_cast<size_t>(logit_rows) * c.vocab_size);
     b.DownloadFloat(output.logits.data(), logits);
+  }
+  if (want_mass) {
+    output.attention_mass.num_layers = c.num_layers;
+    output.attention_mass.num_sequences = num_seqs;
+    output.attention_mass.num_heads = c.num_heads;
+    output.attention_mass.sums.resize(static_cast<size_t>(mass_sums.rows * mass_sums.cols));
+    b.DownloadFloat(output.attention_mass.sums.data(), mass_sums);
   }
   ARACH_RETURN_IF_ERROR(b.Synchronize());
   return output;

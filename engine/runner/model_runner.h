@@ -65,6 +65,7 @@ class ModelRunner {
     const int32_t* rope_positions = nullptr;
     const int32_t* slots = nullptr;
     const int32_t* skip_rows = nullptr;
+    float* attention_mass = nullptr;  // [L, S, kAttentionMassKinds, H] or null (no sequence asked)
     int num_verbal_rows = 0;
     int num_skip_rows = 0;
   };

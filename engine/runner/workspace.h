@@ -36,6 +36,7 @@ enum class Scratch : int {
   kAdapterX,       // [skip rows, d]: x^ then x~
   kAdapterInner,   // [skip rows, E]
   kAdapterSkip,    // [skip rows, d]
+  kAttentionMass,  // float [L, S, kAttentionMassKinds, H]: diagnostics sums, when a sequence asks
   kCount,
 };
 

@@ -23,6 +23,7 @@ struct Sequence {
   int prompt_len = 0;
   Variant variant;
   bool want_prompt_logprobs = false;  // prompt chunks return every row's logits; no prefix-cache reuse
+  bool want_attention_mass = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
 
   SequenceState state = SequenceState::kWaiting;
   int num_computed = 0;               // leading tokens whose K/V are in the cache

@@ -1,6 +1,8 @@
 // Paged attention, written once and run on every device, against the naive reference
 // (tests/testing/naive_attention.h) on random batches: shuffled block tables, prefill chunks and single
-// decode rows, grouped-query heads, and the ARACH hub term with random offsets on some sequences.
+// decode rows, grouped-query heads, and the ARACH hub term with random offsets on some sequences; the
+// attention-mass diagnostics (sink and hub probabilities summed per sequence and head) against the same
+// reference.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -27,10 +29,11 @@ struct Shape {
 class PagedAttention : public testing::DeviceFixture {
  protected:
   // `window` > 0: each query sees only the last `window` positions (Mistral's sliding window).
-  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window = 0);
+  // `with_mass`: also ask for the attention-mass diagnostics and check them.
+  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window = 0, bool with_mass = false);
 };
 
-void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window) {
+void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window, bool with_mass) {
   std::mt19937 rng(seed);
   const int hd = shape.head_dim, slot_elems = shape.kv_heads * hd;
   int blocks_needed = 0;
@@ -78,7 +81,13 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   p.hub_logit_offset = UploadFloats(offsets);
   p.hub_k = Upload(hub_k, std::max(hub_rows, 1), slot_elems).Rows(0, hub_rows);
   p.hub_v = Upload(hub_v, std::max(hub_rows, 1), slot_elems).Rows(0, hub_rows);
+  // [num_seqs, kAttentionMassKinds, heads], starting from 1 so that the kernel is seen to add, not overwrite.
+  const size_t mass_size = seqs.size() * kAttentionMassKinds * shape.heads;
+  const DeviceMatrix mass = Upload(std::vector<float>(mass_size, 1.0f), 1, static_cast<int64_t>(mass_size), DType::kF32);
+  if (with_mass) p.attention_mass = mass.As<float>();
   backend_->Attention(p);
+  std::vector<double> want_mass(mass_size, 1.0);
+  auto mass_at = [&](size_t s, int kind, int h) -> double& { return want_mass[(s * kAttentionMassKinds + kind) * shape.heads + h]; };
 
   std::vector<float> want(q.size(), 0.0f);
   const int group = shape.heads / shape.kv_heads;
@@ -101,9 +110,13 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
         std::vector<int> q_rows = {row};
         if (seqs[s].hub) q_rows.push_back(verbal + hub_index);
         for (int qr : q_rows) {
+          testing::NaiveMass row_mass;
           const std::vector<float> o = testing::NaiveAttention(&q[(static_cast<size_t>(qr) * shape.heads + h) * hd], keys, values,
-                                                               first, limit, hk, hv, seqs[s].offset, p.scale, hd);
+                                                               first, limit, hk, hv, seqs[s].offset, p.scale, hd, &row_mass);
           std::copy(o.begin(), o.end(), &want[(static_cast<size_t>(qr) * shape.heads + h) * hd]);
+          const bool hub_row = qr >= verbal;
+          mass_at(s, hub_row ? kHubRowsOnSink : kVerbalRowsOnSink, h) += row_mass.sink;
+          mass_at(s, hub_row ? kHubRowsOnHub : kVerbalRowsOnHub, h) += row_mass.hub;
         }
       }
     }
@@ -112,6 +125,16 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   const float ratio = testing::WorstToleranceRatio(Download(p.out), want, testing::ToleranceOf(dtype_));
   EXPECT_LE(ratio, 1.0f) << "heads " << shape.heads << "/" << shape.kv_heads << " head_dim " << hd << " block "
                          << shape.block_size << " window " << window << " seed " << seed;
+  // Without the diagnostics the buffer is untouched; with them each slot is 1 + a sum of probabilities
+  // over up to a few hundred rows (absolute tolerance per row of the dtype's).
+  const std::vector<float> got_mass = Download(mass);
+  for (size_t i = 0; i < mass_size; ++i) {
+    const double expected = with_mass ? want_mass[i] : 1.0;
+    const double rows_summed = std::max(1.0, want_mass[i]);
+    EXPECT_NEAR(got_mass[i], expected, testing::ToleranceOf(dtype_).atol * rows_summed + 1e-5 * expected)
+        << "mass slot " << i << " (sequence " << i / (kAttentionMassKinds * shape.heads) << ", kind "
+        << i / shape.heads % kAttentionMassKinds << ", head " << i % shape.heads << ") seed " << seed << " window " << window;
+  }
 }
 
 TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
@@ -129,7 +152,7 @@ TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
         spec.offset = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
         seqs.push_back(spec);
       }
-      RunCase(shape, seqs, seed);
+      RunCase(shape, seqs, seed, /*window=*/0, /*with_mass=*/seed % 2 == 0);
     }
   }
 }
@@ -148,14 +171,14 @@ TEST_P(PagedAttention, SlidingWindowSeesOnlyTheLastPositions) {
         spec.offset = -0.5f;
         seqs.push_back(spec);
       }
-      RunCase(shape, seqs, 7 + window, window);
+      RunCase(shape, seqs, 7 + window, window, /*with_mass=*/true);
     }
   }
 }
 
 TEST_P(PagedAttention, HubDominatesWithLargeOffsetAndVanishesWithVeryNegative) {
   // Extreme offsets exercise the running-max rescaling from both sides.
-  RunCase({4, 2, 64, 16}, {{40, 40, true, 30.0f}, {17, 1, true, -30.0f}, {33, 5, false, 0.0f}}, 99);
+  RunCase({4, 2, 64, 16}, {{40, 40, true, 30.0f}, {17, 1, true, -30.0f}, {33, 5, false, 0.0f}}, 99, 0, /*with_mass=*/true);
 }
 
 TEST_P(PagedAttention, UnsupportedHeadSizesAreRefusedNamingTheLimit) {

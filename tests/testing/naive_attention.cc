@@ -7,7 +7,7 @@ namespace arach::testing {
 
 std::vector<float> NaiveAttention(const float* q, const std::vector<const float*>& keys,
                                   const std::vector<const float*>& values, int first, int limit, const float* hub_k,
-                                  const float* hub_v, float offset, float scale, int head_dim) {
+                                  const float* hub_v, float offset, float scale, int head_dim, NaiveMass* mass) {
   std::vector<double> logits;  // [limit - first + 1 (+ 1 hub)]
   for (int j = first; j <= limit; ++j) {
     double dot = 0;
@@ -24,6 +24,10 @@ std::vector<float> NaiveAttention(const float* q, const std::vector<const float*
   for (double& l : logits) sum += (l = std::exp(l - max_logit));
   std::vector<double> out(head_dim, 0.0);
   const size_t visible = static_cast<size_t>(limit - first + 1);
+  if (mass != nullptr) {
+    mass->sink = first == 0 ? logits[0] / sum : 0.0;
+    mass->hub = hub_k != nullptr ? logits[visible] / sum : 0.0;
+  }
   for (size_t j = 0; j < logits.size(); ++j) {
     const float* v = j < visible ? values[first + j] : hub_v;
     for (int d = 0; d < head_dim; ++d) out[d] += logits[j] / sum * v[d];

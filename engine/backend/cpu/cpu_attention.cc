@@ -26,7 +26,16 @@ struct QueryRef {
   int limit;
   const float* hub_k;  // [head_dim] or null
   const float* hub_v;  // [head_dim] or null
+  // Diagnostics or null: [0] += p(-> position 0), [mass_stride] += p(-> own hub) (AttentionMassKind).
+  float* mass;
 };
+
+// Adds one query row's probabilities on the sink and on its hub to its diagnostics slots.
+inline void AddMass(const QueryRef& ref, int mass_stride, float sink_p, float hub_p) {
+  if (ref.mass == nullptr) return;
+  if (ref.first == 0) ref.mass[0] += sink_p;  // position 0 is outside a sliding window that starts later
+  ref.mass[mass_stride] += hub_p;
+}
 
 inline float Dot(const float* a, const float* b, int n) {
   float sum = 0.0f;
@@ -86,6 +95,7 @@ void AttendDirect(const AttentionParams& p, const std::vector<QueryRef>& queries
     const bool has_hub = ref.hub_k != nullptr;
     const float hub_score = has_hub ? p.scale * Dot(ref.q, ref.hub_k, head_dim) + hub_offset : 0.0f;
     const float hub_weight = Softmax(scores, visible, has_hub, hub_score);
+    AddMass(ref, p.num_heads, scores[0], hub_weight);
     float* o = ref.out;
     for (int c = 0; c < head_dim; ++c) o[c] = has_hub ? hub_weight * ref.hub_v[c] : 0.0f;
     for (int j = 0; j < visible; ++j) {
@@ -126,6 +136,7 @@ void AttendGathered(const AttentionParams& p, const std::vector<QueryRef>& queri
       const bool has_hub = ref.hub_k != nullptr;
       const float hub_score = has_hub ? p.scale * Dot(ref.q, ref.hub_k, head_dim) + hub_offset : 0.0f;
       s.hub_weight[t] = Softmax(row + begin, end - begin, has_hub, hub_score);
+      AddMass(ref, p.num_heads, row[0], s.hub_weight[t]);  // row[0] is position 0 whenever ref.first == 0 (then lo == 0)
       std::fill(row, row + begin, 0.0f);
       std::fill(row + end, row + span, 0.0f);
     }
@@ -184,6 +195,11 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
           ref.first = FirstVisible(p, ref.limit);
           ref.hub_k = has_hub ? p.hub_k.As<float>() + (hub0 + i) * p.hub_k.stride + g * head_dim : nullptr;
           ref.hub_v = has_hub ? p.hub_v.As<float>() + (hub0 + i) * p.hub_v.stride + g * head_dim : nullptr;
+          // Only this (sequence, KV head) item touches these slots: no other thread adds to them.
+          ref.mass = p.attention_mass == nullptr
+                         ? nullptr
+                         : p.attention_mass + (static_cast<int64_t>(s) * kAttentionMassKinds +
+                                               (stream == 0 ? kVerbalRowsOnSink : kHubRowsOnSink)) * p.num_heads + h;
           queries.push_back(ref);
         }
       }

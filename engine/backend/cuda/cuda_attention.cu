@@ -6,6 +6,8 @@
 // memory), the chunk updates a running max / sum (online softmax), then the warp accumulates the values
 // with each lane owning the output dims lane, lane + 32, ... The hub key/value starts the running state
 // (its logit gets the sequence's offset b), which is the log-sum-exp merge of hub and cache terms.
+// Diagnostics (attention_mass set): the logits of position 0 and of the hub are kept, and at the end
+// lane 0 adds exp(logit - max) / sum of each to the (sequence, head) sums with an atomic add.
 #include <cfloat>
 
 #include "engine/backend/cuda/cuda_common.cuh"
@@ -67,8 +69,11 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
   __syncwarp();
 
   Running state[kQueries];
+  float sink_logit[kQueries], hub_logit[kQueries];  // diagnostics: the logits of position 0 and of the hub
 #pragma unroll
   for (int qi = 0; qi < kQueries; ++qi) {
+    sink_logit[qi] = -FLT_MAX;
+    hub_logit[qi] = -FLT_MAX;
     state[qi].max_logit = -FLT_MAX;
     state[qi].sum = 0.0f;
 #pragma unroll
@@ -83,6 +88,7 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
       float partial = 0.0f;
       for (int d = lane; d < head_dim; d += 32) partial += q_shared[qi][d] * ToFloat(hub_k[d]);
       state[qi].max_logit = WarpSum(partial) * p.scale + p.hub_logit_offset[task.seq];
+      hub_logit[qi] = state[qi].max_logit;
       state[qi].sum = 1.0f;
 #pragma unroll
       for (int t = 0; t < kMaxDimsPerLane; ++t) {
@@ -116,6 +122,10 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
       }
 #pragma unroll
       for (int qi = 0; qi < kQueries; ++qi) logits[qi] = dot[qi] * p.scale;
+    }
+    if (chunk == 0) {  // lane 0 holds position 0 (only when no sliding window hides it)
+#pragma unroll
+      for (int qi = 0; qi < kQueries; ++qi) sink_logit[qi] = __shfl_sync(0xffffffffu, logits[qi], 0);
     }
     float weights[kQueries];
 #pragma unroll
@@ -155,6 +165,12 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
     for (int t = 0; t < kMaxDimsPerLane; ++t) {
       const int d = lane + 32 * t;
       if (d < head_dim) out[d] = ToBf16(state[qi].acc[t] * inv_sum);
+    }
+    if (p.attention_mass != nullptr && lane == 0) {
+      const int sink_kind = qi == 0 ? kVerbalRowsOnSink : kHubRowsOnSink;
+      float* mass = p.attention_mass + (static_cast<int64_t>(task.seq) * kAttentionMassKinds + sink_kind) * p.num_heads + task.head;
+      if (task.first == 0) atomicAdd(mass, __expf(sink_logit[qi] - state[qi].max_logit) * inv_sum);
+      if (kQueries == 2) atomicAdd(mass + p.num_heads, __expf(hub_logit[qi] - state[qi].max_logit) * inv_sum);
     }
   }
 }

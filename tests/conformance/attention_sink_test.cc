@@ -1,0 +1,185 @@
+// Attention-sink diagnostics through the serving engine against ../shared/fixtures/refs/sink_refs.json
+// (an independent PyTorch forward): per layer and head, the mean probability of the prompt's query rows
+// on position 0 and on their own hub, base and ARACH (b = -0.5, the references' hub embedding), within
+// 1e-4. Also: the same numbers when the prompt is computed in small chunks beside other requests, for a
+// generation request whose prompt is in the prefix cache, and after the prompt was preempted.
+#include <fstream>
+
+#include "engine/core/mapped_file.h"
+#include "engine/engine.h"
+#include "gtest/gtest.h"
+#include "tests/testing/collecting_sink.h"
+#include "tests/testing/fixtures.h"
+
+namespace arach {
+namespace {
+
+using testing::CollectingSink;
+
+std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config = {}, int kv_blocks = 256) {
+  LoadModelOptions load;
+  load.kv_blocks = kv_blocks;
+  load.hub_embedding = testing::FixturePath("refs/refs.safetensors") + ":" + model + ".hub_embedding";
+  auto loaded = LoadModel(testing::FixturePath(model), load);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return nullptr;
+  auto engine = Engine::Create(std::move(*loaded), config);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+const nlohmann::json& SinkRefs() {
+  static const nlohmann::json refs = [] {
+    std::ifstream in(testing::FixturePath("refs/sink_refs.json"));
+    return nlohmann::json::parse(in);
+  }();
+  return refs;
+}
+
+// [layers][heads] from the references, flattened row-major.
+std::vector<float> Flat(const nlohmann::json& table) {
+  std::vector<float> out;
+  for (const auto& layer : table) {
+    for (const auto& head : layer) out.push_back(head.get<float>());
+  }
+  return out;
+}
+
+void ExpectMatches(const std::vector<float>& got, const nlohmann::json& want, const std::string& what, float tolerance = 1e-4f) {
+  const std::vector<float> expected = Flat(want);
+  ASSERT_EQ(got.size(), expected.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tolerance) << what << " [layer x head " << i << "]";
+}
+
+void ExpectMatchesReference(const AttentionDiagnostics& got, const std::string& model, const std::string& prompt,
+                            const std::string& variant) {
+  const nlohmann::json& want = SinkRefs()["models"][model][prompt][variant];
+  const std::string what = model + " " + prompt + " " + variant;
+  EXPECT_EQ(got.num_layers, static_cast<int>(want["sink_mass"].size())) << what;
+  ExpectMatches(got.sink_mass, want["sink_mass"], what + " sink_mass");
+  ExpectMatches(got.hub_mass, want["hub_mass"], what + " hub_mass");
+  if (variant == "arach") {
+    ASSERT_TRUE(got.has_hub_rows()) << what;
+    ExpectMatches(got.hub_rows_sink_mass, want["hub_rows_sink_mass"], what + " hub_rows_sink_mass");
+    ExpectMatches(got.hub_rows_hub_mass, want["hub_rows_hub_mass"], what + " hub_rows_hub_mass");
+  } else {
+    EXPECT_FALSE(got.has_hub_rows()) << what;
+  }
+}
+
+struct Job {
+  std::string prompt_key, variant;
+  EngineRequest request;
+  std::shared_ptr<CollectingSink> sink = std::make_shared<CollectingSink>();
+};
+
+Job ScoreJob(const std::string& model, const std::string& prompt, const std::string& variant) {
+  Job job;
+  job.prompt_key = prompt;
+  job.variant = variant;
+  for (const auto& id : SinkRefs()["models"][model][prompt]["ids"]) job.request.prompt.push_back(id.get<int32_t>());
+  job.request.kind = RequestKind::kScore;
+  job.request.variant.arach = variant == "arach";
+  job.request.variant.arach_offset = -0.5f;
+  job.request.attention_diagnostics = true;
+  return job;
+}
+
+const std::vector<std::string> kModels = {"gpt2-tiny", "neox-tiny"};
+const std::vector<std::string> kPrompts = {"p7", "p48"};
+const std::vector<std::string> kVariants = {"base", "arach"};
+
+TEST(AttentionSink, ScoreDiagnosticsMatchTheReferences) {
+  ARACH_REQUIRE_FIXTURES();
+  for (const std::string& model : kModels) {
+    auto engine = MakeEngine(model);
+    ASSERT_NE(engine, nullptr);
+    for (const std::string& prompt : kPrompts) {
+      for (const std::string& variant : kVariants) {
+        Job job = ScoreJob(model, prompt, variant);
+        ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
+        ASSERT_TRUE(job.sink->Wait());
+        const FinishInfo finish = job.sink->finish();
+        ASSERT_TRUE(finish.status.ok()) << finish.status;
+        ASSERT_TRUE(finish.attention.has_value()) << model << " " << prompt << " " << variant;
+        ExpectMatchesReference(*finish.attention, model, prompt, variant);
+      }
+    }
+  }
+}
+
+TEST(AttentionSink, ChunkedAndBatchedPromptsGiveTheSameMeans) {
+  ARACH_REQUIRE_FIXTURES();
+  EngineConfig config;
+  config.max_num_batched_tokens = 5;  // p48 takes ten steps, shared with the other requests
+  for (const std::string& model : kModels) {
+    auto engine = MakeEngine(model, config);
+    ASSERT_NE(engine, nullptr);
+    std::vector<Job> jobs;
+    for (const std::string& prompt : kPrompts) {
+      for (const std::string& variant : kVariants) jobs.push_back(ScoreJob(model, prompt, variant));
+    }
+    Job plain = ScoreJob(model, "p48", "arach");
+    plain.request.attention_diagnostics = false;
+    for (Job& job : jobs) ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
+    ASSERT_TRUE(engine->Submit(plain.request, plain.sink).ok());
+    for (Job& job : jobs) {
+      ASSERT_TRUE(job.sink->Wait());
+      ASSERT_TRUE(job.sink->finish().attention.has_value());
+      ExpectMatchesReference(*job.sink->finish().attention, model, job.prompt_key, job.variant);
+    }
+    ASSERT_TRUE(plain.sink->Wait());
+    EXPECT_FALSE(plain.sink->finish().attention.has_value()) << "only requests that ask get diagnostics";
+  }
+}
+
+TEST(AttentionSink, GenerationWithACachedPromptStillCountsEveryPromptRow) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = MakeEngine("gpt2-tiny");
+  ASSERT_NE(engine, nullptr);
+  Job warm = ScoreJob("gpt2-tiny", "p48", "arach");
+  warm.request.kind = RequestKind::kGenerate;
+  warm.request.attention_diagnostics = false;
+  warm.request.sampling.max_tokens = 4;
+  warm.request.sampling.temperature = 0.0f;
+  ASSERT_TRUE(engine->Submit(warm.request, warm.sink).ok());
+  ASSERT_TRUE(warm.sink->Wait());
+  Job diagnosed = warm;
+  diagnosed.sink = std::make_shared<CollectingSink>();
+  diagnosed.request.attention_diagnostics = true;
+  ASSERT_TRUE(engine->Submit(diagnosed.request, diagnosed.sink).ok());
+  ASSERT_TRUE(diagnosed.sink->Wait());
+  const FinishInfo finish = diagnosed.sink->finish();
+  EXPECT_EQ(finish.usage.cached_prompt_tokens, 0) << "a diagnosed prompt is computed in full";
+  EXPECT_EQ(diagnosed.sink->tokens().size(), 4u);
+  ASSERT_TRUE(finish.attention.has_value());
+  ExpectMatchesReference(*finish.attention, "gpt2-tiny", "p48", "arach");
+}
+
+TEST(AttentionSink, APreemptedPromptIsCountedOnce) {
+  ARACH_REQUIRE_FIXTURES();
+  // Six blocks of 16 positions, five tokens per step: the generation (admitted first, 48 + 40 positions)
+  // grows into the blocks the diagnosed prompt needs, which is preempted and computed again.
+  EngineConfig config;
+  config.max_num_batched_tokens = 5;
+  auto engine = MakeEngine("gpt2-tiny", config, /*kv_blocks=*/6);
+  ASSERT_NE(engine, nullptr);
+  Job long_generation = ScoreJob("gpt2-tiny", "p48", "base");
+  long_generation.request.kind = RequestKind::kGenerate;
+  long_generation.request.attention_diagnostics = false;
+  long_generation.request.sampling.max_tokens = 40;
+  long_generation.request.sampling.ignore_eos = true;
+  Job diagnosed = ScoreJob("gpt2-tiny", "p48", "arach");
+  ASSERT_TRUE(engine->Submit(long_generation.request, long_generation.sink).ok());
+  ASSERT_TRUE(engine->Submit(diagnosed.request, diagnosed.sink).ok());
+  ASSERT_TRUE(diagnosed.sink->Wait());
+  ASSERT_TRUE(long_generation.sink->Wait());
+  const FinishInfo finish = diagnosed.sink->finish();
+  ASSERT_TRUE(finish.status.ok()) << finish.status;
+  EXPECT_GT(finish.usage.preemptions, 0) << "the case must preempt the diagnosed prompt to test anything";
+  ASSERT_TRUE(finish.attention.has_value());
+  ExpectMatchesReference(*finish.attention, "gpt2-tiny", "p48", "arach");
+}
+
+}  // namespace
+}  // namespace arach
