@@ -147,7 +147,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
     EngineRequest engine_request = std::move(*mapped);
     if (chat) prompt_field = "messages";
-    if (context_.prompt_perplexity) engine_request.sampling.prompt_logprobs = true;
+    context_.policy->Apply(engine_request);
     if (call->deadline() != std::chrono::system_clock::time_point::max()) {
       engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
     }

@@ -31,6 +31,8 @@ ABSL_FLAG(std::string, experiment_file, "", "A/B experiment as JSON (name, arms 
 ABSL_FLAG(bool, quality_metrics, true, "compute each generated token's log-prob for arach_generated_token_logprob");
 ABSL_FLAG(bool, prompt_perplexity, false, "score every Generate prompt under its variant (arach_prompt_perplexity; "
           "costs a full-vocabulary softmax per prompt token and bypasses the prefix cache)");
+ABSL_FLAG(double, diagnostics_sample_rate, 0.0, "share of generation requests (0..1) whose prompt attention is diagnosed "
+          "(arach_attention_sink_mass by variant; a diagnosed prompt bypasses the prefix cache)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
@@ -85,6 +87,7 @@ ServerOptions OptionsFromFlags() {
   o.engine.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   o.engine.always_compute_logprobs = absl::GetFlag(FLAGS_quality_metrics);
   o.prompt_perplexity = absl::GetFlag(FLAGS_prompt_perplexity);
+  o.diagnostics_sample_rate = absl::GetFlag(FLAGS_diagnostics_sample_rate);
   o.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
   o.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
   o.limits.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);

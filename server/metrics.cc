@@ -98,6 +98,10 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
   auto& prompt_ppl = BuildHistogram().Name("arach_prompt_perplexity")
                          .Help("Perplexity of each Generate prompt under its serving variant (when --prompt_perplexity is on).")
                          .Register(r);
+  auto& sink_mass = BuildHistogram().Name("arach_attention_sink_mass")
+                        .Help("Per diagnosed request (--diagnostics_sample_rate, or asked for), the mean over layers and "
+                              "heads of the attention its prompt rows put on the first token (the attention sink), by variant.")
+                        .Register(r);
   m->assignments_ = &BuildCounter().Name("arach_experiment_assignments_total")
                          .Help("Requests assigned a variant by the A/B experiment, by arm and variant.").Register(r);
   m->http_requests_ = &BuildCounter().Name("arach_http_requests_total")
@@ -127,6 +131,8 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
                                                       -12, -10, -8, -7, -6, -5, -4.5, -4, -3.5, -3, -2.5, -2, -1.5, -1,
                                                       -0.75, -0.5, -0.25, -0.1, 0});
     pv.prompt_perplexity = &prompt_ppl.Add({{"variant", v}}, Exponential(1, 1.5, 24));
+    pv.sink_mass = &sink_mass.Add({{"variant", v}}, Histogram::BucketBoundaries{0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35,
+                                                                                0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0});
     for (const char* reason : kFinishReasons) pv.requests[reason] = &requests.Add({{"variant", v}, {"finish_reason", reason}});
     // The answered generation routes, so that the family is exported (and dashboards resolve) before traffic.
     for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
@@ -164,6 +170,11 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
     for (float lp : info.prompt_logprobs) total += lp;
     pv.prompt_perplexity->Observe(std::exp(-total / static_cast<double>(info.prompt_logprobs.size())));
   }
+  if (info.attention) pv.sink_mass->Observe(info.attention->MeanSinkMass());
+}
+
+void ServerMetrics::RecordAttention(const Variant& variant, const AttentionDiagnostics& attention) {
+  For(variant).sink_mass->Observe(attention.MeanSinkMass());
 }
 
 void ServerMetrics::DeclareExperimentArms(const std::vector<std::pair<std::string, Variant>>& arms) {

@@ -35,6 +35,8 @@ class ServerMetrics {
   void RecordGenerate(const Variant& variant, const FinishInfo& info);
   // A finished Score request of `tokens` scored tokens.
   void RecordScore(const Variant& variant, int64_t prompt_tokens);
+  // The attention diagnostics of a finished request (RecordGenerate records its own).
+  void RecordAttention(const Variant& variant, const AttentionDiagnostics& attention);
   // A request refused before it reached the engine (code name: invalid_argument, resource_exhausted, ...).
   void RecordRejected(const std::string& code);
   void RecordStep(const StepReport& step);
@@ -57,6 +59,7 @@ class ServerMetrics {
     prometheus::Counter* score_requests;
     prometheus::Histogram* generated_logprob;
     prometheus::Histogram* prompt_perplexity;
+    prometheus::Histogram* sink_mass;
     std::map<std::string, prometheus::Counter*> requests;  // by finish reason
   };
   ServerMetrics() = default;

@@ -195,4 +195,20 @@ void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const st
   out->set_request_id(request_id);
 }
 
+void FillAttentionDiagnostics(const AttentionDiagnostics& attention, arach::v1::AttentionDiagnostics* out) {
+  const auto heads_of = [&](const std::vector<float>& table, int layer, google::protobuf::RepeatedField<float>* field) {
+    if (table.empty()) return;
+    const auto first = table.begin() + static_cast<ptrdiff_t>(layer) * attention.num_heads;
+    field->Add(first, first + attention.num_heads);
+  };
+  for (int l = 0; l < attention.num_layers; ++l) {
+    arach::v1::LayerAttention* layer = out->add_layers();
+    heads_of(attention.sink_mass, l, layer->mutable_sink_mass());
+    heads_of(attention.hub_mass, l, layer->mutable_hub_mass());
+    heads_of(attention.hub_rows_sink_mass, l, layer->mutable_hub_rows_sink_mass());
+    heads_of(attention.hub_rows_hub_mass, l, layer->mutable_hub_rows_hub_mass());
+  }
+  out->set_mean_sink_mass(attention.MeanSinkMass());
+}
+
 }  // namespace arach::server

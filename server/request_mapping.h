@@ -51,5 +51,7 @@ arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, bool with_logpr
 // The final message's `finish`.
 void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const std::string& request_id,
                 arach::v1::Finish* out);
+// The attention diagnostics of a request, one LayerAttention per layer.
+void FillAttentionDiagnostics(const AttentionDiagnostics& attention, arach::v1::AttentionDiagnostics* out);
 
 }  // namespace arach::server

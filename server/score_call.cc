@@ -20,9 +20,10 @@ class ScoreReactor;
 class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
  public:
   ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs,
-                 std::string request_id, bool admitted)
+                 std::string request_id, bool admitted, bool asked_diagnostics = false)
       : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs),
-        request_id_(std::move(request_id)), admitted_(admitted), started_(Clock::now()) {
+        request_id_(std::move(request_id)), admitted_(admitted), asked_diagnostics_(asked_diagnostics),
+        started_(Clock::now()) {
     response_->set_request_id(request_id_);
     for (int i = 0; i < inputs; ++i) response_->add_results();
   }
@@ -47,6 +48,7 @@ class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
   int pending_;
   std::string request_id_;
   bool admitted_;  // false: refused before a variant was chosen
+  bool asked_diagnostics_;  // ScoreRequest.diagnostics: the results carry them
   Clock::time_point started_;
   int64_t scored_prompt_tokens_ = 0;
   bool finished_ = false;
@@ -81,7 +83,8 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
     const ResolvedVariant resolved = context.variants->Resolve(request->variant(), request->experiment_key());
     if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
     FillServedVariant(resolved, response->mutable_variant());
-    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size(), request_id, true);
+    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size(), request_id,
+                                                  /*admitted=*/true, request->diagnostics());
     const absl::Status status = Submit(call, *request, resolved.variant);
     if (!status.ok()) {
       RecordRejection(context, status);
@@ -115,6 +118,8 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
                                                  input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
                                                  &prompt_field));
       r.variant = variant;
+      r.attention_diagnostics = request.diagnostics();
+      context_.policy->Apply(r);
       if (call->deadline() != std::chrono::system_clock::time_point::max()) {
         r.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
       }
@@ -161,6 +166,11 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
   result->set_total_logprob(total);
   result->set_scored_tokens(static_cast<uint32_t>(info.prompt_logprobs.size()));
   result->set_perplexity(std::exp(-total / std::max<size_t>(1, info.prompt_logprobs.size())));
+  if (info.attention) {
+    context_.metrics->RecordAttention(variant_, *info.attention);
+    // Sampled by --diagnostics_sample_rate but not asked for: recorded, not returned.
+    if (asked_diagnostics_) FillAttentionDiagnostics(*info.attention, result->mutable_attention());
+  }
   scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
   if (--pending_ == 0) {
     context_.metrics->RecordScore(variant_, scored_prompt_tokens_);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -106,7 +107,8 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
                                      std::chrono::system_clock::now().time_since_epoch()).count();
   context.request_log = &request_log;
   context.limits = options.limits;
-  context.prompt_perplexity = options.prompt_perplexity;
+  RequestPolicy policy(options.prompt_perplexity, options.diagnostics_sample_rate, std::random_device{}());
+  context.policy = &policy;
   InferenceService service(context);
 
   // Both APIs answer (health NOT_SERVING / 503, calls UNAVAILABLE) while the model loads.

@@ -50,6 +50,9 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
     }
     config.experiment = std::move(experiment);
   }
+  if (!(options.diagnostics_sample_rate >= 0.0 && options.diagnostics_sample_rate <= 1.0)) {
+    return FlagError("diagnostics_sample_rate", "must be between 0 and 1");
+  }
   const TlsOptions& tls = options.grpc.tls;
   if (tls.cert.empty() != tls.key.empty()) return FlagError("tls_cert", "--tls_cert and --tls_key go together");
   if (!tls.client_ca.empty() && tls.cert.empty()) return FlagError("tls_client_ca", "needs --tls_cert and --tls_key");

@@ -45,6 +45,7 @@ struct ServerOptions {
   std::string experiment_file;        // the JSON form
   EngineConfig engine;                // batching, queue and prefix cache (no observer yet)
   bool prompt_perplexity = false;     // score every Generate prompt under its variant
+  double diagnostics_sample_rate = 0.0;  // share of generation requests whose attention is diagnosed [0, 1]
   RequestLimits limits;
   GrpcOptions grpc;
   http::HttpOptions http;             // the OpenAI API, /health, /ready and /metrics

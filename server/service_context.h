@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
+#include "server/request_policy.h"
 #include "server/request_limits.h"
 #include "server/serving_state.h"
 #include "server/variant_resolver.h"
@@ -23,7 +24,7 @@ struct ServiceContext {
   std::string served_model_name;   // the model's name in both APIs (--served_model_name)
   int64_t started_unix_seconds = 0;
   RequestLog* request_log = nullptr;  // one line per finished request
-  bool prompt_perplexity = false;  // score every Generate prompt under its variant (quality metric)
+  RequestPolicy* policy = nullptr;  // what the server adds to every generation request (both APIs)
 };
 
 }  // namespace arach::server

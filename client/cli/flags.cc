@@ -14,7 +14,9 @@ ABSL_FLAG(std::string, tls_key, "", "PEM key of --tls_cert");
 ABSL_FLAG(std::string, tls_server_name, "", "name to check the server's certificate against (default: the host)");
 ABSL_FLAG(std::string, prompt, "", "prompt text");
 ABSL_FLAG(std::string, ids, "", "prompt token ids, comma separated");
-ABSL_FLAG(std::string, text, "", "text to score (score), or a text file for windowed perplexity (eval)");
+ABSL_FLAG(std::string, text, "", "text to score (score), or a text file (eval: windowed perplexity; sinks: the text measured)");
+ABSL_FLAG(std::string, variants, "base,arach", "variants to compare, VARIANT[@OFFSET],...");
+ABSL_FLAG(std::string, chart, "sinks.svg", "SVG chart of attention per layer (empty: none)");
 ABSL_FLAG(std::string, file, "", "text file to score");
 ABSL_FLAG(int, max_tokens, 64, "tokens to generate");
 ABSL_FLAG(int, min_tokens, 0, "tokens before stop conditions apply");
@@ -82,6 +84,8 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
                                                 "min_p", "repetition_penalty", "seed", "stop", "ignore_eos", "top_logprobs",
                                                 "variant", "arach_offset", "experiment_key", "timeout", "json"})},
       {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
+      {"sinks", "attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
+       With({"text", "variants", "chart", "json"})},
       {"info", "describe the served model", With({})},
       {"health", "the server's health (exit 0 when SERVING)", With({})},
       {"bench", "load generator: throughput, TTFT, TPOT per variant",
@@ -169,6 +173,16 @@ EvalOptions EvalOptionsFromFlags() {
   o.bootstrap_seed = absl::GetFlag(FLAGS_bootstrap_seed);
   o.items = absl::GetFlag(FLAGS_items);
   o.json_out = absl::GetFlag(FLAGS_json_out);
+  return o;
+}
+
+SinksOptions SinksOptionsFromFlags() {
+  SinksOptions o;
+  o.connect = ConnectOptionsFromFlags();
+  o.text_file = absl::GetFlag(FLAGS_text);
+  o.variants = absl::GetFlag(FLAGS_variants);
+  o.chart = absl::GetFlag(FLAGS_chart);
+  o.json = absl::GetFlag(FLAGS_json);
   return o;
 }
 

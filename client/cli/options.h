@@ -52,6 +52,14 @@ struct ScoreOptions {
   bool json = false;
 };
 
+struct SinksOptions {
+  ConnectOptions connect;
+  std::string text_file;             // the text whose attention is measured
+  std::string variants = "base,arach";  // VARIANT[@OFFSET],... scored one after the other
+  std::string chart = "sinks.svg";   // SVG chart of sink and hub mass per layer ("" = none)
+  bool json = false;                 // per layer and head, as JSON
+};
+
 struct BenchOptions {
   ConnectOptions connect;
   double rate = 0;                   // Poisson arrivals per second; 0 = closed loop

@@ -103,7 +103,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.model = model->get<std::string>();
 
   std::optional<int> n, logprobs, max_tokens, top_k, min_tokens;
-  std::optional<bool> stream, ignore_eos, arach, skip, skip_special;
+  std::optional<bool> stream, ignore_eos, arach, skip, skip_special, diagnostics;
   std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, arach_offset;
   std::optional<uint64_t> seed;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "n", &n));
@@ -126,6 +126,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_RETURN_IF_ERROR(ReadBool(body, "arach", &arach));
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "arach_offset", &arach_offset));
   ARACH_RETURN_IF_ERROR(ReadBool(body, "skip", &skip));
+  ARACH_RETURN_IF_ERROR(ReadBool(body, "diagnostics", &diagnostics));
 
   f.n = n.value_or(1);
   if (f.n < 1 || f.n > 16) return Bad("n", absl::StrCat(f.n, " must be in [1, 16]"));
@@ -149,6 +150,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   if (min_tokens) sp.min_tokens = *min_tokens;
   sp.ignore_eos = ignore_eos.value_or(false);
   f.skip_special_tokens = skip_special.value_or(true);
+  f.diagnostics = diagnostics.value_or(false);
   if (const json* stop = Field(body, "stop"); stop != nullptr) {
     if (stop->is_string()) {
       sp.stop.push_back(stop->get<std::string>());

@@ -40,6 +40,7 @@ struct GenerationFields {
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens (default 16) and stop
   VariantFields variant;
   bool skip_special_tokens = true;  // leave special tokens out of the text (as vLLM does)
+  bool diagnostics = false;         // each choice reports where its prompt's attention went (arach_attention)
 };
 
 struct CompletionRequest {

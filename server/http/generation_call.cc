@@ -11,6 +11,31 @@ using json = nlohmann::json;
 
 bool Answered(const FinishInfo& info) { return info.reason == FinishReason::kStop || info.reason == FinishReason::kLength; }
 
+namespace {
+
+// [layers][heads] as nested arrays (the layout of refs/sink_refs.json).
+json LayerHeadTable(const std::vector<float>& values, int num_layers, int num_heads) {
+  json table = json::array();
+  for (int l = 0; l < num_layers; ++l) {
+    const auto first = values.begin() + static_cast<ptrdiff_t>(l) * num_heads;
+    table.push_back(json(std::vector<float>(first, first + num_heads)));
+  }
+  return table;
+}
+
+json AttentionJson(const AttentionDiagnostics& a) {
+  json out = {{"sink_mass", LayerHeadTable(a.sink_mass, a.num_layers, a.num_heads)},
+              {"hub_mass", LayerHeadTable(a.hub_mass, a.num_layers, a.num_heads)},
+              {"mean_sink_mass", a.MeanSinkMass()}};
+  if (a.has_hub_rows()) {
+    out["hub_rows_sink_mass"] = LayerHeadTable(a.hub_rows_sink_mass, a.num_layers, a.num_heads);
+    out["hub_rows_hub_mass"] = LayerHeadTable(a.hub_rows_hub_mass, a.num_layers, a.num_heads);
+  }
+  return out;
+}
+
+}  // namespace
+
 GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, GenerationFields fields, ResolvedVariant variant,
                                Identity identity)
     : context_(context), ticket_(std::move(ticket)), fields_(std::move(fields)), variant_(std::move(variant)),
@@ -23,6 +48,8 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     choices_[c].prompt_index = static_cast<int>(c / static_cast<size_t>(fields_.n));
     choices_[c].prompt = requests[c].prompt;
     const std::string& prompt_field = prompt_fields[c];
+    requests[c].attention_diagnostics = fields_.diagnostics;
+    context_.policy->Apply(requests[c]);
     const absl::Status submitted = run_->Submit(static_cast<int>(c), std::move(requests[c]), [&](absl::string_view field) {
       return field == "prompt" ? prompt_field : OpenAiFieldName(field);
     });
@@ -61,6 +88,14 @@ json GenerationCall::Envelope(json choices) const {
           {"arach_variant", variant_.variant.Name()}};
 }
 
+json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final) {
+  json out = ChoiceJson(index, choice, final);
+  if (final && fields_.diagnostics && choice.finish && choice.finish->attention) {
+    out["arach_attention"] = AttentionJson(*choice.finish->attention);
+  }
+  return out;
+}
+
 json GenerationCall::UsageJson() const {
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
   for (size_t c = 0; c < choices_.size(); ++c) {
@@ -82,7 +117,7 @@ void GenerationCall::RespondWhole(httplib::Response& response) {
   run_->WaitFinished();
   for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) Apply(event);
   json choices = json::array();
-  for (size_t c = 0; c < choices_.size(); ++c) choices.push_back(ChoiceJson(static_cast<int>(c), choices_[c], true));
+  for (size_t c = 0; c < choices_.size(); ++c) choices.push_back(ChoiceWithExtensions(static_cast<int>(c), choices_[c], true));
   if (!failure_.ok()) {
     SendError(response, failure_);
   } else {
@@ -104,7 +139,7 @@ bool GenerationCall::PumpStream(ServerSentEvents& events) {
     if (!failure_.ok()) break;
     Choice& choice = choices_[static_cast<size_t>(index)];
     if (!finished && choice.text.empty() && choice.tokens.empty() && choice.opened) continue;  // nothing to say yet
-    if (!events.Data(JsonText(Envelope(json::array({ChoiceJson(index, choice, finished)}))))) return false;
+    if (!events.Data(JsonText(Envelope(json::array({ChoiceWithExtensions(index, choice, finished)}))))) return false;
     choice.opened = true;
   }
   if (!failure_.ok()) {

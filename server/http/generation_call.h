@@ -78,6 +78,8 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
 
  private:
   void Apply(ChoiceEvent& event);
+  // ChoiceJson, plus the choice's attention diagnostics once it has finished (when asked).
+  nlohmann::json ChoiceWithExtensions(int index, Choice& choice, bool final);
   bool PumpStream(ServerSentEvents& events);
   void End(int http_status);
 

@@ -16,6 +16,7 @@ class GenerationRun::ChoiceSink : public RequestSink {
       run_->metrics_.RecordGenerate(run_->variant_, info);
     } else if (answered) {
       run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens);
+      if (info.attention) run_->metrics_.RecordAttention(run_->variant_, *info.attention);
     }
     run_->Push(ChoiceEvent{choice_, {}, info});
   }

@@ -3,8 +3,6 @@
 // on position 0 and on their own hub, base and ARACH (b = -0.5, the references' hub embedding), within
 // 1e-4. Also: the same numbers when the prompt is computed in small chunks beside other requests, for a
 // generation request whose prompt is in the prefix cache, and after the prompt was preempted.
-#include <fstream>
-
 #include "engine/core/mapped_file.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
@@ -28,13 +26,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-const nlohmann::json& SinkRefs() {
-  static const nlohmann::json refs = [] {
-    std::ifstream in(testing::FixturePath("refs/sink_refs.json"));
-    return nlohmann::json::parse(in);
-  }();
-  return refs;
-}
+const nlohmann::json& SinkRefs() { return testing::SinkRefsJson(); }
 
 // [layers][heads] from the references, flattened row-major.
 std::vector<float> Flat(const nlohmann::json& table) {

@@ -70,6 +70,7 @@ std::vector<std::string> FixtureServerFlags(const std::string& name) {
 const nlohmann::json& RefsJson() { return LoadJson("refs/refs.json"); }
 const nlohmann::json& ModernRefsJson() { return LoadJson("refs/refs_modern.json"); }
 const nlohmann::json& RefsJsonFor(const std::string& model) { return IsModernModel(model) ? ModernRefsJson() : RefsJson(); }
+const nlohmann::json& SinkRefsJson() { return LoadJson("refs/sink_refs.json"); }
 
 const Checkpoint& RefsTensors() { return LoadTensors("refs/refs.safetensors"); }
 

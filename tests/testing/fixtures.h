@@ -32,6 +32,8 @@ std::string RefsFileFor(const std::string& model);
 const nlohmann::json& RefsJson();
 const nlohmann::json& ModernRefsJson();
 const nlohmann::json& RefsJsonFor(const std::string& model);
+// refs/sink_refs.json: attention-sink references (models.<model>.<prompt>.{ids, base, arach}).
+const nlohmann::json& SinkRefsJson();
 // refs/refs.safetensors, opened once.
 const Checkpoint& RefsTensors();
 // A reference tensor as float32 (from refs.safetensors or refs_modern.safetensors), and whether it exists.

@@ -1,6 +1,8 @@
 // arach-server's options are checked before anything starts; every error names the flag.
 #include "server/server_options.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -71,6 +73,14 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   o = Valid();
   o.grpc.tls.client_ca = "ca.pem";
   EXPECT_THAT(ErrorOf(o), HasSubstr("--tls_client_ca"));
+  for (double rate : {-0.1, 1.5, std::nan("")}) {
+    o = Valid();
+    o.diagnostics_sample_rate = rate;
+    EXPECT_THAT(ErrorOf(o), HasSubstr("--diagnostics_sample_rate: must be between 0 and 1")) << rate;
+  }
+  o = Valid();
+  o.diagnostics_sample_rate = 1.0;
+  EXPECT_TRUE(ResolveServerConfig(o).ok());
 }
 
 }  // namespace
