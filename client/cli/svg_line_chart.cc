@@ -27,6 +27,16 @@ std::string Escape(const std::string& text) {
   return out;
 }
 
+// The smallest of 1, 2, 2.5, 5 x 10^k at or above `value` (1 for nothing positive): the top of the y axis.
+double NiceCeiling(double value) {
+  if (!(value > 0.0)) return 1.0;
+  const double decade = std::pow(10.0, std::floor(std::log10(value)));
+  for (double step : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (step * decade >= value * (1.0 - 1e-9)) return step * decade;
+  }
+  return 10.0 * decade;
+}
+
 }  // namespace
 
 std::string RenderSvg(const LineChart& chart) {
@@ -36,7 +46,7 @@ std::string RenderSvg(const LineChart& chart) {
     points = std::max(points, s.values.size());
     for (double v : s.values) y_max = std::max(y_max, std::isfinite(v) ? v : 0.0);
   }
-  y_max = std::max(0.1, std::ceil(y_max * 10.0) / 10.0);
+  y_max = NiceCeiling(y_max);
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   const double x_step = points > 1 ? plot_w / static_cast<double>(points - 1) : 0.0;
   auto x_of = [&](size_t i) { return kLeft + (points > 1 ? x_step * static_cast<double>(i) : plot_w / 2); };
@@ -52,7 +62,7 @@ std::string RenderSvg(const LineChart& chart) {
     const double v = y_max * t / 5.0, y = y_of(v);
     absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", kLeft, y,
                                           kLeft + plot_w, y));
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", kLeft - 6, y + 4, v));
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n", kLeft - 6, y + 4, v));
   }
   for (size_t i = 0; i < points; ++i) {  // x ticks
     absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", x_of(i),

@@ -1,6 +1,6 @@
 // A line chart as an SVG document: one polyline per series over integer x positions 0..n-1, a y axis from
-// 0 to the largest value (rounded up to a tenth), grid lines, tick labels and a legend. Enough for the
-// per-layer figures arach-cli writes; no dependency.
+// 0 to the largest value (rounded up to 1, 2, 2.5 or 5 times a power of ten), grid lines, tick labels and a
+// legend. Enough for the per-layer figures arach-cli writes; no dependency.
 #pragma once
 
 #include <string>
