@@ -34,7 +34,9 @@ struct Engine::RequestState {
   bool started = false;
   std::vector<float> prompt_logprobs;
   std::vector<bool> prompt_is_greedy;
+  std::vector<int32_t> prompt_argmax;
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
+  std::optional<FinishInfo::Generated> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
   std::optional<AttentionMassAccumulator> attention_mass;  // when the request asked for diagnostics
@@ -101,8 +103,11 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
     state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
+    state->prompt_argmax.assign(std::max(0, prompt_len - 1), 0);
     if (state->request.prompt_top_logprobs > 0) state->prompt_top_logprobs.assign(std::max(0, prompt_len - 1), {});
   }
+  seq.background = state->request.priority == RequestPriority::kBackground;
+  if (state->request.keep_generated) state->generated.emplace();
   if (state->request.attention_diagnostics) {
     seq.want_attention_mass = true;
     state->attention_mass.emplace(c.num_layers, c.num_heads);
@@ -114,7 +119,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return absl::UnavailableError("the engine is shutting down");
-    if (queued_ >= config_.max_queued_requests) {
+    if (!seq.background && queued_ >= config_.max_queued_requests) {
       return absl::ResourceExhaustedError(absl::StrCat("the request queue is full (", config_.max_queued_requests,
                                                        " waiting); retry later"));
     }
@@ -122,7 +127,8 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
     state->seed = state->request.sampling.seed ? *state->request.sampling.seed : seeder_();
     state->id = id;
     seq.id = id;
-    ++queued_;
+    state->queued = !seq.background;  // background work is bounded by its submitter
+    if (state->queued) ++queued_;
     inbox_.push_back(std::move(state));
   }
   wake_.notify_one();
@@ -144,8 +150,13 @@ EngineStats Engine::stats() const {
 
 void Engine::PublishStats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.num_running = static_cast<int>(scheduler_.running().size());
-  stats_.num_waiting = static_cast<int>(scheduler_.waiting().size() + inbox_.size());
+  const auto& running = scheduler_.running();
+  const int background_running = static_cast<int>(std::count_if(running.begin(), running.end(), [](const Sequence* s) { return s->background; }));
+  int background_arrived = 0;
+  for (const auto& state : inbox_) background_arrived += state->seq.background ? 1 : 0;
+  stats_.num_running = static_cast<int>(running.size()) - background_running;
+  stats_.num_waiting = static_cast<int>(scheduler_.waiting().size() + inbox_.size()) - background_arrived;
+  stats_.num_background = background_running + static_cast<int>(scheduler_.background_waiting().size()) + background_arrived;
   stats_.kv_blocks_total = allocator_.num_blocks();
   stats_.kv_blocks_used = allocator_.num_used();
   stats_.kv_blocks_cached = allocator_.num_cached();
@@ -212,6 +223,12 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   }
   info.prompt_logprobs = std::move(r.prompt_logprobs);
   info.prompt_is_greedy = std::move(r.prompt_is_greedy);
+  info.prompt_argmax = std::move(r.prompt_argmax);
+  if (r.generated) {
+    r.generated->sequence = r.seq.tokens;
+    r.generated->prompt_len = r.seq.prompt_len;
+    info.generated = std::move(r.generated);
+  }
   info.prompt_top_logprobs = std::move(r.prompt_top_logprobs);
   if (r.generated_logprobs > 0) info.mean_generated_logprob = r.generated_logprob_sum / r.generated_logprobs;
   if (r.attention_mass && r.attention_mass->rows() == r.seq.prompt_len) {
@@ -243,6 +260,10 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
   if (config_.always_compute_logprobs || sp.logprobs || sp.top_logprobs > 0) {
     r.generated_logprob_sum += sampled.logprob;
     ++r.generated_logprobs;
+  }
+  if (r.generated) {
+    r.generated->raw_logprobs.push_back(RawLogprobs(logits, sampled.token, 0).logprob);
+    r.generated->argmax.push_back(ArgMax(logits));
   }
   seq.tokens.push_back(sampled.token);
   const Clock::time_point now = Clock::now();
@@ -333,7 +354,8 @@ void Engine::Step() {
         if (position + 1 < r.seq.prompt_len) {
           const std::span<const float> logits = out->Row(static_cast<int>(i), row);
           r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(logits, r.seq.tokens[position + 1]));
-          r.prompt_is_greedy[position] = ArgMax(logits) == r.seq.tokens[position + 1];
+          r.prompt_argmax[position] = ArgMax(logits);
+          r.prompt_is_greedy[position] = r.prompt_argmax[position] == r.seq.tokens[position + 1];
           if (r.request.prompt_top_logprobs > 0) {
             r.prompt_top_logprobs[position] = RawLogprobs(logits, r.seq.tokens[position + 1], r.request.prompt_top_logprobs).top;
           }

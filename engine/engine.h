@@ -42,8 +42,9 @@ struct EngineConfig {
 
 // A snapshot of the engine's state (for metrics and tests).
 struct EngineStats {
-  int num_running = 0;
-  int num_waiting = 0;              // queued and preempted
+  int num_running = 0;              // live requests (background work is counted apart)
+  int num_waiting = 0;              // queued and preempted live requests
+  int num_background = 0;           // background requests (shadow scoring), running or waiting
   int kv_blocks_total = 0;
   int kv_blocks_used = 0;           // held by sequences
   int kv_blocks_cached = 0;         // registered in the prefix cache

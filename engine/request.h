@@ -25,6 +25,11 @@ enum class RequestKind {
   kScore,     // only the prompt's own log-probs: FinishInfo::prompt_logprobs, no token is generated
 };
 
+// How a request competes for the engine: live requests first; background ones (shadow scoring) only use
+// what live requests leave in a step, are preempted first, and do not count against the queue bound
+// (their submitter bounds them).
+enum class RequestPriority { kLive, kBackground };
+
 struct EngineRequest {
   RequestKind kind = RequestKind::kGenerate;
   std::vector<int32_t> prompt;             // token ids (the caller tokenizes; see Engine::tokenizer())
@@ -36,6 +41,10 @@ struct EngineRequest {
   // Diagnostics: where the prompt's attention went (FinishInfo::attention). The prompt is computed in
   // full then (no prefix-cache reuse), so that every row counts.
   bool attention_diagnostics = false;
+  RequestPriority priority = RequestPriority::kLive;
+  // Generation: keep the sequence, each generated token's raw log-prob and each step's argmax
+  // (FinishInfo::generated), e.g. to compare the output with another variant's scores.
+  bool keep_generated = false;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -86,12 +95,21 @@ struct FinishInfo {
   Timings timings;
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
+  std::vector<int32_t> prompt_argmax;  // [prompt_len - 1]: the most likely token at position t >= 1 (when asked)
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;  // [prompt_len - 1][k] alternatives (when asked)
   // Mean raw-model log-prob of the generated tokens (quality signal); set when the engine computes
   // log-probs for every token (EngineConfig::always_compute_logprobs) or the request asked for them.
   std::optional<double> mean_generated_logprob;
   // When the request asked for attention diagnostics and its prompt was computed.
   std::optional<AttentionDiagnostics> attention;
+  // When the request set keep_generated.
+  struct Generated {
+    std::vector<int32_t> sequence;     // prompt, then the generated tokens
+    int prompt_len = 0;
+    std::vector<float> raw_logprobs;   // [generated]: log p(token) under the raw model distribution
+    std::vector<int32_t> argmax;       // [generated]: the most likely token at that step
+  };
+  std::optional<Generated> generated;
 };
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the

@@ -11,7 +11,7 @@ case "$kind" in
   asan) sanitize="address,undefined"; build=${ASAN_BUILD_DIR:-build-asan};
         tests_regex="" ;;
   tsan) sanitize="thread"; build=${TSAN_BUILD_DIR:-build-tsan};
-        tests_regex="Engine|Scheduler|Sampler|BlockAllocator|FixtureServer|SlowServer.ClientCancel|SlowServer.Deadline|ServerDrain|ServerStartup|HttpSlowServer.ClientGone|HttpSlowServer.Sigterm|ChatServer.Grpc" ;;
+        tests_regex="Engine|Scheduler|Sampler|BlockAllocator|FixtureServer|SlowServer.ClientCancel|SlowServer.Deadline|ServerDrain|ServerStartup|HttpSlowServer.ClientGone|HttpSlowServer.Sigterm|ChatServer.Grpc|ShadowScorer|ShadowServer" ;;
   *) echo "usage: $0 asan|tsan" >&2; exit 2 ;;
 esac
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_SANITIZE="$sanitize" -DARACH_ENABLE_CUDA=OFF \

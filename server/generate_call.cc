@@ -173,6 +173,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
 
 void GenerateStream::OnFinish(const FinishInfo& info) {
   context_.metrics->RecordGenerate(variant_.variant, info);
+  if (info.generated) context_.shadow->OnFinished(*context_.engine.load(), variant_.variant, info);
   LogFinished(info.reason == FinishReason::kStop || info.reason == FinishReason::kLength
                   ? absl::StatusCode::kOk
                   : (info.status.ok() ? absl::StatusCode::kCancelled : info.status.code()),

@@ -33,6 +33,11 @@ ABSL_FLAG(bool, prompt_perplexity, false, "score every Generate prompt under its
           "costs a full-vocabulary softmax per prompt token and bypasses the prefix cache)");
 ABSL_FLAG(double, diagnostics_sample_rate, 0.0, "share of generation requests (0..1) whose prompt attention is diagnosed "
           "(arach_attention_sink_mass by variant; a diagnosed prompt bypasses the prefix cache)");
+ABSL_FLAG(double, shadow_rate, 0.0, "share of generation requests (0..1) scored again, prompt + completion, under "
+          "--shadow_variant at low priority (arach_shadow_logprob_delta, arach_shadow_top1_agreement)");
+ABSL_FLAG(std::string, shadow_variant, "", "the variant shadow scores compare against, NAME[@OFFSET] (empty: the "
+          "experiment's other arm, else base)");
+ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at most; more are dropped (arach_shadow_dropped_total)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
@@ -88,6 +93,9 @@ ServerOptions OptionsFromFlags() {
   o.engine.always_compute_logprobs = absl::GetFlag(FLAGS_quality_metrics);
   o.prompt_perplexity = absl::GetFlag(FLAGS_prompt_perplexity);
   o.diagnostics_sample_rate = absl::GetFlag(FLAGS_diagnostics_sample_rate);
+  o.shadow_rate = absl::GetFlag(FLAGS_shadow_rate);
+  o.shadow_variant = absl::GetFlag(FLAGS_shadow_variant);
+  o.shadow_max_in_flight = absl::GetFlag(FLAGS_shadow_max_in_flight);
   o.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
   o.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
   o.limits.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);

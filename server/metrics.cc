@@ -21,6 +21,12 @@ using prometheus::Histogram;
 const char* kVariants[] = {"base", "arach", "skip", "arach+skip"};
 const char* kFinishReasons[] = {"stop", "length", "cancelled", "deadline", "error"};
 
+// Log-prob differences per token, both signs.
+Histogram::BucketBoundaries ShadowDeltaBuckets() {
+  return {-2, -1, -0.5, -0.25, -0.1, -0.05, -0.02, -0.01, 0, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2};
+}
+Histogram::BucketBoundaries AgreementBuckets() { return {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0}; }
+
 Histogram::BucketBoundaries Exponential(double start, double factor, int count) {
   Histogram::BucketBoundaries b;
   for (double v = start; count-- > 0; v *= factor) b.push_back(v);
@@ -102,6 +108,25 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
                         .Help("Per diagnosed request (--diagnostics_sample_rate, or asked for), the mean over layers and "
                               "heads of the attention its prompt rows put on the first token (the attention sink), by variant.")
                         .Register(r);
+  m->shadow_delta_ = &BuildHistogram().Name("arach_shadow_logprob_delta")
+                          .Help("Per shadowed request (--shadow_rate): the completion's mean token log-prob under the serving "
+                                "variant minus under the `against` variant, scored on the same text.")
+                          .Register(r);
+  m->shadow_agreement_ = &BuildHistogram().Name("arach_shadow_top1_agreement")
+                              .Help("Per shadowed request: the share of completion tokens on which the serving and the "
+                                    "`against` variant's most likely token agree.")
+                              .Register(r);
+  m->shadow_dropped_ = &BuildCounter().Name("arach_shadow_dropped_total")
+                            .Help("Shadow scores not done, by reason (saturated: over the in-flight bound; cancelled; error).")
+                            .Register(r);
+  for (const char* reason : {"saturated", "cancelled", "error"}) m->shadow_dropped_->Add({{"reason", reason}});
+  for (const char* served : kVariants) {
+    for (const char* against : kVariants) {
+      if (std::string(served) == against) continue;
+      m->shadow_delta_->Add({{"variant", served}, {"against", against}}, ShadowDeltaBuckets());
+      m->shadow_agreement_->Add({{"variant", served}, {"against", against}}, AgreementBuckets());
+    }
+  }
   m->assignments_ = &BuildCounter().Name("arach_experiment_assignments_total")
                          .Help("Requests assigned a variant by the A/B experiment, by arm and variant.").Register(r);
   m->http_requests_ = &BuildCounter().Name("arach_http_requests_total")
@@ -176,6 +201,14 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
 void ServerMetrics::RecordAttention(const Variant& variant, const AttentionDiagnostics& attention) {
   For(variant).sink_mass->Observe(attention.MeanSinkMass());
 }
+
+void ServerMetrics::RecordShadow(const Variant& served, const Variant& against, double logprob_delta, double top1_agreement) {
+  const prometheus::Labels labels = {{"variant", served.Name()}, {"against", against.Name()}};
+  shadow_delta_->Add(labels, ShadowDeltaBuckets()).Observe(logprob_delta);
+  shadow_agreement_->Add(labels, AgreementBuckets()).Observe(top1_agreement);
+}
+
+void ServerMetrics::RecordShadowDropped(const std::string& reason) { shadow_dropped_->Add({{"reason", reason}}).Increment(); }
 
 void ServerMetrics::DeclareExperimentArms(const std::vector<std::pair<std::string, Variant>>& arms) {
   for (const auto& [arm, variant] : arms) assignments_->Add({{"arm", arm}, {"variant", variant.Name()}});

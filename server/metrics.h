@@ -37,6 +37,10 @@ class ServerMetrics {
   void RecordScore(const Variant& variant, int64_t prompt_tokens);
   // The attention diagnostics of a finished request (RecordGenerate records its own).
   void RecordAttention(const Variant& variant, const AttentionDiagnostics& attention);
+  // A shadow comparison of a request served by `served` against `against` (server/shadow_scorer.h).
+  void RecordShadow(const Variant& served, const Variant& against, double logprob_delta, double top1_agreement);
+  // Shadow work that was not done: "saturated" (the bound), "cancelled", "error".
+  void RecordShadowDropped(const std::string& reason);
   // A request refused before it reached the engine (code name: invalid_argument, resource_exhausted, ...).
   void RecordRejected(const std::string& code);
   void RecordStep(const StepReport& step);
@@ -71,6 +75,9 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* rejected_ = nullptr;
   prometheus::Family<prometheus::Counter>* assignments_ = nullptr;
   prometheus::Family<prometheus::Counter>* http_requests_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* shadow_delta_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* shadow_agreement_ = nullptr;
+  prometheus::Family<prometheus::Counter>* shadow_dropped_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Histogram* step_duration_ = nullptr;
 };

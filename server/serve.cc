@@ -107,8 +107,14 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
                                      std::chrono::system_clock::now().time_since_epoch()).count();
   context.request_log = &request_log;
   context.limits = options.limits;
-  RequestPolicy policy(options.prompt_perplexity, options.diagnostics_sample_rate, std::random_device{}());
+  RequestPolicy policy(options.prompt_perplexity, options.diagnostics_sample_rate, options.shadow_rate, std::random_device{}());
   context.policy = &policy;
+  std::vector<Variant> arms;
+  if (config.experiment) {
+    for (const ExperimentArm& arm : config.experiment->arms) arms.push_back(arm.variant);
+  }
+  ShadowScorer shadow(ShadowOptions{config.shadow_variant, options.shadow_max_in_flight}, std::move(arms), *metrics);
+  context.shadow = &shadow;  // outlives the engine, whose shutdown finishes the shadow sinks
   InferenceService service(context);
 
   // Both APIs answer (health NOT_SERVING / 503, calls UNAVAILABLE) while the model loads.

@@ -53,6 +53,15 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (!(options.diagnostics_sample_rate >= 0.0 && options.diagnostics_sample_rate <= 1.0)) {
     return FlagError("diagnostics_sample_rate", "must be between 0 and 1");
   }
+  if (!(options.shadow_rate >= 0.0 && options.shadow_rate <= 1.0)) return FlagError("shadow_rate", "must be between 0 and 1");
+  if (options.shadow_max_in_flight < 1) return FlagError("shadow_max_in_flight", "must be at least 1");
+  if (!options.shadow_variant.empty()) {
+    absl::StatusOr<Variant> shadow = ParseVariantName(options.shadow_variant);
+    if (!shadow.ok()) return FlagError("shadow_variant", shadow.status().message());
+    if (options.shadow_variant.find('@') == std::string::npos) shadow->arach_offset = static_cast<float>(options.arach_offset);
+    if (absl::Status s = shadow->Validate(has_adapter); !s.ok()) return FlagError("shadow_variant", s.message());
+    config.shadow_variant = *shadow;
+  }
   const TlsOptions& tls = options.grpc.tls;
   if (tls.cert.empty() != tls.key.empty()) return FlagError("tls_cert", "--tls_cert and --tls_key go together");
   if (!tls.client_ca.empty() && tls.cert.empty()) return FlagError("tls_client_ca", "needs --tls_cert and --tls_key");

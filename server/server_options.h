@@ -46,6 +46,9 @@ struct ServerOptions {
   EngineConfig engine;                // batching, queue and prefix cache (no observer yet)
   bool prompt_perplexity = false;     // score every Generate prompt under its variant
   double diagnostics_sample_rate = 0.0;  // share of generation requests whose attention is diagnosed [0, 1]
+  double shadow_rate = 0.0;              // share of generation requests scored again under another variant [0, 1]
+  std::string shadow_variant;            // that variant (NAME[@OFFSET]); empty: the experiment's other arm, else base
+  int shadow_max_in_flight = 64;         // shadow scores queued or running at most (more are dropped)
   RequestLimits limits;
   GrpcOptions grpc;
   http::HttpOptions http;             // the OpenAI API, /health, /ready and /metrics
@@ -59,6 +62,7 @@ struct ServerConfig {
   DeviceKind device = DeviceKind::kCpu;
   Variant default_variant;
   std::optional<Experiment> experiment;
+  std::optional<Variant> shadow_variant;  // --shadow_variant, resolved
 };
 
 // INVALID_ARGUMENT naming the flag: no model, a served model name with ':' (it separates the variant), an unknown device or variant, a skip variant (default or

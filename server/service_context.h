@@ -8,6 +8,7 @@
 #include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/request_policy.h"
+#include "server/shadow_scorer.h"
 #include "server/request_limits.h"
 #include "server/serving_state.h"
 #include "server/variant_resolver.h"
@@ -25,6 +26,7 @@ struct ServiceContext {
   int64_t started_unix_seconds = 0;
   RequestLog* request_log = nullptr;  // one line per finished request
   RequestPolicy* policy = nullptr;  // what the server adds to every generation request (both APIs)
+  ShadowScorer* shadow = nullptr;   // paired shadow scoring of finished generation requests
 };
 
 }  // namespace arach::server

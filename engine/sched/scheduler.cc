@@ -8,7 +8,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockAllocator& allocator) :
 
 void Scheduler::Add(Sequence* seq) {
   seq->state = SequenceState::kWaiting;
-  waiting_.push_back(seq);
+  (seq->background ? background_waiting_ : waiting_).push_back(seq);
 }
 
 bool Scheduler::EnsureBlocks(Sequence& seq, int num_tokens) {
@@ -24,7 +24,7 @@ void Scheduler::Preempt(Sequence& seq) {
   ++seq.num_preemptions;
   ++preemptions_;
   running_.erase(std::find(running_.begin(), running_.end(), &seq));
-  waiting_.push_front(&seq);  // first in line to come back
+  (seq.background ? background_waiting_ : waiting_).push_front(&seq);  // first in line to come back
 }
 
 int Scheduler::MatchPrefix(Sequence& seq) {
@@ -61,45 +61,83 @@ void Scheduler::ReleaseOutOfWindow(Sequence& seq) {
 ScheduledBatch Scheduler::Schedule() {
   ScheduledBatch batch;
   int budget = config_.max_num_batched_tokens;
+  // Live work first; background work only with the budget, sequence slots and blocks live work leaves.
+  ScheduleRunning(/*background=*/false, batch, budget);
+  if (batch.num_live_preempted == 0) AdmitWaiting(/*background=*/false, batch, budget);
+  ScheduleRunning(/*background=*/true, batch, budget);
+  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, budget);
+  return batch;
+}
 
-  // 1. Running sequences, oldest first.
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
-    Sequence& seq = *running_[i];
+Sequence* Scheduler::PickVictim(bool for_background) const {
+  // The newest background sequence, else (for live work only) the newest live one. Neither was scheduled
+  // earlier in this step: background sequences are scheduled after all live ones, and each class oldest first.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if ((*it)->background) return *it;
+  }
+  if (for_background) return nullptr;
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (!(*it)->background) return *it;
+  }
+  return nullptr;
+}
+
+void Scheduler::PreemptForStep(Sequence& victim, ScheduledBatch& batch) {
+  Preempt(victim);
+  batch.preempted.push_back(&victim);
+  if (!victim.background) ++batch.num_live_preempted;
+}
+
+void Scheduler::ScheduleRunning(bool background, ScheduledBatch& batch, int& budget) {
+  std::vector<Sequence*> order;  // this class's running sequences, oldest first (a snapshot: preemption edits running_)
+  for (Sequence* seq : running_) {
+    if (seq->background == background) order.push_back(seq);
+  }
+  for (Sequence* candidate : order) {
+    if (budget <= 0) break;
+    Sequence& seq = *candidate;
+    if (seq.state != SequenceState::kRunning) continue;  // preempted earlier in this step
     const int n = std::min(seq.num_uncomputed(), budget);
-    if (n == 0) {  // nothing new to compute (the engine finishes such sequences)
-      ++i;
-      continue;
-    }
+    if (n == 0) continue;  // nothing new to compute (the engine finishes such sequences)
     bool scheduled = true;
     while (!EnsureBlocks(seq, seq.num_computed + n)) {
-      Sequence& victim = *running_.back();  // the newest; never one scheduled earlier in this step
-      Preempt(victim);
-      batch.preempted.push_back(&victim);
-      if (&victim == &seq) {
+      Sequence* victim = PickVictim(background);
+      if (victim == nullptr) victim = &seq;
+      PreemptForStep(*victim, batch);
+      if (victim == &seq) {
         scheduled = false;
         break;
       }
     }
-    if (!scheduled) break;  // seq was the newest: nothing after it is left
+    if (!scheduled) break;  // seq was the newest of its class: nothing after it is left
     batch.chunks.push_back({&seq, seq.num_computed, n, seq.num_computed + n == static_cast<int>(seq.tokens.size())});
     batch.num_tokens += n;
     budget -= n;
-    ++i;
   }
+}
 
-  // 2. Waiting sequences, in order, unless this step had to preempt.
-  while (batch.preempted.empty() && !waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs) {
-    Sequence& seq = *waiting_.front();
+void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget) {
+  std::deque<Sequence*>& queue = background ? background_waiting_ : waiting_;
+  while (!queue.empty() && budget > 0) {
+    if (static_cast<int>(running_.size()) >= config_.max_num_seqs) {
+      Sequence* victim = background ? nullptr : PickVictim(/*for_background=*/true);  // a live request takes a background slot
+      if (victim == nullptr) break;
+      PreemptForStep(*victim, batch);
+      continue;
+    }
+    Sequence& seq = *queue.front();
     seq.num_cached_prompt_tokens = MatchPrefix(seq);
     const int n = std::min(seq.num_uncomputed(), budget);
     if (!EnsureBlocks(seq, seq.num_computed + n)) {
-      seq.blocks.ReleaseAll(allocator_);  // give back the prefix hits; try again next step
+      seq.blocks.ReleaseAll(allocator_);  // give back the prefix hits; try again (next step, or after a preemption)
       seq.num_computed = seq.num_registered_blocks = seq.num_cached_prompt_tokens = 0;
       seq.last_block_hash = 0;
-      break;
+      Sequence* victim = background ? nullptr : PickVictim(/*for_background=*/true);  // background blocks go first
+      if (victim == nullptr) break;
+      PreemptForStep(*victim, batch);
+      continue;
     }
-    waiting_.pop_front();
+    queue.pop_front();
     seq.state = SequenceState::kRunning;
     running_.push_back(&seq);
     batch.admitted.push_back(&seq);
@@ -107,7 +145,6 @@ ScheduledBatch Scheduler::Schedule() {
     batch.num_tokens += n;
     budget -= n;
   }
-  return batch;
 }
 
 void Scheduler::CompleteStep(const ScheduledBatch& batch) {
@@ -132,6 +169,9 @@ void Scheduler::CompleteStep(const ScheduledBatch& batch) {
 void Scheduler::Remove(Sequence* seq) {
   if (const auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
   if (const auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
+  if (const auto it = std::find(background_waiting_.begin(), background_waiting_.end(), seq); it != background_waiting_.end()) {
+    background_waiting_.erase(it);
+  }
   seq->blocks.ReleaseAll(allocator_);
   seq->state = SequenceState::kFinished;
 }

@@ -5,6 +5,9 @@
 //  2. if nothing was preempted, waiting sequences are admitted in arrival order while the budget,
 //     max_num_seqs and the free blocks allow; a long prompt is admitted with a partial chunk, so
 //     prefill is chunked and never stalls the decodes.
+// Background sequences (Sequence::background: shadow scoring) form a second priority class: they run only
+// with the budget, slots and blocks that live sequences leave in a step, and are preempted first, both when
+// a live sequence needs blocks and when a live request waits for a slot or blocks.
 // On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused.
 #pragma once
 
@@ -38,6 +41,7 @@ struct ScheduledBatch {
   std::vector<Sequence*> preempted;  // sequences preempted in this step
   std::vector<Sequence*> admitted;   // sequences that left the waiting queue in this step
   int num_tokens = 0;
+  int num_live_preempted = 0;        // of `preempted`, the live (not background) ones
   bool empty() const { return chunks.empty(); }
 };
 
@@ -53,8 +57,9 @@ class Scheduler {
   // Takes `seq` out (finished or cancelled) and frees its blocks.
   void Remove(Sequence* seq);
 
-  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
-  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  bool HasWork() const { return !running_.empty() || !waiting_.empty() || !background_waiting_.empty(); }
+  const std::deque<Sequence*>& waiting() const { return waiting_; }  // live sequences only
+  const std::deque<Sequence*>& background_waiting() const { return background_waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
   const SchedulerConfig& config() const { return config_; }
   int64_t num_preemptions() const { return preemptions_; }
@@ -65,6 +70,14 @@ class Scheduler {
   // Blocks so that positions [0, num_tokens) of seq are covered; false when the pool cannot.
   bool EnsureBlocks(Sequence& seq, int num_tokens);
   void Preempt(Sequence& seq);
+  // Preempts `victim` and records it in `batch`.
+  void PreemptForStep(Sequence& victim, ScheduledBatch& batch);
+  // Which running sequence gives up its blocks: the newest background one, else (unless the blocks are
+  // for background work) the newest live one; null when there is none.
+  Sequence* PickVictim(bool for_background) const;
+  // Steps 1 and 2 for one priority class.
+  void ScheduleRunning(bool background, ScheduledBatch& batch, int& budget);
+  void AdmitWaiting(bool background, ScheduledBatch& batch, int& budget);
   // Reuses cached full blocks of seq's prefix; returns the number of tokens covered.
   int MatchPrefix(Sequence& seq);
   // Under a sliding window: gives back the blocks no query after num_computed will read.
@@ -72,7 +85,8 @@ class Scheduler {
 
   SchedulerConfig config_;
   BlockAllocator& allocator_;
-  std::deque<Sequence*> waiting_;
+  std::deque<Sequence*> waiting_;             // live
+  std::deque<Sequence*> background_waiting_;  // background
   std::vector<Sequence*> running_;  // arrival order, oldest first
   int64_t preemptions_ = 0;
   int64_t prefix_queries_ = 0;

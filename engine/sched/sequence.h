@@ -24,6 +24,7 @@ struct Sequence {
   Variant variant;
   bool want_prompt_logprobs = false;  // prompt chunks return every row's logits; no prefix-cache reuse
   bool want_attention_mass = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
+  bool background = false;            // low priority: spare budget only, preempted first (shadow scoring)
 
   SequenceState state = SequenceState::kWaiting;
   int num_computed = 0;               // leading tokens whose K/V are in the cache

@@ -43,7 +43,7 @@ GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, Gener
 
 absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields) {
   choices_.assign(requests.size(), Choice{});
-  run_ = GenerationRun::Create(engine(), *context_.metrics, variant_.variant, static_cast<int>(requests.size()));
+  run_ = GenerationRun::Create(engine(), *context_.metrics, *context_.shadow, variant_.variant, static_cast<int>(requests.size()));
   for (size_t c = 0; c < requests.size(); ++c) {
     choices_[c].prompt_index = static_cast<int>(c / static_cast<size_t>(fields_.n));
     choices_[c].prompt = requests[c].prompt;

@@ -14,6 +14,7 @@ class GenerationRun::ChoiceSink : public RequestSink {
     const bool answered = info.reason == FinishReason::kStop || info.reason == FinishReason::kLength;
     if (!scoring_) {
       run_->metrics_.RecordGenerate(run_->variant_, info);
+      if (info.generated) run_->shadow_.OnFinished(run_->engine_, run_->variant_, info);
     } else if (answered) {
       run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens);
       if (info.attention) run_->metrics_.RecordAttention(run_->variant_, *info.attention);
@@ -27,8 +28,9 @@ class GenerationRun::ChoiceSink : public RequestSink {
   bool scoring_;
 };
 
-std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetrics& metrics, Variant variant, int choices) {
-  return std::shared_ptr<GenerationRun>(new GenerationRun(engine, metrics, variant, choices));
+std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant,
+                                                     int choices) {
+  return std::shared_ptr<GenerationRun>(new GenerationRun(engine, metrics, shadow, variant, choices));
 }
 
 absl::Status GenerationRun::Submit(int index, EngineRequest request, FieldNames names) {

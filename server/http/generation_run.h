@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
 #include "server/metrics.h"
+#include "server/shadow_scorer.h"
 
 namespace arach::server::http {
 
@@ -28,7 +29,8 @@ struct ChoiceEvent {
 
 class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
  public:
-  static std::shared_ptr<GenerationRun> Create(Engine& engine, ServerMetrics& metrics, Variant variant, int choices);
+  static std::shared_ptr<GenerationRun> Create(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant,
+                                               int choices);
 
   // Validates and queues choice `index` (fields named by `names`); nothing of it is queued on error.
   absl::Status Submit(int index, EngineRequest request, FieldNames names);
@@ -44,12 +46,13 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
 
  private:
   class ChoiceSink;
-  GenerationRun(Engine& engine, ServerMetrics& metrics, Variant variant, int choices)
-      : engine_(engine), metrics_(metrics), variant_(variant), engine_ids_(static_cast<size_t>(choices), 0) {}
+  GenerationRun(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant, int choices)
+      : engine_(engine), metrics_(metrics), shadow_(shadow), variant_(variant), engine_ids_(static_cast<size_t>(choices), 0) {}
   void Push(ChoiceEvent event);
 
   Engine& engine_;
   ServerMetrics& metrics_;
+  ShadowScorer& shadow_;
   Variant variant_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

@@ -18,8 +18,9 @@ class Harness {
       : allocator_(num_blocks), scheduler_(config, allocator_), block_size_(block_size) {}
 
   // Adds sequence `name` with `prompt` tokens (token values from `first_token`) that finishes after `generate` tokens.
-  Sequence* Add(char name, int prompt, int generate, int first_token = 0, Variant variant = {}) {
+  Sequence* Add(char name, int prompt, int generate, int first_token = 0, Variant variant = {}, bool background = false) {
     auto seq = std::make_unique<Sequence>(block_size_);
+    seq->background = background;
     seq->id = static_cast<uint64_t>(name);
     for (int i = 0; i < prompt; ++i) seq->tokens.push_back(first_token + i);
     seq->prompt_len = prompt;
@@ -49,6 +50,9 @@ class Harness {
 
   std::string Running() const { return Names(scheduler_.running()); }
   std::string Waiting() const { return Names(std::vector<Sequence*>(scheduler_.waiting().begin(), scheduler_.waiting().end())); }
+  std::string BackgroundWaiting() const {
+    return Names(std::vector<Sequence*>(scheduler_.background_waiting().begin(), scheduler_.background_waiting().end()));
+  }
   Scheduler& scheduler() { return scheduler_; }
   BlockAllocator& allocator() { return allocator_; }
 
@@ -110,6 +114,44 @@ TEST(Scheduler, PreemptsTheNewestAndResumesIt) {
       {"B0+7", "B", "", 2},        // B recomputes its prompt and generated tokens and samples its 8th
       {"B7+1", "", "", 6},         // and finishes at 9
   });
+}
+
+// Background sequences (shadow scoring) use only what live ones leave: budget, slots and blocks.
+TEST(Scheduler, BackgroundWorkRunsOnTheSpareBudget) {
+  Harness h({4, 8, false}, 32, 4);
+  h.Add('S', 12, 1, 0, {}, /*background=*/true);  // scores 12 tokens (finishes when its prompt completes)
+  h.Add('A', 10, 2);
+  CheckTable(h, {
+      {"A0+8", "A", "", 30},            // the live prompt takes the whole budget although S came first
+      {"A8+2 S0+6", "AS", "", 27},      // S gets what A leaves
+      {"A10+1 S6+6", "", "", 32},       // A finishes at 12 tokens, S at its 13th
+  });
+}
+
+TEST(Scheduler, LiveWorkPreemptsOlderBackgroundWorkFirst) {
+  // 5 blocks of 2. S (background) runs alone, then A (live) arrives and fills the pool.
+  Harness h({4, 64, false}, 5, 2);
+  h.Add('S', 3, 10, 0, {}, /*background=*/true);
+  EXPECT_EQ(h.Step(), "S0+3");
+  h.Add('A', 6, 5);
+  EXPECT_EQ(h.Step(), "A0+6 S3+1");
+  EXPECT_EQ(h.Running(), "SA");
+  // A needs a 4th block: S is preempted although it is older (a live victim would be A itself).
+  EXPECT_EQ(h.Step(), "A6+1 !S");
+  EXPECT_EQ(h.Running(), "A");
+  EXPECT_EQ(h.BackgroundWaiting(), "S");
+  EXPECT_EQ(h.Waiting(), "");
+}
+
+TEST(Scheduler, ALiveRequestTakesABackgroundSlot) {
+  Harness h({/*max_num_seqs=*/1, 64, false}, 32, 4);
+  h.Add('S', 4, 10, 0, {}, /*background=*/true);
+  EXPECT_EQ(h.Step(), "S0+4");
+  h.Add('A', 4, 2);
+  EXPECT_EQ(h.Step(), "A0+4 !S");  // one slot: S gives it up
+  EXPECT_EQ(h.Step(), "A4+1");     // A finishes at 6 tokens; S waits (nothing is admitted in a preempting step)
+  EXPECT_EQ(h.Step(), "S0+5");     // S comes back and recomputes its tokens
+  EXPECT_EQ(h.BackgroundWaiting(), "");
 }
 
 TEST(Scheduler, CancelledSequencesLeaveAndFreeTheirBlocks) {
@@ -182,7 +224,7 @@ TEST(Scheduler, NoBlockLeaksUnderRandomFinishCancelAndPreemption) {
     for (int step = 0; step < 20000 && (added < 40 || h.scheduler().HasWork()); ++step) {
       if (added < 40 && rng() % 3 == 0) {
         live.push_back(h.Add(static_cast<char>('A' + added % 50), 1 + static_cast<int>(rng() % 30), 1 + static_cast<int>(rng() % 40),
-                             static_cast<int>(rng() % 3) * 50));
+                             static_cast<int>(rng() % 3) * 50, {}, /*background=*/rng() % 4 == 0));
         ++added;
       }
       if (!live.empty() && rng() % 17 == 0) {  // cancel a random sequence
@@ -197,6 +239,10 @@ TEST(Scheduler, NoBlockLeaksUnderRandomFinishCancelAndPreemption) {
       }
       for (Sequence* s : h.scheduler().waiting()) {
         ASSERT_TRUE(s->blocks.blocks().empty()) << "waiting sequences hold no blocks";
+      }
+      for (Sequence* s : h.scheduler().background_waiting()) {
+        ASSERT_TRUE(s->blocks.blocks().empty()) << "waiting background sequences hold no blocks";
+        ASSERT_TRUE(s->background);
       }
       ASSERT_LE(h.allocator().num_used(), held) << "every used block is held by a running sequence";
     }

@@ -1,0 +1,95 @@
+#include "server/shadow_scorer.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace arach::server {
+
+absl::StatusOr<ShadowComparison> CompareShadow(const FinishInfo::Generated& served, const FinishInfo& against) {
+  const int total = static_cast<int>(served.sequence.size());
+  const int generated = total - served.prompt_len;
+  if (generated <= 0 || static_cast<int>(served.raw_logprobs.size()) != generated ||
+      static_cast<int>(served.argmax.size()) != generated) {
+    return absl::InternalError(absl::StrCat("shadow: the served generation holds ", served.raw_logprobs.size(), " log-probs for ",
+                                            generated, " generated tokens"));
+  }
+  if (static_cast<int>(against.prompt_logprobs.size()) != total - 1 || static_cast<int>(against.prompt_argmax.size()) != total - 1) {
+    return absl::InternalError(absl::StrCat("shadow: the score holds ", against.prompt_logprobs.size(), " log-probs for ", total,
+                                            " tokens"));
+  }
+  ShadowComparison c;
+  double served_sum = 0.0, against_sum = 0.0;
+  int agree = 0;
+  for (int i = 0; i < generated; ++i) {
+    const int position = served.prompt_len + i;  // token `position` is predicted by row position - 1
+    served_sum += served.raw_logprobs[i];
+    against_sum += against.prompt_logprobs[position - 1];
+    agree += served.argmax[i] == against.prompt_argmax[position - 1] ? 1 : 0;
+  }
+  c.tokens = generated;
+  c.logprob_delta = (served_sum - against_sum) / generated;
+  c.top1_agreement = static_cast<double>(agree) / generated;
+  return c;
+}
+
+// Receives the shadow score on the engine's step thread and records the comparison.
+class ShadowScorer::ShadowSink : public RequestSink {
+ public:
+  ShadowSink(ShadowScorer& scorer, Variant served, Variant against, FinishInfo::Generated generated)
+      : scorer_(scorer), served_(served), against_(against), generated_(std::move(generated)) {}
+
+  void OnChunk(const StreamChunk&) override {}
+  void OnFinish(const FinishInfo& info) override {
+    --scorer_.in_flight_;
+    if (info.reason != FinishReason::kLength && info.reason != FinishReason::kStop) {
+      scorer_.metrics_.RecordShadowDropped(info.reason == FinishReason::kError ? "error" : "cancelled");
+      return;
+    }
+    absl::StatusOr<ShadowComparison> c = CompareShadow(generated_, info);
+    if (!c.ok()) {
+      scorer_.metrics_.RecordShadowDropped("error");
+      return;
+    }
+    scorer_.metrics_.RecordShadow(served_, against_, c->logprob_delta, c->top1_agreement);
+  }
+
+ private:
+  ShadowScorer& scorer_;
+  Variant served_;
+  Variant against_;
+  FinishInfo::Generated generated_;
+};
+
+ShadowScorer::ShadowScorer(ShadowOptions options, std::vector<Variant> experiment_variants, ServerMetrics& metrics)
+    : options_(std::move(options)), experiment_variants_(std::move(experiment_variants)), metrics_(metrics) {}
+
+Variant ShadowScorer::AgainstFor(const Variant& served) const {
+  if (options_.variant) return *options_.variant;
+  for (const Variant& arm : experiment_variants_) {
+    if (!(arm == served)) return arm;
+  }
+  return Variant{};  // base
+}
+
+void ShadowScorer::OnFinished(Engine& engine, const Variant& served, const FinishInfo& info) {
+  if (!info.generated || (info.reason != FinishReason::kLength && info.reason != FinishReason::kStop)) return;
+  if (static_cast<int>(info.generated->sequence.size()) <= info.generated->prompt_len) return;  // nothing generated
+  const Variant against = AgainstFor(served);
+  if (against == served) return;  // nothing to compare with
+  if (in_flight_.fetch_add(1) >= options_.max_in_flight) {
+    --in_flight_;
+    metrics_.RecordShadowDropped("saturated");
+    return;
+  }
+  EngineRequest request;
+  request.kind = RequestKind::kScore;
+  request.priority = RequestPriority::kBackground;
+  request.prompt = info.generated->sequence;
+  request.variant = against;
+  auto sink = std::make_shared<ShadowSink>(*this, served, against, *info.generated);
+  if (!engine.Submit(std::move(request), std::move(sink)).ok()) {
+    --in_flight_;  // the engine refused it: the sink never runs
+    metrics_.RecordShadowDropped("error");
+  }
+}
+
+}  // namespace arach::server

@@ -1,0 +1,112 @@
+// Paired shadow scoring end to end on the gpt2-tiny fixture with --shadow_rate=1: a greedy arach generation
+// is scored again under base in the background, and the recorded log-prob delta and top-1 agreement equal
+// what Score says about the same text under both variants; HTTP generations are shadowed too.
+#include <httplib.h>
+
+#include "client/arach_client.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/server_checks.h"
+
+namespace arach {
+namespace {
+
+using client::ArachClient;
+using testing::EventuallyMetrics;
+using testing::ServerProcess;
+
+constexpr char kArachVsBase[] = "against=\"base\",variant=\"arach\"";
+
+class ShadowServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::HaveFixtures()) return;
+    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
+    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--shadow_rate=1", "--shadow_variant=base"});
+    server_ = testing::StartServerOrFail(ARACH_SERVER_BINARY, std::move(flags)).release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    ASSERT_NE(server_, nullptr);
+    client_ = ArachClient::Connect(server_->grpc_address());
+    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
+  }
+  // Scores `ids` under ARACH (or base).
+  arach::v1::ScoreResult Score(const std::vector<int32_t>& ids, bool arach) {
+    arach::v1::ScoreRequest request;
+    arach::v1::TokenIds* input = request.add_inputs()->mutable_token_ids();
+    for (int32_t id : ids) input->add_ids(id);
+    request.mutable_variant()->set_arach(arach);
+    arach::v1::ScoreResponse response;
+    const grpc::Status status = client_->Score(request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return status.ok() ? response.results(0) : arach::v1::ScoreResult{};
+  }
+
+  static ServerProcess* server_;
+  std::unique_ptr<ArachClient> client_;
+};
+ServerProcess* ShadowServer::server_ = nullptr;
+
+TEST_F(ShadowServer, TheRecordedDeltaIsTheScoreDifferenceOnTheSameText) {
+  const testing::PrometheusText before = testing::MetricsOrFail(*server_);
+  std::vector<int32_t> ids = testing::RefPrompt("gpt2-tiny", "p48");
+  const size_t prompt_len = ids.size();
+  arach::v1::GenerateRequest generate;
+  for (int32_t id : ids) generate.mutable_token_ids()->add_ids(id);
+  generate.set_max_tokens(12);
+  generate.mutable_sampling()->set_temperature(0.0f);
+  generate.set_ignore_eos(true);
+  generate.mutable_variant()->set_arach(true);
+  const grpc::Status status = client_->Generate(generate, [&](const arach::v1::GenerateResponse& m) {
+    for (int32_t id : m.token_ids()) ids.push_back(id);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(ids.size(), prompt_len + 12);
+
+  testing::PrometheusText after;
+  ASSERT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    after = m;
+    return m.Value("arach_shadow_logprob_delta_count", kArachVsBase) - before.Value("arach_shadow_logprob_delta_count", kArachVsBase) == 1;
+  })) << "the shadow score of the generation was not recorded";
+  const double recorded_delta =
+      after.Value("arach_shadow_logprob_delta_sum", kArachVsBase) - before.Value("arach_shadow_logprob_delta_sum", kArachVsBase);
+  const double recorded_agreement =
+      after.Value("arach_shadow_top1_agreement_sum", kArachVsBase) - before.Value("arach_shadow_top1_agreement_sum", kArachVsBase);
+
+  // The same text scored under both variants: log-probs of the completion tokens (positions prompt_len..).
+  const arach::v1::ScoreResult served = Score(ids, /*arach=*/true), against = Score(ids, /*arach=*/false);
+  ASSERT_EQ(served.logprobs_size(), static_cast<int>(ids.size()) - 1);
+  double delta = 0.0, agreement = 0.0;
+  for (size_t t = prompt_len; t < ids.size(); ++t) {
+    delta += served.logprobs(static_cast<int>(t - 1)) - against.logprobs(static_cast<int>(t - 1));
+    // Greedy under arach: its argmax is the token itself, so the two agree where base's argmax is the token too.
+    EXPECT_TRUE(served.is_greedy(static_cast<int>(t - 1))) << t;
+    agreement += against.is_greedy(static_cast<int>(t - 1)) ? 1.0 : 0.0;
+  }
+  delta /= 12.0;
+  agreement /= 12.0;
+  EXPECT_NEAR(recorded_delta, delta, 1e-4);
+  EXPECT_NEAR(recorded_agreement, agreement, 1e-9);
+  EXPECT_EQ(after.Sum("arach_shadow_dropped_total"), before.Sum("arach_shadow_dropped_total"));
+}
+
+TEST_F(ShadowServer, HttpGenerationsAreShadowedToo) {
+  const testing::PrometheusText before = testing::MetricsOrFail(*server_);
+  httplib::Client http("http://" + server_->http_address());
+  http.set_read_timeout(120, 0);
+  const std::string body = R"({"model": "gpt2-tiny:arach", "prompt": "First Citizen:", "max_tokens": 4, "n": 2})";
+  httplib::Result answer = http.Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  EXPECT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    return m.Value("arach_shadow_logprob_delta_count", kArachVsBase) - before.Value("arach_shadow_logprob_delta_count", kArachVsBase) == 2;
+  })) << "one shadow score per choice";
+}
+
+}  // namespace
+}  // namespace arach
