@@ -163,6 +163,7 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
     total += lp;
   }
   for (bool greedy : info.prompt_is_greedy) result->add_is_greedy(greedy);
+  for (int32_t id : info.prompt_argmax) result->add_argmax_ids(id);
   result->set_total_logprob(total);
   result->set_scored_tokens(static_cast<uint32_t>(info.prompt_logprobs.size()));
   result->set_perplexity(std::exp(-total / std::max<size_t>(1, info.prompt_logprobs.size())));

@@ -3,6 +3,7 @@
 // each mean with a 95% bootstrap interval, and the difference of every variant from the first one.
 // With --split the client assigns variants (weights, seeded); without it the requests carry experiment
 // keys and the server's experiment assigns (the served variant is read from each response).
+// With --paired, each answer is also scored under the first two variants (ab_paired.h).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/arach_client.h"
+#include "client/cli/ab_paired.h"
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/load_loop.h"
@@ -30,6 +32,8 @@ using json = nlohmann::json;
 
 struct AbOutcome {
   std::string variant;
+  arach::v1::VariantSpec served;     // the variant's exact fields, as the server reported them
+  std::vector<int32_t> completion;   // generated token ids
   bool ok = false;
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, mean_logprob = 0;
   int tokens = 0;
@@ -68,6 +72,53 @@ json Difference(const std::vector<double>& a, const std::vector<double>& b, int 
 
 }  // namespace
 
+// --paired: scores every answered request under the first two variants of `order` and adds report["paired"].
+absl::Status ReportPaired(ArachClient& client, const AbOptions& options, const std::vector<std::string>& prompts,
+                          const std::vector<AbOutcome>& outcomes, const std::vector<std::string>& order, json& report) {
+  std::vector<std::string> variants;
+  for (const std::string& v : order) {
+    if (v != "error") variants.push_back(v);
+  }
+  if (variants.size() < 2) return absl::FailedPreconditionError("--paired needs answers from two variants");
+  arach::v1::TokenizeRequest tokenize;  // the prompts as Generate tokenized their text
+  for (const std::string& p : prompts) tokenize.add_texts(p);
+  tokenize.set_add_bos(true);
+  arach::v1::TokenizeResponse tokens;
+  grpc::ClientContext context;
+  if (const grpc::Status s = client.inference().Tokenize(&context, tokenize, &tokens); !s.ok()) {
+    return absl::UnavailableError(absl::StrCat("tokenizing the prompts: ", s.error_message()));
+  }
+  PairedArm arms[2];
+  std::vector<PairedRequest> requests;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const AbOutcome& o = outcomes[i];
+    for (int k = 0; k < 2; ++k) {
+      if (o.variant == variants[k] && arms[k].name.empty()) arms[k] = {o.variant, o.served};
+    }
+    if (!o.ok) continue;
+    const arach::v1::TokenIds& prompt = tokens.tokens(static_cast<int>(i % prompts.size()));
+    requests.push_back({std::vector<int32_t>(prompt.ids().begin(), prompt.ids().end()), o.completion, o.variant});
+  }
+  absl::StatusOr<json> paired = RunPaired(client, arms[0], arms[1], requests,
+                                          PairedOptions{options.concurrency, options.bootstrap, options.bootstrap_seed});
+  if (!paired.ok()) return paired.status();
+  auto line = [](const json& d, const char* format) {
+    return absl::StrFormat(format, d["mean"].get<double>(), d["ci95"][0].get<double>(), d["ci95"][1].get<double>());
+  };
+  std::printf("paired (each answer scored under both, %zu requests): %s - %s mean log-prob per completion token %s; "
+              "top-1 agreement %s\n",
+              requests.size(), arms[1].name.c_str(), arms[0].name.c_str(),
+              line((*paired)["mean_logprob_difference"], "%+.4f (95%% CI %+.4f to %+.4f)").c_str(),
+              line((*paired)["top1_agreement"], "%.3f (95%% CI %.3f to %.3f)").c_str());
+  for (const auto& [served, entry] : (*paired)["by_served_variant"].items()) {
+    std::printf("  answers served by %s: difference %s, agreement %s\n", served.c_str(),
+                line(entry["mean_logprob_difference"], "%+.4f (95%% CI %+.4f to %+.4f)").c_str(),
+                line(entry["top1_agreement"], "%.3f (95%% CI %.3f to %.3f)").c_str());
+  }
+  report["paired"] = std::move(*paired);
+  return absl::OkStatus();
+}
+
 int RunAb(const AbOptions& options) {
   const std::vector<std::string> prompts = ReadPrompts(options.prompts);
   if (prompts.empty()) return ReportError("ab", absl::InvalidArgumentError("--prompts FILE with one prompt per line is required"));
@@ -105,7 +156,13 @@ int RunAb(const AbOptions& options) {
     const grpc::Status s = (*client)->Generate(requests[i], [&](const arach::v1::GenerateResponse& r) {
       timer.OnTokens(r.token_ids_size());
       for (const arach::v1::TokenLogprob& lp : r.logprobs()) logprob_sum += lp.logprob();
-      if (r.has_finish()) o.variant = r.finish().variant().name();
+      o.completion.insert(o.completion.end(), r.token_ids().begin(), r.token_ids().end());
+      if (r.has_finish()) {
+        o.variant = r.finish().variant().name();
+        o.served.set_arach(r.finish().variant().arach());
+        o.served.set_arach_offset(r.finish().variant().arach_offset());
+        o.served.set_skip(r.finish().variant().skip());
+      }
     });
     const StreamTiming t = timer.Finish();
     o.tokens = t.tokens;
@@ -175,6 +232,10 @@ int RunAb(const AbOptions& options) {
                   d["difference"].get<double>(), d["ci95"][0].get<double>(), d["ci95"][1].get<double>(),
                   d["significant"].get<bool>() ? "significant" : "not significant");
     }
+  }
+  if (options.paired) {
+    absl::Status s = ReportPaired(**client, options, prompts, outcomes, order, report);
+    if (!s.ok()) return ReportError("ab", s);
   }
   if (!options.json_out.empty()) {
     if (absl::Status s = WriteReport(options.json_out, report); !s.ok()) return ReportError("ab", s);

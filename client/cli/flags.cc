@@ -56,6 +56,8 @@ ABSL_FLAG(int, bootstrap, 2000, "bootstrap resamples");
 ABSL_FLAG(bool, items, false, "include per-item LAMBADA results in the JSON report");
 ABSL_FLAG(std::string, json_out, "", "also write the report as JSON to this file");
 ABSL_FLAG(std::string, prompts, "", "prompt file, one prompt per line (a JSON string, or plain text)");
+ABSL_FLAG(bool, paired, false, "ab: also score each answer (prompt + completion) under the first two variants and compare "
+          "them on the same text (mean log-prob difference and top-1 agreement with bootstrap intervals)");
 ABSL_FLAG(std::string, split, "", "client-side split VARIANT[=WEIGHT],...; empty = let the server's experiment assign");
 
 namespace arach::client {
@@ -95,7 +97,7 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
              "latency_max_tokens", "bootstrap", "bootstrap_seed", "items", "json_out"})},
       {"ab", "replay prompts under a variant split and compare the variants",
        With({"prompts", "split", "num_requests", "concurrency", "max_tokens", "temperature", "bench_seed", "bootstrap",
-             "bootstrap_seed", "json_out"})},
+             "bootstrap_seed", "json_out", "paired"})},
   };
   return commands;
 }
@@ -199,6 +201,7 @@ AbOptions AbOptionsFromFlags() {
   o.bootstrap = absl::GetFlag(FLAGS_bootstrap);
   o.bootstrap_seed = absl::GetFlag(FLAGS_bootstrap_seed);
   o.json_out = absl::GetFlag(FLAGS_json_out);
+  o.paired = absl::GetFlag(FLAGS_paired);
   return o;
 }
 

@@ -103,6 +103,7 @@ struct AbOptions {
   int bootstrap = 2000;
   uint64_t bootstrap_seed = 1;
   std::string json_out;
+  bool paired = false;               // also score each answer under the first two variants (ab_paired.h)
 };
 
 }  // namespace arach::client

@@ -1,12 +1,17 @@
 // Paired shadow scoring end to end on the gpt2-tiny fixture with --shadow_rate=1: a greedy arach generation
 // is scored again under base in the background, and the recorded log-prob delta and top-1 agreement equal
-// what Score says about the same text under both variants; HTTP generations are shadowed too.
+// what Score says about the same text under both variants; HTTP generations are shadowed too; arach-cli ab
+// --paired reports, per request, what the server's shadow scores record.
 #include <httplib.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/server_checks.h"
+#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -106,6 +111,45 @@ TEST_F(ShadowServer, HttpGenerationsAreShadowedToo) {
   EXPECT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
     return m.Value("arach_shadow_logprob_delta_count", kArachVsBase) - before.Value("arach_shadow_logprob_delta_count", kArachVsBase) == 2;
   })) << "one shadow score per choice";
+}
+
+TEST_F(ShadowServer, AbPairedAgreesWithTheServersShadowScores) {
+  const testing::PrometheusText before = testing::MetricsOrFail(*server_);
+  testing::ScopedTempDir dir;
+  {
+    std::ofstream prompts(dir.File("prompts.txt"));
+    prompts << "\"First Citizen:\"\nROMEO:\n\"Before we proceed any further\"\nKING RICHARD III:\n";
+  }
+  const std::string command = std::string(ARACH_CLI_BINARY) + " ab --server=" + server_->grpc_address() + " --prompts=" +
+                              dir.File("prompts.txt") + " --split=base=1,arach=1 --num_requests=12 --concurrency=3 --max_tokens=6" +
+                              " --bootstrap=200 --paired --json_out=" + dir.File("ab.json") + " > " + dir.File("out.txt") + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream file(dir.File("ab.json"));
+  const nlohmann::json report = nlohmann::json::parse(file);
+  ASSERT_TRUE(report.contains("paired")) << report.dump();
+  const nlohmann::json& paired = report["paired"];
+  EXPECT_EQ(paired["a"], "base");
+  EXPECT_EQ(paired["b"], "arach");
+  EXPECT_EQ(paired["mean_logprob_difference"]["requests"], 12);
+  const double agreement = paired["top1_agreement"]["mean"].get<double>();
+  EXPECT_GE(agreement, 0.0);
+  EXPECT_LE(agreement, 1.0);
+  // The answers arach served were shadowed against base by the server: the same per-request values.
+  ASSERT_TRUE(paired["by_served_variant"].contains("arach")) << paired.dump();
+  const nlohmann::json& arach_served = paired["by_served_variant"]["arach"];
+  const int n = arach_served["mean_logprob_difference"]["requests"].get<int>();
+  testing::PrometheusText after;
+  ASSERT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    after = m;
+    return m.Value("arach_shadow_logprob_delta_count", kArachVsBase) - before.Value("arach_shadow_logprob_delta_count", kArachVsBase) == n;
+  }));
+  const double server_delta =
+      (after.Value("arach_shadow_logprob_delta_sum", kArachVsBase) - before.Value("arach_shadow_logprob_delta_sum", kArachVsBase)) / n;
+  const double server_agreement =
+      (after.Value("arach_shadow_top1_agreement_sum", kArachVsBase) - before.Value("arach_shadow_top1_agreement_sum", kArachVsBase)) / n;
+  // ab reports b - a = arach - base; the server records served - against = arach - base.
+  EXPECT_NEAR(arach_served["mean_logprob_difference"]["mean"].get<double>(), server_delta, 1e-4);
+  EXPECT_NEAR(arach_served["top1_agreement"]["mean"].get<double>(), server_agreement, 1e-9);
 }
 
 }  // namespace
