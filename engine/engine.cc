@@ -215,8 +215,12 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   info.timings.total_seconds = seconds(now - r.arrival);
   if (r.started) info.timings.queue_seconds = seconds(r.first_scheduled - r.arrival);
+  info.seed = r.seed;
+  info.max_tokens = r.request.kind == RequestKind::kGenerate ? r.request.sampling.max_tokens : 0;
   if (info.usage.completion_tokens > 0) {
     info.timings.time_to_first_token_seconds = seconds(r.first_token - r.arrival);
+    info.timings.prefill_seconds = seconds(r.first_token - r.first_scheduled);
+    info.timings.decode_seconds = seconds(r.last_token - r.first_token);
     if (info.usage.completion_tokens > 1) {
       info.timings.time_per_output_token_seconds = seconds(r.last_token - r.first_token) / (info.usage.completion_tokens - 1);
     }

@@ -48,7 +48,7 @@ struct EngineStats {
   int kv_blocks_total = 0;
   int kv_blocks_used = 0;           // held by sequences
   int kv_blocks_cached = 0;         // registered in the prefix cache
-  int64_t prefix_cache_queries = 0; // prompt blocks looked up
+  int64_t prefix_cache_queries = 0; // prompt blocks looked up (full blocks of kv_block_size() tokens)
   int64_t prefix_cache_hits = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;

@@ -84,6 +84,8 @@ struct Timings {
   double time_to_first_token_seconds = 0;  // arrival -> first generated token
   double time_per_output_token_seconds = 0;  // mean gap between generated tokens after the first
   double total_seconds = 0;              // arrival -> finish
+  double prefill_seconds = 0;            // first scheduled -> first generated token (prompt computed, preemptions included)
+  double decode_seconds = 0;             // first -> last generated token
 };
 
 struct FinishInfo {
@@ -93,6 +95,8 @@ struct FinishInfo {
   std::string stop_string;         // the stop string that ended the text, if any
   Usage usage;
   Timings timings;
+  uint64_t seed = 0;               // the sampling seed used (the request's, or drawn): resubmitting with it reproduces the draws
+  int max_tokens = 0;              // max_tokens as the request asked (generation)
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
   std::vector<int32_t> prompt_argmax;  // [prompt_len - 1]: the most likely token at position t >= 1 (when asked)

@@ -32,7 +32,7 @@ class GenerateStream : public RequestSink {
 
   void OnChunk(const StreamChunk& chunk) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(ToResponse(chunk, with_logprobs_));
+    queue_.push_back(ToResponse(chunk, logprobs_ ? &*logprobs_ : nullptr));
     PumpLocked();
   }
   void OnFinish(const FinishInfo& info) override;
@@ -56,6 +56,10 @@ class GenerateStream : public RequestSink {
   }
   // A Chat call that asked for it: the rendered prompt goes in the final message (set before submission).
   void SetChatPrompt(std::string prompt) { chat_prompt_ = std::move(prompt); }
+  // Before submission, when the call asked for log-probs: each token's text follows the prompt's last ids.
+  void StartLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> prompt) {
+    if (with_logprobs_) logprobs_.emplace(tokenizer, prompt);
+  }
 
  private:
   void PumpLocked();
@@ -79,6 +83,7 @@ class GenerateStream : public RequestSink {
   bool with_logprobs_;
   const char* route_;  // "Generate" or "Chat"
   std::string chat_prompt_;
+  std::optional<PieceDecoder> logprobs_;  // when the call asked for log-probs
   std::deque<GenerateResponse> queue_;
   GenerateResponse current_;  // the message being written (owned here until OnWriteDone)
   std::optional<grpc::Status> final_status_;
@@ -148,6 +153,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     EngineRequest engine_request = std::move(*mapped);
     if (chat) prompt_field = "messages";
     context_.policy->Apply(engine_request);
+    stream_->StartLogprobs(engine.tokenizer(), engine_request.prompt);
     if (call->deadline() != std::chrono::system_clock::time_point::max()) {
       engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
     }

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizer/unicode.h"
 #include "server/admission.h"
 #include "server/generate_call.h"
 #include "server/score_call.h"
@@ -83,6 +84,7 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
 
 grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,
                                                      arach::v1::TokenizeResponse* response) {
+  const Clock::time_point start = Clock::now();
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
   const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
   if (!ticket) return reactor;
@@ -102,6 +104,36 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
     arach::v1::TokenIds* out = response->add_tokens();
     for (int32_t id : *ids) out->add_ids(id);
   }
+  context_.metrics->RecordTokenizerCall("Tokenize", std::chrono::duration<double>(Clock::now() - start).count());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerContext* call, const arach::v1::DetokenizeRequest* request,
+                                                       arach::v1::DetokenizeResponse* response) {
+  const Clock::time_point start = Clock::now();
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
+  if (!ticket) return reactor;
+  const Engine& engine = ticket->engine();
+  const bool skip_special = request->has_skip_special_tokens() ? request->skip_special_tokens() : true;
+  for (int i = 0; i < request->tokens_size(); ++i) {
+    const auto& ids = request->tokens(i).ids();
+    const std::string field = absl::StrCat("tokens[", i, "].ids");
+    absl::Status status = ids.size() > context_.limits.max_detokenize_ids
+                              ? absl::InvalidArgumentError(absl::StrCat(field, ": ", ids.size(), " ids exceed the limit of ",
+                                                                        context_.limits.max_detokenize_ids))
+                              : CheckTokenIds(std::span<const int32_t>(ids.data(), ids.size()), engine.model_config().vocab_size, field);
+    absl::StatusOr<std::string> text = status.ok() ? engine.tokenizer().Decode(std::span<const int32_t>(ids.data(), ids.size()), skip_special)
+                                                   : absl::StatusOr<std::string>(status);
+    if (!text.ok()) {
+      RecordRejection(context_, text.status());
+      reactor->Finish(ToGrpcStatus(text.status()));
+      return reactor;
+    }
+    response->add_texts(SanitizeUtf8(*text));
+  }
+  context_.metrics->RecordTokenizerCall("Detokenize", std::chrono::duration<double>(Clock::now() - start).count());
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

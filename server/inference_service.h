@@ -22,6 +22,8 @@ class InferenceService final : public arach::v1::Inference::CallbackService {
                                          arach::v1::ModelInfo* response) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,
                                      arach::v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* call, const arach::v1::DetokenizeRequest* request,
+                                       arach::v1::DetokenizeResponse* response) override;
 
  private:
   ServiceContext& context_;

@@ -10,11 +10,13 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "server/build_info.h"
 
 namespace arach::server {
 namespace {
 
 using prometheus::BuildCounter;
+using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 using prometheus::Histogram;
 
@@ -62,10 +64,11 @@ class EngineCollector : public prometheus::Collectable {
     gauge("arach_kv_cache_usage_ratio", "Fraction of KV-cache blocks held by requests (cached free blocks excluded).",
           s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
     gauge("arach_kv_cache_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total);
-    counter("arach_prefix_cache_queries_total", "Prompt blocks looked up in the prefix cache.",
-            static_cast<double>(s.prefix_cache_queries));
-    counter("arach_prefix_cache_hits_total", "Prompt blocks found in the prefix cache (reused K/V).",
-            static_cast<double>(s.prefix_cache_hits));
+    const double block_tokens = engine != nullptr ? engine->kv_block_size() : 0;
+    counter("arach_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache (in full blocks).",
+            static_cast<double>(s.prefix_cache_queries) * block_tokens);
+    counter("arach_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache (reused K/V).",
+            static_cast<double>(s.prefix_cache_hits) * block_tokens);
     counter("arach_preemptions_total", "Running requests preempted for lack of KV blocks (recomputed later).",
             static_cast<double>(s.preemptions));
     return out;
@@ -77,8 +80,9 @@ class EngineCollector : public prometheus::Collectable {
 
 }  // namespace
 
-std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
+std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
   std::unique_ptr<ServerMetrics> m(new ServerMetrics());
+  m->model_ = model;
   m->registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Registry& r = *m->registry_;
   auto& requests = BuildCounter().Name("arach_requests_total")
@@ -140,15 +144,46 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
   }
   m->batch_size_ = &BuildHistogram().Name("arach_batch_size").Help("Sequences in each engine step.").Register(r)
                         .Add({}, Exponential(1, 2, 10));
+  m->iteration_tokens_ = &BuildHistogram().Name("arach_iteration_tokens")
+                              .Help("Tokens (prompt chunks and decodes) computed in each engine step.").Register(r)
+                              .Add({}, Exponential(1, 2, 15));
+  m->tokenizer_latency_ = &BuildHistogram().Name("arach_tokenizer_request_latency_seconds")
+                               .Help("Duration of Tokenize and Detokenize calls, by rpc.").Register(r);
+  for (const char* rpc : {"Tokenize", "Detokenize"}) m->tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20));
+  m->build_info_ = &BuildGauge().Name("arach_build_info")
+                        .Help("1, labelled with the server's version, git commit, device and backend (threads and why).")
+                        .Register(r);
+  m->build_info_->Add({{"version", ArachVersion()}, {"git_sha", ArachGitSha()}, {"device", ""}, {"backend", "loading"}}).Set(1);
+  auto& request_prompt = BuildHistogram().Name("arach_request_prompt_tokens")
+                             .Help("Prompt tokens of each finished generation request, by variant.").Register(r);
+  auto& request_generation = BuildHistogram().Name("arach_request_generation_tokens")
+                                 .Help("Tokens each finished generation request generated, by variant.").Register(r);
+  auto& request_max_tokens = BuildHistogram().Name("arach_request_max_tokens")
+                                 .Help("max_tokens each finished generation request asked for, by variant.").Register(r);
+  auto& prefill_time = BuildHistogram().Name("arach_request_prefill_time_seconds")
+                           .Help("Per request: from first scheduled to the first generated token (the prompt's compute), by variant.")
+                           .Register(r);
+  auto& decode_time = BuildHistogram().Name("arach_request_decode_time_seconds")
+                          .Help("Per request: from the first to the last generated token, by variant.").Register(r);
+  auto& score_latency = BuildHistogram().Name("arach_score_request_latency_seconds")
+                            .Help("Duration of each Score request (all its inputs) and scoring completion, by variant.")
+                            .Register(r);
   m->step_duration_ = &BuildHistogram().Name("arach_step_duration_seconds")
                            .Help("Duration of each engine step (schedule, forward, sampling).").Register(r)
                            .Add({}, Exponential(0.0005, 2, 14));
   for (const char* v : kVariants) {
     PerVariant& pv = m->variants_[v];
-    pv.ttft = &ttft.Add({{"variant", v}}, Exponential(0.001, 2, 17));
-    pv.tpot = &tpot.Add({{"variant", v}}, Exponential(0.0005, 2, 13));
-    pv.e2e = &e2e.Add({{"variant", v}}, Exponential(0.01, 2, 16));
-    pv.queue = &queue.Add({{"variant", v}}, Exponential(0.001, 2, 17));
+    // Latency buckets reach past the longest request the limits allow on a CPU (hours).
+    pv.ttft = &ttft.Add({{"variant", v}}, Exponential(0.001, 2, 24));
+    pv.tpot = &tpot.Add({{"variant", v}}, Exponential(0.0005, 2, 16));
+    pv.e2e = &e2e.Add({{"variant", v}}, Exponential(0.01, 2, 21));
+    pv.queue = &queue.Add({{"variant", v}}, Exponential(0.001, 2, 24));
+    pv.request_prompt_tokens = &request_prompt.Add({{"variant", v}}, Exponential(1, 2, 18));
+    pv.request_generation_tokens = &request_generation.Add({{"variant", v}}, Exponential(1, 2, 18));
+    pv.request_max_tokens = &request_max_tokens.Add({{"variant", v}}, Exponential(1, 2, 18));
+    pv.prefill_time = &prefill_time.Add({{"variant", v}}, Exponential(0.001, 2, 24));
+    pv.decode_time = &decode_time.Add({{"variant", v}}, Exponential(0.01, 2, 21));
+    pv.score_latency = &score_latency.Add({{"variant", v}}, Exponential(0.001, 2, 24));
     pv.prompt_tokens = &prompt.Add({{"variant", v}});
     pv.generation_tokens = &generation.Add({{"variant", v}});
     pv.score_requests = &score.Add({{"variant", v}});
@@ -171,12 +206,24 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create() {
 std::string ServerMetrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   for (prometheus::MetricFamily& f : engine_collector_->Collect()) families.push_back(std::move(f));
+  for (prometheus::MetricFamily& f : families) {  // the served model on every series
+    for (prometheus::ClientMetric& metric : f.metric) metric.label.push_back({"model", model_});
+  }
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();
 }
 
 void ServerMetrics::AttachEngine(const Engine* engine) { static_cast<EngineCollector&>(*engine_collector_).Attach(engine); }
+
+void ServerMetrics::SetDevice(const std::string& device, const std::string& backend) {
+  build_info_->Remove(&build_info_->Add({{"version", ArachVersion()}, {"git_sha", ArachGitSha()}, {"device", ""}, {"backend", "loading"}}));
+  build_info_->Add({{"version", ArachVersion()}, {"git_sha", ArachGitSha()}, {"device", device}, {"backend", backend}}).Set(1);
+}
+
+void ServerMetrics::RecordTokenizerCall(const std::string& rpc, double seconds) {
+  tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20)).Observe(seconds);
+}
 
 ServerMetrics::PerVariant& ServerMetrics::For(const Variant& variant) { return variants_.at(variant.Name()); }
 
@@ -186,6 +233,11 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
   pv.prompt_tokens->Increment(info.usage.prompt_tokens);
   pv.generation_tokens->Increment(info.usage.completion_tokens);
   pv.e2e->Observe(info.timings.total_seconds);
+  pv.request_prompt_tokens->Observe(info.usage.prompt_tokens);
+  pv.request_generation_tokens->Observe(info.usage.completion_tokens);
+  pv.request_max_tokens->Observe(info.max_tokens);
+  if (info.usage.completion_tokens > 0) pv.prefill_time->Observe(info.timings.prefill_seconds);
+  if (info.usage.completion_tokens > 1) pv.decode_time->Observe(info.timings.decode_seconds);
   if (info.timings.queue_seconds > 0 || info.usage.completion_tokens > 0) pv.queue->Observe(info.timings.queue_seconds);
   if (info.usage.completion_tokens > 0) pv.ttft->Observe(info.timings.time_to_first_token_seconds);
   if (info.usage.completion_tokens > 1) pv.tpot->Observe(info.timings.time_per_output_token_seconds);
@@ -218,10 +270,11 @@ void ServerMetrics::RecordAssignment(const std::string& arm, const Variant& vari
   assignments_->Add({{"arm", arm}, {"variant", variant.Name()}}).Increment();
 }
 
-void ServerMetrics::RecordScore(const Variant& variant, int64_t prompt_tokens) {
+void ServerMetrics::RecordScore(const Variant& variant, int64_t prompt_tokens, double seconds) {
   PerVariant& pv = For(variant);
   pv.score_requests->Increment();
   pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
+  pv.score_latency->Observe(seconds);
 }
 
 void ServerMetrics::RecordHttpRequest(const std::string& route, int status, const std::string& variant) {
@@ -233,6 +286,7 @@ void ServerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"
 
 void ServerMetrics::RecordStep(const StepReport& step) {
   batch_size_->Observe(step.num_sequences);
+  iteration_tokens_->Observe(step.num_tokens);
   step_duration_->Observe(step.seconds);
 }
 

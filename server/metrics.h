@@ -1,5 +1,6 @@
 // Prometheus metrics of the server (prometheus-cpp), labelled by variant (base | arach | skip |
-// arach+skip) so that a dashboard shows the variants side by side. Request-level series are updated as
+// arach+skip) so that a dashboard shows the variants side by side, and every series by `model` (the served
+// model's name) so that a fleet's dashboards can tell models apart. Request-level series are updated as
 // requests finish; engine gauges and counters are read from Engine::stats() when /metrics is scraped.
 // The HTTP server (server/http/) serves Scrape() at /metrics.
 #pragma once
@@ -24,17 +25,23 @@ namespace arach::server {
 
 class ServerMetrics {
  public:
-  static std::unique_ptr<ServerMetrics> Create();
+  // `model`: the served model's name, the `model` label of every series.
+  static std::unique_ptr<ServerMetrics> Create(const std::string& model = "");
 
   // The Prometheus text exposition of every series and of the engine's state.
   std::string Scrape() const;
 
   // Reads engine gauges and counters at scrape time from now on.
   void AttachEngine(const Engine* engine);
+  // arach_build_info{version, git_sha, device, backend} once the model is loaded (`backend`: the
+  // backend's description, e.g. the CPU threads and why).
+  void SetDevice(const std::string& device, const std::string& backend);
   // A finished Generate request.
   void RecordGenerate(const Variant& variant, const FinishInfo& info);
-  // A finished Score request of `tokens` scored tokens.
-  void RecordScore(const Variant& variant, int64_t prompt_tokens);
+  // A finished Score request of `tokens` scored tokens that took `seconds`.
+  void RecordScore(const Variant& variant, int64_t prompt_tokens, double seconds);
+  // A Tokenize or Detokenize call (`rpc`) that took `seconds`.
+  void RecordTokenizerCall(const std::string& rpc, double seconds);
   // The attention diagnostics of a finished request (RecordGenerate records its own).
   void RecordAttention(const Variant& variant, const AttentionDiagnostics& attention);
   // A shadow comparison of a request served by `served` against `against` (server/shadow_scorer.h).
@@ -64,6 +71,12 @@ class ServerMetrics {
     prometheus::Histogram* generated_logprob;
     prometheus::Histogram* prompt_perplexity;
     prometheus::Histogram* sink_mass;
+    prometheus::Histogram* request_prompt_tokens;
+    prometheus::Histogram* request_generation_tokens;
+    prometheus::Histogram* request_max_tokens;
+    prometheus::Histogram* prefill_time;
+    prometheus::Histogram* decode_time;
+    prometheus::Histogram* score_latency;
     std::map<std::string, prometheus::Counter*> requests;  // by finish reason
   };
   ServerMetrics() = default;
@@ -79,6 +92,10 @@ class ServerMetrics {
   prometheus::Family<prometheus::Histogram>* shadow_agreement_ = nullptr;
   prometheus::Family<prometheus::Counter>* shadow_dropped_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
+  prometheus::Histogram* iteration_tokens_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* tokenizer_latency_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
+  std::string model_;
   prometheus::Histogram* step_duration_ = nullptr;
 };
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "engine/tokenizer/unicode.h"
 #include "server/json_body.h"
 
 namespace arach::server {
@@ -160,19 +161,35 @@ absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
   return input;
 }
 
-arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, bool with_logprobs) {
+namespace {
+
+// The text and bytes `token` adds (empty when the tokenizer cannot decode it: the id is what counts).
+template <typename Entry>
+void SetPiece(const PieceDecoder& pieces, int32_t token, Entry* entry) {
+  absl::StatusOr<std::string> piece = pieces.Piece(token);
+  if (!piece.ok()) return;
+  entry->set_token(SanitizeUtf8(*piece));
+  entry->set_token_bytes(std::move(*piece));
+}
+
+}  // namespace
+
+arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, PieceDecoder* pieces) {
   arach::v1::GenerateResponse response;
   for (const SampledToken& t : chunk.tokens) {
     response.add_token_ids(t.token);
-    if (!with_logprobs) continue;
+    if (pieces == nullptr) continue;
     arach::v1::TokenLogprob* lp = response.add_logprobs();
     lp->set_token_id(t.token);
     lp->set_logprob(t.logprob);
+    SetPiece(*pieces, t.token, lp);
     for (const TokenLogprob& top : t.top) {
       arach::v1::TopLogprob* entry = lp->add_top();
       entry->set_token_id(top.token);
       entry->set_logprob(top.logprob);
+      SetPiece(*pieces, top.token, entry);
     }
+    pieces->Advance(t.token);
   }
   response.set_text(chunk.text);
   return response;
@@ -191,6 +208,9 @@ void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const st
   timings->set_time_to_first_token_seconds(info.timings.time_to_first_token_seconds);
   timings->set_time_per_output_token_seconds(info.timings.time_per_output_token_seconds);
   timings->set_total_seconds(info.timings.total_seconds);
+  timings->set_prefill_seconds(info.timings.prefill_seconds);
+  timings->set_decode_seconds(info.timings.decode_seconds);
+  out->set_seed(info.seed);
   FillServedVariant(variant, out->mutable_variant());
   out->set_request_id(request_id);
 }

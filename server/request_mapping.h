@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "arach/v1/inference.pb.h"
+#include "server/piece_decoder.h"
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 #include "server/request_limits.h"
@@ -46,8 +47,9 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
 // "messages[1].tool_calls_json").
 absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& request);
 
-// The stream message for `chunk` (token ids, text, log-probs when asked).
-arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, bool with_logprobs);
+// The stream message for `chunk`: token ids and text; with `logprobs` (not null; it advances past the
+// chunk's tokens) also each token's log-prob, text and bytes.
+arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, PieceDecoder* logprobs);
 // The final message's `finish`.
 void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const std::string& request_id,
                 arach::v1::Finish* out);

@@ -174,7 +174,7 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
   }
   scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
   if (--pending_ == 0) {
-    context_.metrics->RecordScore(variant_, scored_prompt_tokens_);
+    context_.metrics->RecordScore(variant_, scored_prompt_tokens_, std::chrono::duration<double>(Clock::now() - started_).count());
     FinishLocked(grpc::Status::OK);
   }
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
+#include "server/build_info.h"
 #include "server/http/http_server.h"
 #include "server/inference_service.h"
 #include "server/request_log.h"
@@ -92,7 +93,7 @@ absl::StatusOr<std::unique_ptr<Engine>> StartEngine(const ServerConfig& config, 
 int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
   const ServerOptions& options = config.options;
   const VariantResolver variants(config.default_variant, config.experiment);
-  std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create();
+  std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create(options.served_model_name);
   if (config.experiment) {
     std::vector<std::pair<std::string, Variant>> arms;
     for (const ExperimentArm& arm : config.experiment->arms) arms.push_back({arm.name, arm.variant});
@@ -137,7 +138,8 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
   }
   const std::string addresses = absl::StrCat("grpc=", grpc_server->address, " http=", (*http_server)->address(),
                                              " metrics=", metrics_server ? metrics_server->address() : (*http_server)->address());
-  Say(absl::StrCat("arach-server loading ", options.model_dir, " as ", options.served_model_name, "; ", addresses));
+  Say(absl::StrCat("arach-server ", ArachVersion(), " (", ArachGitSha(), ") loading ", options.model_dir, " as ",
+                   options.served_model_name, "; ", addresses));
 
   absl::StatusOr<std::unique_ptr<Engine>> engine = StartEngine(config, *metrics);
   if (!engine.ok()) {
@@ -145,6 +147,7 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
     return Fail(engine.status());
   }
   context.device = (*engine)->device();
+  metrics->SetDevice(std::string(DeviceKindName(config.device)), context.device);
   context.engine.store(engine->get());
   metrics->AttachEngine(engine->get());
   context.state.SetPhase(Phase::kServing);

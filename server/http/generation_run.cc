@@ -16,7 +16,7 @@ class GenerationRun::ChoiceSink : public RequestSink {
       run_->metrics_.RecordGenerate(run_->variant_, info);
       if (info.generated) run_->shadow_.OnFinished(run_->engine_, run_->variant_, info);
     } else if (answered) {
-      run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens);
+      run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
       if (info.attention) run_->metrics_.RecordAttention(run_->variant_, *info.attention);
     }
     run_->Push(ChoiceEvent{choice_, {}, info});

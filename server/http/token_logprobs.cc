@@ -7,18 +7,6 @@ namespace arach::server::http {
 
 using json = nlohmann::json;
 
-PieceDecoder::PieceDecoder(const Tokenizer& tokenizer, std::span<const int32_t> context)
-    : tokenizer_(tokenizer), context_(context.end() - std::min(context.size(), kDetokenizeContext), context.end()) {}
-
-absl::StatusOr<std::string> PieceDecoder::Piece(int32_t token) const {
-  return DecodePiece(tokenizer_, context_, token, /*skip_special_tokens=*/false);
-}
-
-void PieceDecoder::Advance(int32_t token) {
-  context_.push_back(token);
-  if (context_.size() > kDetokenizeContext) context_.erase(context_.begin());
-}
-
 absl::Status CompletionLogprobs::Add(int32_t token, std::optional<float> logprob, const std::vector<TokenLogprob>* top) {
   ARACH_ASSIGN_OR_RETURN(const std::string piece, pieces_.Piece(token));
   if (top == nullptr) {

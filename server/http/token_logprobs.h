@@ -17,23 +17,9 @@
 #include "engine/sampling/logprobs.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
+#include "server/piece_decoder.h"
 
 namespace arach::server::http {
-
-// The piece each token adds after the ones before it.
-class PieceDecoder {
- public:
-  // `context`: the ids before the first token (its last few decode the first piece).
-  PieceDecoder(const Tokenizer& tokenizer, std::span<const int32_t> context);
-  // The piece `token` would add now.
-  absl::StatusOr<std::string> Piece(int32_t token) const;
-  // `token` is the next one.
-  void Advance(int32_t token);
-
- private:
-  const Tokenizer& tokenizer_;
-  std::vector<int32_t> context_;  // the last ids (at most kDetokenizeContext)
-};
 
 class CompletionLogprobs {
  public:

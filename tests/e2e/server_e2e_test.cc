@@ -7,6 +7,7 @@
 //    drains: health goes NOT_SERVING, new calls get UNAVAILABLE, the stream in flight completes, exit 0.
 #include <csignal>
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -117,11 +118,79 @@ TEST_F(FixtureServer, EachVariantStreamsTheReferenceContinuation) {
   for (const char* family : {"arach_requests_total", "arach_time_to_first_token_seconds", "arach_time_per_output_token_seconds",
                              "arach_e2e_request_latency_seconds", "arach_request_queue_time_seconds", "arach_prompt_tokens_total",
                              "arach_generation_tokens_total", "arach_num_requests_running", "arach_num_requests_waiting",
-                             "arach_kv_cache_usage_ratio", "arach_prefix_cache_queries_total", "arach_prefix_cache_hits_total",
-                             "arach_preemptions_total", "arach_batch_size", "arach_step_duration_seconds"}) {
+                             "arach_kv_cache_usage_ratio", "arach_prefix_cache_queried_tokens_total",
+                             "arach_prefix_cache_hit_tokens_total", "arach_preemptions_total", "arach_batch_size",
+                             "arach_step_duration_seconds", "arach_iteration_tokens", "arach_request_prompt_tokens",
+                             "arach_request_generation_tokens", "arach_request_max_tokens", "arach_request_prefill_time_seconds",
+                             "arach_request_decode_time_seconds", "arach_score_request_latency_seconds",
+                             "arach_tokenizer_request_latency_seconds", "arach_build_info"}) {
     EXPECT_EQ(after.types.count(family), 1u) << family << " missing from /metrics";
     EXPECT_TRUE(after.helps.count(family) && !after.helps.at(family).empty()) << family << " has no help text";
   }
+  // Every series names the served model (the folder's name by default).
+  EXPECT_EQ(after.models, std::set<std::string>{"gpt2-tiny"});
+  EXPECT_EQ(after.samples_without_model, 0);
+  EXPECT_EQ(after.Sum("arach_build_info", {{"device", "cpu"}}), 1) << "one build_info series, with the device once loaded";
+  EXPECT_EQ(after.Sum("arach_build_info"), 1);
+  // Per-request histograms of the four requests: 32 tokens generated each, max_tokens 32 asked.
+  for (const std::string variant : {"base", "arach", "skip", "arach+skip"}) {
+    const std::string v = "variant=\"" + variant + "\"";
+    EXPECT_EQ(after.Value("arach_request_generation_tokens_sum", v) - before.Value("arach_request_generation_tokens_sum", v), 32);
+    EXPECT_EQ(after.Value("arach_request_max_tokens_sum", v) - before.Value("arach_request_max_tokens_sum", v), 32);
+    EXPECT_EQ(after.Value("arach_request_decode_time_seconds_count", v) - before.Value("arach_request_decode_time_seconds_count", v), 1);
+  }
+}
+
+// A sampled request without a seed reports the seed the server drew, and the same request with it draws the
+// same tokens; log-probs carry each token's text and bytes, which join to the text; Detokenize gives it back.
+TEST_F(FixtureServer, SeedLogprobTextAndDetokenize) {
+  arach::v1::GenerateRequest request;
+  request.set_text("ROMEO:");
+  request.set_max_tokens(12);
+  request.set_ignore_eos(true);
+  request.set_logprobs(true);
+  request.set_top_logprobs(2);
+  request.mutable_sampling()->set_temperature(1.0f);
+  auto run = [&](const arach::v1::GenerateRequest& r, std::vector<int32_t>* ids, std::string* text, std::string* bytes) {
+    arach::v1::Finish finish;
+    const grpc::Status status = client_->Generate(r, [&](const arach::v1::GenerateResponse& m) {
+      ids->insert(ids->end(), m.token_ids().begin(), m.token_ids().end());
+      *text += m.text();
+      for (const arach::v1::TokenLogprob& lp : m.logprobs()) {
+        *bytes += lp.token_bytes();
+        EXPECT_EQ(lp.top_size(), 2);
+        for (const arach::v1::TopLogprob& top : lp.top()) EXPECT_FALSE(top.token_bytes().empty()) << top.token_id();
+      }
+      if (m.has_finish()) finish = m.finish();
+    });
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return finish;
+  };
+  std::vector<int32_t> first_ids, again_ids;
+  std::string first_text, first_bytes, again_text, again_bytes;
+  const arach::v1::Finish first = run(request, &first_ids, &first_text, &first_bytes);
+  ASSERT_EQ(first_ids.size(), 12u);
+  EXPECT_EQ(first_bytes, first_text) << "the tokens' pieces join to the streamed text";
+  request.mutable_sampling()->set_seed(first.seed());
+  const arach::v1::Finish again = run(request, &again_ids, &again_text, &again_bytes);
+  EXPECT_EQ(again.seed(), first.seed());
+  EXPECT_EQ(again_ids, first_ids) << "the reported seed reproduces the draws";
+
+  arach::v1::DetokenizeRequest detokenize;
+  arach::v1::TokenIds* ids = detokenize.add_tokens();
+  for (int32_t id : first_ids) ids->add_ids(id);
+  arach::v1::DetokenizeResponse texts;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(client_->inference().Detokenize(&context, detokenize, &texts).ok());
+  }
+  ASSERT_EQ(texts.texts_size(), 1);
+  EXPECT_EQ(texts.texts(0), first_text);
+  detokenize.add_tokens()->add_ids(1 << 30);
+  grpc::ClientContext context;
+  const grpc::Status bad = client_->inference().Detokenize(&context, detokenize, &texts);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), ::testing::HasSubstr("tokens[1].ids[0]")) << bad.error_message();
 }
 
 TEST_F(FixtureServer, ScoreMatchesTheOfflineScorer) {

@@ -31,8 +31,9 @@ std::string Family(const std::string& sample_name, const std::map<std::string, s
 
 absl::StatusOr<PrometheusText> ParsePrometheusText(const std::string& text) {
   PrometheusText out;
-  static const std::regex kSample(R"re(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)( \d+)?$)re");
-  static const std::regex kLabel(R"re(^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"$)re");
+  static const std::regex kSample(R"re(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})? (\S+)( \d+)?$)re");
+  // One label and the comma after it (none after the last).
+  static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,)?)re");
   std::istringstream in(text);
   std::string line;
   int number = 0;
@@ -53,12 +54,22 @@ absl::StatusOr<PrometheusText> ParsePrometheusText(const std::string& text) {
       return absl::InvalidArgumentError(absl::StrCat("line ", number, ": ", name, " has no # TYPE"));
     }
     std::vector<std::string> labels;
-    if (m[3].matched && !m[3].str().empty()) {
-      for (absl::string_view pair : absl::StrSplit(m[3].str(), ',', absl::SkipEmpty())) {
-        const std::string p(pair);
-        if (!std::regex_match(p, kLabel)) return absl::InvalidArgumentError(absl::StrCat("line ", number, ": bad label ", p));
-        labels.push_back(p);
+    bool has_model = false;
+    std::string rest = m[3].matched ? m[3].str() : "";  // label="value" pairs, comma separated (values may hold commas)
+    while (!rest.empty()) {
+      std::smatch label;
+      if (!std::regex_search(rest, label, kLabel, std::regex_constants::match_continuous) ||
+          (!label[3].matched && label[0].length() != rest.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", number, ": bad labels at ", rest));
       }
+      if (label[1] == "model") {
+        if (has_model) return absl::InvalidArgumentError(absl::StrCat("line ", number, ": two model labels"));
+        has_model = true;
+        out.models.insert(label[2]);
+      } else {
+        labels.push_back(label[0].str().substr(0, label[0].length() - (label[3].matched ? label[3].length() : 0)));
+      }
+      rest = label.suffix();
     }
     std::sort(labels.begin(), labels.end());
     double value;
@@ -72,6 +83,7 @@ absl::StatusOr<PrometheusText> ParsePrometheusText(const std::string& text) {
     } else if (!absl::SimpleAtod(v, &value)) {
       return absl::InvalidArgumentError(absl::StrCat("line ", number, ": bad value ", v));
     }
+    if (!has_model) ++out.samples_without_model;
     out.samples[absl::StrCat(name, "{", absl::StrJoin(labels, ","), "}")] = value;
   }
   return out;
