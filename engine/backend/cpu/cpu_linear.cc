@@ -47,6 +47,8 @@ inline float SumLanes(VecF v) {
 constexpr int64_t kSmallRows = 12;
 // Output features per task of the tiled kernel.
 constexpr int64_t kFeatureTile = 4;
+constexpr int64_t kChunksPerThread = 4;    // dynamic chunks per thread of one GEMM (work taken over when one stalls)
+constexpr int64_t kMinGemmColumns = 128;   // columns of one BLAS call at least
 
 // out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB.
 template <int MB, int NB>
@@ -92,7 +94,8 @@ void AllRows(const DeviceMatrix& in, const float* w, int64_t w_stride, float* ou
 void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate, int threads) {
   const int64_t n = weight.rows;
   const int64_t tiles = (n + kFeatureTile - 1) / kFeatureTile;
-  cpu::ParallelRanges(tiles, threads, [&](int64_t first, int64_t last) {
+  // About kChunksPerThread chunks per thread, handed out dynamically (see ParallelChunks).
+  cpu::ParallelChunks(tiles, threads, tiles / (int64_t{threads} * kChunksPerThread), [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const int64_t j0 = t * kFeatureTile;
       const float* w = weight.As<float>() + j0 * weight.stride;
@@ -108,8 +111,9 @@ void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const D
 
 void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate, int threads) {
   const int64_t n = weight.rows;
-  const int parts = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, n / 64)));
-  cpu::ParallelRanges(n, parts, [&](int64_t first, int64_t last) {
+  // Column blocks of at least kMinGemmColumns (smaller GEMM calls lose more to packing than balance gains).
+  const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{threads} * kChunksPerThread));
+  cpu::ParallelChunks(n, threads, grain, [&](int64_t first, int64_t last) {
     // out[:, first:last] (m x cols) = in (m x k) . W[first:last]^T (k x cols)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows),
                 static_cast<blasint>(last - first), static_cast<blasint>(in.cols), 1.0f, in.As<float>(),
