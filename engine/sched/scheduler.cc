@@ -64,8 +64,10 @@ ScheduledBatch Scheduler::Schedule() {
   // Live work first; background work only with the budget, sequence slots and blocks live work leaves.
   ScheduleRunning(/*background=*/false, batch, budget);
   if (batch.num_live_preempted == 0) AdmitWaiting(/*background=*/false, batch, budget);
-  ScheduleRunning(/*background=*/true, batch, budget);
-  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, budget);
+  const bool live_work = !batch.chunks.empty() || !waiting_.empty();
+  int background_budget = live_work ? std::min(budget, config_.background_tokens_beside_live) : budget;
+  ScheduleRunning(/*background=*/true, batch, background_budget);
+  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, background_budget);
   return batch;
 }
 

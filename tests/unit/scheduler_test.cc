@@ -128,6 +128,22 @@ TEST(Scheduler, BackgroundWorkRunsOnTheSpareBudget) {
   });
 }
 
+TEST(Scheduler, BackgroundWorkBesideLiveWorkIsCapped) {
+  // A step's time grows with its tokens: beside live decodes, background work gets 3 tokens a step here;
+  // alone, the whole budget.
+  SchedulerConfig config{4, 64, false};
+  config.background_tokens_beside_live = 3;
+  Harness h(config, 64, 4);
+  h.Add('A', 2, 3);
+  h.Add('S', 20, 1, 0, {}, /*background=*/true);
+  CheckTable(h, {
+      {"A0+2 S0+3", "AS", "", 62},
+      {"A2+1 S3+3", "AS", "", 61},
+      {"A3+1 S6+3", "S", "", 61},   // A finishes at 5 tokens
+      {"S9+11", "", "", 64},        // alone: the rest at once
+  });
+}
+
 TEST(Scheduler, LiveWorkPreemptsOlderBackgroundWorkFirst) {
   // 5 blocks of 2. S (background) runs alone, then A (live) arrives and fills the pool.
   Harness h({4, 64, false}, 5, 2);
