@@ -1,6 +1,7 @@
 #include "server/shadow_scorer.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/paired_comparison.h"
 
 namespace arach::server {
 
@@ -16,18 +17,15 @@ absl::StatusOr<ShadowComparison> CompareShadow(const FinishInfo::Generated& serv
     return absl::InternalError(absl::StrCat("shadow: the score holds ", against.prompt_logprobs.size(), " log-probs for ", total,
                                             " tokens"));
   }
+  // Completion token t (t >= prompt_len) is predicted by the score's row t - 1. a = against, b = served.
+  const size_t first = static_cast<size_t>(served.prompt_len) - 1;
+  const PairedComparison paired = ComparePositions(
+      std::span<const float>(against.prompt_logprobs).subspan(first, generated), served.raw_logprobs,
+      std::span<const int32_t>(against.prompt_argmax).subspan(first, generated), served.argmax);
   ShadowComparison c;
-  double served_sum = 0.0, against_sum = 0.0;
-  int agree = 0;
-  for (int i = 0; i < generated; ++i) {
-    const int position = served.prompt_len + i;  // token `position` is predicted by row position - 1
-    served_sum += served.raw_logprobs[i];
-    against_sum += against.prompt_logprobs[position - 1];
-    agree += served.argmax[i] == against.prompt_argmax[position - 1] ? 1 : 0;
-  }
-  c.tokens = generated;
-  c.logprob_delta = (served_sum - against_sum) / generated;
-  c.top1_agreement = static_cast<double>(agree) / generated;
+  c.tokens = paired.positions;
+  c.logprob_delta = paired.logprob_difference;
+  c.top1_agreement = paired.top1_agreement;
   return c;
 }
 

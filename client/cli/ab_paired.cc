@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli/load_loop.h"
 #include "client/cli/stats.h"
+#include "engine/core/paired_comparison.h"
 
 namespace arach::client {
 
@@ -18,16 +19,13 @@ absl::StatusOr<PairedValues> ComparePaired(const arach::v1::ScoreResult& a, cons
     return absl::FailedPreconditionError(absl::StrCat("paired scores do not cover the ", total, " tokens (is the server older than "
                                                       "this client? ScoreResult.argmax_ids is needed)"));
   }
-  PairedValues v;
-  int agree = 0;
-  for (int t = prompt_len; t < total; ++t) {  // token t is predicted by row t - 1
-    v.logprob_difference += b.logprobs(t - 1) - a.logprobs(t - 1);
-    agree += a.argmax_ids(t - 1) == b.argmax_ids(t - 1) ? 1 : 0;
-  }
-  const int n = total - prompt_len;
-  v.logprob_difference /= n;
-  v.top1_agreement = static_cast<double>(agree) / n;
-  return v;
+  // Completion token t (t >= prompt_len) is predicted by row t - 1.
+  const size_t first = static_cast<size_t>(prompt_len) - 1, n = static_cast<size_t>(total - prompt_len);
+  const PairedComparison c = ComparePositions(std::span<const float>(a.logprobs().data(), a.logprobs_size()).subspan(first, n),
+                                              std::span<const float>(b.logprobs().data(), b.logprobs_size()).subspan(first, n),
+                                              std::span<const int32_t>(a.argmax_ids().data(), a.argmax_ids_size()).subspan(first, n),
+                                              std::span<const int32_t>(b.argmax_ids().data(), b.argmax_ids_size()).subspan(first, n));
+  return PairedValues{c.logprob_difference, c.top1_agreement};
 }
 
 namespace {
