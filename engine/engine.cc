@@ -47,15 +47,16 @@ Engine::Engine(LoadedModel model, const EngineConfig& config)
       config_(config),
       allocator_(model_.runner->kv_cache().num_blocks()),
       scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching,
-                                 model_.config.UniformSlidingWindow(), config.background_tokens_beside_live},
+                                 model_.config.UniformSlidingWindow(), config.background_tokens_beside_live,
+                                 config.background_tokens_per_step},
                  allocator_),
       seeder_(std::random_device{}()) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const EngineConfig& config) {
   if (config.max_num_seqs < 1 || config.max_num_batched_tokens < 1 || config.max_queued_requests < 0 ||
-      config.background_tokens_beside_live < 0) {
-    return absl::InvalidArgumentError("engine: max_num_seqs and max_num_batched_tokens must be >= 1, max_queued_requests and "
-                                      "background_tokens_beside_live >= 0");
+      config.background_tokens_beside_live < 0 || config.background_tokens_per_step < 1) {
+    return absl::InvalidArgumentError("engine: max_num_seqs, max_num_batched_tokens and background_tokens_per_step must be "
+                                      ">= 1, max_queued_requests and background_tokens_beside_live >= 0");
   }
   if (model.runner == nullptr || model.tokenizer == nullptr) return absl::InvalidArgumentError("engine: the model is not loaded");
   std::unique_ptr<Engine> engine(new Engine(std::move(model), config));

@@ -34,8 +34,9 @@ struct EngineConfig {
   int max_num_batched_tokens = 512;  // tokens per step (prefill chunks + decodes)
   int max_queued_requests = 1024;    // requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED
   bool enable_prefix_caching = true;
-  // Background tokens (shadow scoring) in a step that also computes live tokens (SchedulerConfig).
-  int background_tokens_beside_live = 8;
+  // Background tokens (shadow scoring) in a step that also computes live tokens, and in any step (SchedulerConfig).
+  int background_tokens_beside_live = 0;
+  int background_tokens_per_step = 8;
   // Compute each generated token's log-prob even when the request did not ask (for quality metrics).
   bool always_compute_logprobs = false;
   // Called on the step thread after every step that ran a forward; must be quick and must not block.

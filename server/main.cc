@@ -37,8 +37,10 @@ ABSL_FLAG(double, shadow_rate, 0.0, "share of generation requests (0..1) scored 
           "--shadow_variant at low priority (arach_shadow_logprob_delta, arach_shadow_top1_agreement)");
 ABSL_FLAG(std::string, shadow_variant, "", "the variant shadow scores compare against, NAME[@OFFSET] (empty: the "
           "experiment's other arm, else base)");
-ABSL_FLAG(int, shadow_tokens_beside_live, 8, "shadow-scoring tokens in an engine step that also computes live tokens "
-          "(a step without live work gives them the whole budget)");
+ABSL_FLAG(int, shadow_tokens_beside_live, 0, "shadow-scoring tokens in an engine step that also computes live tokens "
+          "(0: shadow work only runs in steps without live work; on a GPU a few dozen cost little)");
+ABSL_FLAG(int, shadow_tokens_per_step, 8, "shadow-scoring tokens in any engine step (bounds how long a shadow step can "
+          "delay a live request arriving during it)");
 ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at most; more are dropped (arach_shadow_dropped_total)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
@@ -99,6 +101,7 @@ ServerOptions OptionsFromFlags() {
   o.shadow_variant = absl::GetFlag(FLAGS_shadow_variant);
   o.shadow_max_in_flight = absl::GetFlag(FLAGS_shadow_max_in_flight);
   o.engine.background_tokens_beside_live = absl::GetFlag(FLAGS_shadow_tokens_beside_live);
+  o.engine.background_tokens_per_step = absl::GetFlag(FLAGS_shadow_tokens_per_step);
   o.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
   o.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
   o.limits.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);

@@ -65,7 +65,7 @@ ScheduledBatch Scheduler::Schedule() {
   ScheduleRunning(/*background=*/false, batch, budget);
   if (batch.num_live_preempted == 0) AdmitWaiting(/*background=*/false, batch, budget);
   const bool live_work = !batch.chunks.empty() || !waiting_.empty();
-  int background_budget = live_work ? std::min(budget, config_.background_tokens_beside_live) : budget;
+  int background_budget = std::min(budget, live_work ? config_.background_tokens_beside_live : config_.background_tokens_per_step);
   ScheduleRunning(/*background=*/true, batch, background_budget);
   if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, background_budget);
   return batch;

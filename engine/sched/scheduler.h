@@ -6,9 +6,9 @@
 //     max_num_seqs and the free blocks allow; a long prompt is admitted with a partial chunk, so
 //     prefill is chunked and never stalls the decodes.
 // Background sequences (Sequence::background: shadow scoring) form a second priority class: they run only
-// with the budget, slots and blocks that live sequences leave in a step (at most
-// background_tokens_beside_live tokens when the step has live work), and are preempted first, both when a
-// live sequence needs blocks and when a live request waits for a slot or blocks.
+// with the budget, slots and blocks that live sequences leave in a step (at most background_tokens_per_step,
+// and background_tokens_beside_live when the step has live work), and are preempted first, both when a live
+// sequence needs blocks and when a live request waits for a slot or blocks.
 // On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused.
 #pragma once
 
@@ -27,10 +27,13 @@ struct SchedulerConfig {
   // The model's sliding window when every layer has one (0: none): a running sequence gives back the
   // blocks before the window of its next query, so its KV footprint stays about window + chunk.
   int sliding_window = 0;
-  // Background tokens in a step that also computes live tokens (a step's time grows with its tokens, so
-  // background work beside live work is kept small); a step without live work gives background work
-  // the whole budget.
-  int background_tokens_beside_live = 8;
+  // Background tokens in a step that also computes live tokens. A step's time grows with its tokens (on a
+  // CPU about linearly), so by default background work only runs in steps without live work; on a GPU a
+  // few dozen rows beside the decodes cost little.
+  int background_tokens_beside_live = 0;
+  // Background tokens in any step: bounds how long a step of background work can delay a live request
+  // that arrives during it.
+  int background_tokens_per_step = 8;
 };
 
 // Tokens [start, start + num_tokens) of `seq` in this step.

@@ -117,8 +117,27 @@ TEST(Scheduler, PreemptsTheNewestAndResumesIt) {
 }
 
 // Background sequences (shadow scoring) use only what live ones leave: budget, slots and blocks.
-TEST(Scheduler, BackgroundWorkRunsOnTheSpareBudget) {
-  Harness h({4, 8, false}, 32, 4);
+TEST(Scheduler, BackgroundWorkWaitsForStepsWithoutLiveWork) {
+  // By default a step with live tokens has none of background work; a step has at most
+  // background_tokens_per_step of it (32 here).
+  SchedulerConfig config{4, 64, false};
+  config.background_tokens_per_step = 32;
+  Harness h(config, 64, 4);
+  h.Add('S', 40, 1, 0, {}, /*background=*/true);
+  h.Add('A', 2, 3);
+  CheckTable(h, {
+      {"A0+2", "A", "", 63},
+      {"A2+1", "A", "", 63},
+      {"A3+1", "", "", 64},    // A finishes at 5 tokens
+      {"S0+32", "S", "", 56},  // alone, 32 tokens a step
+      {"S32+8", "", "", 64},
+  });
+}
+
+TEST(Scheduler, BackgroundWorkBesideLiveWorkUsesTheSpareBudget) {
+  SchedulerConfig config{4, 8, false};
+  config.background_tokens_beside_live = 8;
+  Harness h(config, 32, 4);
   h.Add('S', 12, 1, 0, {}, /*background=*/true);  // scores 12 tokens (finishes when its prompt completes)
   h.Add('A', 10, 2);
   CheckTable(h, {
@@ -129,8 +148,8 @@ TEST(Scheduler, BackgroundWorkRunsOnTheSpareBudget) {
 }
 
 TEST(Scheduler, BackgroundWorkBesideLiveWorkIsCapped) {
-  // A step's time grows with its tokens: beside live decodes, background work gets 3 tokens a step here;
-  // alone, the whole budget.
+  // Beside live decodes, background work gets background_tokens_beside_live (3 here); alone,
+  // background_tokens_per_step (8 by default).
   SchedulerConfig config{4, 64, false};
   config.background_tokens_beside_live = 3;
   Harness h(config, 64, 4);
@@ -140,7 +159,8 @@ TEST(Scheduler, BackgroundWorkBesideLiveWorkIsCapped) {
       {"A0+2 S0+3", "AS", "", 62},
       {"A2+1 S3+3", "AS", "", 61},
       {"A3+1 S6+3", "S", "", 61},   // A finishes at 5 tokens
-      {"S9+11", "", "", 64},        // alone: the rest at once
+      {"S9+8", "S", "", 59},        // alone
+      {"S17+3", "", "", 64},
   });
 }
 
@@ -150,7 +170,7 @@ TEST(Scheduler, LiveWorkPreemptsOlderBackgroundWorkFirst) {
   h.Add('S', 3, 10, 0, {}, /*background=*/true);
   EXPECT_EQ(h.Step(), "S0+3");
   h.Add('A', 6, 5);
-  EXPECT_EQ(h.Step(), "A0+6 S3+1");
+  EXPECT_EQ(h.Step(), "A0+6");  // S holds its blocks but computes nothing beside live work
   EXPECT_EQ(h.Running(), "SA");
   // A needs a 4th block: S is preempted although it is older (a live victim would be A itself).
   EXPECT_EQ(h.Step(), "A6+1 !S");
