@@ -20,7 +20,8 @@ grpc=$(grep -o "ready; grpc=[0-9.:]*" "$log" | cut -d= -f2)
 metrics=$(grep -o "ready; grpc=[^ ]* http=[^ ]* metrics=[0-9.:]*" "$log" | sed 's/.*metrics=//')
 [ -n "$grpc" ] || { cat "$log"; exit 1; }
 rss() { awk '/VmRSS/ {print $2}' /proc/$pid/status; }
-metric() { curl -s "http://$metrics/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+# A series' value by name, whatever its labels (every series carries the served model's name).
+metric() { curl -s "http://$metrics/metrics" | awk -v m="$1" '{ name = $1; sub(/\{.*/, "", name) } name == m {print $2}'; }
 cli="$build/client/arach-cli"
 mix=base=1,arach=1,skip=1,arach+skip=1
 "$cli" bench --server "$grpc" --concurrency 8 --num-requests 16 --prompt-len 16:128 --output-len 8:64 --variant-mix $mix > /dev/null
