@@ -36,7 +36,7 @@ struct Engine::RequestState {
   std::vector<bool> prompt_is_greedy;
   std::vector<int32_t> prompt_argmax;
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
-  std::optional<FinishInfo::Generated> generated;  // when the request keeps it
+  std::optional<KeptGeneration> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
   std::optional<AttentionMassAccumulator> attention_mass;  // when the request asked for diagnostics

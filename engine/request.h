@@ -88,6 +88,14 @@ struct Timings {
   double decode_seconds = 0;             // first -> last generated token
 };
 
+// A generation kept for a later comparison (EngineRequest::keep_generated).
+struct KeptGeneration {
+  std::vector<int32_t> sequence;     // prompt, then the generated tokens
+  int prompt_len = 0;
+  std::vector<float> raw_logprobs;   // [generated]: log p(token) under the raw model distribution
+  std::vector<int32_t> argmax;       // [generated]: the most likely token at that step
+};
+
 struct FinishInfo {
   FinishReason reason = FinishReason::kStop;
   absl::Status status;             // OK unless reason is kError, kDeadline or kCancelled
@@ -107,13 +115,7 @@ struct FinishInfo {
   // When the request asked for attention diagnostics and its prompt was computed.
   std::optional<AttentionDiagnostics> attention;
   // When the request set keep_generated.
-  struct Generated {
-    std::vector<int32_t> sequence;     // prompt, then the generated tokens
-    int prompt_len = 0;
-    std::vector<float> raw_logprobs;   // [generated]: log p(token) under the raw model distribution
-    std::vector<int32_t> argmax;       // [generated]: the most likely token at that step
-  };
-  std::optional<Generated> generated;
+  std::optional<KeptGeneration> generated;
 };
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the

@@ -5,7 +5,7 @@
 
 namespace arach::server {
 
-absl::StatusOr<ShadowComparison> CompareShadow(const FinishInfo::Generated& served, const FinishInfo& against) {
+absl::StatusOr<ShadowComparison> CompareShadow(const KeptGeneration& served, const FinishInfo& against) {
   const int total = static_cast<int>(served.sequence.size());
   const int generated = total - served.prompt_len;
   if (generated <= 0 || static_cast<int>(served.raw_logprobs.size()) != generated ||
@@ -32,7 +32,7 @@ absl::StatusOr<ShadowComparison> CompareShadow(const FinishInfo::Generated& serv
 // Receives the shadow score on the engine's step thread and records the comparison.
 class ShadowScorer::ShadowSink : public RequestSink {
  public:
-  ShadowSink(ShadowScorer& scorer, Variant served, Variant against, FinishInfo::Generated generated)
+  ShadowSink(ShadowScorer& scorer, Variant served, Variant against, KeptGeneration generated)
       : scorer_(scorer), served_(served), against_(against), generated_(std::move(generated)) {}
 
   void OnChunk(const StreamChunk&) override {}
@@ -54,7 +54,7 @@ class ShadowScorer::ShadowSink : public RequestSink {
   ShadowScorer& scorer_;
   Variant served_;
   Variant against_;
-  FinishInfo::Generated generated_;
+  KeptGeneration generated_;
 };
 
 ShadowScorer::ShadowScorer(ShadowOptions options, std::vector<Variant> experiment_variants, ServerMetrics& metrics)

@@ -30,7 +30,7 @@ struct ShadowComparison {
 
 // Compares the served generation (its raw log-probs and argmax per step) with the scores of the same
 // sequence under the other variant (prompt_logprobs and prompt_argmax of a kScore request).
-absl::StatusOr<ShadowComparison> CompareShadow(const FinishInfo::Generated& served, const FinishInfo& against);
+absl::StatusOr<ShadowComparison> CompareShadow(const KeptGeneration& served, const FinishInfo& against);
 
 class ShadowScorer {
  public:

@@ -102,18 +102,21 @@ absl::Status ReportPaired(ArachClient& client, const AbOptions& options, const s
   absl::StatusOr<json> paired = RunPaired(client, arms[0], arms[1], requests,
                                           PairedOptions{options.concurrency, options.bootstrap, options.bootstrap_seed});
   if (!paired.ok()) return paired.status();
-  auto line = [](const json& d, const char* format) {
-    return absl::StrFormat(format, d["mean"].get<double>(), d["ci95"][0].get<double>(), d["ci95"][1].get<double>());
+  auto difference = [](const json& d) {
+    return absl::StrFormat("%+.4f (95%% CI %+.4f to %+.4f)", d["mean"].get<double>(), d["ci95"][0].get<double>(),
+                           d["ci95"][1].get<double>());
+  };
+  auto share = [](const json& d) {
+    return absl::StrFormat("%.3f (95%% CI %.3f to %.3f)", d["mean"].get<double>(), d["ci95"][0].get<double>(),
+                           d["ci95"][1].get<double>());
   };
   std::printf("paired (each answer scored under both, %zu requests): %s - %s mean log-prob per completion token %s; "
               "top-1 agreement %s\n",
               requests.size(), arms[1].name.c_str(), arms[0].name.c_str(),
-              line((*paired)["mean_logprob_difference"], "%+.4f (95%% CI %+.4f to %+.4f)").c_str(),
-              line((*paired)["top1_agreement"], "%.3f (95%% CI %.3f to %.3f)").c_str());
+              difference((*paired)["mean_logprob_difference"]).c_str(), share((*paired)["top1_agreement"]).c_str());
   for (const auto& [served, entry] : (*paired)["by_served_variant"].items()) {
     std::printf("  answers served by %s: difference %s, agreement %s\n", served.c_str(),
-                line(entry["mean_logprob_difference"], "%+.4f (95%% CI %+.4f to %+.4f)").c_str(),
-                line(entry["top1_agreement"], "%.3f (95%% CI %.3f to %.3f)").c_str());
+                difference(entry["mean_logprob_difference"]).c_str(), share(entry["top1_agreement"]).c_str());
   }
   report["paired"] = std::move(*paired);
   return absl::OkStatus();

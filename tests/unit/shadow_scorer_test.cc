@@ -21,7 +21,7 @@ Variant Arach(float offset = Variant::kDefaultArachOffset) {
 }
 
 TEST(ShadowScorer, ComparesTheCompletionPositionsOnly) {
-  FinishInfo::Generated served;
+  KeptGeneration served;
   served.sequence = {5, 6, 7, 8, 9};  // prompt 5 6, then 7 8 9
   served.prompt_len = 2;
   served.raw_logprobs = {-1.0f, -2.0f, -0.5f};
