@@ -1,5 +1,6 @@
 // Activations on CPU. This file is compiled with -ffast-math so that the loops vectorise through glibc's
 // libmvec (tanhf, expf, erff); the functions stay within a few ulp of the scalar ones.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
@@ -32,17 +33,22 @@ void ApplyInPlace(Activation act, float* x, int64_t n) {
   }
 }
 
+// Rows of one task: fewer than 4 rows stay on the calling thread (not worth waking the others).
+int64_t RowsPerChunk(int64_t rows, int threads) {
+  return rows < 4 ? rows : std::max<int64_t>(1, rows / (int64_t{threads} * 4));
+}
+
 }  // namespace
 
 void CpuBackend::ActivateImpl(Activation act, const DeviceMatrix& x) {
-  cpu::ParallelRanges(x.rows, x.rows >= 4 ? threads() : 1, [&](int64_t first, int64_t last) {
+  team_.ForChunks(x.rows, RowsPerChunk(x.rows, threads()), [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) ApplyInPlace(act, x.As<float>() + r * x.stride, x.cols);
   });
 }
 
 void CpuBackend::GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
   const int64_t inner = out.cols;
-  cpu::ParallelRanges(in.rows, in.rows >= 4 ? threads() : 1, [&](int64_t first, int64_t last) {
+  team_.ForChunks(in.rows, RowsPerChunk(in.rows, threads()), [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       const float* gate = in.As<float>() + r * in.stride;
       const float* up = gate + inner;

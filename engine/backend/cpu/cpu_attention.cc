@@ -161,13 +161,13 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
   static_assert(sizeof(Scratch) > 0);
   std::vector<Scratch> scratch(static_cast<size_t>(threads()));
 
-  cpu::ParallelFor(static_cast<int64_t>(p.num_seqs) * kv_heads, threads(), [&](int64_t item) {
+  team_.ForEach(static_cast<int64_t>(p.num_seqs) * kv_heads, [&](int64_t item, int thread) {
     const int s = static_cast<int>(item / kv_heads);
     const int g = static_cast<int>(item % kv_heads);
     const int q0 = p.query_start[s];
     const int n = p.query_start[s + 1] - q0;
     if (n == 0) return;
-    Scratch& local = scratch[omp_get_thread_num()];
+    Scratch& local = scratch[thread];
     int context = 0, lo = std::numeric_limits<int>::max();  // the positions any query of the sequence sees: [lo, context)
     for (int i = 0; i < n; ++i) {
       context = std::max(context, p.positions[q0 + i] + 1);

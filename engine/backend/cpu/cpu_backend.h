@@ -4,15 +4,17 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/backend/cpu/cpu_threads.h"
 
 namespace arach {
 
 class CpuBackend final : public Backend {
  public:
-  // Runs its parallel loops (OpenMP) on `threads.threads` threads and OpenBLAS single-threaded inside them.
+  // Runs its parallel loops on a team of `threads.threads` threads (cpu_parallel.h) and OpenBLAS
+  // single-threaded inside them.
   explicit CpuBackend(CpuThreadPlan threads);
-  int threads() const { return plan_.threads; }
+  int threads() const { return team_.threads(); }
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string Describe() const override;
@@ -51,6 +53,7 @@ class CpuBackend final : public Backend {
 
  private:
   CpuThreadPlan plan_;
+  cpu::ThreadTeam team_;
 };
 
 }  // namespace arach

@@ -91,11 +91,21 @@ void AllRows(const DeviceMatrix& in, const float* w, int64_t w_stride, float* ou
   }
 }
 
-void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate, int threads) {
+// out[:, first:last] += bias[first:last] (bias: [1, N] or null), inside the chunk that computed those columns.
+void AddBias(const float* bias, const DeviceMatrix& out, int64_t first, int64_t last) {
+  if (bias == nullptr) return;
+  for (int64_t r = 0; r < out.rows; ++r) {
+    float* y = out.As<float>() + r * out.stride;
+    for (int64_t c = first; c < last; ++c) y[c] += bias[c];
+  }
+}
+
+void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
+                     bool accumulate, cpu::ThreadTeam& team) {
   const int64_t n = weight.rows;
   const int64_t tiles = (n + kFeatureTile - 1) / kFeatureTile;
-  // About kChunksPerThread chunks per thread, handed out dynamically (see ParallelChunks).
-  cpu::ParallelChunks(tiles, threads, tiles / (int64_t{threads} * kChunksPerThread), [&](int64_t first, int64_t last) {
+  // About kChunksPerThread chunks per thread, handed out dynamically (see ThreadTeam::ForChunks).
+  team.ForChunks(tiles, tiles / (int64_t{team.threads()} * kChunksPerThread), [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const int64_t j0 = t * kFeatureTile;
       const float* w = weight.As<float>() + j0 * weight.stride;
@@ -106,20 +116,23 @@ void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const D
         for (int64_t j = j0; j < n; ++j) AllRows<1>(in, weight.As<float>() + j * weight.stride, weight.stride, out.As<float>() + j, out.stride, accumulate);
       }
     }
+    AddBias(bias, out, first * kFeatureTile, std::min(n, last * kFeatureTile));
   });
 }
 
-void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& out, bool accumulate, int threads) {
+void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
+                     bool accumulate, cpu::ThreadTeam& team) {
   const int64_t n = weight.rows;
   // Column blocks of at least kMinGemmColumns (smaller GEMM calls lose more to packing than balance gains).
-  const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{threads} * kChunksPerThread));
-  cpu::ParallelChunks(n, threads, grain, [&](int64_t first, int64_t last) {
+  const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{team.threads()} * kChunksPerThread));
+  team.ForChunks(n, grain, [&](int64_t first, int64_t last) {
     // out[:, first:last] (m x cols) = in (m x k) . W[first:last]^T (k x cols)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows),
                 static_cast<blasint>(last - first), static_cast<blasint>(in.cols), 1.0f, in.As<float>(),
                 static_cast<blasint>(in.stride), weight.As<float>() + first * weight.stride,
                 static_cast<blasint>(weight.stride), accumulate ? 1.0f : 0.0f, out.As<float>() + first,
                 static_cast<blasint>(out.stride));
+    AddBias(bias, out, first, last);
   });
 }
 
@@ -128,17 +141,11 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const D
 void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                         const DeviceMatrix& out, bool accumulate) {
   if (in.rows == 0) return;
+  const float* b = bias.data != nullptr ? bias.As<float>() : nullptr;
   if (in.rows <= kSmallRows) {
-    SmallRowsLinear(in, weight, out, accumulate, threads());
+    SmallRowsLinear(in, weight, b, out, accumulate, team_);
   } else {
-    LargeRowsLinear(in, weight, out, accumulate, threads());
-  }
-  if (bias.data != nullptr) {
-    const float* b = bias.As<float>();
-    for (int64_t r = 0; r < out.rows; ++r) {
-      float* y = out.As<float>() + r * out.stride;
-      for (int64_t c = 0; c < out.cols; ++c) y[c] += b[c];
-    }
+    LargeRowsLinear(in, weight, b, out, accumulate, team_);
   }
 }
 
