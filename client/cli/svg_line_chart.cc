@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/core/markup_escape.h"
 
 namespace arach::client {
 namespace {
@@ -12,20 +13,6 @@ namespace {
 constexpr double kWidth = 720, kHeight = 420;
 constexpr double kLeft = 70, kRight = 190, kTop = 50, kBottom = 60;  // margins; the legend sits on the right
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // The smallest of 1, 2, 2.5, 5 x 10^k at or above `value` (1 for nothing positive): the top of the y axis.
 double NiceCeiling(double value) {
@@ -57,7 +44,7 @@ std::string RenderSvg(const LineChart& chart) {
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       kWidth, kHeight, kWidth, kHeight);
   absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"28\" font-size=\"15\" text-anchor=\"middle\">%s</text>\n",
-                                        kLeft + plot_w / 2, Escape(chart.title)));
+                                        kLeft + plot_w / 2, EscapeMarkup(chart.title)));
   for (int t = 0; t <= 5; ++t) {  // horizontal grid and y ticks
     const double v = y_max * t / 5.0, y = y_of(v);
     absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", kLeft, y,
@@ -71,9 +58,9 @@ std::string RenderSvg(const LineChart& chart) {
   absl::StrAppend(&svg, absl::StrFormat("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n",
                                         kLeft, kTop, plot_w, plot_h));
   absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", kLeft + plot_w / 2,
-                                        kHeight - 18, Escape(chart.x_label)));
+                                        kHeight - 18, EscapeMarkup(chart.x_label)));
   absl::StrAppend(&svg, absl::StrFormat("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">%s</text>\n",
-                                        kTop + plot_h / 2, kTop + plot_h / 2, Escape(chart.y_label)));
+                                        kTop + plot_h / 2, kTop + plot_h / 2, EscapeMarkup(chart.y_label)));
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const ChartSeries& series = chart.series[s];
     const char* color = kColors[s % (sizeof(kColors) / sizeof(kColors[0]))];
@@ -91,7 +78,7 @@ std::string RenderSvg(const LineChart& chart) {
     const double ly = kTop + 10 + 22.0 * static_cast<double>(s), lx = kLeft + plot_w + 16;
     absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
                                           lx, ly, lx + 28, ly, color, dash));
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 34, ly + 4, Escape(series.name)));
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 34, ly + 4, EscapeMarkup(series.name)));
   }
   absl::StrAppend(&svg, "</svg>\n");
   return svg;

@@ -355,4 +355,10 @@ absl::StatusOr<std::string> ToJson(const Value& value, const JsonOptions& option
   return out;
 }
 
+std::vector<Value> DictItems(const Dict& dict) {
+  std::vector<Value> out;
+  for (const auto& [key, value] : dict.items) out.push_back(Value::Tuple({Value::String(key), value}));
+  return out;
+}
+
 }  // namespace arach::jinja

@@ -141,4 +141,7 @@ struct JsonOptions {
 // json.dumps(value, ensure_ascii=False, ...) as Python writes it; undefined and functions are errors.
 absl::StatusOr<std::string> ToJson(const Value& value, const JsonOptions& options = {});
 
+// dict.items(): a (key, value) tuple per entry, in insertion order.
+std::vector<Value> DictItems(const Dict& dict);
+
 }  // namespace arach::jinja
