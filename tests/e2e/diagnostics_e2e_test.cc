@@ -14,6 +14,7 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/temp_dir.h"
 
 namespace arach {
@@ -23,32 +24,13 @@ using client::ArachClient;
 using json = nlohmann::json;
 using testing::ServerProcess;
 
-class DiagnosticsServer : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
-    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--diagnostics_sample_rate=1"});
-    auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(flags));
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (server.ok()) server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    ASSERT_NE(server_, nullptr);
-    client_ = ArachClient::Connect(server_->grpc_address());
-    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
-  }
-  static const json& Reference(const std::string& prompt) { return testing::SinkRefsJson()["models"]["gpt2-tiny"][prompt]; }
+class DiagnosticsServer : public testing::SharedFixtureServer<DiagnosticsServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--diagnostics_sample_rate=1"}; }
 
-  static ServerProcess* server_;
-  std::unique_ptr<ArachClient> client_;
+ protected:
+  static const json& Reference(const std::string& prompt) { return testing::SinkRefsJson()["models"]["gpt2-tiny"][prompt]; }
 };
-ServerProcess* DiagnosticsServer::server_ = nullptr;
 
 void ExpectTableNear(const json& got, const json& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;

@@ -17,6 +17,7 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/temp_dir.h"
 
 namespace arach {
@@ -27,26 +28,11 @@ using testing::ServerProcess;
 
 constexpr char kSplit[] = "base=30,arach=70";
 
-class ExperimentServer : public ::testing::Test {
+class ExperimentServer : public testing::SharedFixtureServer<ExperimentServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {std::string("--experiment=") + kSplit}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
-    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", std::string("--experiment=") + kSplit});
-    auto server = ServerProcess::Start(ARACH_SERVER_BINARY, std::move(flags));
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (server.ok()) server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    ASSERT_NE(server_, nullptr);
-    client_ = ArachClient::Connect(server_->grpc_address());
-    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
-  }
   // Served variant and arm of a one-token request with `key` (and an optional explicit variant).
   std::pair<std::string, std::string> Served(const std::string& key, const arach::v1::VariantSpec* spec = nullptr) {
     arach::v1::GenerateRequest r;
@@ -61,10 +47,7 @@ class ExperimentServer : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return {finish.variant().name(), finish.variant().experiment_arm()};
   }
-  static ServerProcess* server_;
-  std::unique_ptr<ArachClient> client_;
 };
-ServerProcess* ExperimentServer::server_ = nullptr;
 
 TEST_F(ExperimentServer, AssignmentIsStableFollowsTheSplitAndLabelsTheMetrics) {
   auto expected = server::ParseExperimentSplit(kSplit, -0.5f);

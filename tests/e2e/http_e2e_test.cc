@@ -20,6 +20,7 @@
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/slow_model.h"
 
 namespace arach {
@@ -104,24 +105,11 @@ StreamResult Stream(const ServerProcess& server, const json& body,
 
 // ------------------------------------------------------------------------------ fixture server
 
-class HttpFixtureServer : public ::testing::Test {
+class HttpFixtureServer : public testing::SharedFixtureServer<HttpFixtureServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--max_prompt_bytes=4000", "--max_request_bytes=65536"}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
-    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--max_prompt_bytes=4000", "--max_request_bytes=65536"});
-    server_ = StartServer(std::move(flags)).release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    ASSERT_NE(server_, nullptr);
-    client_ = ArachClient::Connect(server_->grpc_address());
-    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
-  }
   static json PromptIds() {
     json ids = json::array();
     for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) ids.push_back(id);
@@ -141,10 +129,7 @@ class HttpFixtureServer : public ::testing::Test {
     EXPECT_TRUE(status.ok()) << status.error_message();
     return text;
   }
-  static ServerProcess* server_;
-  std::unique_ptr<ArachClient> client_;
 };
-ServerProcess* HttpFixtureServer::server_ = nullptr;
 
 TEST_F(HttpFixtureServer, ModelsListEveryVariantUnderTheServedName) {
   const HttpAnswer models = Send(*server_, "GET", "/v1/models");

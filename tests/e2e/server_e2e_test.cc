@@ -21,6 +21,7 @@
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/slow_model.h"
 
 namespace arach {
@@ -45,28 +46,10 @@ arach::v1::VariantSpec Spec(bool arach, bool skip) {
 
 // ------------------------------------------------------------------------------ fixture server
 
-class FixtureServer : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
-    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--max_prompt_bytes=4000"});
-    server_ = StartServer(std::move(flags)).release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    ASSERT_NE(server_, nullptr);
-    client_ = ArachClient::Connect(server_->grpc_address());
-    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
-  }
-  static ServerProcess* server_;
-  std::unique_ptr<ArachClient> client_;
+class FixtureServer : public testing::SharedFixtureServer<FixtureServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--max_prompt_bytes=4000"}; }
 };
-ServerProcess* FixtureServer::server_ = nullptr;
 
 TEST_F(FixtureServer, EachVariantStreamsTheReferenceContinuation) {
   auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));

@@ -10,6 +10,7 @@
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/temp_dir.h"
 
@@ -22,24 +23,11 @@ using testing::ServerProcess;
 
 constexpr char kArachVsBase[] = "against=\"base\",variant=\"arach\"";
 
-class ShadowServer : public ::testing::Test {
+class ShadowServer : public testing::SharedFixtureServer<ShadowServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--shadow_rate=1", "--shadow_variant=base"}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    std::vector<std::string> flags = testing::FixtureServerFlags("gpt2-tiny");
-    flags.insert(flags.end(), {"--kv_cache_bytes=33554432", "--shadow_rate=1", "--shadow_variant=base"});
-    server_ = testing::StartServerOrFail(ARACH_SERVER_BINARY, std::move(flags)).release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    ASSERT_NE(server_, nullptr);
-    client_ = ArachClient::Connect(server_->grpc_address());
-    ASSERT_TRUE(client_->WaitServing(std::chrono::seconds(30)));
-  }
   // Scores `ids` under ARACH (or base).
   arach::v1::ScoreResult Score(const std::vector<int32_t>& ids, bool arach) {
     arach::v1::ScoreRequest request;
@@ -51,11 +39,7 @@ class ShadowServer : public ::testing::Test {
     EXPECT_TRUE(status.ok()) << status.error_message();
     return status.ok() ? response.results(0) : arach::v1::ScoreResult{};
   }
-
-  static ServerProcess* server_;
-  std::unique_ptr<ArachClient> client_;
 };
-ServerProcess* ShadowServer::server_ = nullptr;
 
 TEST_F(ShadowServer, TheRecordedDeltaIsTheScoreDifferenceOnTheSameText) {
   const testing::PrometheusText before = testing::MetricsOrFail(*server_);
