@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,38 @@ TEST(ThreadTeam, OthersTakeOverWhileAChunkStalls) {
   });
   EXPECT_TRUE(stalled_chunk_saw_all.load());
   EXPECT_EQ(done.load(), kChunks);
+}
+
+TEST(ThreadTeam, LoopsFromTwoThreadsAtOnceEachRunEveryItemOnce) {
+  ThreadTeam team(3);
+  constexpr int kLoops = 3000;
+  constexpr int64_t kCount = 64;
+  auto caller = [&team](std::vector<int>& runs) {
+    for (int loop = 0; loop < kLoops; ++loop) {
+      std::vector<std::atomic<int>> counts(kCount);
+      team.ForChunks(kCount, 3, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) counts[i].fetch_add(1);
+      });
+      for (int64_t i = 0; i < kCount; ++i) runs[i] += counts[i].load();
+    }
+  };
+  std::vector<int> first(kCount, 0), second(kCount, 0);
+  std::thread other(caller, std::ref(second));
+  caller(first);
+  other.join();
+  for (int64_t i = 0; i < kCount; ++i) {
+    EXPECT_EQ(first[i], kLoops) << i;
+    EXPECT_EQ(second[i], kLoops) << i;
+  }
+}
+
+TEST(ThreadTeam, ALoopStartedInsideALoopRunsOnItsCaller) {
+  ThreadTeam team(2);
+  std::atomic<int64_t> inner_items{0};
+  team.ForEach(4, [&](int64_t, int) {
+    team.ForChunks(10, 1, [&](int64_t begin, int64_t end) { inner_items.fetch_add(end - begin); });
+  });
+  EXPECT_EQ(inner_items.load(), 40);
 }
 
 TEST(ThreadTeam, OneThreadRunsEverythingOnTheCaller) {

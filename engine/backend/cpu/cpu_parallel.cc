@@ -73,7 +73,15 @@ ThreadTeam::~ThreadTeam() {
   for (std::thread& worker : workers_) worker.join();
 }
 
+void ThreadTeam::RunOnCaller(int64_t chunks, ChunkFn fn) {
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) fn(chunk, 0);
+}
+
 void ThreadTeam::Run(int64_t chunks, ChunkFn fn) {
+  if (loop_running_.exchange(true, std::memory_order_acquire)) {
+    RunOnCaller(chunks, fn);
+    return;
+  }
   const uint32_t loop = ++loops_;
   fn_ = &fn;
   unfinished_.store(chunks, std::memory_order_relaxed);
@@ -84,6 +92,7 @@ void ThreadTeam::Run(int64_t chunks, ChunkFn fn) {
   uint32_t finished = finished_loop_.Load();
   while (finished != loop) finished = finished_loop_.WaitForChange(finished, kSpinsBeforeSleep);
   fn_ = nullptr;
+  loop_running_.store(false, std::memory_order_release);
 }
 
 void ThreadTeam::RunChunks(int thread) {

@@ -51,7 +51,8 @@ class ThreadTeam {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) on chunks of `grain` items (the last one shorter) covering [0, count), in parallel.
-  // Not reentrant: one loop at a time, from one calling thread.
+  // The team runs one loop at a time: a loop started while another runs (another calling thread, or a loop
+  // body that starts one) runs on its caller alone.
   template <typename Fn>
   void ForChunks(int64_t count, int64_t grain, const Fn& fn) {
     grain = std::max<int64_t>({grain, 1, (count + kMaxChunks - 1) / kMaxChunks});
@@ -82,6 +83,8 @@ class ThreadTeam {
   static constexpr int kSpinsBeforeSleep = 1000;
 
   void Run(int64_t chunks, ChunkFn fn);
+  // Runs every chunk on the calling thread (index 0).
+  static void RunOnCaller(int64_t chunks, ChunkFn fn);
   void WorkerLoop(int thread);
   // Claims and runs chunks of the current loop until none is left unclaimed.
   void RunChunks(int thread);
@@ -94,6 +97,7 @@ class ThreadTeam {
   WaitWord started_loop_;                     // workers wait for it to change
   WaitWord finished_loop_;                    // the caller waits for it to reach the loop it started
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> loop_running_{false};     // a loop owns the team
   uint32_t loops_ = 0;                       // loops started (the caller's count)
 };
 
