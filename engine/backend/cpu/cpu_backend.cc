@@ -30,14 +30,13 @@ inline float* Row(const DeviceMatrix& m, int64_t r) { return m.As<float>() + r *
 
 }  // namespace
 
-CpuBackend::CpuBackend(CpuThreadPlan threads) : plan_(std::move(threads)), team_(plan_.threads) {
-  plan_.threads = team_.threads();
+CpuBackend::CpuBackend(CpuThreadPlan threads) : thread_reason_(std::move(threads.reason)), team_(threads.threads) {
   // The backend parallelises its kernels itself (cpu_parallel.h) and calls OpenBLAS inside them.
   openblas_set_num_threads(1);
 }
 
 std::string CpuBackend::Describe() const {
-  return absl::StrCat("cpu (", team_.threads(), " threads: ", plan_.reason, "; OpenBLAS ", openblas_get_corename(), " kernels)");
+  return absl::StrCat("cpu (", team_.threads(), " threads: ", thread_reason_, "; OpenBLAS ", openblas_get_corename(), " kernels)");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {

@@ -1,6 +1,7 @@
 // The CPU backend: float32 activations and weights, GEMMs through OpenBLAS, loops for the rest.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -52,7 +53,7 @@ class CpuBackend final : public Backend {
   void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
 
  private:
-  CpuThreadPlan plan_;
+  std::string thread_reason_;  // why the team has its size (CpuThreadPlan::reason)
   cpu::ThreadTeam team_;
 };
 
