@@ -5,21 +5,27 @@
 # regression test (a seed in the corpus plus a unit test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/stage-timer.sh
+trap print_stage_table EXIT
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-20}
 command -v clang++ >/dev/null || { echo "[fuzz] clang++ not found"; exit 1; }
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
+CC=clang CXX=clang++ stage "fuzz configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
   -DARACH_BUILD_TESTS=OFF -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
 targets=(fuzz_safetensors fuzz_model_config fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_template)
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+stage "fuzz build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 mkdir -p "$build/fuzz-artifacts"
+run_fuzzer() {
+  local target=$1 scratch=$2 seeds=$3
+  "$build/tests/fuzz/$target" "$scratch" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -artifact_prefix="$build/fuzz-artifacts/$target-" -print_final_stats=1 2>&1 | grep -E "stat::number_of_executed_units|==ERROR|SUMMARY|Done" || true
+}
 for target in "${targets[@]}"; do
   seeds=tests/fuzz/corpus/${target#fuzz_}
   scratch=$build/fuzz-corpus/${target#fuzz_}
   mkdir -p "$scratch"
   echo "[fuzz] $target for ${seconds}s"
-  "$build/tests/fuzz/$target" "$scratch" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -artifact_prefix="$build/fuzz-artifacts/$target-" -print_final_stats=1 2>&1 | grep -E "stat::number_of_executed_units|==ERROR|SUMMARY|Done" || true
+  stage "fuzz ${target#fuzz_}" run_fuzzer "$target" "$scratch" "$seeds"
   if ls "$build/fuzz-artifacts/$target-"* >/dev/null 2>&1; then
     echo "[fuzz] $target found a crash: $(ls "$build/fuzz-artifacts/$target-"*)"
     exit 1

@@ -6,6 +6,8 @@
 # Any report fails the run (UBSan does not recover; ASan/TSan abort or exit non-zero).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/stage-timer.sh
+trap print_stage_table EXIT
 kind=${1:?asan or tsan}
 case "$kind" in
   asan) sanitize="address,undefined"; build=${ASAN_BUILD_DIR:-build-asan};
@@ -14,9 +16,9 @@ case "$kind" in
         tests_regex="Engine|Scheduler|Sampler|BlockAllocator|FixtureServer|SlowServer.ClientCancel|SlowServer.Deadline|ServerDrain|ServerStartup|HttpSlowServer.ClientGone|HttpSlowServer.Sigterm|ChatServer.Grpc|ShadowScorer|ShadowServer|ThreadTeam" ;;
   *) echo "usage: $0 asan|tsan" >&2; exit 2 ;;
 esac
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_SANITIZE="$sanitize" -DARACH_ENABLE_CUDA=OFF \
+stage "$kind configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_SANITIZE="$sanitize" -DARACH_ENABLE_CUDA=OFF \
   -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)"
+stage "$kind build" cmake --build "$build" -j "$(nproc)"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # allocator_may_return_null: an impossible allocation returns null as the real allocator does, so the
 # tests that ask for one (OutOfMemoryIsResourceExhausted) check our handling, not the sanitizer's abort.
@@ -29,4 +31,4 @@ export TSAN_OPTIONS=halt_on_error=1:allocator_may_return_null=1:second_deadlock_
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 args=(--test-dir "$build" --output-on-failure --timeout 1200 -LE "deploy|soak")
 [ -n "$tests_regex" ] && args+=(-R "$tests_regex")
-ctest "${args[@]}"
+stage "$kind tests" ctest "${args[@]}"

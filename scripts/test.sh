@@ -2,13 +2,16 @@
 # The test command: installs dependencies, builds, runs every test with ctest (summary printed), then
 # the reliability jobs: libFuzzer targets for a bounded time, the ASan+UBSan suite and the TSan suite.
 # ARACH_QUICK=1 stops after the main suite. Tests that need ../shared/fixtures skip with a message where
-# it is absent; GPU tests skip without a GPU.
+# it is absent; GPU tests skip without a GPU. Every stage is timed; the table is printed at the end (also
+# when a stage fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --test
+. scripts/lib/stage-timer.sh
+trap print_stage_table EXIT
+stage deps bash scripts/install-deps.sh --test
 bash scripts/build.sh
 # Sequential: the CPU backend parallelises every test across all cores already.
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900
+stage "main tests" ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900
 if [ "${ARACH_QUICK:-0}" = "1" ]; then exit 0; fi
 echo "[test] fuzzing"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
