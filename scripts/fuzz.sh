@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for FUZZ_SECONDS (default 20)
-# from the seed corpus in tests/fuzz/corpus/<target> (new inputs go to a scratch corpus, not the repo).
+# Builds the libFuzzer targets with clang (ASan + UBSan, -O1 -g1, through ccache) and runs each for
+# FUZZ_SECONDS (default 20) from the seed corpus in tests/fuzz/corpus/<target> (new inputs go to a scratch
+# corpus, not the repo), as many targets at once as there are CPUs (a libFuzzer process uses one).
 # A crash fails the script; the reproducer is kept in ${BUILD_DIR}/fuzz-artifacts and should become a
 # regression test (a seed in the corpus plus a unit test).
 set -euo pipefail
@@ -10,7 +11,8 @@ trap print_stage_table EXIT
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-20}
 command -v clang++ >/dev/null || { echo "[fuzz] clang++ not found"; exit 1; }
-CC=clang CXX=clang++ stage "fuzz configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
+CC=clang CXX=clang++ stage "fuzz configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
   -DARACH_BUILD_TESTS=OFF -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
 targets=(fuzz_safetensors fuzz_model_config fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_template)
 stage "fuzz build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
@@ -20,15 +22,23 @@ run_fuzzer() {
   "$build/tests/fuzz/$target" "$scratch" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$build/fuzz-artifacts/$target-" -print_final_stats=1 2>&1 | grep -E "stat::number_of_executed_units|==ERROR|SUMMARY|Done" || true
 }
+running=0
 for target in "${targets[@]}"; do
   seeds=tests/fuzz/corpus/${target#fuzz_}
   scratch=$build/fuzz-corpus/${target#fuzz_}
   mkdir -p "$scratch"
   echo "[fuzz] $target for ${seconds}s"
-  stage "fuzz ${target#fuzz_}" run_fuzzer "$target" "$scratch" "$seeds"
+  stage "fuzz ${target#fuzz_}" run_fuzzer "$target" "$scratch" "$seeds" &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+found=0
+for target in "${targets[@]}"; do
   if ls "$build/fuzz-artifacts/$target-"* >/dev/null 2>&1; then
     echo "[fuzz] $target found a crash: $(ls "$build/fuzz-artifacts/$target-"*)"
-    exit 1
+    found=1
   fi
 done
+[ "$found" = 0 ] || exit 1
 echo "[fuzz] no findings"

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libabsl-dev nlohmann-json3-dev libopenblas-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   libpcre2-dev libcpp-httplib-dev libgtest-dev libgmock-dev

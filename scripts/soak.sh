@@ -9,7 +9,11 @@ build=${BUILD_DIR:-build}
 seconds=${SOAK_SECONDS:-120}
 rate=${SOAK_RATE:-2}
 model=$build/test-models/gpt2-124m-f16
-[ -f "$model/preproj.safetensors" ] || "$build/tools/arach-run" make-model --arch gpt2 --preset 124m --dtype F16 --with-adapter --out "$model" >/dev/null
+# Written beside its place and renamed into it: tests running at the same time (ctest -j) use the same folder.
+if [ ! -f "$model/preproj.safetensors" ]; then
+  "$build/tools/arach-run" make-model --arch gpt2 --preset 124m --dtype F16 --with-adapter --out "$model.tmp-$$" >/dev/null
+  mv -T "$model.tmp-$$" "$model" 2>/dev/null || rm -rf "$model.tmp-$$"
+fi
 log=$(mktemp)
 "$build/server/arach-server" --model "$model" --adapter "$model/preproj.safetensors" --kv-cache-bytes 268435456 \
   --max-num-seqs 16 --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 > "$log" 2>&1 &

@@ -11,6 +11,7 @@
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/temp_dir.h"
@@ -44,7 +45,7 @@ std::string ReferenceText(const std::string& tmpl, const std::string& conversati
 std::unique_ptr<ServerProcess> StartChatServer(const testing::ScopedTempDir& dir, const std::string& name) {
   const std::string path = dir.path() + "/" + name + ".jinja";
   std::ofstream(path) << ChatFixture("templates.json")[name]["template"].get<std::string>();
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
                                                            "--kv_cache_bytes=33554432"});
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? std::move(*server) : nullptr;
@@ -123,7 +124,7 @@ TEST(ChatServer, TheTemplatesOwnErrorIsTheAnswer) {
 
 TEST(ChatServer, AModelWithoutATemplateRefusesChat) {
   ARACH_REQUIRE_FIXTURES();
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::FixturePath("gpt2-tiny"), "--kv_cache_bytes=33554432"});
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("gpt2-tiny"), "--kv_cache_bytes=33554432"});
   ASSERT_TRUE(server.ok()) << server.status();
   const HttpAnswer http = PostChat(**server, {{"model", "gpt2-tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
   EXPECT_EQ(http.status, 400) << http.body;
@@ -139,7 +140,7 @@ TEST(ChatServer, AnUnsupportedTemplateStopsTheServerNamingFileLineAndColumn) {
   testing::ScopedTempDir dir;
   const std::string path = dir.path() + "/bad.jinja";
   std::ofstream(path) << "{% for m in messages %}\n  {{ m.content | wordwrap(10) }}\n{% endfor %}";
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path});
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path});
   ASSERT_FALSE(server.ok());
   EXPECT_NE(std::string(server.status().message()).find(path + ": chat template: line 2, column 18: unsupported filter 'wordwrap'"),
             std::string::npos)

@@ -11,6 +11,7 @@
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_process.h"
@@ -124,7 +125,7 @@ TEST_F(DiagnosticsServer, CliSinksPrintsTheMeansAndWritesAChart) {
   {
     std::ofstream(dir.File("text.txt")) << text;
   }
-  const std::string command = std::string(ARACH_CLI_BINARY) + " sinks --server=" + server_->grpc_address() + " --text=" +
+  const std::string command = std::string(testing::CliBinary()) + " sinks --server=" + server_->grpc_address() + " --text=" +
                               dir.File("text.txt") + " --variants=base,arach --json --chart=" + dir.File("chart.svg") + " > " +
                               dir.File("out.json") + " 2> " + dir.File("err.txt");
   ASSERT_EQ(std::system(command.c_str()), 0) << command;

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/experiment.h"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_process.h"
@@ -108,7 +109,7 @@ TEST_F(ExperimentServer, ExplicitVariantsWin) {
 // Every metric the Grafana dashboard, the alert rules and the HPA (with its prometheus-adapter rule) use
 // exists in the server's /metrics.
 TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
-  std::ifstream in(std::string(ARACH_SOURCE_DIR) + "/deploy/grafana/dashboards/arach-ab.json");
+  std::ifstream in(std::string(testing::SourceDir()) + "/deploy/grafana/dashboards/arach-ab.json");
   ASSERT_TRUE(in) << "dashboard missing";
   const nlohmann::json dashboard = nlohmann::json::parse(in);
   std::vector<std::string> exprs;
@@ -125,7 +126,7 @@ TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
   collect(dashboard);
   ASSERT_GT(exprs.size(), 10u);
   for (const char* file : {"/deploy/prometheus/alerts.yml", "/deploy/k8s/base/hpa.yaml", "/deploy/k8s/base/prometheus-adapter-rules.yaml"}) {
-    std::ifstream text(std::string(ARACH_SOURCE_DIR) + file);
+    std::ifstream text(std::string(testing::SourceDir()) + file);
     ASSERT_TRUE(text) << file;
     exprs.emplace_back(std::istreambuf_iterator<char>(text), std::istreambuf_iterator<char>());
   }
@@ -154,7 +155,7 @@ TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
 nlohmann::json RunEval(const ServerProcess& server, const std::string& args) {
   testing::ScopedTempDir dir;
   const std::string out = dir.File("report.json");
-  const std::string command = std::string(ARACH_CLI_BINARY) + " eval --server=" + server.grpc_address() + " " + args +
+  const std::string command = std::string(testing::CliBinary()) + " eval --server=" + server.grpc_address() + " " + args +
                               " --latency_requests=2 --bootstrap=200 --json_out=" + out + " > " + dir.File("stdout.txt") + " 2>&1";
   const int rc = std::system(command.c_str());
   std::ifstream report(out);

@@ -1,4 +1,4 @@
-// Faults against the real server process (a random-weight GPT-2-124M on CPU, ~20 ms per step): clients
+// Faults against the real server process (the slow model of test_models.h, ~20 ms per step): clients
 // that disconnect mid-stream, deadlines that expire in the queue and mid-generation, a flood past the
 // queue limit, KV exhaustion with preemption, SIGTERM under load and a slow reader. Each test is bounded
 // in time and count and asserts that nothing accepted was lost and that memory and KV blocks return to
@@ -10,12 +10,14 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "client/arach_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_process.h"
-#include "tests/testing/slow_model.h"
+#include "tests/testing/test_models.h"
 
 namespace arach {
 namespace {
@@ -27,7 +29,7 @@ std::unique_ptr<ServerProcess> StartSlowServer(std::vector<std::string> extra) {
   std::vector<std::string> args = {"--model=" + testing::SlowModelDir(),
                                    "--adapter=" + testing::SlowModelDir() + "/preproj.safetensors"};
   args.insert(args.end(), extra.begin(), extra.end());
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, args);
+  auto server = ServerProcess::Start(testing::ServerBinary(), args);
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? std::move(*server) : nullptr;
 }
@@ -211,7 +213,7 @@ TEST_F(Warm, FloodPastTheQueueLimitIsRefusedWithoutMemoryGrowth) {
 
 TEST_F(Warm, KvExhaustionPreemptsAndRecomputesWithoutChangingOutputs) {
   // 16 blocks of 16 tokens: six 64-token sequences need 24.
-  auto server = StartSlowServer({"--kv_cache_bytes=18874368", "--max_num_seqs=6"});
+  auto server = StartSlowServer({absl::StrCat("--kv_cache_bytes=", testing::SlowModelKvBytes(16)), "--max_num_seqs=6"});
   ASSERT_NE(server, nullptr);
   auto client = ArachClient::Connect(server->grpc_address());
   ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));

@@ -16,12 +16,13 @@
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/shared_fixture_server.h"
-#include "tests/testing/slow_model.h"
+#include "tests/testing/test_models.h"
 
 namespace arach {
 namespace {
@@ -32,7 +33,7 @@ using testing::EventuallyMetrics;
 using testing::ServerProcess;
 
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
-  return testing::StartServerOrFail(ARACH_SERVER_BINARY, std::move(args));
+  return testing::StartServerOrFail(testing::ServerBinary(), std::move(args));
 }
 testing::PrometheusText Metrics(const ServerProcess& server) { return testing::MetricsOrFail(server); }
 

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/temp_dir.h"
@@ -30,7 +31,7 @@ TEST_P(ModelFamily, ServesEveryVariantAsTheReferencesDo) {
   const std::string model = GetParam();
   std::vector<std::string> flags = testing::FixtureServerFlags(model);
   flags.push_back("--kv_cache_bytes=16777216");
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, flags);
+  auto server = ServerProcess::Start(testing::ServerBinary(), flags);
   ASSERT_TRUE(server.ok()) << server.status();
   auto client = ArachClient::Connect((*server)->grpc_address());
   ASSERT_TRUE(client->WaitServing(std::chrono::seconds(30)));
@@ -104,14 +105,14 @@ TEST(ModelFamilyStartup, UnsupportedConfigsAndTokenizersStopTheServerNamingWhat)
   nlohmann::json tokenizer = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", nlohmann::json::array()}}},
                               {"pre_tokenizer", {{"type", "UnicodeScripts"}}}};
   std::ofstream(dir.File("tokenizer.json")) << tokenizer.dump();
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + dir.path()});
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + dir.path()});
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("pre-tokenizer type \"UnicodeScripts\" is not supported"));
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("tokenizer.json"));
   std::filesystem::remove(dir.File("tokenizer.json"));
   // A config with a RoPE scaling this engine does not implement.
   EditJson(dir.File("config.json"), [](nlohmann::json& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
-  server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + dir.path()});
+  server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + dir.path()});
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("\"yarn\" is not supported"));
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("config.json"));

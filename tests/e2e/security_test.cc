@@ -6,12 +6,12 @@
 
 #include "client/arach_client.h"
 #include "engine/core/mapped_file.h"
-#include "tools/make_model/make_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/server_process.h"
-#include "tests/testing/slow_model.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_models.h"
 
 namespace arach {
 namespace {
@@ -20,17 +20,6 @@ using client::ArachClient;
 using client::ClientTls;
 using ::testing::HasSubstr;
 using testing::ServerProcess;
-
-// A tiny random model (fast; written once per build tree).
-std::string TinyModel() {
-  const std::string dir = std::string(ARACH_TEST_MODELS_DIR) + "/gpt2-tiny-random";
-  if (!std::filesystem::exists(dir + "/config.json")) {
-    MakeModelOptions options;
-    options.out_dir = dir;
-    EXPECT_TRUE(MakeModel(options).ok());
-  }
-  return dir;
-}
 
 // A throwaway CA, and server (localhost, 127.0.0.1) and client certificates it signed.
 class Certificates {
@@ -66,7 +55,7 @@ bool Generates(ArachClient& client) {
 TEST(Tls, ServesTlsAndRefusesPlaintext) {
   Certificates certs;
   ASSERT_TRUE(certs.ok()) << "openssl failed";
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + TinyModel(), "--kv_cache_bytes=16777216",
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--kv_cache_bytes=16777216",
                                                            "--tls_cert=" + certs.File("server.pem"),
                                                            "--tls_key=" + certs.File("server.key")});
   ASSERT_TRUE(server.ok()) << server.status();
@@ -81,7 +70,7 @@ TEST(Tls, ServesTlsAndRefusesPlaintext) {
 TEST(Tls, MutualTlsRequiresAClientCertificate) {
   Certificates certs;
   ASSERT_TRUE(certs.ok());
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + TinyModel(), "--kv_cache_bytes=16777216",
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--kv_cache_bytes=16777216",
                                                            "--tls_cert=" + certs.File("server.pem"),
                                                            "--tls_key=" + certs.File("server.key"),
                                                            "--tls_client_ca=" + certs.File("ca.pem")});
@@ -96,7 +85,7 @@ TEST(Tls, MutualTlsRequiresAClientCertificate) {
 }
 
 TEST(Limits, PromptOutputAndMessageSizes) {
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + TinyModel(), "--kv_cache_bytes=16777216",
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--kv_cache_bytes=16777216",
                                                            "--max_prompt_tokens=8", "--max_tokens_limit=16",
                                                            "--max_request_bytes=1024"});
   ASSERT_TRUE(server.ok()) << server.status();
@@ -121,7 +110,7 @@ TEST(Limits, PromptOutputAndMessageSizes) {
 }
 
 TEST(Limits, ConcurrentStreamsPerConnectionAreCapped) {
-  auto server = ServerProcess::Start(ARACH_SERVER_BINARY, {"--model=" + testing::SlowModelDir(), "--kv_cache_bytes=134217728",
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::SlowModelDir(), "--kv_cache_bytes=134217728",
                                                            "--max_concurrent_streams=1"});
   ASSERT_TRUE(server.ok()) << server.status();
   auto client = ArachClient::Connect((*server)->grpc_address());  // one connection for both calls

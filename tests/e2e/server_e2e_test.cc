@@ -12,17 +12,18 @@
 #include <vector>
 
 #include "client/arach_client.h"
-#include "tools/make_model/make_model.h"
 #include "engine/runner/offline_session.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/shared_fixture_server.h"
-#include "tests/testing/slow_model.h"
+#include "tests/testing/test_models.h"
+#include "tools/make_model/make_model.h"
 
 namespace arach {
 namespace {
@@ -33,7 +34,7 @@ using testing::EventuallyMetrics;
 using testing::ServerProcess;
 
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
-  return testing::StartServerOrFail(ARACH_SERVER_BINARY, std::move(args));
+  return testing::StartServerOrFail(testing::ServerBinary(), std::move(args));
 }
 testing::PrometheusText Metrics(const ServerProcess& server) { return testing::MetricsOrFail(server); }
 

@@ -9,9 +9,10 @@
 
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
-#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/server_checks.h"
+#include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/temp_dir.h"
 
 namespace arach {
@@ -104,7 +105,7 @@ TEST_F(ShadowServer, AbPairedAgreesWithTheServersShadowScores) {
     std::ofstream prompts(dir.File("prompts.txt"));
     prompts << "\"First Citizen:\"\nROMEO:\n\"Before we proceed any further\"\nKING RICHARD III:\n";
   }
-  const std::string command = std::string(ARACH_CLI_BINARY) + " ab --server=" + server_->grpc_address() + " --prompts=" +
+  const std::string command = std::string(testing::CliBinary()) + " ab --server=" + server_->grpc_address() + " --prompts=" +
                               dir.File("prompts.txt") + " --split=base=1,arach=1 --num_requests=12 --concurrency=3 --max_tokens=6" +
                               " --bootstrap=200 --paired --json_out=" + dir.File("ab.json") + " > " + dir.File("out.txt") + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;

@@ -11,12 +11,13 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/runner/loaded_model.h"
+#include "tests/testing/build_paths.h"
 
 namespace arach::testing {
 
 std::string FixturesDir() {
   if (const char* env = std::getenv("ARACH_FIXTURES"); env != nullptr && *env != '\0') return env;
-  return ARACH_FIXTURES_DIR;
+  return ConfiguredFixturesDir();
 }
 
 bool HaveFixtures() {

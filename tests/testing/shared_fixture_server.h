@@ -3,7 +3,7 @@
 //   class MySuite : public testing::SharedFixtureServer<MySuite> {
 //    public: static std::vector<std::string> ExtraFlags() { return {"--shadow_rate=1"}; }
 //   };
-// Needs ARACH_SERVER_BINARY (the test target's compile definition); without ../shared/fixtures the tests skip.
+// Starts testing::ServerBinary() (build_paths.h); without ../shared/fixtures the tests skip.
 #pragma once
 
 #include <chrono>
@@ -14,6 +14,7 @@
 
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
@@ -28,7 +29,7 @@ class SharedFixtureServer : public ::testing::Test {
     std::vector<std::string> flags = FixtureServerFlags("gpt2-tiny");
     flags.push_back("--kv_cache_bytes=33554432");
     for (std::string& flag : Suite::ExtraFlags()) flags.push_back(std::move(flag));
-    server_ = StartServerOrFail(ARACH_SERVER_BINARY, std::move(flags)).release();
+    server_ = StartServerOrFail(testing::ServerBinary(), std::move(flags)).release();
   }
   static void TearDownTestSuite() {
     delete server_;

@@ -11,6 +11,7 @@
 #include "engine/chat/jinja_parser.h"
 #include "engine/chat/jinja_value.h"
 #include "gtest/gtest.h"
+#include "tests/testing/build_paths.h"
 
 namespace arach::jinja {
 namespace {
@@ -33,7 +34,7 @@ absl::StatusOr<std::string> RenderText(const std::string& source, const ordered_
 }
 
 TEST(Jinja, EveryOracleCaseMatchesJinja2) {
-  std::ifstream in(std::string(ARACH_SOURCE_DIR) + "/tests/jinja_oracle/cases.json");
+  std::ifstream in(std::string(testing::SourceDir()) + "/tests/jinja_oracle/cases.json");
   ASSERT_TRUE(in) << "tests/jinja_oracle/cases.json";
   std::stringstream text;
   text << in.rdbuf();

@@ -32,6 +32,7 @@ struct Shape {
 const std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string>>& PresetTable() {
   static const auto* table = new std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string>>{
       {{"gpt2", "tiny"}, {{64, 2, 2, 2, 32, 256, 1024, 256}, "GPT-2 layout, d=64, 2 layers (tests)"}},
+      {{"gpt2", "mini"}, {{256, 4, 4, 4, 64, 1024, 50257, 1024}, "GPT-2 layout, d=256, 4 layers, GPT-2's vocabulary (sanitized tests)"}},
       {{"gpt2", "124m"}, {{768, 12, 12, 12, 64, 3072, 50257, 1024}, "GPT-2 small (124M)"}},
       {{"gpt2", "355m"}, {{1024, 24, 16, 16, 64, 4096, 50257, 1024}, "GPT-2 medium (355M)"}},
       {{"gpt_neox", "tiny"}, {{64, 2, 2, 2, 32, 256, 1024, 256}, "Pythia layout, d=64, 2 layers (tests)"}},

@@ -1,0 +1,27 @@
+// Random-weight models the tests write once per build tree (under TestModelsDir(), build_paths.h). Tests
+// that ask at the same time (ctest -j) each write their own copy and rename it into place, so no test reads
+// a half-written folder.
+//
+// The slow model: a random-weight GPT-2 (F16, with a random adapter) for the end-to-end tests that need
+// generation slow enough to act mid-stream: GPT-2-124M (~20 ms per decode step on two cores). A
+// sanitized build (ASan, TSan) runs 5-15x slower, so there it is the `mini` preset (d=256, 4 layers, GPT-2's
+// vocabulary, an eighth of the bytes), whose sanitized step takes about as long as 124M's plain one: the
+// tests keep their pace and their assertions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace arach::testing {
+
+// The slow model's folder.
+std::string SlowModelDir();
+
+// KV-cache bytes that hold `blocks` blocks of 16 tokens of that model (float32 K and V of every layer).
+int64_t SlowModelKvBytes(int blocks);
+
+// A tiny random GPT-2 (the `tiny` preset, synthetic tokenizer, no adapter): fast, for tests of the server's
+// surface rather than of its model.
+std::string TinyRandomModelDir();
+
+}  // namespace arach::testing
