@@ -4,18 +4,21 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "absl/flags/parse.h"
+#include "cmdline/flag_names.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "cmdline/runtime_reexec.h"
+#include "engine/backend/cpu/openblas_setup.h"
 #include "engine/core/status.h"
 #include "tools/make_model/make_model.h"
 
 namespace arach::bench {
 
-int BenchmarkMain(int argc, char** argv, int (*run)()) {
-  cmdline::ReexecWithRuntimeSettingsIfNeeded(argv);
-  absl::ParseCommandLine(argc, argv);
+int BenchmarkMain(int argc, char** argv, const cmdline::Subcommand& benchmark, int (*run)()) {
+  RestartWithOpenBlasCoreTypeIfNeeded(argv);
+  std::vector<std::string> storage;
+  std::vector<char*> args = cmdline::NormalizeFlagNames(argc, argv, storage);
+  const cmdline::SubcommandStart start = cmdline::StartSingleCommand(benchmark, static_cast<int>(args.size()), args.data());
+  if (start.command == nullptr) return start.exit_status;
   return run();
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cmdline/subcommands.h"
 
 namespace arach::bench {
 
@@ -23,7 +24,8 @@ absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::st
 
 double Median(std::vector<double> values);
 
-// The main of every benchmark: restarts once with a fast OpenBLAS kernel, parses the flags, runs `run`.
-int BenchmarkMain(int argc, char** argv, int (*run)());
+// The main of every benchmark: restarts once with a fast OpenBLAS kernel, prints --help for `benchmark`'s
+// flags (bench_flags.h) or refuses a flag it does not read (exit 2), parses the flags, runs `run`.
+int BenchmarkMain(int argc, char** argv, const cmdline::Subcommand& benchmark, int (*run)());
 
 }  // namespace arach::bench

@@ -14,18 +14,11 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
+#include "engine/core/percentile.h"
 #include "engine/engine.h"
 
-ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME");
-ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
-ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where the preset is written");
-ABSL_FLAG(std::vector<std::string>, concurrency, std::vector<std::string>({"1", "4", "16"}), "requests in flight");
-ABSL_FLAG(int, requests_per_client, 2, "requests each client sends");
-ABSL_FLAG(int, prompt_len, 128, "prompt tokens");
-ABSL_FLAG(int, max_tokens, 32, "generated tokens per request");
-ABSL_FLAG(std::string, variant, "base", "base | arach | skip | arach+skip");
-ABSL_FLAG(int, max_num_batched_tokens, 512, "engine: tokens per step");
 
 namespace arach::bench {
 namespace {
@@ -51,10 +44,10 @@ class Driver : public std::enable_shared_from_this<Driver> {
   }
 
  private:
-  // Holds the driver alive while the engine still holds the sink.
-  class Sink : public RequestSink {
+  // Holds the driver alive while the engine still holds the observer.
+  class Observer : public RequestObserver {
    public:
-    explicit Sink(std::shared_ptr<Driver> d) : d_(std::move(d)) {}
+    explicit Observer(std::shared_ptr<Driver> d) : d_(std::move(d)) {}
     void OnChunk(const StreamChunk&) override {}
     void OnFinish(const FinishInfo& info) override { d_->Finished(info); }
 
@@ -68,7 +61,7 @@ class Driver : public std::enable_shared_from_this<Driver> {
       if (remaining_ == 0) return;
       --remaining_;
     }
-    auto id = engine_.Submit(request_, std::make_shared<Sink>(shared_from_this()));
+    auto id = engine_.Submit(request_, std::make_shared<Observer>(shared_from_this()));
     if (!id.ok()) {
       std::fprintf(stderr, "submit: %s\n", id.status().ToString().c_str());
       FinishInfo failed;
@@ -94,12 +87,6 @@ class Driver : public std::enable_shared_from_this<Driver> {
   Result result_;
 };
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
-}
-
 int Run() {
   std::string dir = absl::GetFlag(FLAGS_model);
   if (dir.empty()) {
@@ -117,7 +104,7 @@ int Run() {
   }
   LoadModelOptions load;
   load.default_kv_sequences = *std::max_element(levels.begin(), levels.end());
-  auto model = LoadModel(dir, load);
+  auto model = LoadModelBundle(dir, load);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;
@@ -176,4 +163,4 @@ int Run() {
 }  // namespace
 }  // namespace arach::bench
 
-int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, arach::bench::Run); }
+int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, {"engine_bench", "throughput and latency through the serving engine", arach::bench::kEngineBenchFlags}, arach::bench::Run); }

@@ -11,21 +11,11 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "bench/throughput.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 
-ABSL_FLAG(std::vector<std::string>, models, {}, "extra model folders");
-ABSL_FLAG(std::vector<std::string>, fixtures, std::vector<std::string>({"gpt2-tiny", "neox-tiny", "llama-stories260k"}),
-          "fixture models (under --fixtures_dir)");
-ABSL_FLAG(std::string, fixtures_dir, "../shared/fixtures", "fixtures folder");
-ABSL_FLAG(std::vector<std::string>, presets, std::vector<std::string>({"gpt2/124m"}), "make-model presets ARCH/NAME");
-ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where make-model presets are written");
-ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes");
-ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
-ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
-ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 
 namespace arach::bench {
 namespace {
@@ -53,7 +43,7 @@ int Run() {
     LoadModelOptions load;
     load.device = *device;
     load.default_kv_sequences = *std::max_element(batches.begin(), batches.end());
-    auto model = LoadModel(dir, load);
+    auto model = LoadModelBundle(dir, load);
     if (!model.ok()) {
       std::fprintf(stderr, "%s: %s\n", dir.c_str(), model.status().ToString().c_str());
       return 1;
@@ -94,4 +84,4 @@ int Run() {
 }  // namespace
 }  // namespace arach::bench
 
-int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, arach::bench::Run); }
+int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, {"forward_bench", "forward throughput per device", arach::bench::kForwardBenchFlags}, arach::bench::Run); }

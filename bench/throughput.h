@@ -3,7 +3,7 @@
 #pragma once
 
 #include "absl/status/statusor.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "engine/runner/model_runner.h"
 
 namespace arach::bench {

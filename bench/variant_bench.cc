@@ -8,19 +8,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "bench/throughput.h"
 #include "tools/make_model/make_model.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 
-ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (written with a random adapter)");
-ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where the preset is written");
-ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
-ABSL_FLAG(int, prefill_batch, 1, "sequences prefilled together");
-ABSL_FLAG(int, decode_batch, 8, "sequences decoded together");
-ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
-ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 
 namespace arach::bench {
 namespace {
@@ -53,7 +46,7 @@ int Run() {
   load.device = *device;
   load.adapter = (dir / "preproj.safetensors").string();
   load.default_kv_sequences = std::max(absl::GetFlag(FLAGS_prefill_batch), absl::GetFlag(FLAGS_decode_batch));
-  auto model = LoadModel(dir.string(), load);
+  auto model = LoadModelBundle(dir.string(), load);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;
@@ -94,4 +87,4 @@ int Run() {
 }  // namespace
 }  // namespace arach::bench
 
-int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, arach::bench::Run); }
+int main(int argc, char** argv) { return arach::bench::BenchmarkMain(argc, argv, {"variant_bench", "cost of each variant against base", arach::bench::kVariantBenchFlags}, arach::bench::Run); }

@@ -80,8 +80,17 @@ std::string ProgramHelp(absl::string_view program, const std::vector<Subcommand>
   return text;
 }
 
+namespace {
+
+// "PROGRAM COMMAND", or "COMMAND" for a program that is its only command.
+std::string CommandLine(absl::string_view program, const Subcommand& command) {
+  return program.empty() ? command.name : absl::StrCat(program, " ", command.name);
+}
+
+}  // namespace
+
 std::string CommandHelp(absl::string_view program, const Subcommand& command) {
-  std::string text = absl::StrCat("usage: ", program, " ", command.name, " [flags]\n", command.summary, "\n\nflags:\n");
+  std::string text = absl::StrCat("usage: ", CommandLine(program, command), " [flags]\n", command.summary, "\n\nflags:\n");
   for (const std::string& name : command.flags) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr) continue;
@@ -101,8 +110,8 @@ absl::Status CheckFlagsBelong(absl::string_view program, const Subcommand& comma
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr || IsAbseilFlag(*flag)) continue;  // absl reports unknown flags itself
     if (std::find(command.flags.begin(), command.flags.end(), name) == command.flags.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", name, " does not apply to \"", program, " ", command.name,
-                                                     "\" (see ", program, " ", command.name, " --help)"));
+      const std::string line = CommandLine(program, command);
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " does not apply to \"", line, "\" (see ", line, " --help)"));
     }
     if (TakesNextArgument(arg)) ++i;
   }
@@ -126,6 +135,21 @@ SubcommandStart StartSubcommand(absl::string_view program, const std::vector<Sub
   }
   absl::ParseCommandLine(argc, argv);
   return {invocation->command, 0};
+}
+
+SubcommandStart StartSingleCommand(const Subcommand& command, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (IsHelp(argv[i])) {
+      std::fputs(CommandHelp("", command).c_str(), stdout);
+      return {nullptr, 0};
+    }
+  }
+  if (absl::Status s = CheckFlagsBelong("", command, argc, argv); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", command.name.c_str(), std::string(s.message()).c_str());
+    return {nullptr, 2};
+  }
+  absl::ParseCommandLine(argc, argv);
+  return {&command, 0};
 }
 
 }  // namespace arach::cmdline

@@ -46,4 +46,8 @@ struct SubcommandStart {
 };
 SubcommandStart StartSubcommand(absl::string_view program, const std::vector<Subcommand>& commands, int argc, char** argv);
 
+// The same for a program that is one command (the benchmarks): --help prints its flags (exit 0), a flag it
+// does not read is a usage error (exit 2); else the flags are parsed and `command` is returned.
+SubcommandStart StartSingleCommand(const Subcommand& command, int argc, char** argv);
+
 }  // namespace arach::cmdline

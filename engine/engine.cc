@@ -6,23 +6,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
-#include "engine/sampling/detokenizer.h"
+#include "engine/output/detokenizer.h"
 #include "engine/sampling/logprobs.h"
 
 namespace arach {
 
 struct Engine::RequestState {
-  RequestState(uint64_t id_in, EngineRequest request_in, std::shared_ptr<RequestSink> sink_in, const Tokenizer& tokenizer,
+  RequestState(uint64_t id_in, EngineRequest request_in, std::shared_ptr<RequestObserver> observer_in, const Tokenizer& tokenizer,
                int block_size)
       : id(id_in),
         request(std::move(request_in)),
-        sink(std::move(sink_in)),
+        observer(std::move(observer_in)),
         seq(block_size),
         detokenizer(tokenizer, request.sampling.stop, request.prompt, request.sampling.skip_special_tokens) {}
 
   uint64_t id;
   EngineRequest request;
-  std::shared_ptr<RequestSink> sink;
+  std::shared_ptr<RequestObserver> observer;
   Sequence seq;
   IncrementalDetokenizer detokenizer;
   uint64_t seed = 0;
@@ -39,10 +39,10 @@ struct Engine::RequestState {
   std::optional<KeptGeneration> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
-  std::optional<AttentionMassAccumulator> attention_mass;  // when the request asked for diagnostics
+  std::optional<AttentionDiagnosticsAccumulator> diagnostics;  // when the request asked for diagnostics
 };
 
-Engine::Engine(LoadedModel model, const EngineConfig& config)
+Engine::Engine(ModelBundle model, const EngineConfig& config)
     : model_(std::move(model)),
       config_(config),
       allocator_(model_.runner->kv_cache().num_blocks()),
@@ -52,7 +52,7 @@ Engine::Engine(LoadedModel model, const EngineConfig& config)
                  allocator_),
       seeder_(std::random_device{}()) {}
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const EngineConfig& config) {
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {
   if (config.max_num_seqs < 1 || config.max_num_batched_tokens < 1 || config.max_queued_requests < 0 ||
       config.background_tokens_beside_live < 0 || config.background_tokens_per_step < 1) {
     return absl::InvalidArgumentError("engine: max_num_seqs, max_num_batched_tokens and background_tokens_per_step must be "
@@ -76,7 +76,7 @@ void Engine::Shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
-absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestSink> sink, FieldNames names) {
+absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names) {
   const ModelConfig& c = model_.config;
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), names));
   const SamplingParams& sp = request.sampling;
@@ -95,7 +95,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
                                                           allocator_.num_blocks(), "; it could never run"));
   }
 
-  auto state = std::make_unique<RequestState>(0, std::move(request), std::move(sink), *model_.tokenizer, block_size);
+  auto state = std::make_unique<RequestState>(0, std::move(request), std::move(observer), *model_.tokenizer, block_size);
   state->max_len = max_len;
   state->arrival = Clock::now();
   Sequence& seq = state->seq;
@@ -112,8 +112,8 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.background = state->request.priority == RequestPriority::kBackground;
   if (state->request.keep_generated) state->generated.emplace();
   if (state->request.attention_diagnostics) {
-    seq.want_attention_mass = true;
-    state->attention_mass.emplace(c.num_layers, c.num_heads);
+    seq.want_attention_diagnostics = true;
+    state->diagnostics.emplace(c.num_layers, c.num_heads);
   }
   if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
@@ -238,8 +238,8 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   }
   info.prompt_top_logprobs = std::move(r.prompt_top_logprobs);
   if (r.generated_logprobs > 0) info.mean_generated_logprob = r.generated_logprob_sum / r.generated_logprobs;
-  if (r.attention_mass && r.attention_mass->rows() == r.seq.prompt_len) {
-    info.attention = r.attention_mass->Means(r.seq.variant.arach);
+  if (r.diagnostics && r.diagnostics->rows() == r.seq.prompt_len) {
+    info.attention = r.diagnostics->Means(r.seq.variant.arach);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -247,7 +247,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
     r.queued = false;
     ++stats_.requests_finished;
   }
-  r.sink->OnFinish(info);
+  r.observer->OnFinish(info);
 }
 
 void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
@@ -291,7 +291,7 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
     }
     chunk.text = std::move(*text);
   }
-  r.sink->OnChunk(chunk);
+  r.observer->OnChunk(chunk);
   if (stop_token || r.detokenizer.stopped()) {
     Finish(r, FinishReason::kStop);
   } else if (seq.num_generated() >= sp.max_tokens || static_cast<int>(seq.tokens.size()) >= r.max_len) {
@@ -318,7 +318,7 @@ void Engine::Step() {
   }
   for (Sequence* seq : batch.preempted) {  // a prompt cut short is computed again from its first token
     RequestState& r = *requests_.at(seq->id);
-    if (r.attention_mass && r.attention_mass->rows() < seq->prompt_len) r.attention_mass->Reset();
+    if (r.diagnostics && r.diagnostics->rows() < seq->prompt_len) r.diagnostics->Reset();
   }
   ForwardBatch forward;
   std::vector<LogitsMode> modes;
@@ -336,7 +336,7 @@ void Engine::Step() {
     }
     // Until the prompt has been counted once; a chunk of an uncounted prompt never holds generated tokens.
     const RequestState& r = *requests_.at(seq.id);
-    input.attention_mass = r.attention_mass && r.attention_mass->rows() < seq.prompt_len;
+    input.attention_diagnostics = r.diagnostics && r.diagnostics->rows() < seq.prompt_len;
     modes.push_back(input.logits);
     forward.sequences.push_back(input);
   }
@@ -354,7 +354,7 @@ void Engine::Step() {
     RequestState& r = *requests_.at(chunk.seq->id);
     const int rows = out->num_rows(static_cast<int>(i));
     prompt_tokens += std::max(0, std::min(chunk.start + chunk.num_tokens, r.seq.prompt_len) - chunk.start);
-    if (forward.sequences[i].attention_mass) r.attention_mass->Add(out->attention_mass, static_cast<int>(i), chunk.num_tokens);
+    if (forward.sequences[i].attention_diagnostics) r.diagnostics->Add(out->attention_diagnostics, static_cast<int>(i), chunk.num_tokens);
     if (modes[i] == LogitsMode::kAll) {
       for (int row = 0; row < rows; ++row) {
         const int position = chunk.start + row;

@@ -1,5 +1,5 @@
 // Engine: accepts requests from any thread and serves them with continuous batching on its own step
-// thread: schedule -> one forward over the batch -> sample -> stream results to each request's sink.
+// thread: schedule -> one forward over the batch -> sample -> stream results to each request's observer.
 #pragma once
 
 #include <atomic>
@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/request.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 #include "engine/core/field_error.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sched/scheduler.h"
@@ -63,16 +63,16 @@ struct EngineStats {
 class Engine {
  public:
   // Takes the model and starts the step thread.
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(LoadedModel model, const EngineConfig& config);
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(ModelBundle model, const EngineConfig& config);
   ~Engine();  // Shutdown()
 
-  // Validates (ValidateRequest, fields named by `names`) and queues `request`; results go to `sink`.
+  // Validates (ValidateRequest, fields named by `names`) and queues `request`; results go to `observer`.
   // Errors (nothing is queued then): INVALID_ARGUMENT naming the field (empty prompt, unknown token ids,
   // sampling values, a prompt that leaves no room in the context, a request larger than the whole KV
   // pool), FAILED_PRECONDITION (the skip variant without an adapter), RESOURCE_EXHAUSTED (the queue is
   // full), UNAVAILABLE (shut down).
-  absl::StatusOr<uint64_t> Submit(EngineRequest request, std::shared_ptr<RequestSink> sink, FieldNames names = EngineFieldName);
-  // Ends a request at the next step boundary (its sink gets OnFinish with kCancelled); unknown ids are ignored.
+  absl::StatusOr<uint64_t> Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names = EngineFieldName);
+  // Ends a request at the next step boundary (its observer gets OnFinish with kCancelled); unknown ids are ignored.
   void Cancel(uint64_t id);
   // Stops the step thread; requests still queued or running finish with kCancelled / UNAVAILABLE.
   void Shutdown();
@@ -90,7 +90,7 @@ class Engine {
 
  private:
   struct RequestState;
-  Engine(LoadedModel model, const EngineConfig& config);
+  Engine(ModelBundle model, const EngineConfig& config);
   void Loop();
   // One schedule -> forward -> sample round.
   void Step();
@@ -102,7 +102,7 @@ class Engine {
   void SampleAndEmit(RequestState& request, std::span<const float> logits);
   void PublishStats();
 
-  LoadedModel model_;
+  ModelBundle model_;
   EngineConfig config_;
   BlockAllocator allocator_;
   Scheduler scheduler_;

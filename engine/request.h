@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/attention_mass.h"
+#include "engine/attention_diagnostics.h"
 #include "engine/core/field_error.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "engine/model/model_config.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampling_params.h"
@@ -120,9 +120,9 @@ struct FinishInfo {
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the
 // data and return (a gRPC reactor writes it later).
-class RequestSink {
+class RequestObserver {
  public:
-  virtual ~RequestSink() = default;
+  virtual ~RequestObserver() = default;
   virtual void OnChunk(const StreamChunk& chunk) = 0;
   // Called exactly once, last.
   virtual void OnFinish(const FinishInfo& info) = 0;

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
-#include "server/request_mapping.h"
+#include "server/request_limits.h"
 
 namespace arach::server {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "engine/features/variant_mix.h"
+#include "engine/variant/variant_mix.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/random.h"
 #include "engine/core/status.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 
 namespace arach::server {
 
@@ -32,7 +32,7 @@ struct Experiment {
   const ExperimentArm& Assign(const std::string& key, double uniform) const;
 };
 
-// "base=50,arach=50" (engine/features/variant_mix.h). `default_offset` is the ARACH offset of arms that give none.
+// "base=50,arach=50" (engine/variant/variant_mix.h). `default_offset` is the ARACH offset of arms that give none.
 absl::StatusOr<Experiment> ParseExperimentSplit(const std::string& split, float default_offset);
 // The JSON file form (see above).
 absl::StatusOr<Experiment> LoadExperimentFile(const std::string& path, float default_offset);

@@ -14,7 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "cmdline/flag_names.h"
-#include "cmdline/runtime_reexec.h"
+#include "engine/backend/cpu/openblas_setup.h"
 #include "server/drain_signals.h"
 #include "server/serve.h"
 #include "server/server_options.h"
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   const sigset_t drain_signals = arach::server::DrainSignals();
   pthread_sigmask(SIG_BLOCK, &drain_signals, nullptr);  // before any thread starts (see drain_signals.h)
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-response is a failed write, not the end of the server
-  arach::cmdline::ReexecWithRuntimeSettingsIfNeeded(argv);
+  arach::RestartWithOpenBlasCoreTypeIfNeeded(argv);
   std::vector<std::string> storage;
   std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, storage);
   absl::SetProgramUsageMessage("arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--http_listen HOST:PORT] ...");

@@ -1,7 +1,15 @@
-// Size limits on request fields, checked before any work (INVALID_ARGUMENT naming the field).
+// Size limits on request fields, checked before any work (INVALID_ARGUMENT naming the field), and the
+// encoding of a text prompt within them: what both APIs check before a request reaches the engine (which
+// validates the rest, engine/request.h).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
 
 namespace arach::server {
 
@@ -16,5 +24,16 @@ struct RequestLimits {
   int max_tokens = 4096;              // max_tokens of one request
   int max_prompt_tokens = 0;          // prompt tokens of one request or score input (0 = the model's context)
 };
+
+// API limits on a prompt's length in tokens (the engine checks the model's context); errors name `field`.
+absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& field, size_t count);
+
+// The API's limits on max_tokens, stop strings and stop token ids (INVALID_ARGUMENT naming the field).
+absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling);
+
+// The token ids of a prompt text (tokenized, BOS per the tokenizer's convention) within the API's limits;
+// errors name `field`.
+absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, const RequestLimits& limits, const std::string& field,
+                                                      const std::string& text);
 
 }  // namespace arach::server

@@ -10,9 +10,8 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/engine.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 #include "server/experiment.h"
-#include "server/http/http_options.h"
 #include "server/request_limits.h"
 
 namespace arach::server {
@@ -34,6 +33,13 @@ struct GrpcOptions {
   TlsOptions tls;
 };
 
+// How the HTTP API listens (--http_listen, --max_request_bytes, --http_threads).
+struct HttpOptions {
+  std::string listen = "0.0.0.0:8000";  // HOST:PORT (port 0 picks one)
+  size_t max_request_bytes = 16 << 20;  // larger bodies get 413
+  int threads = 128;                    // connections served at once (a stream holds one for its length)
+};
+
 struct ServerOptions {
   std::string model_dir;              // Hugging Face model folder
   std::string served_model_name;      // the model's name in both APIs (default: the folder's name)
@@ -51,7 +57,7 @@ struct ServerOptions {
   int shadow_max_in_flight = 64;         // shadow scores queued or running at most (more are dropped)
   RequestLimits limits;
   GrpcOptions grpc;
-  http::HttpOptions http;             // the OpenAI API, /health, /ready and /metrics
+  HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics
   std::string metrics_listen;         // HOST:PORT of a separate /metrics-only listener ("" = none)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take
 };

@@ -30,9 +30,9 @@ absl::StatusOr<ShadowComparison> CompareShadow(const KeptGeneration& served, con
 }
 
 // Receives the shadow score on the engine's step thread and records the comparison.
-class ShadowScorer::ShadowSink : public RequestSink {
+class ShadowScorer::ShadowObserver : public RequestObserver {
  public:
-  ShadowSink(ShadowScorer& scorer, Variant served, Variant against, KeptGeneration generated)
+  ShadowObserver(ShadowScorer& scorer, Variant served, Variant against, KeptGeneration generated)
       : scorer_(scorer), served_(served), against_(against), generated_(std::move(generated)) {}
 
   void OnChunk(const StreamChunk&) override {}
@@ -83,9 +83,9 @@ void ShadowScorer::OnFinished(Engine& engine, const Variant& served, const Finis
   request.priority = RequestPriority::kBackground;
   request.prompt = info.generated->sequence;
   request.variant = against;
-  auto sink = std::make_shared<ShadowSink>(*this, served, against, *info.generated);
-  if (!engine.Submit(std::move(request), std::move(sink)).ok()) {
-    --in_flight_;  // the engine refused it: the sink never runs
+  auto observer = std::make_shared<ShadowObserver>(*this, served, against, *info.generated);
+  if (!engine.Submit(std::move(request), std::move(observer)).ok()) {
+    --in_flight_;  // the engine refused it: the observer never runs
     metrics_.RecordShadowDropped("error");
   }
 }

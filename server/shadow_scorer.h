@@ -46,7 +46,7 @@ class ShadowScorer {
   int in_flight() const { return in_flight_.load(); }
 
  private:
-  class ShadowSink;
+  class ShadowObserver;
 
   ShadowOptions options_;
   std::vector<Variant> experiment_variants_;

@@ -1,6 +1,7 @@
 // Decides the variant a request runs under: explicit variant fields always win (unset ones take the
 // server default); a request that sets none is assigned by the A/B experiment when one is configured
-// (stable by experiment key), else it gets the server default.
+// (stable by experiment key), else it gets the server default. Both APIs read their request's variant
+// fields into a RequestedVariant (gRPC from VariantSpec, HTTP from the model id's suffix and the body).
 #pragma once
 
 #include <mutex>
@@ -8,11 +9,18 @@
 #include <random>
 #include <string>
 
-#include "arach/v1/inference.pb.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "server/experiment.h"
 
 namespace arach::server {
+
+// The variant fields a request set, each optional.
+struct RequestedVariant {
+  std::optional<bool> arach;
+  std::optional<float> arach_offset;
+  std::optional<bool> skip;
+  std::string experiment_key;  // the A/B key (empty: a random draw per request)
+};
 
 struct ResolvedVariant {
   Variant variant;
@@ -23,7 +31,7 @@ class VariantResolver {
  public:
   VariantResolver(Variant default_variant, std::optional<Experiment> experiment);
 
-  ResolvedVariant Resolve(const arach::v1::VariantSpec& spec, const std::string& experiment_key) const;
+  ResolvedVariant Resolve(const RequestedVariant& requested) const;
   const Variant& default_variant() const { return default_; }
   const std::optional<Experiment>& experiment() const { return experiment_; }
 
@@ -33,8 +41,5 @@ class VariantResolver {
   mutable std::mutex mutex_;     // guards rng_
   mutable std::mt19937_64 rng_;  // draws for requests without an experiment key
 };
-
-// The proto description of a served variant.
-void FillServedVariant(const ResolvedVariant& resolved, arach::v1::ServedVariant* out);
 
 }  // namespace arach::server

@@ -25,7 +25,7 @@
 #include "client/cli/stats.h"
 #include "client/cli/stream_timing.h"
 #include "client/cli/variant_arg.h"
-#include "engine/features/variant_mix.h"
+#include "engine/variant/variant_mix.h"
 #include "nlohmann/json.hpp"
 
 namespace arach::client {

@@ -8,7 +8,7 @@ namespace arach::client {
 
 int RunGenerate(const GenerateOptions& options);
 int RunScore(const ScoreOptions& options);
-int RunSinks(const SinksOptions& options);
+int RunDiagnostics(const DiagnosticsOptions& options);
 int RunInfo(const ConnectOptions& options);
 int RunHealth(const ConnectOptions& options);
 int RunBench(const BenchOptions& options);

@@ -14,9 +14,9 @@ ABSL_FLAG(std::string, tls_key, "", "PEM key of --tls_cert");
 ABSL_FLAG(std::string, tls_server_name, "", "name to check the server's certificate against (default: the host)");
 ABSL_FLAG(std::string, prompt, "", "prompt text");
 ABSL_FLAG(std::string, ids, "", "prompt token ids, comma separated");
-ABSL_FLAG(std::string, text, "", "text to score (score), or a text file (eval: windowed perplexity; sinks: the text measured)");
+ABSL_FLAG(std::string, text, "", "text to score (score), or a text file (eval: windowed perplexity; diagnostics: the text measured)");
 ABSL_FLAG(std::string, variants, "base,arach", "variants to compare, VARIANT[@OFFSET],...");
-ABSL_FLAG(std::string, chart, "sinks.svg", "SVG chart of attention per layer (empty: none)");
+ABSL_FLAG(std::string, chart, "diagnostics.svg", "SVG chart of attention per layer (empty: none)");
 ABSL_FLAG(std::string, file, "", "text file to score");
 ABSL_FLAG(int, max_tokens, 64, "tokens to generate");
 ABSL_FLAG(int, min_tokens, 0, "tokens before stop conditions apply");
@@ -86,7 +86,7 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
                                                 "min_p", "repetition_penalty", "seed", "stop", "ignore_eos", "top_logprobs",
                                                 "variant", "arach_offset", "experiment_key", "timeout", "json"})},
       {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
-      {"sinks", "attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
+      {"diagnostics", "attention diagnostics: attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
        With({"text", "variants", "chart", "json"})},
       {"info", "describe the served model", With({})},
       {"health", "the server's health (exit 0 when SERVING)", With({})},
@@ -178,8 +178,8 @@ EvalOptions EvalOptionsFromFlags() {
   return o;
 }
 
-SinksOptions SinksOptionsFromFlags() {
-  SinksOptions o;
+DiagnosticsOptions DiagnosticsOptionsFromFlags() {
+  DiagnosticsOptions o;
   o.connect = ConnectOptionsFromFlags();
   o.text_file = absl::GetFlag(FLAGS_text);
   o.variants = absl::GetFlag(FLAGS_variants);

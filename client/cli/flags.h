@@ -15,7 +15,7 @@ const std::vector<cmdline::Subcommand>& CliCommands();
 
 absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags();  // --ids must be integers
 ScoreOptions ScoreOptionsFromFlags();
-SinksOptions SinksOptionsFromFlags();
+DiagnosticsOptions DiagnosticsOptionsFromFlags();
 ConnectOptions ConnectOptionsFromFlags();
 BenchOptions BenchOptionsFromFlags();
 EvalOptions EvalOptionsFromFlags();

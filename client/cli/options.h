@@ -52,11 +52,11 @@ struct ScoreOptions {
   bool json = false;
 };
 
-struct SinksOptions {
+struct DiagnosticsOptions {
   ConnectOptions connect;
   std::string text_file;             // the text whose attention is measured
   std::string variants = "base,arach";  // VARIANT[@OFFSET],... scored one after the other
-  std::string chart = "sinks.svg";   // SVG chart of sink and hub mass per layer ("" = none)
+  std::string chart = "diagnostics.svg";   // SVG chart of sink and hub mass per layer ("" = none)
   bool json = false;                 // per layer and head, as JSON
 };
 

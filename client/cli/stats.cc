@@ -13,15 +13,6 @@ double Mean(const std::vector<double>& values) {
   return sum / values.size();
 }
 
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const double rank = p * (values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(values.size() - 1, lo + 1);
-  return values[lo] + (rank - lo) * (values[hi] - values[lo]);
-}
-
 Interval Bootstrap(int n, const std::function<double(const std::vector<int>&)>& statistic, int resamples, uint64_t seed,
                    double level) {
   if (n == 0) return {};

@@ -6,6 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include "engine/core/percentile.h"
+
 namespace arach::client {
 
 struct Interval {
@@ -14,7 +16,6 @@ struct Interval {
 };
 
 double Mean(const std::vector<double>& values);
-double Percentile(std::vector<double> values, double p);  // p in [0, 1]
 
 // Percentile bootstrap interval (level e.g. 0.95) of statistic(indices) over `n` items resampled with
 // replacement; `statistic` receives the resampled item indices.

@@ -1,5 +1,5 @@
 // The variant fields of a request from the command line: --variant NAME[@OFFSET] (parsed by the engine's
-// one variant parser, engine/features/variant.h) and --arach_offset.
+// one variant parser, engine/variant/variant.h) and --arach_offset.
 #pragma once
 
 #include <optional>
@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "arach/v1/inference.pb.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 
 namespace arach::client {
 

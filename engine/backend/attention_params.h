@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/backend/device_matrix.h"
 
@@ -66,6 +67,19 @@ struct AttentionParams {
   // Diagnostics: [num_seqs, kAttentionMassKinds, num_heads] float32 device sums, added to (the caller
   // zeroes them); null = not computed.
   float* attention_mass = nullptr;
+};
+
+// The attention-mass diagnostics of one step (AttentionMassKind), for every layer and sequence:
+// sums over the step's rows of each sequence that asked (other sequences' slots are not meaningful).
+struct StepAttentionDiagnostics {
+  int num_layers = 0;
+  int num_sequences = 0;
+  int num_heads = 0;
+  std::vector<float> sums;  // [num_layers, num_sequences, kAttentionMassKinds, num_heads]; empty: nobody asked
+
+  float At(int layer, int seq, AttentionMassKind kind, int head) const {
+    return sums[((static_cast<size_t>(layer) * num_sequences + seq) * kAttentionMassKinds + kind) * num_heads + head];
+  }
 };
 
 }  // namespace arach

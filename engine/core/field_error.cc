@@ -10,6 +10,10 @@ absl::Status InvalidField(FieldNames names, absl::string_view field, absl::strin
   return absl::InvalidArgumentError(absl::StrCat(names(field), ": ", what));
 }
 
+absl::Status InvalidField(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
 absl::Status InvalidFieldAt(FieldNames names, absl::string_view field, size_t index, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(names(field), "[", index, "]: ", what));
 }

@@ -23,6 +23,8 @@ std::string EngineFieldName(absl::string_view field);
 
 // INVALID_ARGUMENT "<name of field>: <what>".
 absl::Status InvalidField(FieldNames names, absl::string_view field, absl::string_view what);
+// INVALID_ARGUMENT "<field>: <what>", the field named as given (a caller that already speaks its API's names).
+absl::Status InvalidField(absl::string_view field, absl::string_view what);
 // INVALID_ARGUMENT "<name of field>[index]: <what>".
 absl::Status InvalidFieldAt(FieldNames names, absl::string_view field, size_t index, absl::string_view what);
 

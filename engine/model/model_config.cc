@@ -297,8 +297,6 @@ absl::string_view ArchitectureName(Architecture arch) {
   return "?";
 }
 
-bool UsesLlamaLayout(Architecture arch) { return arch != Architecture::kGpt2 && arch != Architecture::kGptNeox; }
-
 int ModelConfig::UniformSlidingWindow() const {
   if (layer_sliding_window.empty()) return 0;
   int window = layer_sliding_window[0];

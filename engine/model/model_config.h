@@ -16,8 +16,6 @@ enum class Architecture { kGpt2, kGptNeox, kLlama, kMistral, kQwen2, kQwen3 };
 enum class NormKind { kLayerNorm, kRmsNorm };
 
 absl::string_view ArchitectureName(Architecture arch);  // the model_type: "gpt2", "gpt_neox", "llama", "mistral", "qwen2", "qwen3"
-// Whether the family stores its weights under Llama's names (model.layers.{i}.self_attn.q_proj ...).
-bool UsesLlamaLayout(Architecture arch);
 
 // How RoPE frequencies are rescaled for long contexts (config `rope_type`).
 enum class RopeScaling {

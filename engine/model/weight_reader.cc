@@ -13,11 +13,6 @@ absl::StatusOr<HostTensor> WeightReader::Read(const std::string& name, std::vect
   return tensor;
 }
 
-absl::StatusOr<HostTensor> WeightReader::ReadOptional(const std::string& name, std::vector<int64_t> shape) const {
-  if (!checkpoint_.Has(name)) return HostTensor{};
-  return Read(name, std::move(shape));
-}
-
 absl::StatusOr<HostTensor> WeightReader::ReadTransposed(const std::string& name, int64_t rows, int64_t cols) const {
   ARACH_ASSIGN_OR_RETURN(std::vector<float> stored, checkpoint_.ReadFloat(name, {rows, cols}));
   HostTensor tensor;

@@ -16,8 +16,6 @@ class WeightReader {
 
   // Tensor `name` with exactly `shape`.
   absl::StatusOr<HostTensor> Read(const std::string& name, std::vector<int64_t> shape) const;
-  // Like Read, but absent tensors give an empty HostTensor instead of an error.
-  absl::StatusOr<HostTensor> ReadOptional(const std::string& name, std::vector<int64_t> shape) const;
   // A 2-D tensor stored as [rows, cols] (e.g. GPT-2 Conv1D [in, out]) returned transposed [cols, rows].
   absl::StatusOr<HostTensor> ReadTransposed(const std::string& name, int64_t rows, int64_t cols) const;
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
-#include "engine/features/adapter.h"
+#include "engine/model/adapter.h"
 #include "engine/model/model_weights.h"
 
 namespace arach {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/backend/attention_params.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "engine/kv/block_allocator.h"
 
 namespace arach {
@@ -24,24 +24,11 @@ struct SequenceInput {
   const BlockTable* block_table = nullptr;  // must cover positions [0, start_position + tokens.size())
   LogitsMode logits = LogitsMode::kLast;
   Variant variant;                        // ARACH adds one hub row per new token; skip runs the adapter
-  bool attention_mass = false;            // return this step's attention-mass sums (diagnostics)
+  bool attention_diagnostics = false;     // return this step's attention-mass sums
 };
 
 struct ForwardBatch {
   std::vector<SequenceInput> sequences;
-};
-
-// The attention-mass diagnostics of one step (AttentionMassKind), for every layer and sequence:
-// sums over the step's rows of each sequence that asked (other sequences' slots are not meaningful).
-struct StepAttentionMass {
-  int num_layers = 0;
-  int num_sequences = 0;
-  int num_heads = 0;
-  std::vector<float> sums;  // [num_layers, num_sequences, kAttentionMassKinds, num_heads]; empty: nobody asked
-
-  float At(int layer, int seq, AttentionMassKind kind, int head) const {
-    return sums[((static_cast<size_t>(layer) * num_sequences + seq) * kAttentionMassKinds + kind) * num_heads + head];
-  }
 };
 
 // Logits of the rows the sequences asked for, in sequence order.
@@ -49,7 +36,7 @@ struct ForwardOutput {
   int vocab_size = 0;
   std::vector<float> logits;      // [num_rows, vocab_size]
   std::vector<int> row_start;     // [num_sequences + 1]: sequence s owns rows [row_start[s], row_start[s+1])
-  StepAttentionMass attention_mass;  // when some sequence set SequenceInput::attention_mass
+  StepAttentionDiagnostics attention_diagnostics;  // when some sequence set SequenceInput::attention_diagnostics
 
   int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
   // Logits of row `i` of sequence `seq`.

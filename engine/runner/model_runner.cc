@@ -223,7 +223,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   ARACH_ASSIGN_OR_RETURN(const float* hub_offsets, workspace_->Upload(Scratch::kHubOffsets, flat.hub_offsets));
   const int num_seqs = static_cast<int>(batch.sequences.size());
   const bool want_mass = std::any_of(batch.sequences.begin(), batch.sequences.end(),
-                                     [](const SequenceInput& s) { return s.attention_mass; });
+                                     [](const SequenceInput& s) { return s.attention_diagnostics; });
   DeviceMatrix mass_sums;  // [L * S * kAttentionMassKinds, H] float32, zeroed
   if (want_mass) {
     const int64_t mass_rows = static_cast<int64_t>(c.num_layers) * num_seqs * kAttentionMassKinds;
@@ -272,11 +272,11 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
     b.DownloadFloat(output.logits.data(), logits);
   }
   if (want_mass) {
-    output.attention_mass.num_layers = c.num_layers;
-    output.attention_mass.num_sequences = num_seqs;
-    output.attention_mass.num_heads = c.num_heads;
-    output.attention_mass.sums.resize(static_cast<size_t>(mass_sums.rows * mass_sums.cols));
-    b.DownloadFloat(output.attention_mass.sums.data(), mass_sums);
+    output.attention_diagnostics.num_layers = c.num_layers;
+    output.attention_diagnostics.num_sequences = num_seqs;
+    output.attention_diagnostics.num_heads = c.num_heads;
+    output.attention_diagnostics.sums.resize(static_cast<size_t>(mass_sums.rows * mass_sums.cols));
+    b.DownloadFloat(output.attention_diagnostics.sums.data(), mass_sums);
   }
   ARACH_RETURN_IF_ERROR(b.Synchronize());
   return output;

@@ -86,17 +86,6 @@ absl::StatusOr<std::vector<float>> OfflineSession::Logits(const std::vector<int3
   return logits;
 }
 
-absl::StatusOr<std::vector<double>> OfflineSession::TokenLogProbs(const std::vector<int32_t>& ids, int chunk,
-                                                                  const Variant& variant) {
-  if (ids.size() < 2) return absl::InvalidArgumentError("scoring needs at least two tokens");
-  std::vector<double> logprobs(ids.size() - 1);
-  const std::vector<int32_t> context(ids.begin(), ids.end() - 1);  // the last token predicts nothing
-  ARACH_RETURN_IF_ERROR(ForEachPosition({context}, chunk, [&](int, int position, std::span<const float> row) {
-    logprobs[position] = LogSoftmaxAt(row, ids[position + 1]);
-  }, {variant}));
-  return logprobs;
-}
-
 absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy(
     const std::vector<std::vector<int32_t>>& prompts, const GreedyOptions& options) {
   const size_t count = prompts.size();

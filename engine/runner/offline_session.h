@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "engine/kv/block_allocator.h"
 #include "engine/runner/model_runner.h"
 #include "engine/sampling/logprobs.h"
@@ -40,10 +40,6 @@ class OfflineSession {
 
   // Logits of every position of `ids` ([T, V] row-major).
   absl::StatusOr<std::vector<float>> Logits(const std::vector<int32_t>& ids, int chunk = 0, const Variant& variant = {});
-
-  // log p(ids[t] | ids[<t]) for t = 1..T-1 (T-1 values).
-  absl::StatusOr<std::vector<double>> TokenLogProbs(const std::vector<int32_t>& ids, int chunk = 512,
-                                                    const Variant& variant = {});
 
   // Greedy continuations of `prompts` decoded together in one batch; returns the new tokens of each.
   absl::StatusOr<std::vector<std::vector<int32_t>>> GenerateGreedy(const std::vector<std::vector<int32_t>>& prompts,

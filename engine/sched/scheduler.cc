@@ -28,7 +28,7 @@ void Scheduler::Preempt(Sequence& seq) {
 }
 
 int Scheduler::MatchPrefix(Sequence& seq) {
-  if (!config_.enable_prefix_caching || seq.want_prompt_logprobs || seq.want_attention_mass || seq.num_computed > 0) {
+  if (!config_.enable_prefix_caching || seq.want_prompt_logprobs || seq.want_attention_diagnostics || seq.num_computed > 0) {
     return 0;
   }
   const int block_size = seq.blocks.block_size();

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "engine/kv/block_allocator.h"
 
 namespace arach {
@@ -23,7 +23,7 @@ struct Sequence {
   int prompt_len = 0;
   Variant variant;
   bool want_prompt_logprobs = false;  // prompt chunks return every row's logits; no prefix-cache reuse
-  bool want_attention_mass = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
+  bool want_attention_diagnostics = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
   bool background = false;            // low priority: spare budget only, preempted first (shadow scoring)
 
   SequenceState state = SequenceState::kWaiting;

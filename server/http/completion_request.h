@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/sampling/sampling_params.h"
 #include "nlohmann/json.hpp"
+#include "server/variant_resolver.h"
 
 namespace arach::server::http {
 
@@ -20,14 +21,6 @@ namespace arach::server::http {
 struct PromptInput {
   std::optional<std::string> text;
   std::vector<int32_t> ids;
-};
-
-// The variant fields of a request body (arach-serve's extensions), each optional.
-struct VariantFields {
-  std::optional<bool> arach;
-  std::optional<float> arach_offset;
-  std::optional<bool> skip;
-  std::string experiment_key;  // `experiment_key`, else `user`
 };
 
 // What every generation request shares, completions and chat alike.
@@ -38,7 +31,7 @@ struct GenerationFields {
   bool include_usage = false;  // stream_options.include_usage
   std::optional<int> logprobs;  // alternatives per token (0..20); set: log-probs are returned
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens (default 16) and stop
-  VariantFields variant;
+  RequestedVariant variant;  // arach, arach_offset, skip; experiment_key (else `user`)
   bool skip_special_tokens = true;  // leave special tokens out of the text (as vLLM does)
   bool diagnostics = false;         // each choice reports where its prompt's attention went (arach_attention)
 };

@@ -9,7 +9,7 @@
 #include "server/http/token_logprobs.h"
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
-#include "server/request_mapping.h"
+#include "server/request_limits.h"
 
 namespace arach::server::http {
 namespace {

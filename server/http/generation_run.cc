@@ -4,9 +4,9 @@
 
 namespace arach::server::http {
 
-class GenerationRun::ChoiceSink : public RequestSink {
+class GenerationRun::ChoiceObserver : public RequestObserver {
  public:
-  ChoiceSink(std::shared_ptr<GenerationRun> run, int choice, bool scoring)
+  ChoiceObserver(std::shared_ptr<GenerationRun> run, int choice, bool scoring)
       : run_(std::move(run)), choice_(choice), scoring_(scoring) {}
 
   void OnChunk(const StreamChunk& chunk) override { run_->Push(ChoiceEvent{choice_, chunk, std::nullopt}); }
@@ -35,12 +35,12 @@ std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetri
 
 absl::Status GenerationRun::Submit(int index, EngineRequest request, FieldNames names) {
   const bool scoring = request.kind == RequestKind::kScore;
-  auto sink = std::make_shared<ChoiceSink>(shared_from_this(), index, scoring);
+  auto observer = std::make_shared<ChoiceObserver>(shared_from_this(), index, scoring);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++submitted_;  // before Submit: the finish may arrive before it returns
   }
-  absl::StatusOr<uint64_t> id = engine_.Submit(std::move(request), std::move(sink), std::move(names));
+  absl::StatusOr<uint64_t> id = engine_.Submit(std::move(request), std::move(observer), std::move(names));
   std::lock_guard<std::mutex> lock(mutex_);
   if (!id.ok()) {
     --submitted_;

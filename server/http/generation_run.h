@@ -1,6 +1,6 @@
 // The engine requests of one HTTP generation call, one per choice, and what they stream back, gathered
 // for the handler's thread: a streaming handler takes events as they arrive, a plain one waits for the
-// end. The engine's step thread only queues (RequestSink must not block); cancelling the run cancels every
+// end. The engine's step thread only queues (RequestObserver must not block); cancelling the run cancels every
 // choice still running. Finished choices are counted in the server's metrics here.
 #pragma once
 
@@ -45,7 +45,7 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   void WaitFinished();
 
  private:
-  class ChoiceSink;
+  class ChoiceObserver;
   GenerationRun(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant, int choices)
       : engine_(engine), metrics_(metrics), shadow_(shadow), variant_(variant), engine_ids_(static_cast<size_t>(choices), 0) {}
   void Push(ChoiceEvent event);

@@ -29,12 +29,13 @@ void SendError(httplib::Response& response, const absl::Status& status) {
 
 absl::StatusOr<ResolvedVariant> ResolveVariant(ServiceContext& context, const GenerationFields& fields) {
   const Engine* engine = context.engine.load();
-  ARACH_ASSIGN_OR_RETURN(arach::v1::VariantSpec spec,
+  ARACH_ASSIGN_OR_RETURN(RequestedVariant requested,
                          VariantOfModelId(fields.model, context.served_model_name, engine != nullptr && engine->has_adapter()));
-  if (fields.variant.arach) spec.set_arach(*fields.variant.arach);
-  if (fields.variant.arach_offset) spec.set_arach_offset(*fields.variant.arach_offset);
-  if (fields.variant.skip) spec.set_skip(*fields.variant.skip);
-  ResolvedVariant resolved = context.variants->Resolve(spec, fields.variant.experiment_key);
+  if (fields.variant.arach) requested.arach = fields.variant.arach;
+  if (fields.variant.arach_offset) requested.arach_offset = fields.variant.arach_offset;
+  if (fields.variant.skip) requested.skip = fields.variant.skip;
+  requested.experiment_key = fields.variant.experiment_key;
+  ResolvedVariant resolved = context.variants->Resolve(requested);
   if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
   return resolved;
 }

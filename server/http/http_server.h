@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "server/http/http_options.h"
+#include "server/server_options.h"
 #include "server/metrics.h"
 #include "server/service_context.h"
 

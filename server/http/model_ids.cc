@@ -23,9 +23,9 @@ std::vector<std::string> ServedModelIds(const std::string& served_name, bool has
   return ids;
 }
 
-absl::StatusOr<arach::v1::VariantSpec> VariantOfModelId(const std::string& model, const std::string& served_name,
-                                                        bool has_adapter) {
-  arach::v1::VariantSpec spec;
+absl::StatusOr<RequestedVariant> VariantOfModelId(const std::string& model, const std::string& served_name,
+                                                  bool has_adapter) {
+  RequestedVariant spec;
   if (model == served_name) return spec;
   const bool named_here = model.size() > served_name.size() && model.compare(0, served_name.size(), served_name) == 0 &&
                           model[served_name.size()] == ':';
@@ -40,8 +40,8 @@ absl::StatusOr<arach::v1::VariantSpec> VariantOfModelId(const std::string& model
       return absl::InvalidArgumentError(
           absl::StrCat("model: the variant '", suffix, "' needs the skip adapter, which this server was not started with"));
     }
-    spec.set_arach(v.arach);
-    spec.set_skip(v.skip);
+    spec.arach = v.arach;
+    spec.skip = v.skip;
     return spec;
   }
   return absl::InvalidArgumentError(

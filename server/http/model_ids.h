@@ -7,16 +7,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "arach/v1/inference.pb.h"
+#include "server/variant_resolver.h"
 
 namespace arach::server::http {
 
 // Every id GET /v1/models lists, NAME first.
 std::vector<std::string> ServedModelIds(const std::string& served_name, bool has_adapter);
 
-// The variant a `model` field asks for: empty for NAME; NOT_FOUND (param "model") for another name;
+// The variant a `model` field asks for: nothing set for NAME; NOT_FOUND (param "model") for another name;
 // INVALID_ARGUMENT (param "model") for an unknown suffix or a skip variant without an adapter.
-absl::StatusOr<arach::v1::VariantSpec> VariantOfModelId(const std::string& model, const std::string& served_name,
-                                                        bool has_adapter);
+absl::StatusOr<RequestedVariant> VariantOfModelId(const std::string& model, const std::string& served_name,
+                                                  bool has_adapter);
 
 }  // namespace arach::server::http

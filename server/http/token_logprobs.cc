@@ -1,7 +1,6 @@
 #include "server/http/token_logprobs.h"
 
 #include "engine/core/status.h"
-#include "engine/sampling/detokenizer.h"
 
 namespace arach::server::http {
 
@@ -42,25 +41,21 @@ json CompletionLogprobs::TakeJson() {
 
 namespace {
 
-json ChatEntry(const std::string& piece, float logprob) {
+json ChatEntry(const TokenText& text) {
   json bytes = json::array();
-  for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
-  return {{"token", piece}, {"logprob", logprob}, {"bytes", std::move(bytes)}};
+  for (unsigned char c : text.bytes) bytes.push_back(static_cast<int>(c));
+  return {{"token", text.bytes}, {"logprob", text.logprob}, {"bytes", std::move(bytes)}};
 }
 
 }  // namespace
 
 absl::Status ChatLogprobs::Add(const SampledToken& token) {
-  ARACH_ASSIGN_OR_RETURN(const std::string piece, pieces_.Piece(token.token));
-  json entry = ChatEntry(piece, token.logprob);
+  ARACH_ASSIGN_OR_RETURN(const TokenTextWithTop text, pieces_.Next(token));
+  json entry = ChatEntry(text.chosen);
   json top = json::array();
-  for (const TokenLogprob& alternative : token.top) {
-    ARACH_ASSIGN_OR_RETURN(const std::string alternative_piece, pieces_.Piece(alternative.token));
-    top.push_back(ChatEntry(alternative_piece, alternative.logprob));
-  }
+  for (const TokenText& alternative : text.top) top.push_back(ChatEntry(alternative));
   entry["top_logprobs"] = std::move(top);
   content_.push_back(std::move(entry));
-  pieces_.Advance(token.token);
   return absl::OkStatus();
 }
 

@@ -1,7 +1,7 @@
-// Token log-probs in OpenAI's two shapes. A token's text is the piece it adds after the tokens before it
-// (DecodePiece over the last few ids), so a choice's pieces join to its text (an echoed prompt's special
-// tokens such as BOS have pieces that the echoed text, the prompt as given, lacks); a piece that ends inside
-// a UTF-8 character shows U+FFFD (chat's `bytes` keep the raw bytes).
+// Token log-probs in OpenAI's two shapes, from the engine's token texts (engine/output/token_text.h: the
+// piece each token adds, so a choice's pieces join to its text; an echoed prompt's special tokens such as
+// BOS have pieces that the echoed text, the prompt as given, lacks); a piece that ends inside a UTF-8
+// character shows U+FFFD (chat's `bytes` keep the raw bytes).
 //  - completions (legacy): {"tokens", "token_logprobs", "top_logprobs": [{piece: lp}], "text_offset"}, byte
 //    offsets into the choice's text; top_logprobs holds the requested alternatives plus the chosen token.
 //  - chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]}.
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/output/token_text.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
-#include "server/piece_decoder.h"
 
 namespace arach::server::http {
 

@@ -6,25 +6,14 @@
 #include "engine/core/mapped_file.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
-#include "tests/testing/collecting_sink.h"
+#include "tests/testing/collecting_observer.h"
+#include "tests/testing/fixture_engine.h"
 #include "tests/testing/fixtures.h"
 
 namespace arach {
 namespace {
 
-using testing::CollectingSink;
-
-std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config = {}, int kv_blocks = 256) {
-  LoadModelOptions load;
-  load.kv_blocks = kv_blocks;
-  load.hub_embedding = testing::FixturePath("refs/refs.safetensors") + ":" + model + ".hub_embedding";
-  auto loaded = LoadModel(testing::FixturePath(model), load);
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return nullptr;
-  auto engine = Engine::Create(std::move(*loaded), config);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  return engine.ok() ? std::move(*engine) : nullptr;
-}
+using testing::CollectingObserver;
 
 const nlohmann::json& SinkRefs() { return testing::SinkRefsJson(); }
 
@@ -62,7 +51,7 @@ void ExpectMatchesReference(const AttentionDiagnostics& got, const std::string& 
 struct Job {
   std::string prompt_key, variant;
   EngineRequest request;
-  std::shared_ptr<CollectingSink> sink = std::make_shared<CollectingSink>();
+  std::shared_ptr<CollectingObserver> observer = std::make_shared<CollectingObserver>();
 };
 
 Job ScoreJob(const std::string& model, const std::string& prompt, const std::string& variant) {
@@ -84,14 +73,14 @@ const std::vector<std::string> kVariants = {"base", "arach"};
 TEST(AttentionSink, ScoreDiagnosticsMatchTheReferences) {
   ARACH_REQUIRE_FIXTURES();
   for (const std::string& model : kModels) {
-    auto engine = MakeEngine(model);
+    auto engine = testing::MakeFixtureEngine(model);
     ASSERT_NE(engine, nullptr);
     for (const std::string& prompt : kPrompts) {
       for (const std::string& variant : kVariants) {
         Job job = ScoreJob(model, prompt, variant);
-        ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
-        ASSERT_TRUE(job.sink->Wait());
-        const FinishInfo finish = job.sink->finish();
+        ASSERT_TRUE(engine->Submit(job.request, job.observer).ok());
+        ASSERT_TRUE(job.observer->Wait());
+        const FinishInfo finish = job.observer->finish();
         ASSERT_TRUE(finish.status.ok()) << finish.status;
         ASSERT_TRUE(finish.attention.has_value()) << model << " " << prompt << " " << variant;
         ExpectMatchesReference(*finish.attention, model, prompt, variant);
@@ -105,7 +94,7 @@ TEST(AttentionSink, ChunkedAndBatchedPromptsGiveTheSameMeans) {
   EngineConfig config;
   config.max_num_batched_tokens = 5;  // p48 takes ten steps, shared with the other requests
   for (const std::string& model : kModels) {
-    auto engine = MakeEngine(model, config);
+    auto engine = testing::MakeFixtureEngine(model, config);
     ASSERT_NE(engine, nullptr);
     std::vector<Job> jobs;
     for (const std::string& prompt : kPrompts) {
@@ -113,37 +102,37 @@ TEST(AttentionSink, ChunkedAndBatchedPromptsGiveTheSameMeans) {
     }
     Job plain = ScoreJob(model, "p48", "arach");
     plain.request.attention_diagnostics = false;
-    for (Job& job : jobs) ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
-    ASSERT_TRUE(engine->Submit(plain.request, plain.sink).ok());
+    for (Job& job : jobs) ASSERT_TRUE(engine->Submit(job.request, job.observer).ok());
+    ASSERT_TRUE(engine->Submit(plain.request, plain.observer).ok());
     for (Job& job : jobs) {
-      ASSERT_TRUE(job.sink->Wait());
-      ASSERT_TRUE(job.sink->finish().attention.has_value());
-      ExpectMatchesReference(*job.sink->finish().attention, model, job.prompt_key, job.variant);
+      ASSERT_TRUE(job.observer->Wait());
+      ASSERT_TRUE(job.observer->finish().attention.has_value());
+      ExpectMatchesReference(*job.observer->finish().attention, model, job.prompt_key, job.variant);
     }
-    ASSERT_TRUE(plain.sink->Wait());
-    EXPECT_FALSE(plain.sink->finish().attention.has_value()) << "only requests that ask get diagnostics";
+    ASSERT_TRUE(plain.observer->Wait());
+    EXPECT_FALSE(plain.observer->finish().attention.has_value()) << "only requests that ask get diagnostics";
   }
 }
 
 TEST(AttentionSink, GenerationWithACachedPromptStillCountsEveryPromptRow) {
   ARACH_REQUIRE_FIXTURES();
-  auto engine = MakeEngine("gpt2-tiny");
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny");
   ASSERT_NE(engine, nullptr);
   Job warm = ScoreJob("gpt2-tiny", "p48", "arach");
   warm.request.kind = RequestKind::kGenerate;
   warm.request.attention_diagnostics = false;
   warm.request.sampling.max_tokens = 4;
   warm.request.sampling.temperature = 0.0f;
-  ASSERT_TRUE(engine->Submit(warm.request, warm.sink).ok());
-  ASSERT_TRUE(warm.sink->Wait());
+  ASSERT_TRUE(engine->Submit(warm.request, warm.observer).ok());
+  ASSERT_TRUE(warm.observer->Wait());
   Job diagnosed = warm;
-  diagnosed.sink = std::make_shared<CollectingSink>();
+  diagnosed.observer = std::make_shared<CollectingObserver>();
   diagnosed.request.attention_diagnostics = true;
-  ASSERT_TRUE(engine->Submit(diagnosed.request, diagnosed.sink).ok());
-  ASSERT_TRUE(diagnosed.sink->Wait());
-  const FinishInfo finish = diagnosed.sink->finish();
+  ASSERT_TRUE(engine->Submit(diagnosed.request, diagnosed.observer).ok());
+  ASSERT_TRUE(diagnosed.observer->Wait());
+  const FinishInfo finish = diagnosed.observer->finish();
   EXPECT_EQ(finish.usage.cached_prompt_tokens, 0) << "a diagnosed prompt is computed in full";
-  EXPECT_EQ(diagnosed.sink->tokens().size(), 4u);
+  EXPECT_EQ(diagnosed.observer->tokens().size(), 4u);
   ASSERT_TRUE(finish.attention.has_value());
   ExpectMatchesReference(*finish.attention, "gpt2-tiny", "p48", "arach");
 }
@@ -154,7 +143,7 @@ TEST(AttentionSink, APreemptedPromptIsCountedOnce) {
   // grows into the blocks the diagnosed prompt needs, which is preempted and computed again.
   EngineConfig config;
   config.max_num_batched_tokens = 5;
-  auto engine = MakeEngine("gpt2-tiny", config, /*kv_blocks=*/6);
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny", config, /*kv_blocks=*/6);
   ASSERT_NE(engine, nullptr);
   Job long_generation = ScoreJob("gpt2-tiny", "p48", "base");
   long_generation.request.kind = RequestKind::kGenerate;
@@ -162,11 +151,11 @@ TEST(AttentionSink, APreemptedPromptIsCountedOnce) {
   long_generation.request.sampling.max_tokens = 40;
   long_generation.request.sampling.ignore_eos = true;
   Job diagnosed = ScoreJob("gpt2-tiny", "p48", "arach");
-  ASSERT_TRUE(engine->Submit(long_generation.request, long_generation.sink).ok());
-  ASSERT_TRUE(engine->Submit(diagnosed.request, diagnosed.sink).ok());
-  ASSERT_TRUE(diagnosed.sink->Wait());
-  ASSERT_TRUE(long_generation.sink->Wait());
-  const FinishInfo finish = diagnosed.sink->finish();
+  ASSERT_TRUE(engine->Submit(long_generation.request, long_generation.observer).ok());
+  ASSERT_TRUE(engine->Submit(diagnosed.request, diagnosed.observer).ok());
+  ASSERT_TRUE(diagnosed.observer->Wait());
+  ASSERT_TRUE(long_generation.observer->Wait());
+  const FinishInfo finish = diagnosed.observer->finish();
   ASSERT_TRUE(finish.status.ok()) << finish.status;
   EXPECT_GT(finish.usage.preemptions, 0) << "the case must preempt the diagnosed prompt to test anything";
   ASSERT_TRUE(finish.attention.has_value());

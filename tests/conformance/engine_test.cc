@@ -10,26 +10,14 @@
 #include "engine/tokenizer/unicode.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/collecting_sink.h"
+#include "tests/testing/collecting_observer.h"
+#include "tests/testing/fixture_engine.h"
 #include "tests/testing/fixtures.h"
 
 namespace arach {
 namespace {
 
-using testing::CollectingSink;
-
-std::unique_ptr<Engine> MakeEngine(EngineConfig config = {}, int kv_blocks = 256, const std::string& model = "gpt2-tiny") {
-  LoadModelOptions load;
-  load.kv_blocks = kv_blocks;
-  load.adapter = testing::FixturePath(model + "/preproj.safetensors");
-  load.hub_embedding = testing::FixturePath("refs/refs.safetensors") + ":" + model + ".hub_embedding";
-  auto loaded = LoadModel(testing::FixturePath(model), load);
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return nullptr;
-  auto engine = Engine::Create(std::move(*loaded), config);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  return engine.ok() ? std::move(*engine) : nullptr;
-}
+using testing::CollectingObserver;
 
 // Prompts cut from the fixture's validation text.
 std::vector<int32_t> ValTokens(const Tokenizer& tokenizer) {
@@ -38,7 +26,7 @@ std::vector<int32_t> ValTokens(const Tokenizer& tokenizer) {
   return *ids;
 }
 
-// Stats are published after the step whose sinks saw the last finish: wait until the engine is idle.
+// Stats are published after the step whose observers saw the last finish: wait until the engine is idle.
 EngineStats IdleStats(const Engine& engine) {
   for (int i = 0; i < 1000; ++i) {
     const EngineStats stats = engine.stats();
@@ -57,7 +45,7 @@ Variant VariantNumber(int i) {
 
 struct Job {
   EngineRequest request;
-  std::shared_ptr<CollectingSink> sink = std::make_shared<CollectingSink>();
+  std::shared_ptr<CollectingObserver> observer = std::make_shared<CollectingObserver>();
 };
 
 std::vector<Job> MakeJobs(const std::vector<int32_t>& val, int count, bool sampled, uint32_t seed) {
@@ -88,21 +76,21 @@ TEST_P(EngineUnderLoad, EveryOutputEqualsItsOutputAlone) {
   ARACH_REQUIRE_FIXTURES();
   EngineConfig config;
   config.max_num_batched_tokens = 64;  // forces chunked prefill of the longer prompts
-  auto engine = MakeEngine(config);
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny", config);
   ASSERT_NE(engine, nullptr);
   const std::vector<int32_t> val = ValTokens(engine->tokenizer());
   const bool sampled = GetParam();
   std::vector<Job> alone = MakeJobs(val, 16, sampled, 5), together = MakeJobs(val, 16, sampled, 5);
   for (Job& job : alone) {
-    ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
-    ASSERT_TRUE(job.sink->Wait());
+    ASSERT_TRUE(engine->Submit(job.request, job.observer).ok());
+    ASSERT_TRUE(job.observer->Wait());
   }
-  for (Job& job : together) ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
+  for (Job& job : together) ASSERT_TRUE(engine->Submit(job.request, job.observer).ok());
   for (size_t i = 0; i < together.size(); ++i) {
-    ASSERT_TRUE(together[i].sink->Wait());
-    EXPECT_EQ(together[i].sink->tokens(), alone[i].sink->tokens()) << "request " << i << " " << together[i].request.variant.Name();
-    EXPECT_EQ(together[i].sink->text(), alone[i].sink->text());
-    EXPECT_EQ(together[i].sink->finish().reason, FinishReason::kLength);
+    ASSERT_TRUE(together[i].observer->Wait());
+    EXPECT_EQ(together[i].observer->tokens(), alone[i].observer->tokens()) << "request " << i << " " << together[i].request.variant.Name();
+    EXPECT_EQ(together[i].observer->text(), alone[i].observer->text());
+    EXPECT_EQ(together[i].observer->finish().reason, FinishReason::kLength);
   }
   EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
 }
@@ -112,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, EngineUnderLoad, ::testing::Values(fal
 
 TEST(EngineGreedy, MatchesTheReferenceContinuation) {
   ARACH_REQUIRE_FIXTURES();
-  auto engine = MakeEngine();
+  auto engine = testing::MakeFixtureEngine();
   ASSERT_NE(engine, nullptr);
   for (const std::string variant : {"base", "arach", "skip", "arach_skip"}) {
     Job job;
@@ -122,9 +110,9 @@ TEST(EngineGreedy, MatchesTheReferenceContinuation) {
     job.request.sampling.ignore_eos = true;
     job.request.variant.arach = variant.find("arach") != std::string::npos;
     job.request.variant.skip = variant.find("skip") != std::string::npos;
-    ASSERT_TRUE(engine->Submit(job.request, job.sink).ok());
-    ASSERT_TRUE(job.sink->Wait());
-    EXPECT_EQ(job.sink->tokens(),
+    ASSERT_TRUE(engine->Submit(job.request, job.observer).ok());
+    ASSERT_TRUE(job.observer->Wait());
+    EXPECT_EQ(job.observer->tokens(),
               testing::RefsJson()["models"]["gpt2-tiny"]["variants"][variant]["greedy_p48_32"].get<std::vector<int32_t>>())
         << variant;
   }
@@ -132,7 +120,7 @@ TEST(EngineGreedy, MatchesTheReferenceContinuation) {
 
 TEST(EnginePrefixCache, SharedPrefixReusesBlocksOfTheSameVariantOnly) {
   ARACH_REQUIRE_FIXTURES();
-  auto engine = MakeEngine();
+  auto engine = testing::MakeFixtureEngine();
   ASSERT_NE(engine, nullptr);
   const std::vector<int32_t> val = ValTokens(engine->tokenizer());
   auto run = [&](Engine& e, std::vector<int32_t> prompt, Variant variant) {
@@ -142,8 +130,8 @@ TEST(EnginePrefixCache, SharedPrefixReusesBlocksOfTheSameVariantOnly) {
     job.request.sampling.temperature = 0.0f;
     job.request.sampling.max_tokens = 12;
     job.request.sampling.ignore_eos = true;
-    EXPECT_TRUE(e.Submit(job.request, job.sink).ok());
-    EXPECT_TRUE(job.sink->Wait());
+    EXPECT_TRUE(e.Submit(job.request, job.observer).ok());
+    EXPECT_TRUE(job.observer->Wait());
     return job;
   };
   std::vector<int32_t> first(val.begin(), val.begin() + 40);
@@ -155,17 +143,17 @@ TEST(EnginePrefixCache, SharedPrefixReusesBlocksOfTheSameVariantOnly) {
   run(*engine, first, arach);
   const EngineStats before = IdleStats(*engine);
   const Job reused = run(*engine, second, arach);
-  EXPECT_EQ(reused.sink->finish().usage.cached_prompt_tokens, 32);
+  EXPECT_EQ(reused.observer->finish().usage.cached_prompt_tokens, 32);
   EXPECT_EQ(IdleStats(*engine).prefix_cache_hits - before.prefix_cache_hits, 2);
   const Job other_variant = run(*engine, second, Variant{});
-  EXPECT_EQ(other_variant.sink->finish().usage.cached_prompt_tokens, 0) << "base must not reuse ARACH's K/V";
+  EXPECT_EQ(other_variant.observer->finish().usage.cached_prompt_tokens, 0) << "base must not reuse ARACH's K/V";
 
   EngineConfig no_cache;
   no_cache.enable_prefix_caching = false;
-  auto fresh = MakeEngine(no_cache);
+  auto fresh = testing::MakeFixtureEngine("gpt2-tiny", no_cache);
   const Job uncached = run(*fresh, second, arach);
-  EXPECT_EQ(uncached.sink->finish().usage.cached_prompt_tokens, 0);
-  EXPECT_EQ(reused.sink->tokens(), uncached.sink->tokens()) << "reused blocks must give the same output";
+  EXPECT_EQ(uncached.observer->finish().usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(reused.observer->tokens(), uncached.observer->tokens()) << "reused blocks must give the same output";
 }
 
 // Hundreds of requests of random lengths and variants, some cancelled, on a pool small enough to preempt.
@@ -174,7 +162,7 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
   EngineConfig config;
   config.max_num_seqs = 24;
   config.max_num_batched_tokens = 128;
-  auto engine = MakeEngine(config, /*kv_blocks=*/24);  // 384 tokens of KV for up to 24 sequences
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny", config, /*kv_blocks=*/24);  // 384 tokens of KV for up to 24 sequences
   ASSERT_NE(engine, nullptr);
   const std::vector<int32_t> val = ValTokens(engine->tokenizer());
   std::mt19937 rng(11);
@@ -189,7 +177,7 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
     jobs[i].request.variant = VariantNumber(static_cast<int>(rng() % 4));
     jobs[i].request.sampling.max_tokens = 1 + static_cast<int>(rng() % 48);
     jobs[i].request.sampling.temperature = (rng() % 2) ? 0.0f : 1.0f;
-    auto id = engine->Submit(jobs[i].request, jobs[i].sink);
+    auto id = engine->Submit(jobs[i].request, jobs[i].observer);
     ASSERT_TRUE(id.ok()) << id.status();
     ids[i] = *id;
     if (rng() % 5 == 0) {  // cancel some at once, some a little later
@@ -200,9 +188,9 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
   }
   int finished = 0, cancels = 0;
   for (int i = 0; i < kRequests; ++i) {
-    ASSERT_TRUE(jobs[i].sink->Wait()) << "request " << i << " lost";
-    const FinishInfo info = jobs[i].sink->finish();
-    EXPECT_EQ(jobs[i].sink->finish_count(), 1);
+    ASSERT_TRUE(jobs[i].observer->Wait()) << "request " << i << " lost";
+    const FinishInfo info = jobs[i].observer->finish();
+    EXPECT_EQ(jobs[i].observer->finish_count(), 1);
     if (info.reason == FinishReason::kCancelled) {
       EXPECT_TRUE(cancelled[i]) << "request " << i << " cancelled without being asked";
       ++cancels;
@@ -210,7 +198,7 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
     }
     ASSERT_TRUE(info.reason == FinishReason::kLength || info.reason == FinishReason::kStop) << FinishReasonName(info.reason);
     EXPECT_TRUE(info.status.ok());
-    EXPECT_EQ(static_cast<int>(jobs[i].sink->tokens().size()), info.usage.completion_tokens);
+    EXPECT_EQ(static_cast<int>(jobs[i].observer->tokens().size()), info.usage.completion_tokens);
     if (info.reason == FinishReason::kLength) {
       EXPECT_EQ(info.usage.completion_tokens, jobs[i].request.sampling.max_tokens);
     }
@@ -230,7 +218,7 @@ TEST(EngineLimits, FullQueueIsResourceExhausted) {
   EngineConfig config;
   config.max_num_seqs = 1;
   config.max_queued_requests = 2;
-  auto engine = MakeEngine(config);
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny", config);
   ASSERT_NE(engine, nullptr);
   std::vector<Job> jobs(10);
   int accepted = 0, exhausted = 0;
@@ -238,7 +226,7 @@ TEST(EngineLimits, FullQueueIsResourceExhausted) {
     job.request.prompt = {464, 1110};
     job.request.sampling.max_tokens = 200;
     job.request.sampling.ignore_eos = true;
-    auto id = engine->Submit(job.request, job.sink);
+    auto id = engine->Submit(job.request, job.observer);
     if (id.ok()) {
       ++accepted;
     } else {
@@ -250,8 +238,8 @@ TEST(EngineLimits, FullQueueIsResourceExhausted) {
   EXPECT_GE(exhausted, 7);
   engine->Shutdown();  // ends the accepted ones as cancelled
   for (Job& job : jobs) {
-    if (job.sink->finish_count() > 0) {
-      EXPECT_EQ(job.sink->finish().reason, FinishReason::kCancelled);
+    if (job.observer->finish_count() > 0) {
+      EXPECT_EQ(job.observer->finish().reason, FinishReason::kCancelled);
     }
   }
 }
@@ -260,12 +248,12 @@ TEST(EngineLimits, InvalidRequestsNameTheField) {
   ARACH_REQUIRE_FIXTURES();
   LoadModelOptions load;
   load.kv_blocks = 8;  // 128 tokens
-  auto loaded = LoadModel(testing::FixturePath("gpt2-tiny"), load);
+  auto loaded = LoadModelBundle(testing::FixturePath("gpt2-tiny"), load);
   ASSERT_TRUE(loaded.ok());
   auto engine = Engine::Create(std::move(*loaded), EngineConfig{});
   ASSERT_TRUE(engine.ok());
-  auto sink = std::make_shared<CollectingSink>();
-  auto submit = [&](EngineRequest r) { return (*engine)->Submit(std::move(r), sink).status(); };
+  auto observer = std::make_shared<CollectingObserver>();
+  auto submit = [&](EngineRequest r) { return (*engine)->Submit(std::move(r), observer).status(); };
   EngineRequest r;
   EXPECT_THAT(std::string(submit(r).message()), ::testing::HasSubstr("prompt: empty"));
   r.prompt = {1, 2, 99999};
@@ -283,39 +271,39 @@ TEST(EngineLimits, InvalidRequestsNameTheField) {
   const absl::Status no_adapter = submit(r);
   EXPECT_EQ(no_adapter.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(no_adapter.message()), ::testing::HasSubstr("--adapter"));
-  EXPECT_EQ(sink->finish_count(), 0) << "nothing was queued";
+  EXPECT_EQ(observer->finish_count(), 0) << "nothing was queued";
 }
 
 TEST(EngineLifecycle, DeadlinesAndCancellationFreeTheBlocks) {
   ARACH_REQUIRE_FIXTURES();
-  auto engine = MakeEngine();
+  auto engine = testing::MakeFixtureEngine();
   ASSERT_NE(engine, nullptr);
   Job expires;
   expires.request.prompt = {464, 1110, 286};
   expires.request.sampling.max_tokens = 200;
   expires.request.sampling.ignore_eos = true;
   expires.request.deadline = Clock::now() + std::chrono::milliseconds(30);
-  ASSERT_TRUE(engine->Submit(expires.request, expires.sink).ok());
+  ASSERT_TRUE(engine->Submit(expires.request, expires.observer).ok());
   Job cancelled;
   cancelled.request = expires.request;
   cancelled.request.deadline.reset();
-  auto id = engine->Submit(cancelled.request, cancelled.sink);
+  auto id = engine->Submit(cancelled.request, cancelled.observer);
   ASSERT_TRUE(id.ok());
-  while (cancelled.sink->chunk_count() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (cancelled.observer->chunk_count() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   engine->Cancel(*id);
-  ASSERT_TRUE(expires.sink->Wait());
-  ASSERT_TRUE(cancelled.sink->Wait());
-  EXPECT_EQ(expires.sink->finish().reason, FinishReason::kDeadline);
-  EXPECT_EQ(expires.sink->finish().status.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_LT(expires.sink->finish().usage.completion_tokens, 200);
-  EXPECT_EQ(cancelled.sink->finish().reason, FinishReason::kCancelled);
-  EXPECT_LT(cancelled.sink->finish().usage.completion_tokens, 200);
+  ASSERT_TRUE(expires.observer->Wait());
+  ASSERT_TRUE(cancelled.observer->Wait());
+  EXPECT_EQ(expires.observer->finish().reason, FinishReason::kDeadline);
+  EXPECT_EQ(expires.observer->finish().status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(expires.observer->finish().usage.completion_tokens, 200);
+  EXPECT_EQ(cancelled.observer->finish().reason, FinishReason::kCancelled);
+  EXPECT_LT(cancelled.observer->finish().usage.completion_tokens, 200);
   EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
 }
 
 TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   ARACH_REQUIRE_FIXTURES();
-  auto engine = MakeEngine();
+  auto engine = testing::MakeFixtureEngine();
   ASSERT_NE(engine, nullptr);
   const std::vector<int32_t> p48 = testing::RefPrompt("gpt2-tiny", "p48");
   // Greedy after p48 gives ":\nI'll not, ..." (see refs): stop at the string "not".
@@ -326,12 +314,12 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   stop.request.sampling.stop = {"not"};
   stop.request.sampling.logprobs = true;
   stop.request.sampling.top_logprobs = 3;
-  ASSERT_TRUE(engine->Submit(stop.request, stop.sink).ok());
-  ASSERT_TRUE(stop.sink->Wait());
-  EXPECT_EQ(stop.sink->finish().reason, FinishReason::kStop);
-  EXPECT_EQ(stop.sink->finish().stop_string, "not");
-  EXPECT_EQ(stop.sink->text(), ":\nI'll ");
-  for (const StreamChunk& chunk : stop.sink->chunks()) {
+  ASSERT_TRUE(engine->Submit(stop.request, stop.observer).ok());
+  ASSERT_TRUE(stop.observer->Wait());
+  EXPECT_EQ(stop.observer->finish().reason, FinishReason::kStop);
+  EXPECT_EQ(stop.observer->finish().stop_string, "not");
+  EXPECT_EQ(stop.observer->text(), ":\nI'll ");
+  for (const StreamChunk& chunk : stop.observer->chunks()) {
     EXPECT_TRUE(DecodeUtf8(chunk.text).ok());
     ASSERT_EQ(chunk.tokens.size(), 1u);
     EXPECT_EQ(chunk.tokens[0].top.size(), 3u);
@@ -343,23 +331,23 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   score.request.prompt = p48;
   score.request.kind = RequestKind::kScore;
   score.request.variant.arach = true;
-  ASSERT_TRUE(engine->Submit(score.request, score.sink).ok());
-  ASSERT_TRUE(score.sink->Wait());
-  const std::vector<float> got = score.sink->finish().prompt_logprobs;
+  ASSERT_TRUE(engine->Submit(score.request, score.observer).ok());
+  ASSERT_TRUE(score.observer->Wait());
+  const std::vector<float> got = score.observer->finish().prompt_logprobs;
   auto runner = testing::LoadFixtureRunner("gpt2-tiny");
   OfflineSession session(**runner);
   Variant arach;
   arach.arach = true;
-  auto expected = session.TokenLogProbs(p48, 512, arach);
+  auto expected = testing::TokenLogProbs(session, p48, 512, arach);
   ASSERT_TRUE(expected.ok());
   ASSERT_EQ(got.size(), expected->size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], (*expected)[i], 1e-4) << i;
-  EXPECT_EQ(score.sink->tokens().size(), 0u);
+  EXPECT_EQ(score.observer->tokens().size(), 0u);
 }
 
 TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {
   ARACH_REQUIRE_FIXTURES();
-  auto engine = MakeEngine();
+  auto engine = testing::MakeFixtureEngine();
   ASSERT_NE(engine, nullptr);
   // Make the most likely next token a stop token: stop_token_ids = the greedy first token after p48 (":" = 25).
   Job stop;
@@ -367,18 +355,18 @@ TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {
   stop.request.sampling.temperature = 0.0f;
   stop.request.sampling.max_tokens = 10;
   stop.request.sampling.stop_token_ids = {25};
-  ASSERT_TRUE(engine->Submit(stop.request, stop.sink).ok());
-  ASSERT_TRUE(stop.sink->Wait());
-  EXPECT_EQ(stop.sink->finish().reason, FinishReason::kStop);
-  EXPECT_EQ(stop.sink->tokens(), std::vector<int32_t>{25});
-  EXPECT_EQ(stop.sink->text(), "") << "a stop token adds no text";
+  ASSERT_TRUE(engine->Submit(stop.request, stop.observer).ok());
+  ASSERT_TRUE(stop.observer->Wait());
+  EXPECT_EQ(stop.observer->finish().reason, FinishReason::kStop);
+  EXPECT_EQ(stop.observer->tokens(), std::vector<int32_t>{25});
+  EXPECT_EQ(stop.observer->text(), "") << "a stop token adds no text";
   Job held;
   held.request = stop.request;
   held.request.sampling.min_tokens = 4;
-  ASSERT_TRUE(engine->Submit(held.request, held.sink).ok());
-  ASSERT_TRUE(held.sink->Wait());
-  EXPECT_GE(held.sink->tokens().size(), 4u);
-  EXPECT_NE(held.sink->tokens()[0], 25);
+  ASSERT_TRUE(engine->Submit(held.request, held.observer).ok());
+  ASSERT_TRUE(held.observer->Wait());
+  EXPECT_GE(held.observer->tokens().size(), 4u);
+  EXPECT_NE(held.observer->tokens()[0], 25);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// ARACH and pre-projection + skip conformance against ../shared/fixtures/refs (float32 CPU), mixed-variant
-// batches, chunked prefill with ARACH, and ARACH's KV-cache promise.
+// The variants beyond the references' logits (reference_test.cc): LAMBADA log-probs of base and ARACH,
+// mixed-variant batches with chunked prefill, and ARACH's KV-cache promise.
 #include <cmath>
 #include <cstring>
 
@@ -14,117 +14,6 @@ namespace {
 
 using testing::MaxAbsDiff;
 using testing::RefPrompt;
-using testing::RefTensor;
-
-Variant VariantOf(const std::string& ref_name) {
-  Variant v;
-  if (ref_name == "arach" || ref_name == "arach_b0" || ref_name == "arach_skip") v.arach = true;
-  if (ref_name == "arach_b0") v.arach_offset = 0.0f;
-  if (ref_name == "skip" || ref_name == "arach_skip") v.skip = true;
-  return v;
-}
-
-struct Case {
-  std::string model;
-  std::string variant;  // name in refs.json / refs.safetensors
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " " << c.variant; }
-
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.model + "_" + info.param.variant;
-  for (char& c : name) if (c == '-') c = '_';
-  return name;
-}
-
-class VariantConformance : public ::testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    testing::FixtureOptions options;
-    options.adapter = GetParam().model != "llama-stories260k";
-    auto runner = testing::LoadFixtureRunner(GetParam().model, options);
-    ASSERT_TRUE(runner.ok()) << runner.status();
-    runner_ = std::move(*runner);
-  }
-  const nlohmann::json& Ref() const { return testing::RefsJson()["models"][GetParam().model]["variants"][GetParam().variant]; }
-  std::unique_ptr<ModelRunner> runner_;
-};
-
-TEST_P(VariantConformance, LastLogitsOfP7AndP48) {
-  OfflineSession session(*runner_);
-  const size_t vocab = runner_->config().vocab_size;
-  for (const std::string prompt : {"p7", "p48"}) {
-    const std::vector<int32_t> ids = RefPrompt(GetParam().model, prompt);
-    auto logits = session.Logits(ids, 0, VariantOf(GetParam().variant));
-    ASSERT_TRUE(logits.ok()) << logits.status();
-    const std::vector<float> ref = RefTensor(GetParam().model + "." + GetParam().variant + "." + prompt + ".last_logits");
-    ASSERT_EQ(ref.size(), vocab);
-    EXPECT_LT(MaxAbsDiff(logits->data() + (ids.size() - 1) * vocab, ref.data(), vocab), 1e-3f) << prompt;
-  }
-}
-
-TEST_P(VariantConformance, GreedyP48Continuation) {
-  OfflineSession session(*runner_);
-  GreedyOptions options;
-  options.variant = VariantOf(GetParam().variant);
-  options.max_new_tokens = 32;
-  auto out = session.GenerateGreedy({RefPrompt(GetParam().model, "p48")}, options);
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ((*out)[0], Ref()["greedy_p48_32"].get<std::vector<int32_t>>());
-}
-
-TEST_P(VariantConformance, ValidationPerplexity) {
-  std::vector<int32_t> val;
-  if (GetParam().model == "llama-stories260k") {
-    const auto story = testing::RefsJson()["notes"]["llama_greedy_from_bos_60"].get<std::vector<int32_t>>();
-    for (int r = 0; r < 6; ++r) val.insert(val.end(), story.begin(), story.end());
-  } else {
-    auto tokenizer = LoadTokenizer(testing::FixturePath(GetParam().model));
-    ASSERT_TRUE(tokenizer.ok());
-    auto text = ReadFileToString(testing::FixturePath("data/tinyshakespeare.txt"));
-    ASSERT_TRUE(text.ok());
-    auto ids = (*tokenizer)->Encode(*text, false);
-    ASSERT_TRUE(ids.ok());
-    val.assign(ids->begin() + static_cast<long>(0.9 * ids->size()), ids->end());
-  }
-  OfflineSession session(*runner_);
-  double total = 0.0;
-  int count = 0;
-  for (int w = 0; w < std::min<int>(8, (static_cast<int>(val.size()) - 1) / 128); ++w) {
-    auto logprobs = session.TokenLogProbs(std::vector<int32_t>(val.begin() + 128 * w, val.begin() + 128 * w + 129), 512,
-                                          VariantOf(GetParam().variant));
-    ASSERT_TRUE(logprobs.ok()) << logprobs.status();
-    for (double lp : *logprobs) total -= lp;
-    count += static_cast<int>(logprobs->size());
-  }
-  const double ppl = std::exp(total / count), ref_ppl = Ref()["val_ppl"].get<double>();
-  EXPECT_EQ(count, Ref()["val_tokens"].get<int>());
-  EXPECT_NEAR(ppl, ref_ppl, 1e-3 * ref_ppl) << "ppl " << ppl << " vs " << ref_ppl;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Refs, VariantConformance,
-    ::testing::Values(Case{"gpt2-tiny", "arach"}, Case{"gpt2-tiny", "arach_b0"}, Case{"gpt2-tiny", "skip"},
-                      Case{"gpt2-tiny", "arach_skip"}, Case{"neox-tiny", "arach"}, Case{"neox-tiny", "arach_b0"},
-                      Case{"neox-tiny", "skip"}, Case{"neox-tiny", "arach_skip"}, Case{"llama-stories260k", "arach"},
-                      Case{"llama-stories260k", "arach_b0"}),
-    CaseName);
-
-// The references hold all-position logits of p7 for ARACH (b = -0.5).
-TEST(ArachAllPositions, P7LogitsOfEveryModel) {
-  ARACH_REQUIRE_FIXTURES();
-  for (const std::string model : {"gpt2-tiny", "neox-tiny", "llama-stories260k"}) {
-    auto runner = testing::LoadFixtureRunner(model);
-    ASSERT_TRUE(runner.ok()) << runner.status();
-    OfflineSession session(**runner);
-    auto logits = session.Logits(RefPrompt(model, "p7"), 0, VariantOf("arach"));
-    ASSERT_TRUE(logits.ok()) << logits.status();
-    const std::vector<float> ref = RefTensor(model + ".arach.p7.logits");
-    ASSERT_EQ(logits->size(), ref.size());
-    EXPECT_LT(MaxAbsDiff(logits->data(), ref.data(), ref.size()), 1e-3f) << model;
-  }
-}
 
 // lm-eval-harness lambada_openai protocol on the first 40 lines: summed target log-prob and greedy flag.
 TEST(Lambada, Gpt2TinyFirst40BaseAndArach) {
@@ -149,7 +38,7 @@ TEST(Lambada, Gpt2TinyFirst40BaseAndArach) {
         if (t < 0) return;
         sum += LogSoftmaxAt(row, target[t]);
         greedy &= ArgMax(row) == target[t];
-      }, {VariantOf(variant)});
+      }, {testing::VariantOfRef(variant)});
       ASSERT_TRUE(status.ok()) << status;
       worst = std::max(worst, static_cast<float>(std::fabs(sum - row[variant]["logprob"].get<double>())));
       greedy_mismatches += greedy != row[variant]["greedy"].get<bool>();
@@ -176,7 +65,8 @@ TEST_P(MixedBatch, FourVariantsTogetherEqualAlone) {
   const std::vector<int32_t> p48 = RefPrompt(GetParam(), "p48");
   const std::vector<std::vector<int32_t>> prompts = {RefPrompt(GetParam(), "p7"), p48,
                                                      std::vector<int32_t>(p48.begin() + 3, p48.begin() + 20), {p48[9], p48[2]}};
-  const std::vector<Variant> variants = {VariantOf("base"), VariantOf("arach"), VariantOf("skip"), VariantOf("arach_skip")};
+  std::vector<Variant> variants;
+  for (const char* name : {"base", "arach", "skip", "arach_skip"}) variants.push_back(testing::VariantOfRef(name));
 
   auto collect = [&](const std::vector<std::vector<int32_t>>& ps, const std::vector<Variant>& vs, int chunk) {
     std::vector<std::vector<float>> out(ps.size());

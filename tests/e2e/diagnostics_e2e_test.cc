@@ -1,7 +1,7 @@
 // Attention-sink diagnostics end to end, against the real server on the gpt2-tiny fixture with
 // --diagnostics_sample_rate=1: gRPC Score with diagnostics and the HTTP completions extension return the
 // references of refs/sink_refs.json; sampled requests feed arach_attention_sink_mass by variant without
-// returning diagnostics nobody asked for; arach-cli sinks prints the same per-layer means and writes a chart.
+// returning diagnostics nobody asked for; arach-cli diagnostics prints the same per-layer means and writes a chart.
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -118,14 +118,14 @@ TEST_F(DiagnosticsServer, HttpCompletionsExtensionAndSampledMetrics) {
   EXPECT_EQ(scrape("arach"), before + 3) << "every finished request is sampled at rate 1";
 }
 
-TEST_F(DiagnosticsServer, CliSinksPrintsTheMeansAndWritesAChart) {
+TEST_F(DiagnosticsServer, CliDiagnosticsPrintsTheMeansAndWritesAChart) {
   testing::ScopedTempDir dir;
   // Any text: the CLI's numbers are checked against Score with diagnostics on the same text.
   const std::string text = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n";
   {
     std::ofstream(dir.File("text.txt")) << text;
   }
-  const std::string command = std::string(testing::CliBinary()) + " sinks --server=" + server_->grpc_address() + " --text=" +
+  const std::string command = std::string(testing::CliBinary()) + " diagnostics --server=" + server_->grpc_address() + " --text=" +
                               dir.File("text.txt") + " --variants=base,arach --json --chart=" + dir.File("chart.svg") + " > " +
                               dir.File("out.json") + " 2> " + dir.File("err.txt");
   ASSERT_EQ(std::system(command.c_str()), 0) << command;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client/arach_client.h"
+#include "client/event_stream.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/build_paths.h"
@@ -75,32 +76,14 @@ struct StreamResult {
 };
 StreamResult Stream(const ServerProcess& server, const json& body,
                     const std::function<bool(const std::string&)>& on_event = [](const std::string&) { return true; }) {
-  httplib::Client client("http://" + server.http_address());
-  client.set_read_timeout(300, 0);
   StreamResult out;
-  std::string buffer;
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v1/completions";
-  request.body = body.dump();
-  request.set_header("Content-Type", "application/json");
-  request.response_handler = [&](const httplib::Response& response) {
-    out.status = response.status;
-    out.headers = response.headers;
-    return true;
-  };
-  request.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
-    buffer.append(data, length);
-    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
-      const std::string event = buffer.substr(0, end);
-      buffer.erase(0, end + 2);
-      if (event.rfind("data: ", 0) != 0) continue;  // a keep-alive comment
-      out.events.push_back(event.substr(6));
-      if (!on_event(out.events.back())) return false;
-    }
-    return true;
-  };
-  client.send(request);
+  const client::EventStreamAnswer answer =
+      client::PostForEvents(server.http_address(), "/v1/completions", body.dump(), [&](const std::string& payload) {
+        out.events.push_back(payload);
+        return on_event(payload);
+      }, /*read_timeout_seconds=*/300);
+  out.status = answer.status;
+  out.headers = answer.headers;
   return out;
 }
 

@@ -193,7 +193,7 @@ TEST_F(FixtureServer, ScoreMatchesTheOfflineScorer) {
   OfflineSession session(**runner);
   Variant arach;
   arach.arach = true;
-  auto expected = session.TokenLogProbs(p48, 512, arach);
+  auto expected = testing::TokenLogProbs(session, p48, 512, arach);
   ASSERT_TRUE(expected.ok());
   const arach::v1::ScoreResult& r = response.results(0);
   ASSERT_EQ(r.logprobs_size(), static_cast<int>(expected->size()));

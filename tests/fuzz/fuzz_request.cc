@@ -13,13 +13,13 @@
 #include "google/protobuf/stubs/logging.h"
 #include "engine/engine.h"
 #include "tools/make_model/make_model.h"
-#include "server/request_mapping.h"
+#include "server/grpc/request_mapping.h"
 
 namespace {
 
 std::unique_ptr<arach::Engine> g_engine;
 
-class NullSink : public arach::RequestSink {
+class NullSink : public arach::RequestObserver {
  public:
   void OnChunk(const arach::StreamChunk&) override {}
   void OnFinish(const arach::FinishInfo&) override {}
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (!arach::MakeModel(options).ok()) std::abort();
   arach::LoadModelOptions load;
   load.kv_blocks = 64;
-  auto model = arach::LoadModel(dir, load);
+  auto model = arach::LoadModelBundle(dir, load);
   if (!model.ok()) std::abort();
   arach::EngineConfig config;
   config.max_queued_requests = 8;

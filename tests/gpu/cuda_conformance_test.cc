@@ -15,25 +15,6 @@ namespace {
 constexpr float kLogitTolerance = 5e-2f;
 constexpr float kMargin = 0.1f;
 
-Variant VariantOf(const std::string& name) {
-  Variant v;
-  v.arach = name == "arach" || name == "arach_b0" || name == "arach_skip";
-  if (name == "arach_b0") v.arach_offset = 0.0f;
-  v.skip = name == "skip" || name == "arach_skip";
-  return v;
-}
-
-struct Case {
-  std::string model, variant;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " " << c.variant; }
-
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.model + "_" + info.param.variant;
-  for (char& c : name) if (c == '-') c = '_';
-  return name;
-}
 
 // Rows of `got` whose reference has a clear winner (margin > kMargin) but a different top-1.
 int TopOneDisagreements(const std::vector<float>& got, const std::vector<float>& ref, size_t vocab) {
@@ -47,7 +28,7 @@ int TopOneDisagreements(const std::vector<float>& got, const std::vector<float>&
   return disagreements;
 }
 
-class CudaConformance : public ::testing::TestWithParam<Case> {
+class CudaConformance : public ::testing::TestWithParam<testing::RefCase> {
  protected:
   void SetUp() override {
     ARACH_REQUIRE_GPU();
@@ -72,7 +53,7 @@ TEST_P(CudaConformance, LastLogitsOfP7AndP48) {
   const size_t vocab = runner_->config().vocab_size;
   for (const std::string prompt : {"p7", "p48"}) {
     const std::vector<int32_t> ids = testing::RefPrompt(GetParam().model, prompt);
-    auto logits = session.Logits(ids, 0, VariantOf(GetParam().variant));
+    auto logits = session.Logits(ids, 0, testing::VariantOfRef(GetParam().variant));
     ASSERT_TRUE(logits.ok()) << logits.status();
     const std::vector<float> ref = testing::RefTensor(RefName(prompt + ".last_logits"));
     ASSERT_EQ(ref.size(), vocab);
@@ -86,7 +67,7 @@ TEST_P(CudaConformance, AllPositionLogitsOfP7WhereReferenced) {
   const std::string name = RefName("p7.logits");
   if (!testing::RefsTensors().Has(name)) GTEST_SKIP() << "no all-position reference " << name;
   OfflineSession session(*runner_);
-  auto logits = session.Logits(testing::RefPrompt(GetParam().model, "p7"), 0, VariantOf(GetParam().variant));
+  auto logits = session.Logits(testing::RefPrompt(GetParam().model, "p7"), 0, testing::VariantOfRef(GetParam().variant));
   ASSERT_TRUE(logits.ok()) << logits.status();
   const std::vector<float> ref = testing::RefTensor(name);
   ASSERT_EQ(logits->size(), ref.size());
@@ -100,7 +81,7 @@ TEST_P(CudaConformance, GreedyP48IdenticalUpToFirstNearTie) {
                        .get<std::vector<int32_t>>();
   OfflineSession session(*runner_);
   GreedyOptions options;
-  options.variant = VariantOf(GetParam().variant);
+  options.variant = testing::VariantOfRef(GetParam().variant);
   options.max_new_tokens = static_cast<int>(ref.size());
   auto out = session.GenerateGreedy({prompt}, options);
   ASSERT_TRUE(out.ok()) << out.status();
@@ -112,7 +93,7 @@ TEST_P(CudaConformance, GreedyP48IdenticalUpToFirstNearTie) {
   std::vector<int32_t> prefix = prompt;
   prefix.insert(prefix.end(), ref.begin(), ref.begin() + static_cast<long>(step));
   OfflineSession cpu_session(*cpu_runner_);
-  auto logits = cpu_session.Logits(prefix, 0, VariantOf(GetParam().variant));
+  auto logits = cpu_session.Logits(prefix, 0, testing::VariantOfRef(GetParam().variant));
   ASSERT_TRUE(logits.ok()) << logits.status();
   const size_t vocab = cpu_runner_->config().vocab_size;
   const float* last = logits->data() + logits->size() - vocab;
@@ -121,14 +102,7 @@ TEST_P(CudaConformance, GreedyP48IdenticalUpToFirstNearTie) {
       << ", which the float32 model prefers by more than a near tie";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Refs, CudaConformance,
-    ::testing::Values(Case{"gpt2-tiny", "base"}, Case{"gpt2-tiny", "arach"}, Case{"gpt2-tiny", "arach_b0"},
-                      Case{"gpt2-tiny", "skip"}, Case{"gpt2-tiny", "arach_skip"}, Case{"neox-tiny", "base"},
-                      Case{"neox-tiny", "arach"}, Case{"neox-tiny", "arach_b0"}, Case{"neox-tiny", "skip"},
-                      Case{"neox-tiny", "arach_skip"}, Case{"llama-stories260k", "base"},
-                      Case{"llama-stories260k", "arach"}, Case{"llama-stories260k", "arach_b0"}),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Refs, CudaConformance, ::testing::ValuesIn(testing::ReferenceCases(/*modern=*/false)), testing::RefCaseName);
 
 // Four variants in one batch (chunked prefill included) equal each alone, on the GPU.
 TEST(CudaMixedBatch, FourVariantsTogetherEqualAlone) {
@@ -146,7 +120,7 @@ TEST(CudaMixedBatch, FourVariantsTogetherEqualAlone) {
   const std::vector<int32_t> p48 = testing::RefPrompt("gpt2-tiny", "p48");
   const std::vector<std::vector<int32_t>> prompts = {testing::RefPrompt("gpt2-tiny", "p7"), p48,
                                                      std::vector<int32_t>(p48.begin() + 3, p48.begin() + 20)};
-  const std::vector<Variant> variants = {VariantOf("arach"), VariantOf("skip"), VariantOf("arach_skip")};
+  const std::vector<Variant> variants = {testing::VariantOfRef("arach"), testing::VariantOfRef("skip"), testing::VariantOfRef("arach_skip")};
   auto collect = [&](const std::vector<std::vector<int32_t>>& ps, const std::vector<Variant>& vs, int chunk) {
     std::vector<std::vector<float>> out(ps.size());
     for (size_t s = 0; s < ps.size(); ++s) out[s].resize(ps[s].size() * vocab);

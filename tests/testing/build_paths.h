@@ -12,6 +12,8 @@ const char* SourceDir();
 const char* ConfiguredFixturesDir();
 // Where tests write the random-weight models they make (inside the build folder).
 const char* TestModelsDir();
+// arach-run (always built).
+const char* RunBinary();
 
 // The executables the end-to-end tests start (defined only where the server is built: arach_e2e_support).
 const char* ServerBinary();

@@ -10,7 +10,9 @@
 #include "engine/core/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/sampling/logprobs.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/bundle/model_bundle.h"
 #include "tests/testing/build_paths.h"
 
 namespace arach::testing {
@@ -90,6 +92,47 @@ std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prom
   return RefsJsonFor(model)["models"][model]["prompts"][prompt].get<std::vector<int32_t>>();
 }
 
+void PrintTo(const RefCase& c, std::ostream* os) { *os << c.model << " " << c.variant; }
+
+std::string RefCaseName(const ::testing::TestParamInfo<RefCase>& info) {
+  std::string name = info.param.model + "_" + info.param.variant;
+  for (char& c : name) if (c == '-') c = '_';
+  return name;
+}
+
+std::vector<RefCase> ReferenceCases(bool modern) {
+  std::vector<RefCase> cases;
+  std::vector<std::string> models = {"gpt2-tiny", "neox-tiny"};
+  if (modern) models.insert(models.end(), {"qwen3-tiny", "qwen2-tiny", "llama3-tiny"});
+  for (const std::string& model : models) {
+    for (const char* variant : {"base", "arach", "arach_b0", "skip", "arach_skip"}) cases.push_back({model, variant});
+  }
+  for (const char* variant : {"base", "arach", "arach_b0"}) cases.push_back({"llama-stories260k", variant});
+  return cases;
+}
+
+Variant VariantOfRef(const std::string& ref_name) {
+  Variant v;
+  v.arach = ref_name == "arach" || ref_name == "arach_b0" || ref_name == "arach_skip";
+  if (ref_name == "arach_b0") v.arach_offset = 0.0f;
+  v.skip = ref_name == "skip" || ref_name == "arach_skip";
+  return v;
+}
+
+absl::StatusOr<std::vector<int32_t>> ValidationIds(const std::string& model) {
+  if (IsModernModel(model)) return ModernRefsJson()["models"][model]["val_ids"].get<std::vector<int32_t>>();
+  if (model == "llama-stories260k") {
+    const auto story = RefsJson()["notes"]["llama_greedy_from_bos_60"].get<std::vector<int32_t>>();
+    std::vector<int32_t> val;
+    for (int r = 0; r < 6; ++r) val.insert(val.end(), story.begin(), story.end());
+    return val;
+  }
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, LoadTokenizer(FixturePath(model)));
+  ARACH_ASSIGN_OR_RETURN(std::string text, ReadFileToString(FixturePath("data/tinyshakespeare.txt")));
+  ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer->Encode(text, false));
+  return std::vector<int32_t>(ids.begin() + static_cast<long>(0.9 * ids.size()), ids.end());
+}
+
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options) {
   const std::string dir = FixturePath(name);
   ARACH_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
@@ -111,6 +154,17 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string
   options.num_blocks = num_blocks;
   options.block_size = block_size;
   return LoadFixtureRunner(name, options);
+}
+
+absl::StatusOr<std::vector<double>> TokenLogProbs(OfflineSession& session, const std::vector<int32_t>& ids, int chunk,
+                                                  const Variant& variant) {
+  if (ids.size() < 2) return absl::InvalidArgumentError("scoring needs at least two tokens");
+  std::vector<double> logprobs(ids.size() - 1);
+  const std::vector<int32_t> context(ids.begin(), ids.end() - 1);  // the last token predicts nothing
+  ARACH_RETURN_IF_ERROR(session.ForEachPosition({context}, chunk, [&](int, int position, std::span<const float> row) {
+    logprobs[position] = LogSoftmaxAt(row, ids[position + 1]);
+  }, {variant}));
+  return logprobs;
 }
 
 float MaxAbsDiff(const float* a, const float* b, size_t n) {

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model/checkpoint.h"
 #include "engine/runner/model_runner.h"
+#include "engine/runner/offline_session.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -42,6 +43,27 @@ bool HasRefTensor(const std::string& name);
 // A prompt of the model's refs json: models.<model>.prompts.<prompt>.
 std::vector<int32_t> RefPrompt(const std::string& model, const std::string& prompt);
 
+// One model under one variant of its references, the parameter of the conformance suites.
+struct RefCase {
+  std::string model;    // "gpt2-tiny", "qwen3-tiny", ...
+  std::string variant;  // the variant's name in the references
+};
+void PrintTo(const RefCase& c, std::ostream* os);
+// "gpt2_tiny_arach": the case's test-name suffix.
+std::string RefCaseName(const ::testing::TestParamInfo<RefCase>& info);
+// Every model and variant the references hold: gpt2-tiny and neox-tiny under all five variants,
+// llama-stories260k (no adapter) under base, arach and arach_b0, and with `modern` qwen3-tiny, qwen2-tiny
+// and llama3-tiny under all five.
+std::vector<RefCase> ReferenceCases(bool modern);
+
+// The variant a reference name stands for: "base", "arach", "arach_b0" (offset 0), "skip", "arach_skip".
+Variant VariantOfRef(const std::string& ref_name);
+
+// The validation token ids the references' perplexity was computed on: refs_modern.json's val_ids for the
+// modern models; for the classic ones the model's tokens of the last 10% of data/tinyshakespeare.txt
+// (llama-stories260k: its greedy story from BOS, six times).
+absl::StatusOr<std::vector<int32_t>> ValidationIds(const std::string& model);
+
 // How a fixture model is loaded for a test.
 struct FixtureOptions {
   int num_blocks = 256;
@@ -54,6 +76,11 @@ struct FixtureOptions {
 // Loads fixture model `name` (e.g. "gpt2-tiny") onto options.device (the CPU backend by default).
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options = {});
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, int num_blocks, int block_size = 16);
+
+// log p(ids[t] | ids[<t]) for t = 1..T-1 from the forward's logits of every position (prefilled `chunk`
+// tokens per step): the reference that the engine's score requests are checked against.
+absl::StatusOr<std::vector<double>> TokenLogProbs(OfflineSession& session, const std::vector<int32_t>& ids, int chunk = 512,
+                                                  const Variant& variant = {});
 
 // Largest |a[i] - b[i]|.
 float MaxAbsDiff(const float* a, const float* b, size_t n);

@@ -52,17 +52,15 @@ TEST(Experiment, ExplicitVariantsWin) {
   ASSERT_TRUE(e.ok());
   Variant base;
   const VariantResolver resolver(base, *e);
-  arach::v1::VariantSpec none;
-  EXPECT_TRUE(resolver.Resolve(none, "k").variant.arach);
-  EXPECT_EQ(resolver.Resolve(none, "k").arm, "arach");
-  arach::v1::VariantSpec explicit_base;
-  explicit_base.set_arach(false);
-  const ResolvedVariant r = resolver.Resolve(explicit_base, "k");
+  const RequestedVariant none{.experiment_key = "k"};
+  EXPECT_TRUE(resolver.Resolve(none).variant.arach);
+  EXPECT_EQ(resolver.Resolve(none).arm, "arach");
+  const RequestedVariant explicit_base{.arach = false, .experiment_key = "k"};
+  const ResolvedVariant r = resolver.Resolve(explicit_base);
   EXPECT_FALSE(r.variant.arach);
   EXPECT_EQ(r.arm, "") << "no arm when the request chose";
-  arach::v1::VariantSpec offset_only;
-  offset_only.set_arach_offset(0.0f);
-  EXPECT_EQ(resolver.Resolve(offset_only, "k").variant.arach_offset, 0.0f) << "an explicit offset applies to the assigned arm";
+  const RequestedVariant offset_only{.arach_offset = 0.0f, .experiment_key = "k"};
+  EXPECT_EQ(resolver.Resolve(offset_only).variant.arach_offset, 0.0f) << "an explicit offset applies to the assigned arm";
 }
 
 TEST(Experiment, FileFormAndErrors) {

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/features/adapter.h"
-#include "engine/features/hub_embedding.h"
+#include "engine/model/adapter.h"
+#include "engine/model/hub_embedding.h"
 #include "tools/make_model/make_model.h"
 #include "engine/model/safetensors.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 #include "engine/runner/offline_session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -43,11 +43,11 @@ class LlamaWithFeatures : public ::testing::Test {
     ASSERT_TRUE(config.ok()) << config.status();
     config_ = *config;
   }
-  absl::StatusOr<LoadedModel> Load(const std::string& adapter = "", const std::string& hub = "") {
+  absl::StatusOr<ModelBundle> Load(const std::string& adapter = "", const std::string& hub = "") {
     LoadModelOptions load;
     load.adapter = adapter;
     load.hub_embedding = hub;
-    return LoadModel(dir_.path() + "/model", load);
+    return LoadModelBundle(dir_.path() + "/model", load);
   }
   testing::ScopedTempDir dir_;
   ModelConfig config_;

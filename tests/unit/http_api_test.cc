@@ -188,12 +188,12 @@ TEST(ModelIds, ListsEveryVariantTheServerRuns) {
             (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach", "tiny:skip", "tiny:arach+skip"}));
   auto server_decides = VariantOfModelId("tiny", "tiny", false);
   ASSERT_TRUE(server_decides.ok());
-  EXPECT_FALSE(server_decides->has_arach());
-  EXPECT_FALSE(server_decides->has_skip());
+  EXPECT_FALSE(server_decides->arach.has_value());
+  EXPECT_FALSE(server_decides->skip.has_value());
   auto both = VariantOfModelId("tiny:arach+skip", "tiny", true);
   ASSERT_TRUE(both.ok());
-  EXPECT_TRUE(both->arach());
-  EXPECT_TRUE(both->skip());
+  EXPECT_EQ(both->arach, true);
+  EXPECT_EQ(both->skip, true);
   EXPECT_EQ(VariantOfModelId("other", "tiny", false).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(VariantOfModelId("tinyx:arach", "tiny", false).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(ErrorParam(VariantOfModelId("tiny:fast", "tiny", false).status()), "model");

@@ -7,7 +7,7 @@
 #include "engine/model/checkpoint.h"
 #include "tools/make_model/make_model.h"
 #include "engine/model/model_weights.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 #include "engine/runner/offline_session.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"

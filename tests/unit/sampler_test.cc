@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/sampling/detokenizer.h"
+#include "engine/output/detokenizer.h"
 #include "tools/make_model/synthetic_tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "absl/strings/str_cat.h"

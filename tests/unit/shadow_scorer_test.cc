@@ -6,9 +6,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/collecting_sink.h"
-#include "tests/testing/fixtures.h"
+#include "tests/testing/collecting_observer.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/test_models.h"
 
 namespace arach::server {
 namespace {
@@ -51,13 +51,13 @@ TEST(ShadowScorer, TheOtherVariantIsTheFlagElseTheExperimentsOtherArmElseBase) {
   EXPECT_EQ(explicit_variant.AgainstFor(Arach()), skip);
 }
 
-// Finishes like a server sink: hands the finished request to the shadow scorer `copies` times.
-class ShadowingSink : public testing::CollectingSink {
+// Finishes like a server observer: hands the finished request to the shadow scorer `copies` times.
+class ShadowingObserver : public testing::CollectingObserver {
  public:
-  ShadowingSink(ShadowScorer& scorer, Engine*& engine, int copies) : scorer_(scorer), engine_(engine), copies_(copies) {}
+  ShadowingObserver(ShadowScorer& scorer, Engine*& engine, int copies) : scorer_(scorer), engine_(engine), copies_(copies) {}
   void OnFinish(const FinishInfo& info) override {
     for (int i = 0; i < copies_; ++i) scorer_.OnFinished(*engine_, Arach(), info);
-    CollectingSink::OnFinish(info);
+    CollectingObserver::OnFinish(info);
   }
 
  private:
@@ -67,40 +67,40 @@ class ShadowingSink : public testing::CollectingSink {
 };
 
 TEST(ShadowScorer, WorkBeyondTheBoundIsDroppedAndCounted) {
-  ARACH_REQUIRE_FIXTURES();
   LoadModelOptions load;
   load.kv_blocks = 64;
-  auto loaded = LoadModel(testing::FixturePath("gpt2-tiny"), load);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  auto engine = Engine::Create(std::move(*loaded), EngineConfig{});
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  Engine* engine_ptr = engine->get();
+  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(testing::TinyRandomModelDir(), load);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(std::move(*bundle), EngineConfig{});
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Engine> engine = std::move(*created);
+  Engine* engine_ptr = engine.get();
   std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create();
   ShadowScorer scorer(ShadowOptions{std::nullopt, /*max_in_flight=*/1}, {}, *metrics);
 
   EngineRequest request;
-  request.prompt = testing::RefPrompt("gpt2-tiny", "p7");
+  request.prompt = {17, 4, 250, 9, 33, 101, 7};
   request.sampling.max_tokens = 3;
   request.sampling.ignore_eos = true;
   request.variant = Arach();
   request.keep_generated = true;
-  auto sink = std::make_shared<ShadowingSink>(scorer, engine_ptr, 3);
-  ASSERT_TRUE((*engine)->Submit(request, sink).ok());
-  ASSERT_TRUE(sink->Wait());
-  ASSERT_TRUE(sink->finish().generated.has_value());
-  EXPECT_EQ(sink->finish().generated->raw_logprobs.size(), 3u);
+  auto observer = std::make_shared<ShadowingObserver>(scorer, engine_ptr, 3);
+  ASSERT_TRUE(engine->Submit(request, observer).ok());
+  ASSERT_TRUE(observer->Wait());
+  ASSERT_TRUE(observer->finish().generated.has_value());
+  EXPECT_EQ(observer->finish().generated->raw_logprobs.size(), 3u);
 
   auto parsed = [&] {
     auto text = testing::ParsePrometheusText(metrics->Scrape());
     EXPECT_TRUE(text.ok()) << text.status();
     return text.ok() ? *text : testing::PrometheusText{};
   };
-  // The first copy was queued; the step thread was busy in this sink, so the other two found the bound full.
+  // The first copy was queued; the step thread was busy in this observer, so the other two found the bound full.
   EXPECT_EQ(parsed().Value("arach_shadow_dropped_total", "reason=\"saturated\""), 2);
   for (int i = 0; i < 1000 && scorer.in_flight() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(scorer.in_flight(), 0);
   EXPECT_EQ(parsed().Value("arach_shadow_logprob_delta_count", "against=\"base\",variant=\"arach\""), 1);
-  (*engine)->Shutdown();
+  engine->Shutdown();
 }
 
 }  // namespace

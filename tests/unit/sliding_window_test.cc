@@ -8,7 +8,7 @@
 
 #include "engine/core/status.h"
 #include "engine/model/checkpoint.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 #include "engine/runner/offline_session.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> Runner(const std::string& dir) {
   LoadModelOptions options;
   options.block_size = kBlockSize;
   options.kv_blocks = 64;
-  ARACH_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(dir, options));
+  ARACH_ASSIGN_OR_RETURN(ModelBundle model, LoadModelBundle(dir, options));
   return std::move(model.runner);
 }
 

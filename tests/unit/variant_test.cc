@@ -4,8 +4,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "engine/features/variant.h"
-#include "engine/features/variant_mix.h"
+#include "engine/variant/variant.h"
+#include "engine/variant/variant_mix.h"
 #include "engine/request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/features/variant.h"
+#include "engine/variant/variant.h"
 #include "tools/make_model/make_model.h"
 #include "engine/sampling/sampling_params.h"
-#include "engine/runner/loaded_model.h"
+#include "engine/bundle/model_bundle.h"
 
 namespace arach::tools {
 

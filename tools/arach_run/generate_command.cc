@@ -15,9 +15,9 @@ namespace arach::tools {
 namespace {
 
 // Prints text as it arrives (unless JSON output is asked for) and keeps the ids.
-class PrintingSink : public RequestSink {
+class PrintingObserver : public RequestObserver {
  public:
-  explicit PrintingSink(bool quiet) : quiet_(quiet) {}
+  explicit PrintingObserver(bool quiet) : quiet_(quiet) {}
   void OnChunk(const StreamChunk& chunk) override {
     for (const SampledToken& t : chunk.tokens) ids_.push_back(t.token);
     text_ += chunk.text;
@@ -48,7 +48,7 @@ class PrintingSink : public RequestSink {
 }  // namespace
 
 absl::Status RunGenerate(const GenerateOptions& options) {
-  ARACH_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model.model_dir, options.model.load));
+  ARACH_ASSIGN_OR_RETURN(ModelBundle model, LoadModelBundle(options.model.model_dir, options.model.load));
   EngineRequest request;
   request.prompt = options.ids;
   if (request.prompt.empty()) {
@@ -63,17 +63,17 @@ absl::Status RunGenerate(const GenerateOptions& options) {
   EngineConfig config;
   config.max_num_batched_tokens = options.prefill_chunk > 0 ? options.prefill_chunk : 512;
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(std::move(model), config));
-  auto sink = std::make_shared<PrintingSink>(options.json);
-  ARACH_RETURN_IF_ERROR(engine->Submit(request, sink).status());
-  sink->Wait();
-  const FinishInfo& info = sink->info();
+  auto observer = std::make_shared<PrintingObserver>(options.json);
+  ARACH_RETURN_IF_ERROR(engine->Submit(request, observer).status());
+  observer->Wait();
+  const FinishInfo& info = observer->info();
   if (!info.status.ok() && info.reason == FinishReason::kError) return info.status;
 
   if (options.json) {
     nlohmann::json out = {{"model", dir},
                           {"prompt_ids", request.prompt},
-                          {"ids", sink->ids()},
-                          {"text", sink->text()},
+                          {"ids", observer->ids()},
+                          {"text", observer->text()},
                           {"finish_reason", FinishReasonName(info.reason)},
                           {"variant", request.variant.Describe()},
                           {"seconds", info.timings.total_seconds},
@@ -87,7 +87,7 @@ absl::Status RunGenerate(const GenerateOptions& options) {
                  "[arach-run] ids: %s\n",
                  request.variant.Describe().c_str(), info.usage.prompt_tokens, info.usage.completion_tokens,
                  FinishReasonName(info.reason), info.timings.total_seconds, 1e3 * info.timings.time_to_first_token_seconds,
-                 1e3 * info.timings.time_per_output_token_seconds, device.c_str(), absl::StrJoin(sink->ids(), ",").c_str());
+                 1e3 * info.timings.time_per_output_token_seconds, device.c_str(), absl::StrJoin(observer->ids(), ",").c_str());
   }
   return absl::OkStatus();
 }

@@ -10,7 +10,7 @@ namespace arach::tools {
 absl::Status RunLogits(const LogitsOptions& options) {
   if (options.ids.empty()) return absl::InvalidArgumentError("logits: --ids 1,2,3 is required");
   if (options.out.empty()) return absl::InvalidArgumentError("logits: --out FILE is required");
-  ARACH_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options.model.model_dir, options.model.load));
+  ARACH_ASSIGN_OR_RETURN(ModelBundle model, LoadModelBundle(options.model.model_dir, options.model.load));
   OfflineSession session(*model.runner);
   ARACH_ASSIGN_OR_RETURN(std::vector<float> logits, session.Logits(options.ids, options.prefill_chunk, options.model.variant));
   std::FILE* out = std::fopen(options.out.c_str(), "wb");

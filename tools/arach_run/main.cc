@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cmdline/flag_names.h"
-#include "cmdline/runtime_reexec.h"
+#include "engine/backend/cpu/openblas_setup.h"
 #include "cmdline/subcommands.h"
 #include "engine/backend/backend.h"
 #include "engine/core/field_error.h"
@@ -222,7 +222,7 @@ absl::Status Dispatch(const std::string& command) {
 }  // namespace arach::tools
 
 int main(int argc, char** argv) {
-  arach::cmdline::ReexecWithRuntimeSettingsIfNeeded(argv);
+  arach::RestartWithOpenBlasCoreTypeIfNeeded(argv);
   std::vector<std::string> flag_storage;
   std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, flag_storage);
   const arach::cmdline::SubcommandStart start = arach::cmdline::StartSubcommand("arach-run", arach::tools::Commands(), argc, args.data());

@@ -1,7 +1,9 @@
 #include "engine/backend/cpu/openblas_setup.h"
 
 #include <cblas.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace arach {
@@ -26,6 +28,16 @@ std::optional<std::string> RecommendedOpenBlasCoreType() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
 #endif
   return std::nullopt;
+}
+
+void RestartWithOpenBlasCoreTypeIfNeeded(char** argv) {
+  const auto core = RecommendedOpenBlasCoreType();
+  if (!core) return;
+  std::fprintf(stderr, "[arach] OpenBLAS chose the generic %s kernel on this CPU; restarting with OPENBLAS_CORETYPE=%s\n",
+               OpenBlasCoreName().c_str(), core->c_str());
+  ::setenv("OPENBLAS_CORETYPE", core->c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  std::perror("[arach] execv failed; continuing with the runtime defaults");  // only reached on failure
 }
 
 }  // namespace arach

@@ -1,0 +1,26 @@
+#include "bench/bench_flags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::vector<std::string>, models, {}, "extra model folders");
+ABSL_FLAG(std::vector<std::string>, fixtures, std::vector<std::string>({"gpt2-tiny", "neox-tiny", "llama-stories260k"}),
+          "fixture models (under --fixtures_dir)");
+ABSL_FLAG(std::string, fixtures_dir, "../shared/fixtures", "fixtures folder");
+ABSL_FLAG(std::vector<std::string>, presets, std::vector<std::string>({"gpt2/124m"}), "make-model presets ARCH/NAME");
+ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (variant_bench writes it with a random adapter)");
+ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
+ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where make-model presets are written");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+
+ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes");
+ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
+ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
+ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
+ABSL_FLAG(int, prefill_batch, 1, "sequences prefilled together");
+ABSL_FLAG(int, decode_batch, 8, "sequences decoded together");
+
+ABSL_FLAG(std::vector<std::string>, concurrency, std::vector<std::string>({"1", "4", "16"}), "requests in flight");
+ABSL_FLAG(int, requests_per_client, 2, "requests each client sends");
+ABSL_FLAG(int, max_tokens, 32, "generated tokens per request");
+ABSL_FLAG(std::string, variant, "base", "base | arach | skip | arach+skip");
+ABSL_FLAG(int, max_num_batched_tokens, 512, "engine: tokens per step");

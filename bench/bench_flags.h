@@ -1,0 +1,44 @@
+// Every benchmark's flags, defined once (bench_flags.cc); each benchmark names the ones it reads
+// (kForwardBenchFlags, ...) and BenchmarkMain refuses a flag of another benchmark, naming both, instead of
+// ignoring it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+
+// Models.
+ABSL_DECLARE_FLAG(std::vector<std::string>, models);
+ABSL_DECLARE_FLAG(std::vector<std::string>, fixtures);
+ABSL_DECLARE_FLAG(std::string, fixtures_dir);
+ABSL_DECLARE_FLAG(std::vector<std::string>, presets);
+ABSL_DECLARE_FLAG(std::string, preset);
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, scratch);
+ABSL_DECLARE_FLAG(std::string, device);
+// Shapes and repetitions.
+ABSL_DECLARE_FLAG(std::vector<std::string>, batches);
+ABSL_DECLARE_FLAG(int, prompt_len);
+ABSL_DECLARE_FLAG(int, decode_steps);
+ABSL_DECLARE_FLAG(int, repeats);
+ABSL_DECLARE_FLAG(int, prefill_batch);
+ABSL_DECLARE_FLAG(int, decode_batch);
+// The serving engine's load.
+ABSL_DECLARE_FLAG(std::vector<std::string>, concurrency);
+ABSL_DECLARE_FLAG(int, requests_per_client);
+ABSL_DECLARE_FLAG(int, max_tokens);
+ABSL_DECLARE_FLAG(std::string, variant);
+ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
+
+namespace arach::bench {
+
+// The flags each benchmark reads.
+inline const std::vector<std::string> kForwardBenchFlags = {"models", "fixtures", "fixtures_dir", "presets", "scratch", "batches",
+                                                            "prompt_len", "decode_steps", "repeats", "device"};
+inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "decode_batch",
+                                                            "decode_steps", "repeats", "device"};
+inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "concurrency", "requests_per_client",
+                                                           "prompt_len", "max_tokens", "variant", "max_num_batched_tokens"};
+
+}  // namespace arach::bench

@@ -1,0 +1,65 @@
+#include "engine/bundle/model_bundle.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "engine/model/adapter.h"
+#include "engine/model/hub_embedding.h"
+#include "engine/model/checkpoint.h"
+#include "engine/model/model_weights.h"
+
+namespace arach {
+
+int KvBlocksForBytes(const ModelConfig& config, int block_size, DType dtype, size_t bytes) {
+  const size_t per_block = KvCache::BytesPerBlock(config, block_size, dtype);
+  return static_cast<int>(std::max<size_t>(1, bytes / per_block));
+}
+
+absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, const ModelWeights& weights,
+                                                 const LoadModelOptions& options) {
+  FeatureWeights features;
+  if (options.hub_embedding.empty()) {
+    features.hub_embedding = DefaultHubEmbedding(weights.token_embedding, options.hub_seed);
+  } else {
+    ARACH_ASSIGN_OR_RETURN(features.hub_embedding, LoadHubEmbedding(options.hub_embedding, config.hidden_size));
+  }
+  if (!options.adapter.empty()) {
+    ARACH_ASSIGN_OR_RETURN(features.adapter, LoadAdapter(options.adapter, config));
+  }
+  return features;
+}
+
+absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadModelOptions& options) {
+  ModelBundle model;
+  model.dir = dir;
+  ARACH_ASSIGN_OR_RETURN(model.config, LoadModelConfig(dir));
+  ARACH_ASSIGN_OR_RETURN(model.tokenizer, LoadTokenizer(dir));
+  if (model.tokenizer->vocab_size() > model.config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", model.tokenizer->vocab_size(),
+                                                   " tokens but config.json says vocab_size ", model.config.vocab_size));
+  }
+  ARACH_ASSIGN_OR_RETURN(model.chat_template, LoadChatTemplate(dir, model.tokenizer->config(), options.chat_template));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+  ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
+  checkpoint.reset();  // unmap the files; the weights are copied
+  ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(model.config, weights, options));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{options.cpu_threads}));
+  KvCacheConfig kv;
+  kv.block_size = options.block_size;
+  if (options.kv_blocks > 0) {
+    kv.num_blocks = options.kv_blocks;
+  } else if (options.kv_cache_bytes > 0) {
+    kv.num_blocks = KvBlocksForBytes(model.config, kv.block_size, backend->activation_dtype(), options.kv_cache_bytes);
+  } else if (options.kv_memory_fraction > 0) {
+    kv.free_memory_fraction = options.kv_memory_fraction;  // resolved once the weights are on the device
+  } else {
+    // Long-context models (Llama 3's 131072) would ask for far more than a test or benchmark needs.
+    const int tokens = std::min(model.config.max_positions, kDefaultKvTokensPerSequence);
+    const int per_sequence = (tokens + kv.block_size - 1) / kv.block_size;
+    kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);
+  }
+  ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights),
+                                                           std::move(features), kv));
+  return model;
+}
+
+}  // namespace arach

@@ -1,0 +1,56 @@
+// A model bundle: everything needed to serve a model folder, loaded together: its config, tokenizer and
+// chat template, and a ModelRunner on a device holding the weights with the variant features (the ARACH
+// hub embedding, the pre-projection + skip adapter) and the KV pool.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/backend.h"
+#include "engine/chat/chat_template.h"
+#include "engine/model/model_config.h"
+#include "engine/runner/device_weights.h"
+#include "engine/runner/model_runner.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace arach {
+
+// The most tokens per sequence the default KV pool makes room for.
+inline constexpr int kDefaultKvTokensPerSequence = 8192;
+
+struct LoadModelOptions {
+  DeviceKind device = DeviceKind::kCpu;
+  int block_size = 16;          // tokens per KV block
+  int kv_blocks = 0;            // KV pool size in blocks (wins over the byte budget when set)
+  size_t kv_cache_bytes = 0;    // KV pool size in bytes
+  double kv_memory_fraction = 0;  // else: this fraction of the device memory free after the weights
+  // else: room for this many sequences of the model's context (at most kDefaultKvTokensPerSequence each)
+  int default_kv_sequences = 4;
+  std::string hub_embedding;    // "FILE.safetensors:KEY"; empty = derived from the embeddings (seed below)
+  uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
+  std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
+  std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
+  int cpu_threads = 0;          // CPU backend threads; 0 = decided (cpu_threads.h)
+};
+
+struct ModelBundle {
+  std::string dir;
+  ModelConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none (chat requests are refused)
+  std::unique_ptr<ModelRunner> runner;
+};
+
+// Loads config.json, the tokenizer and its chat template, the weights and the variant features of `dir` and
+// builds the runner.
+absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadModelOptions& options);
+
+// The hub embedding (given or derived) and the adapter (when asked for) of `options`.
+absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, const ModelWeights& weights,
+                                                 const LoadModelOptions& options);
+
+// KV blocks that fit in `bytes` for `config` (at least one).
+int KvBlocksForBytes(const ModelConfig& config, int block_size, DType dtype, size_t bytes);
+
+}  // namespace arach

@@ -1,0 +1,228 @@
+#include "server/grpc/generate_call.h"
+
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "server/admission.h"
+#include "server/chat_prompt.h"
+#include "server/request_log.h"
+#include "server/grpc/request_mapping.h"
+#include "server/grpc/status_mapping.h"
+
+namespace arach::server {
+namespace {
+
+using arach::v1::GenerateResponse;
+
+class GenerateReactor;
+
+// The engine's observer of one call, and the queue between the engine and the reactor. Writes and the final
+// Finish are issued under `mutex_` while the reactor is attached: gRPC never runs OnWriteDone or OnDone of
+// a write reactor inline, so holding the lock there cannot deadlock, and a detached (done) reactor is never
+// touched. It outlives the reactor when the engine still holds it.
+class GenerateStream : public RequestObserver {
+ public:
+  GenerateStream(GenerateReactor* reactor, ServiceContext& context, ResolvedVariant variant, std::string request_id,
+                 bool with_logprobs, const char* route)
+      : reactor_(reactor), context_(context), variant_(std::move(variant)), request_id_(std::move(request_id)),
+        with_logprobs_(with_logprobs), route_(route) {}
+
+  void OnChunk(const StreamChunk& chunk) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(ToResponse(chunk, logprobs_ ? &*logprobs_ : nullptr));
+    PumpLocked();
+  }
+  void OnFinish(const FinishInfo& info) override;
+
+  void OnWriteDone() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = false;
+    PumpLocked();
+  }
+  // Ends the call right away with `status` (nothing was submitted).
+  void Refuse(const absl::Status& status) {
+    LogFinished(status.code(), nullptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    final_status_ = ToGrpcStatus(status);
+    queue_.clear();
+    PumpLocked();
+  }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reactor_ = nullptr;
+  }
+  // A Chat call that asked for it: the rendered prompt goes in the final message (set before submission).
+  void SetChatPrompt(std::string prompt) { chat_prompt_ = std::move(prompt); }
+  // Before submission, when the call asked for log-probs: each token's text follows the prompt's last ids.
+  void StartLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> prompt) {
+    if (with_logprobs_) logprobs_.emplace(tokenizer, prompt);
+  }
+
+ private:
+  void PumpLocked();
+  // The request's line in the server's log (`info`: null when it was refused).
+  void LogFinished(absl::StatusCode code, const FinishInfo* info) {
+    FinishedRequest record(request_id_, "grpc", route_, info ? variant_.variant.Name() : "", static_cast<int>(code));
+    if (info != nullptr) {
+      record.prompt_tokens = info->usage.prompt_tokens;
+      record.completion_tokens = info->usage.completion_tokens;
+      record.seconds = info->timings.total_seconds;
+      record.finish = FinishReasonName(info->reason);
+    }
+    context_.request_log->Write(record);
+  }
+
+  std::mutex mutex_;
+  GenerateReactor* reactor_;  // null once the call is done
+  ServiceContext& context_;
+  ResolvedVariant variant_;
+  std::string request_id_;
+  bool with_logprobs_;
+  const char* route_;  // "Generate" or "Chat"
+  std::string chat_prompt_;
+  std::optional<PieceDecoder> logprobs_;  // when the call asked for log-probs
+  std::deque<GenerateResponse> queue_;
+  GenerateResponse current_;  // the message being written (owned here until OnWriteDone)
+  std::optional<grpc::Status> final_status_;
+  bool writing_ = false;
+  bool finished_ = false;
+};
+
+class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
+ public:
+  // `chat` set: a Chat call (its generation fields are `request`), whose prompt the chat template renders.
+  GenerateReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::GenerateRequest* request,
+                  const arach::v1::ChatRequest* chat)
+      : context_(context) {
+    const bool with_logprobs = request->logprobs() || request->top_logprobs() > 0;
+    const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
+    const char* route = chat != nullptr ? "Chat" : "Generate";
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+    if (!ticket.ok()) {
+      stream_ = std::make_shared<GenerateStream>(this, context, ResolvedVariant{}, request_id, with_logprobs, route);
+      stream_->Refuse(ticket.status());
+      return;
+    }
+    ticket_ = std::move(*ticket);
+    const ResolvedVariant resolved = context.variants->Resolve(ToRequestedVariant(request->variant(), request->experiment_key()));
+    if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
+    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request_id, with_logprobs, route);
+    const absl::Status status = chat != nullptr ? SubmitChat(call, *chat, resolved.variant) : Submit(call, *request, resolved.variant);
+    if (!status.ok()) {
+      RecordRejection(context, status);
+      stream_->Refuse(status);
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) CancelEngineRequest();  // the client is gone; the engine's finish ends the call
+    stream_->OnWriteDone();
+  }
+  void OnCancel() override { CancelEngineRequest(); }
+  void OnDone() override {
+    stream_->Detach();
+    ticket_.Release();
+    delete this;
+  }
+
+ private:
+  // Renders the conversation into `chat_generation_` (the generation fields with the prompt's token ids) and
+  // submits that; engine errors name "messages" for the prompt and "generation.<field>" for the rest.
+  absl::Status SubmitChat(grpc::CallbackServerContext* call, const arach::v1::ChatRequest& chat, const Variant& variant) {
+    if (chat.generation().prompt_case() != arach::v1::GenerateRequest::PROMPT_NOT_SET) {
+      return absl::InvalidArgumentError("generation: leave its prompt unset in Chat (the messages are the prompt)");
+    }
+    ARACH_ASSIGN_OR_RETURN(ChatInput input, ToChatInput(chat));
+    ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(ticket_.engine(), context_.limits, input, "messages"));
+    chat_generation_ = chat.generation();
+    for (int32_t id : prompt.ids) chat_generation_.mutable_token_ids()->add_ids(id);
+    if (!chat_generation_.ignore_eos() && prompt.end_of_turn) chat_generation_.add_stop_token_ids(*prompt.end_of_turn);
+    if (chat.return_prompt()) stream_->SetChatPrompt(prompt.text);
+    return Submit(call, chat_generation_, variant, /*chat=*/true);
+  }
+
+  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::GenerateRequest& request, const Variant& variant,
+                      bool chat = false) {
+    Engine& engine = ticket_.engine();
+    std::string prompt_field;
+    absl::StatusOr<EngineRequest> mapped = ToEngineRequest(engine, context_.limits, request, variant, &prompt_field);
+    if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
+    EngineRequest engine_request = std::move(*mapped);
+    if (chat) prompt_field = "messages";
+    context_.policy->Apply(engine_request);
+    stream_->StartLogprobs(engine.tokenizer(), engine_request.prompt);
+    if (call->deadline() != std::chrono::system_clock::time_point::max()) {
+      engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+    }
+    ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, [&](absl::string_view field) {
+      if (field == "prompt" || !chat) return GrpcFieldName(field, prompt_field);
+      return absl::StrCat("generation.", GrpcFieldName(field, prompt_field));
+    }));
+    submitted_ = true;
+    return absl::OkStatus();
+  }
+
+  void CancelEngineRequest() {
+    if (submitted_) ticket_.engine().Cancel(engine_id_);
+  }
+
+  ServiceContext& context_;
+  CallTicket ticket_;
+  std::shared_ptr<GenerateStream> stream_;
+  arach::v1::GenerateRequest chat_generation_;  // a Chat call's request, prompt filled in
+  uint64_t engine_id_ = 0;
+  bool submitted_ = false;
+};
+
+void GenerateStream::OnFinish(const FinishInfo& info) {
+  context_.metrics->RecordGenerate(variant_.variant, info);
+  if (info.generated) context_.shadow->OnFinished(*context_.engine.load(), variant_.variant, info);
+  LogFinished(info.reason == FinishReason::kStop || info.reason == FinishReason::kLength
+                  ? absl::StatusCode::kOk
+                  : (info.status.ok() ? absl::StatusCode::kCancelled : info.status.code()),
+              &info);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (info.reason == FinishReason::kStop || info.reason == FinishReason::kLength) {
+    GenerateResponse last;
+    last.set_text(info.text);
+    FillFinish(info, variant_, request_id_, last.mutable_finish());
+    last.mutable_finish()->set_chat_prompt(chat_prompt_);
+    queue_.push_back(std::move(last));
+    final_status_ = grpc::Status::OK;
+  } else {  // cancelled, deadline, error: the status says it; pending messages are dropped
+    final_status_ = ToGrpcStatus(info.status.ok() ? absl::CancelledError("cancelled") : info.status);
+    queue_.clear();
+  }
+  PumpLocked();
+}
+
+void GenerateStream::PumpLocked() {
+  if (reactor_ == nullptr || writing_ || finished_) return;
+  if (!queue_.empty()) {
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    reactor_->StartWrite(&current_);
+  } else if (final_status_) {
+    finished_ = true;
+    reactor_->Finish(*final_status_);
+  }
+}
+
+}  // namespace
+
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* StartGenerate(ServiceContext& context,
+                                                                     grpc::CallbackServerContext* call,
+                                                                     const arach::v1::GenerateRequest* request) {
+  return new GenerateReactor(context, call, request, nullptr);
+}
+
+grpc::ServerWriteReactor<arach::v1::GenerateResponse>* StartChat(ServiceContext& context, grpc::CallbackServerContext* call,
+                                                                 const arach::v1::ChatRequest* request) {
+  return new GenerateReactor(context, call, &request->generation(), request);
+}
+
+}  // namespace arach::server

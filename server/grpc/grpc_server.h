@@ -1,0 +1,37 @@
+// The gRPC wing's server: arach.v1.Inference on the serving core's ServiceContext, grpc.health.v1.Health and
+// reflection, on one listening port (insecure, TLS or mutual TLS). Its interface speaks no gRPC type, so
+// that serve.cc (which runs both wings) stays free of them.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/server_options.h"
+#include "server/service_context.h"
+
+namespace arach::server {
+
+class GrpcServer {
+ public:
+  // Starts listening on options.listen with health NOT_SERVING; calls go to `context` (which must outlive
+  // the server).
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const GrpcOptions& options, ServiceContext& context);
+  ~GrpcServer();  // Shutdown() with no grace, if it did not run yet
+
+  // host:port it listens on (the port the kernel picked for :0).
+  const std::string& address() const;
+  // What grpc.health.v1.Health answers for the whole server.
+  void SetServing(bool serving);
+  // Stops accepting calls and cancels those still running after `deadline`; returns when all are done
+  // (once; later calls do nothing).
+  void Shutdown(std::chrono::system_clock::time_point deadline);
+
+ private:
+  struct Impl;
+  explicit GrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace arach::server

@@ -1,0 +1,205 @@
+#include "server/grpc/score_call.h"
+
+#include <cmath>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "server/admission.h"
+#include "server/request_log.h"
+#include "server/grpc/request_mapping.h"
+#include "server/grpc/status_mapping.h"
+
+namespace arach::server {
+namespace {
+
+class ScoreReactor;
+
+// Collects the engine's results of all inputs; finishes the call (under its lock, see generate_call.cc)
+// when the last one arrives or the first fails.
+class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
+ public:
+  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs,
+                 std::string request_id, bool admitted, bool asked_diagnostics = false)
+      : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs),
+        request_id_(std::move(request_id)), admitted_(admitted), asked_diagnostics_(asked_diagnostics),
+        started_(Clock::now()) {
+    response_->set_request_id(request_id_);
+    for (int i = 0; i < inputs; ++i) response_->add_results();
+  }
+
+  // The observer of input `index`.
+  std::shared_ptr<RequestObserver> ObserverFor(int index, std::vector<int32_t> ids);
+  void Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids);
+  void FinishNow(const grpc::Status& status);
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  void FinishLocked(const grpc::Status& status);
+
+  std::mutex mutex_;
+  ScoreReactor* reactor_;
+  ServiceContext& context_;
+  arach::v1::ScoreResponse* response_;
+  Variant variant_;
+  int pending_;
+  std::string request_id_;
+  bool admitted_;  // false: refused before a variant was chosen
+  bool asked_diagnostics_;  // ScoreRequest.diagnostics: the results carry them
+  Clock::time_point started_;
+  int64_t scored_prompt_tokens_ = 0;
+  bool finished_ = false;
+};
+
+class InputObserver : public RequestObserver {
+ public:
+  InputObserver(std::shared_ptr<ScoreCollector> collector, int index, std::vector<int32_t> ids)
+      : collector_(std::move(collector)), index_(index), ids_(std::move(ids)) {}
+  void OnChunk(const StreamChunk&) override {}
+  void OnFinish(const FinishInfo& info) override { collector_->Done(index_, info, ids_); }
+
+ private:
+  std::shared_ptr<ScoreCollector> collector_;
+  int index_;
+  std::vector<int32_t> ids_;
+};
+
+class ScoreReactor : public grpc::ServerUnaryReactor {
+ public:
+  ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
+               arach::v1::ScoreResponse* response)
+      : context_(context) {
+    const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+    if (!ticket.ok()) {
+      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0, request_id, false);
+      collector_->FinishNow(ToGrpcStatus(ticket.status()));
+      return;
+    }
+    ticket_ = std::move(*ticket);
+    const ResolvedVariant resolved = context.variants->Resolve(ToRequestedVariant(request->variant(), request->experiment_key()));
+    if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
+    FillServedVariant(resolved, response->mutable_variant());
+    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size(), request_id,
+                                                  /*admitted=*/true, request->diagnostics());
+    const absl::Status status = Submit(call, *request, resolved.variant);
+    if (!status.ok()) {
+      RecordRejection(context, status);
+      CancelSubmitted();
+      collector_->FinishNow(ToGrpcStatus(status));
+    }
+  }
+
+  void OnCancel() override { CancelSubmitted(); }
+  void OnDone() override {
+    collector_->Detach();
+    ticket_.Release();
+    delete this;
+  }
+
+ private:
+  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest& request, const Variant& variant) {
+    Engine& engine = ticket_.engine();
+    if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: empty");
+    if (request.inputs_size() > context_.limits.max_score_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the limit of ",
+                                                     context_.limits.max_score_inputs));
+    }
+    for (int i = 0; i < request.inputs_size(); ++i) {
+      const arach::v1::ScoreInput& input = request.inputs(i);
+      std::string prompt_field;
+      EngineRequest r;
+      r.kind = RequestKind::kScore;
+      ARACH_ASSIGN_OR_RETURN(r.prompt, PromptIds(engine, context_.limits, absl::StrCat("inputs[", i, "]"),
+                                                 input.input_case() == arach::v1::ScoreInput::kText, input.text(),
+                                                 input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
+                                                 &prompt_field));
+      r.variant = variant;
+      r.attention_diagnostics = request.diagnostics();
+      context_.policy->Apply(r);
+      if (call->deadline() != std::chrono::system_clock::time_point::max()) {
+        r.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+      }
+      std::vector<int32_t> ids = r.prompt;
+      ARACH_ASSIGN_OR_RETURN(const uint64_t id, engine.Submit(std::move(r), collector_->ObserverFor(i, std::move(ids)),
+                                                              [&](absl::string_view field) { return GrpcFieldName(field, prompt_field); }));
+      std::lock_guard<std::mutex> lock(ids_mutex_);
+      engine_ids_.push_back(id);
+    }
+    return absl::OkStatus();
+  }
+
+  void CancelSubmitted() {
+    std::lock_guard<std::mutex> lock(ids_mutex_);
+    for (uint64_t id : engine_ids_) ticket_.engine().Cancel(id);
+  }
+
+  ServiceContext& context_;
+  CallTicket ticket_;
+  std::shared_ptr<ScoreCollector> collector_;
+  std::mutex ids_mutex_;
+  std::vector<uint64_t> engine_ids_;
+};
+
+std::shared_ptr<RequestObserver> ScoreCollector::ObserverFor(int index, std::vector<int32_t> ids) {
+  return std::make_shared<InputObserver>(shared_from_this(), index, std::move(ids));
+}
+
+void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (finished_) return;
+  if (info.reason != FinishReason::kLength && info.reason != FinishReason::kStop) {
+    FinishLocked(ToGrpcStatus(info.status.ok() ? absl::CancelledError("cancelled") : info.status));
+    return;
+  }
+  arach::v1::ScoreResult* result = response_->mutable_results(index);
+  double total = 0.0;
+  for (int32_t id : ids) result->add_token_ids(id);
+  for (float lp : info.prompt_logprobs) {
+    result->add_logprobs(lp);
+    total += lp;
+  }
+  for (bool greedy : info.prompt_is_greedy) result->add_is_greedy(greedy);
+  for (int32_t id : info.prompt_argmax) result->add_argmax_ids(id);
+  result->set_total_logprob(total);
+  result->set_scored_tokens(static_cast<uint32_t>(info.prompt_logprobs.size()));
+  result->set_perplexity(std::exp(-total / std::max<size_t>(1, info.prompt_logprobs.size())));
+  if (info.attention) {
+    context_.metrics->RecordAttention(variant_, *info.attention);
+    // Sampled by --diagnostics_sample_rate but not asked for: recorded, not returned.
+    if (asked_diagnostics_) FillAttentionDiagnostics(*info.attention, result->mutable_attention());
+  }
+  scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
+  if (--pending_ == 0) {
+    context_.metrics->RecordScore(variant_, scored_prompt_tokens_, std::chrono::duration<double>(Clock::now() - started_).count());
+    FinishLocked(grpc::Status::OK);
+  }
+}
+
+void ScoreCollector::FinishNow(const grpc::Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FinishLocked(status);
+}
+
+void ScoreCollector::FinishLocked(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  FinishedRequest record(request_id_, "grpc", "Score", admitted_ ? variant_.Name() : "", static_cast<int>(status.error_code()));
+  record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);
+  record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  record.finish = status.ok() ? "length" : "error";
+  context_.request_log->Write(record);
+  if (reactor_ != nullptr) reactor_->Finish(status);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServerContext* call,
+                                     const arach::v1::ScoreRequest* request, arach::v1::ScoreResponse* response) {
+  return new ScoreReactor(context, call, request, response);
+}
+
+}  // namespace arach::server

@@ -1,0 +1,46 @@
+#include "server/request_limits.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+#include "engine/core/status.h"
+
+namespace arach::server {
+absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& field, size_t count) {
+  if (limits.max_prompt_tokens > 0 && count > static_cast<size_t>(limits.max_prompt_tokens)) {
+    return InvalidField(field, absl::StrCat(count, " tokens exceed the limit of ", limits.max_prompt_tokens, " (--max_prompt_tokens)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp) {
+  if (sp.max_tokens > limits.max_tokens) {
+    return InvalidField("max_tokens", absl::StrCat(sp.max_tokens, " exceeds the limit of ", limits.max_tokens));
+  }
+  if (sp.stop.size() > static_cast<size_t>(limits.max_stop_strings)) {
+    return InvalidField("stop", absl::StrCat(sp.stop.size(), " stop strings exceed the limit of ", limits.max_stop_strings));
+  }
+  for (size_t i = 0; i < sp.stop.size(); ++i) {
+    if (sp.stop[i].size() > limits.max_stop_bytes) {
+      return InvalidField(absl::StrCat("stop[", i, "]"), absl::StrCat("longer than ", limits.max_stop_bytes, " bytes"));
+    }
+  }
+  if (sp.stop_token_ids.size() > static_cast<size_t>(limits.max_stop_token_ids)) {
+    return InvalidField("stop_token_ids", absl::StrCat("more than ", limits.max_stop_token_ids, " ids"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, const RequestLimits& limits, const std::string& field,
+                                                      const std::string& text) {
+  if (text.empty()) return InvalidField(field, "empty");
+  if (text.size() > limits.max_prompt_bytes) {
+    return InvalidField(field, absl::StrCat(text.size(), " bytes exceed the limit of ", limits.max_prompt_bytes));
+  }
+  auto encoded = EncodePrompt(engine.tokenizer(), text);
+  if (!encoded.ok()) return InvalidField(field, encoded.status().message());
+  if (encoded->empty()) return InvalidField(field, "encodes to no tokens");
+  ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, field, encoded->size()));
+  return encoded;
+}
+
+}  // namespace arach::server

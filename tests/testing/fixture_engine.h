@@ -1,0 +1,15 @@
+// A serving Engine on a fixture model, as the engine-level tests build it: the model with its adapter (where
+// the fixture has one) and the references' hub embedding, `kv_blocks` blocks of KV cache, `config`.
+// Reports a failure (and returns null) when it cannot load.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace arach::testing {
+
+std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model = "gpt2-tiny", EngineConfig config = {}, int kv_blocks = 256);
+
+}  // namespace arach::testing
