@@ -4,7 +4,7 @@
 
 namespace arach::client {
 
-std::unique_ptr<ArachClient> ArachClient::Connect(const std::string& target, const ClientTls& tls) {
+std::unique_ptr<ArachClient> ArachClient::Connect(const std::string& target, const ClientTls& tls, const std::string& api_key) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
@@ -16,11 +16,12 @@ std::unique_ptr<ArachClient> ArachClient::Connect(const std::string& target, con
     credentials = grpc::SslCredentials(options);
     if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
   }
-  return std::unique_ptr<ArachClient>(new ArachClient(grpc::CreateCustomChannel(target, credentials, args)));
+  return std::unique_ptr<ArachClient>(new ArachClient(grpc::CreateCustomChannel(target, credentials, args), api_key));
 }
 
-ArachClient::ArachClient(std::shared_ptr<grpc::Channel> channel)
-    : channel_(std::move(channel)),
+ArachClient::ArachClient(std::shared_ptr<grpc::Channel> channel, std::string api_key)
+    : api_key_(std::move(api_key)),
+      channel_(std::move(channel)),
       inference_(arach::v1::Inference::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
 
@@ -30,6 +31,7 @@ grpc::Status ArachClient::Generate(const arach::v1::GenerateRequest& request,
   grpc::ClientContext local;
   grpc::ClientContext* ctx = context != nullptr ? context : &local;
   if (deadline) ctx->set_deadline(*deadline);
+  Authorize(ctx);
   std::unique_ptr<grpc::ClientReader<arach::v1::GenerateResponse>> reader = inference_->Generate(ctx, request);
   arach::v1::GenerateResponse response;
   while (reader->Read(&response)) on_message(response);
@@ -40,6 +42,7 @@ grpc::Status ArachClient::Chat(const arach::v1::ChatRequest& request,
                                const std::function<void(const arach::v1::GenerateResponse&)>& on_message, Deadline deadline) {
   grpc::ClientContext ctx;
   if (deadline) ctx.set_deadline(*deadline);
+  Authorize(&ctx);
   std::unique_ptr<grpc::ClientReader<arach::v1::GenerateResponse>> reader = inference_->Chat(&ctx, request);
   arach::v1::GenerateResponse response;
   while (reader->Read(&response)) on_message(response);
@@ -50,13 +53,19 @@ grpc::Status ArachClient::Score(const arach::v1::ScoreRequest& request, arach::v
                                 Deadline deadline) {
   grpc::ClientContext ctx;
   if (deadline) ctx.set_deadline(*deadline);
+  Authorize(&ctx);
   return inference_->Score(&ctx, request, response);
 }
 
 grpc::Status ArachClient::GetModelInfo(arach::v1::ModelInfo* info) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  Authorize(&ctx);
   return inference_->GetModelInfo(&ctx, arach::v1::GetModelInfoRequest(), info);
+}
+
+void ArachClient::Authorize(grpc::ClientContext* context) const {
+  if (!api_key_.empty()) context->AddMetadata("authorization", "Bearer " + api_key_);
 }
 
 grpc::Status ArachClient::Health(const std::string& service, grpc::health::v1::HealthCheckResponse::ServingStatus* status) {

@@ -24,8 +24,9 @@ struct ClientTls {
 
 class ArachClient {
  public:
-  // A channel to `target` (HOST:PORT): insecure, or TLS when tls.root_certs is set.
-  static std::unique_ptr<ArachClient> Connect(const std::string& target, const ClientTls& tls = {});
+  // A channel to `target` (HOST:PORT): insecure, or TLS when tls.root_certs is set. A non-empty `api_key` is
+  // sent with every call as its `authorization` metadata ("Bearer KEY").
+  static std::unique_ptr<ArachClient> Connect(const std::string& target, const ClientTls& tls = {}, const std::string& api_key = "");
 
   using Deadline = std::optional<std::chrono::system_clock::time_point>;
 
@@ -44,11 +45,14 @@ class ArachClient {
   grpc::Status Health(const std::string& service, grpc::health::v1::HealthCheckResponse::ServingStatus* status);
   // Waits until the server reports SERVING or `timeout` passes.
   bool WaitServing(std::chrono::milliseconds timeout);
-  // The raw stub, for calls this class does not wrap (e.g. Tokenize).
+  // The raw stub, for calls this class does not wrap (e.g. Tokenize): call Authorize on their contexts.
   arach::v1::Inference::Stub& inference() { return *inference_; }
+  // Adds the API key (when there is one) to a call's metadata.
+  void Authorize(grpc::ClientContext* context) const;
 
  private:
-  explicit ArachClient(std::shared_ptr<grpc::Channel> channel);
+  ArachClient(std::shared_ptr<grpc::Channel> channel, std::string api_key);
+  std::string api_key_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<arach::v1::Inference::Stub> inference_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;

@@ -16,7 +16,8 @@ bool EventStreamReader::Feed(std::string_view bytes, const std::function<bool(co
 }
 
 EventStreamAnswer PostForEvents(const std::string& address, const std::string& path, const std::string& body,
-                                const std::function<bool(const std::string&)>& on_data, int read_timeout_seconds) {
+                                const std::function<bool(const std::string&)>& on_data, int read_timeout_seconds,
+                                const httplib::Headers& headers) {
   httplib::Client client(absl::StrCat("http://", address));
   client.set_read_timeout(read_timeout_seconds, 0);
   EventStreamAnswer answer;
@@ -25,6 +26,7 @@ EventStreamAnswer PostForEvents(const std::string& address, const std::string& p
   request.method = "POST";
   request.path = path;
   request.body = body;
+  request.headers = headers;
   request.set_header("Content-Type", "application/json");
   request.response_handler = [&](const httplib::Response& response) {
     answer.status = response.status;

@@ -28,9 +28,10 @@ struct EventStreamAnswer {
   bool connected = false;    // a response (of any status) was read
 };
 
-// POST `body` (JSON) to http://`address``path` and read the answer's events into `on_data` (which may return
-// false to hang up). `read_timeout_seconds` bounds each wait for bytes.
+// POST `body` (JSON) to http://`address``path` with `headers` (e.g. Authorization) and read the answer's events
+// into `on_data` (which may return false to hang up). `read_timeout_seconds` bounds each wait for bytes.
 EventStreamAnswer PostForEvents(const std::string& address, const std::string& path, const std::string& body,
-                                const std::function<bool(const std::string&)>& on_data, int read_timeout_seconds = 600);
+                                const std::function<bool(const std::string&)>& on_data, int read_timeout_seconds = 600,
+                                const httplib::Headers& headers = {});
 
 }  // namespace arach::client

@@ -48,15 +48,15 @@ Engine::Engine(ModelBundle model, const EngineConfig& config)
       allocator_(model_.runner->kv_cache().num_blocks()),
       scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching,
                                  model_.config.UniformSlidingWindow(), config.background_tokens_beside_live,
-                                 config.background_tokens_per_step},
+                                 config.background_tokens_per_step, config.priority_aging_seconds},
                  allocator_),
       seeder_(std::random_device{}()) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {
   if (config.max_num_seqs < 1 || config.max_num_batched_tokens < 1 || config.max_queued_requests < 0 ||
-      config.background_tokens_beside_live < 0 || config.background_tokens_per_step < 1) {
+      config.background_tokens_beside_live < 0 || config.background_tokens_per_step < 1 || !(config.priority_aging_seconds >= 0)) {
     return absl::InvalidArgumentError("engine: max_num_seqs, max_num_batched_tokens and background_tokens_per_step must be "
-                                      ">= 1, max_queued_requests and background_tokens_beside_live >= 0");
+                                      ">= 1, max_queued_requests, background_tokens_beside_live and priority_aging_seconds >= 0");
   }
   if (model.runner == nullptr || model.tokenizer == nullptr) return absl::InvalidArgumentError("engine: the model is not loaded");
   std::unique_ptr<Engine> engine(new Engine(std::move(model), config));
@@ -109,7 +109,9 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
     state->prompt_argmax.assign(std::max(0, prompt_len - 1), 0);
     if (state->request.prompt_top_logprobs > 0) state->prompt_top_logprobs.assign(std::max(0, prompt_len - 1), {});
   }
-  seq.background = state->request.priority == RequestPriority::kBackground;
+  seq.background = state->request.request_class == RequestClass::kBackground;
+  seq.priority = state->request.priority;
+  seq.arrival = state->arrival;
   if (state->request.keep_generated) state->generated.emplace();
   if (state->request.attention_diagnostics) {
     seq.want_attention_diagnostics = true;
@@ -220,6 +222,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   if (r.started) info.timings.queue_seconds = seconds(r.first_scheduled - r.arrival);
   info.seed = r.seed;
   info.max_tokens = r.request.kind == RequestKind::kGenerate ? r.request.sampling.max_tokens : 0;
+  info.priority = r.request.priority;
   if (info.usage.completion_tokens > 0) {
     info.timings.time_to_first_token_seconds = seconds(r.first_token - r.arrival);
     info.timings.prefill_seconds = seconds(r.first_token - r.first_scheduled);

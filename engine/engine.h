@@ -37,6 +37,8 @@ struct EngineConfig {
   // Background tokens (shadow scoring) in a step that also computes live tokens, and in any step (SchedulerConfig).
   int background_tokens_beside_live = 0;
   int background_tokens_per_step = 8;
+  // A waiting request's priority improves by one per this many seconds of waiting (0: no aging).
+  double priority_aging_seconds = 0;
   // Compute each generated token's log-prob even when the request did not ask (for quality metrics).
   bool always_compute_logprobs = false;
   // Called on the step thread after every step that ran a forward; must be quick and must not block.

@@ -36,6 +36,10 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
     return InvalidField(names, "prompt_top_logprobs", absl::StrCat(request.prompt_top_logprobs, " must be in [0, ",
                                                                    SamplingParams::kMaxTopLogprobs, "]"));
   }
+  if (request.priority < -kMaxPriorityMagnitude || request.priority > kMaxPriorityMagnitude) {
+    return InvalidField(names, "priority", absl::StrCat(request.priority, " must be in [-", kMaxPriorityMagnitude, ", ",
+                                                        kMaxPriorityMagnitude, "]"));
+  }
   return request.variant.Validate(has_adapter, names);
 }
 

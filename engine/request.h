@@ -27,8 +27,11 @@ enum class RequestKind {
 
 // How a request competes for the engine: live requests first; background ones (shadow scoring) only use
 // what live requests leave in a step, are preempted first, and do not count against the queue bound
-// (their submitter bounds them).
-enum class RequestPriority { kLive, kBackground };
+// (their submitter bounds them). Among live requests, `priority` orders them.
+enum class RequestClass { kLive, kBackground };
+
+// The range of EngineRequest::priority.
+inline constexpr int kMaxPriorityMagnitude = 1000000;
 
 struct EngineRequest {
   RequestKind kind = RequestKind::kGenerate;
@@ -41,7 +44,10 @@ struct EngineRequest {
   // Diagnostics: where the prompt's attention went (FinishInfo::attention). The prompt is computed in
   // full then (no prefix-cache reuse), so that every row counts.
   bool attention_diagnostics = false;
-  RequestPriority priority = RequestPriority::kLive;
+  RequestClass request_class = RequestClass::kLive;
+  // Lower first (vLLM's convention): admitted and scheduled by priority, then arrival; preempted lowest
+  // priority (latest arrival) first. In [-kMaxPriorityMagnitude, kMaxPriorityMagnitude].
+  int priority = 0;
   // Generation: keep the sequence, each generated token's raw log-prob and each step's argmax
   // (FinishInfo::generated), e.g. to compare the output with another variant's scores.
   bool keep_generated = false;
@@ -105,6 +111,7 @@ struct FinishInfo {
   Timings timings;
   uint64_t seed = 0;               // the sampling seed used (the request's, or drawn): resubmitting with it reproduces the draws
   int max_tokens = 0;              // max_tokens as the request asked (generation)
+  int priority = 0;                // the request's priority
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
   std::vector<int32_t> prompt_argmax;  // [prompt_len - 1]: the most likely token at position t >= 1 (when asked)

@@ -10,11 +10,11 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libabsl-dev nlohmann-json3-dev libopenblas-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
-  libpcre2-dev libcpp-httplib-dev libgtest-dev libgmock-dev
+  libpcre2-dev libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev
 )
 # docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example;
-# python3-jinja2 is the oracle of the chat-template engine.
-[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2)
+# python3-jinja2 is the oracle of the chat-template engine; openssl makes the tests' certificates.
+[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 openssl)
 
 . /etc/os-release
 case "${ID}:${VERSION_ID}" in

@@ -2,7 +2,8 @@
 # Drives a fixture arach-server (gpt2-tiny with its adapter) through its OpenAI HTTP API with the official
 # openai npm client (installed from the npm registry into tests/openai_client) and compares the answers with
 # the gRPC API (tests/openai_client/check.mjs); then /v1/chat/completions on qwen3-tiny with the real Qwen3 chat
-# template (tests/openai_client/chat.mjs). Exits 77 (skipped) without node/npm, the package or the fixtures.
+# template (tests/openai_client/chat.mjs); then a closed server, HTTPS and an API key (tests/openai_client/secure.mjs).
+# Exits 77 (skipped) without node/npm, the package or the fixtures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -24,3 +25,17 @@ fixture_logs+=("$template")
 node -e 'const t = require(process.argv[1]); process.stdout.write(t.qwen3.template)' "$(realpath "$fixtures/chat/templates.json")" > "$template"
 start_fixture_server qwen3-tiny --chat_template "$template"
 node "$check/chat.mjs" "$http" "$grpc" "$build/client/arach-cli" qwen3-tiny "$(realpath "$fixtures/chat/cases.json")"
+# A closed server: HTTPS with a throwaway CA (NODE_EXTRA_CA_CERTS makes node trust it) and an API key.
+certs=$(mktemp -d)
+fixture_logs+=("$certs")
+(
+  cd "$certs"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=arach-test-ca
+  openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > server.ext
+  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext
+  printf 'client:sk-openai-check:all:rpm=1000\ntight:sk-openai-tight::rpm=1\n' > keys.txt
+) > /dev/null 2>&1
+start_fixture_server gpt2-tiny --api_key_file "$certs/keys.txt" --http_tls_cert "$certs/server.pem" \
+  --http_tls_key "$certs/server.key" --metrics_listen 127.0.0.1:0
+NODE_EXTRA_CA_CERTS="$certs/ca.pem" node "$check/secure.mjs" "$http" gpt2-tiny sk-openai-check sk-openai-tight

@@ -1,6 +1,7 @@
 // arach-server: serves one model over gRPC (arach.v1.Inference, grpc.health.v1.Health, reflection) and
 // over HTTP (the OpenAI API, /health, /ready, Prometheus /metrics). SIGTERM/SIGINT drain: health goes NOT_SERVING, new calls get
-// UNAVAILABLE, calls in flight finish within --drain_grace_seconds, then the process exits 0.
+// UNAVAILABLE, calls in flight finish within --drain_grace_seconds, then the process exits 0. SIGHUP reads the API
+// keys and the HTTPS certificate again.
 // Flag names may be written with hyphens or underscores (--kv-cache-bytes or --kv_cache_bytes).
 // This file only reads the flags; server/serve.cc runs the server.
 #include <pthread.h>
@@ -15,7 +16,7 @@
 #include "absl/flags/usage.h"
 #include "cmdline/flag_names.h"
 #include "engine/backend/cpu/openblas_setup.h"
-#include "server/drain_signals.h"
+#include "server/signals.h"
 #include "server/serve.h"
 #include "server/server_options.h"
 
@@ -69,6 +70,17 @@ ABSL_FLAG(int, keepalive_min_ping_interval_ms, 10000, "clients pinging more ofte
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the server: serve gRPC over TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require and verify client certificates (mutual TLS)");
+ABSL_FLAG(int, tls_reload_seconds, 10, "the gRPC TLS files are read again this often (certificate rotation)");
+ABSL_FLAG(bool, grpc_reflection, true, "serve the gRPC reflection service (for grpcurl; turn off in production)");
+ABSL_FLAG(std::string, http_tls_cert, "", "PEM certificate chain of the server: serve the HTTP API over HTTPS (read again on SIGHUP)");
+ABSL_FLAG(std::string, http_tls_key, "", "PEM private key of --http_tls_cert");
+ABSL_FLAG(std::string, http_tls_client_ca, "", "PEM CA bundle: HTTPS clients must present a certificate it signed (mutual TLS)");
+ABSL_FLAG(std::string, api_key_file, "", "API keys, one per line NAME:KEY[:SCOPE,SCOPE[:rpm=N,tpm=N,priority=N]] (read again on "
+          "SIGHUP); without keys the server is open");
+ABSL_FLAG(std::string, api_key, "", "one API key (named \"default\") with every scope and no limits");
+ABSL_FLAG(bool, metrics_auth, false, "/metrics needs a valid API key too (where keys are configured)");
+ABSL_FLAG(double, priority_aging_seconds, 0, "a waiting request's priority improves by one per this many seconds (0: off)");
+ABSL_FLAG(int, max_prompts_per_request, 16, "prompts in one completions request at most");
 
 namespace arach::server {
 namespace {
@@ -113,6 +125,14 @@ ServerOptions OptionsFromFlags() {
   o.grpc.keepalive_timeout_ms = absl::GetFlag(FLAGS_keepalive_timeout_ms);
   o.grpc.keepalive_min_ping_interval_ms = absl::GetFlag(FLAGS_keepalive_min_ping_interval_ms);
   o.grpc.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_client_ca)};
+  o.grpc.tls_reload_seconds = absl::GetFlag(FLAGS_tls_reload_seconds);
+  o.grpc.reflection = absl::GetFlag(FLAGS_grpc_reflection);
+  o.http.tls = {absl::GetFlag(FLAGS_http_tls_cert), absl::GetFlag(FLAGS_http_tls_key), absl::GetFlag(FLAGS_http_tls_client_ca)};
+  o.api_key_file = absl::GetFlag(FLAGS_api_key_file);
+  o.api_key = absl::GetFlag(FLAGS_api_key);
+  o.metrics_auth = absl::GetFlag(FLAGS_metrics_auth);
+  o.engine.priority_aging_seconds = absl::GetFlag(FLAGS_priority_aging_seconds);
+  o.limits.max_prompts_per_request = absl::GetFlag(FLAGS_max_prompts_per_request);
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
@@ -125,8 +145,8 @@ ServerOptions OptionsFromFlags() {
 }  // namespace arach::server
 
 int main(int argc, char** argv) {
-  const sigset_t drain_signals = arach::server::DrainSignals();
-  pthread_sigmask(SIG_BLOCK, &drain_signals, nullptr);  // before any thread starts (see drain_signals.h)
+  const sigset_t server_signals = arach::server::ServerSignals();
+  pthread_sigmask(SIG_BLOCK, &server_signals, nullptr);  // before any thread starts (see signals.h)
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-response is a failed write, not the end of the server
   arach::RestartWithOpenBlasCoreTypeIfNeeded(argv);
   std::vector<std::string> storage;
@@ -138,10 +158,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arach-server: %s\n", std::string(config.status().message()).c_str());
     return 2;
   }
-  absl::StatusOr<arach::server::DrainPipe> drain_pipe = arach::server::InstallDrainSignalHandlers();
-  if (!drain_pipe.ok()) {
-    std::fprintf(stderr, "arach-server: %s\n", drain_pipe.status().ToString().c_str());
+  absl::StatusOr<arach::server::SignalPipe> signal_pipe = arach::server::InstallSignalHandlers();
+  if (!signal_pipe.ok()) {
+    std::fprintf(stderr, "arach-server: %s\n", signal_pipe.status().ToString().c_str());
     return 1;
   }
-  return arach::server::Serve(*config, *drain_pipe);
+  return arach::server::Serve(*config, *signal_pipe);
 }

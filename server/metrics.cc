@@ -85,17 +85,20 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
   m->model_ = model;
   m->registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Registry& r = *m->registry_;
-  auto& requests = BuildCounter().Name("arach_requests_total")
-                       .Help("Generate requests finished, by variant and finish reason (stop, length, cancelled, deadline, error).")
-                       .Register(r);
+  m->requests_ = &BuildCounter().Name("arach_requests_total")
+                      .Help("Generation requests finished, by variant, finish reason (stop, length, cancelled, deadline, error) "
+                            "and API key (\"open\" on a server without keys).")
+                      .Register(r);
   auto& ttft = BuildHistogram().Name("arach_time_to_first_token_seconds")
-                   .Help("Time from arrival to the first generated token, by variant.").Register(r);
+                   .Help("Time from arrival to the first generated token, by variant and priority class (high, normal, low).")
+                   .Register(r);
   auto& tpot = BuildHistogram().Name("arach_time_per_output_token_seconds")
                    .Help("Mean time between generated tokens after the first, per request, by variant.").Register(r);
   auto& e2e = BuildHistogram().Name("arach_e2e_request_latency_seconds")
                   .Help("Time from arrival to the end of a Generate request, by variant.").Register(r);
   auto& queue = BuildHistogram().Name("arach_request_queue_time_seconds")
-                    .Help("Time a request waited before it was first scheduled, by variant.").Register(r);
+                    .Help("Time a request waited before it was first scheduled, by variant and priority class (high, normal, low).")
+                    .Register(r);
   auto& prompt = BuildCounter().Name("arach_prompt_tokens_total")
                      .Help("Prompt tokens of finished Generate and Score requests, by variant.").Register(r);
   auto& generation = BuildCounter().Name("arach_generation_tokens_total")
@@ -137,11 +140,12 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                           .Help("HTTP requests answered, by route, status and serving variant (\"none\" when none served it).")
                           .Register(r);
   m->rejected_ = &BuildCounter().Name("arach_requests_rejected_total")
-                      .Help("Requests refused before reaching the engine, by status code.").Register(r);
-  for (const char* code : {"invalid_argument", "resource_exhausted", "failed_precondition", "unavailable", "deadline_exceeded",
-                           "cancelled", "internal"}) {
-    m->rejected_->Add({{"code", code}});
-  }
+                      .Help("Requests refused before reaching the engine, by status code and API key (\"unknown\": no valid key).")
+                      .Register(r);
+  m->rate_limited_ = &BuildCounter().Name("arach_rate_limited_total")
+                          .Help("Requests refused by their API key's limits, by key and reason (rpm: requests per minute, "
+                                "tpm: tokens per minute).")
+                          .Register(r);
   m->batch_size_ = &BuildHistogram().Name("arach_batch_size").Help("Sequences in each engine step.").Register(r)
                         .Add({}, Exponential(1, 2, 10));
   m->iteration_tokens_ = &BuildHistogram().Name("arach_iteration_tokens")
@@ -174,10 +178,12 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
   for (const char* v : kVariants) {
     PerVariant& pv = m->variants_[v];
     // Latency buckets reach past the longest request the limits allow on a CPU (hours).
-    pv.ttft = &ttft.Add({{"variant", v}}, Exponential(0.001, 2, 24));
+    for (const char* priority : {"high", "normal", "low"}) {
+      pv.ttft[priority] = &ttft.Add({{"variant", v}, {"priority", priority}}, Exponential(0.001, 2, 24));
+      pv.queue[priority] = &queue.Add({{"variant", v}, {"priority", priority}}, Exponential(0.001, 2, 24));
+    }
     pv.tpot = &tpot.Add({{"variant", v}}, Exponential(0.0005, 2, 16));
     pv.e2e = &e2e.Add({{"variant", v}}, Exponential(0.01, 2, 21));
-    pv.queue = &queue.Add({{"variant", v}}, Exponential(0.001, 2, 24));
     pv.request_prompt_tokens = &request_prompt.Add({{"variant", v}}, Exponential(1, 2, 18));
     pv.request_generation_tokens = &request_generation.Add({{"variant", v}}, Exponential(1, 2, 18));
     pv.request_max_tokens = &request_max_tokens.Add({{"variant", v}}, Exponential(1, 2, 18));
@@ -193,7 +199,6 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
     pv.prompt_perplexity = &prompt_ppl.Add({{"variant", v}}, Exponential(1, 1.5, 24));
     pv.sink_mass = &sink_mass.Add({{"variant", v}}, Histogram::BucketBoundaries{0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35,
                                                                                 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0});
-    for (const char* reason : kFinishReasons) pv.requests[reason] = &requests.Add({{"variant", v}, {"finish_reason", reason}});
     // The answered generation routes, so that the family is exported (and dashboards resolve) before traffic.
     for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
       m->http_requests_->Add({{"route", route}, {"status", "200"}, {"variant", v}});
@@ -225,11 +230,13 @@ void ServerMetrics::RecordTokenizerCall(const std::string& rpc, double seconds) 
   tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20)).Observe(seconds);
 }
 
+const char* PriorityClass(int priority) { return priority < 0 ? "high" : priority == 0 ? "normal" : "low"; }
+
 ServerMetrics::PerVariant& ServerMetrics::For(const Variant& variant) { return variants_.at(variant.Name()); }
 
-void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& info) {
+void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& info, const std::string& key) {
   PerVariant& pv = For(variant);
-  pv.requests.at(FinishReasonName(info.reason))->Increment();
+  requests_->Add({{"variant", variant.Name()}, {"finish_reason", FinishReasonName(info.reason)}, {"key", key}}).Increment();
   pv.prompt_tokens->Increment(info.usage.prompt_tokens);
   pv.generation_tokens->Increment(info.usage.completion_tokens);
   pv.e2e->Observe(info.timings.total_seconds);
@@ -238,8 +245,9 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
   pv.request_max_tokens->Observe(info.max_tokens);
   if (info.usage.completion_tokens > 0) pv.prefill_time->Observe(info.timings.prefill_seconds);
   if (info.usage.completion_tokens > 1) pv.decode_time->Observe(info.timings.decode_seconds);
-  if (info.timings.queue_seconds > 0 || info.usage.completion_tokens > 0) pv.queue->Observe(info.timings.queue_seconds);
-  if (info.usage.completion_tokens > 0) pv.ttft->Observe(info.timings.time_to_first_token_seconds);
+  const char* priority = PriorityClass(info.priority);
+  if (info.timings.queue_seconds > 0 || info.usage.completion_tokens > 0) pv.queue.at(priority)->Observe(info.timings.queue_seconds);
+  if (info.usage.completion_tokens > 0) pv.ttft.at(priority)->Observe(info.timings.time_to_first_token_seconds);
   if (info.usage.completion_tokens > 1) pv.tpot->Observe(info.timings.time_per_output_token_seconds);
   if (info.mean_generated_logprob) pv.generated_logprob->Observe(*info.mean_generated_logprob);
   if (!info.prompt_logprobs.empty()) {
@@ -282,7 +290,26 @@ void ServerMetrics::RecordHttpRequest(const std::string& route, int status, cons
       .Increment();
 }
 
-void ServerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"code", code}}).Increment(); }
+void ServerMetrics::RecordRejected(const std::string& code, const std::string& key) {
+  rejected_->Add({{"code", code}, {"key", key}}).Increment();
+}
+
+void ServerMetrics::RecordRateLimited(const std::string& key, const std::string& reason) {
+  rate_limited_->Add({{"key", key}, {"reason", reason}}).Increment();
+}
+
+void ServerMetrics::DeclareKeys(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    for (const char* v : kVariants) {
+      for (const char* reason : kFinishReasons) requests_->Add({{"variant", v}, {"finish_reason", reason}, {"key", key}});
+    }
+    for (const char* code : {"invalid_argument", "resource_exhausted", "failed_precondition", "permission_denied", "unavailable",
+                             "deadline_exceeded", "cancelled", "internal"}) {
+      rejected_->Add({{"code", code}, {"key", key}});
+    }
+  }
+  rejected_->Add({{"code", "unauthenticated"}, {"key", "unknown"}});
+}
 
 void ServerMetrics::RecordStep(const StepReport& step) {
   batch_size_->Observe(step.num_sequences);

@@ -23,6 +23,10 @@
 
 namespace arach::server {
 
+// The priority class of a request's priority, the `priority` label of the queue and TTFT histograms:
+// "high" (< 0), "normal" (0) or "low" (> 0).
+const char* PriorityClass(int priority);
+
 class ServerMetrics {
  public:
   // `model`: the served model's name, the `model` label of every series.
@@ -36,8 +40,8 @@ class ServerMetrics {
   // arach_build_info{version, git_sha, device, backend} once the model is loaded (`backend`: the
   // backend's description, e.g. the CPU threads and why).
   void SetDevice(const std::string& device, const std::string& backend);
-  // A finished Generate request.
-  void RecordGenerate(const Variant& variant, const FinishInfo& info);
+  // A finished generation request of the API key `key` (kOpenCallerName on an open server).
+  void RecordGenerate(const Variant& variant, const FinishInfo& info, const std::string& key);
   // A finished Score request of `tokens` scored tokens that took `seconds`.
   void RecordScore(const Variant& variant, int64_t prompt_tokens, double seconds);
   // A Tokenize or Detokenize call (`rpc`) that took `seconds`.
@@ -48,8 +52,13 @@ class ServerMetrics {
   void RecordShadow(const Variant& served, const Variant& against, double logprob_delta, double top1_agreement);
   // Shadow work that was not done: "saturated" (the bound), "cancelled", "error".
   void RecordShadowDropped(const std::string& reason);
-  // A request refused before it reached the engine (code name: invalid_argument, resource_exhausted, ...).
-  void RecordRejected(const std::string& code);
+  // A request of `key` refused before it reached the engine (code name: invalid_argument, resource_exhausted,
+  // unauthenticated, ...; key "unknown" when no valid key was presented).
+  void RecordRejected(const std::string& code, const std::string& key);
+  // A request of `key` refused by its rate limits: reason "rpm" or "tpm".
+  void RecordRateLimited(const std::string& key, const std::string& reason);
+  // Creates the per-key series of these keys up front (their names only; secrets never reach metrics).
+  void DeclareKeys(const std::vector<std::string>& keys);
   void RecordStep(const StepReport& step);
   // Creates the assignment series of every arm up front (so they are exported before the first request).
   void DeclareExperimentArms(const std::vector<std::pair<std::string, Variant>>& arms);
@@ -61,10 +70,10 @@ class ServerMetrics {
 
  private:
   struct PerVariant {
-    prometheus::Histogram* ttft;
+    std::map<std::string, prometheus::Histogram*> ttft;   // by priority class (PriorityClass)
     prometheus::Histogram* tpot;
     prometheus::Histogram* e2e;
-    prometheus::Histogram* queue;
+    std::map<std::string, prometheus::Histogram*> queue;  // by priority class
     prometheus::Counter* prompt_tokens;
     prometheus::Counter* generation_tokens;
     prometheus::Counter* score_requests;
@@ -77,7 +86,6 @@ class ServerMetrics {
     prometheus::Histogram* prefill_time;
     prometheus::Histogram* decode_time;
     prometheus::Histogram* score_latency;
-    std::map<std::string, prometheus::Counter*> requests;  // by finish reason
   };
   ServerMetrics() = default;
   PerVariant& For(const Variant& variant);
@@ -85,7 +93,9 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> engine_collector_;
   std::map<std::string, PerVariant> variants_;
+  prometheus::Family<prometheus::Counter>* requests_ = nullptr;  // by variant, finish reason and key
   prometheus::Family<prometheus::Counter>* rejected_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rate_limited_ = nullptr;
   prometheus::Family<prometheus::Counter>* assignments_ = nullptr;
   prometheus::Family<prometheus::Counter>* http_requests_ = nullptr;
   prometheus::Family<prometheus::Histogram>* shadow_delta_ = nullptr;

@@ -21,6 +21,7 @@ struct RequestLimits {
   size_t max_stop_bytes = 256;        // each stop string
   int max_stop_token_ids = 64;
   int max_score_inputs = 64;
+  int max_prompts_per_request = 16;   // prompts of one completions request (a list of prompts)
   int max_tokens = 4096;              // max_tokens of one request
   int max_prompt_tokens = 0;          // prompt tokens of one request or score input (0 = the model's context)
 };

@@ -38,10 +38,14 @@ absl::StatusOr<std::unique_ptr<Engine>> StartEngine(const ServerConfig& config, 
 
 }  // namespace
 
-int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
+int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   const ServerOptions& options = config.options;
   const VariantResolver variants(config.default_variant, config.experiment);
+  absl::StatusOr<std::unique_ptr<ApiKeys>> keys = ApiKeys::Load(options.api_key_file, options.api_key);
+  if (!keys.ok()) return Fail(keys.status());
+  RateLimiter rate_limiter;
   std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create(options.served_model_name);
+  metrics->DeclareKeys((*keys)->open() ? std::vector<std::string>{kOpenCallerName} : (*keys)->names());
   if (config.experiment) {
     std::vector<std::pair<std::string, Variant>> arms;
     for (const ExperimentArm& arm : config.experiment->arms) arms.push_back({arm.name, arm.variant});
@@ -56,6 +60,9 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
                                      std::chrono::system_clock::now().time_since_epoch()).count();
   context.request_log = &request_log;
   context.limits = options.limits;
+  context.keys = keys->get();
+  context.rate_limiter = &rate_limiter;
+  context.metrics_need_key = options.metrics_auth;
   RequestPolicy policy(options.prompt_perplexity, options.diagnostics_sample_rate, options.shadow_rate, std::random_device{}());
   context.policy = &policy;
   std::vector<Variant> arms;
@@ -73,7 +80,7 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
   if (!http_server.ok()) return Fail(http_server.status());
   std::unique_ptr<http::HttpServer> metrics_server;
   if (!options.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::StartMetricsOnly(options.metrics_listen, *metrics);
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::StartMetricsOnly(options.metrics_listen, context);
     if (!started.ok()) return Fail(started.status());
     metrics_server = std::move(*started);
   }
@@ -81,6 +88,10 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
                                              " metrics=", metrics_server ? metrics_server->address() : (*http_server)->address());
   Say(absl::StrCat("arach-server ", ArachVersion(), " (", ArachGitSha(), ") loading ", options.model_dir, " as ",
                    options.served_model_name, "; ", addresses));
+  Say((*keys)->open() ? "arach-server is OPEN: no API key is configured (--api_key_file, --api_key), so anyone who reaches "
+                        "its ports may call it with every scope"
+                      : absl::StrCat("arach-server requires an API key: ", (*keys)->size(), " configured",
+                                     options.metrics_auth ? " (also for /metrics)" : " (/metrics stays open)"));
 
   absl::StatusOr<std::unique_ptr<Engine>> engine = StartEngine(config, *metrics);
   if (!engine.ok()) return Fail(engine.status());
@@ -95,7 +106,17 @@ int Serve(const ServerConfig& config, const DrainPipe& drain_pipe) {
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));
 
-  const int signal_number = WaitForDrainSignal(drain_pipe);
+  int signal_number = WaitForSignal(signal_pipe);
+  for (; signal_number == SIGHUP; signal_number = WaitForSignal(signal_pipe)) {
+    // SIGHUP: the keys and the HTTPS certificate again; a failed reload keeps what is in use.
+    const absl::Status keys_reloaded = (*keys)->Reload();
+    if (keys_reloaded.ok()) metrics->DeclareKeys((*keys)->names());
+    const absl::Status certificates_reloaded = (*http_server)->ReloadCertificates();
+    Say(absl::StrCat("arach-server reloaded on SIGHUP: API keys ",
+                     keys_reloaded.ok() ? absl::StrCat((*keys)->size(), " configured") : absl::StrCat("kept (", keys_reloaded.message(), ")"),
+                     "; HTTPS certificate ", certificates_reloaded.ok() ? (options.http.tls.enabled() ? "read" : "none")
+                                                                        : absl::StrCat("kept (", certificates_reloaded.message(), ")")));
+  }
 
   Say(absl::StrCat("arach-server draining (signal ", signal_number, "): ", context.state.in_flight(), " calls in flight, grace ",
                    options.drain_grace_seconds, " s"));

@@ -3,11 +3,11 @@
 // the grace period) and stop. Returns the process exit status: 0 after a drain, 1 when starting failed.
 #pragma once
 
-#include "server/drain_signals.h"
+#include "server/signals.h"
 #include "server/server_options.h"
 
 namespace arach::server {
 
-int Serve(const ServerConfig& config, const DrainPipe& drain_pipe);
+int Serve(const ServerConfig& config, const SignalPipe& signal_pipe);
 
 }  // namespace arach::server

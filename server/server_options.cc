@@ -62,9 +62,18 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
     if (absl::Status s = shadow->Validate(has_adapter); !s.ok()) return FlagError("shadow_variant", s.message());
     config.shadow_variant = *shadow;
   }
-  const TlsOptions& tls = options.grpc.tls;
-  if (tls.cert.empty() != tls.key.empty()) return FlagError("tls_cert", "--tls_cert and --tls_key go together");
-  if (!tls.client_ca.empty() && tls.cert.empty()) return FlagError("tls_client_ca", "needs --tls_cert and --tls_key");
+  for (const auto& [tls, prefix] : {std::pair<const TlsOptions&, std::string>{options.grpc.tls, "tls"},
+                                    std::pair<const TlsOptions&, std::string>{options.http.tls, "http_tls"}}) {
+    if (tls.cert.empty() != tls.key.empty()) {
+      return FlagError(prefix + "_cert", absl::StrCat("--", prefix, "_cert and --", prefix, "_key go together"));
+    }
+    if (!tls.client_ca.empty() && tls.cert.empty()) {
+      return FlagError(prefix + "_client_ca", absl::StrCat("needs --", prefix, "_cert and --", prefix, "_key"));
+    }
+  }
+  if (options.grpc.tls_reload_seconds < 1) return FlagError("tls_reload_seconds", "must be at least 1");
+  if (!(options.engine.priority_aging_seconds >= 0)) return FlagError("priority_aging_seconds", "must be 0 (off) or more");
+  if (options.limits.max_prompts_per_request < 1) return FlagError("max_prompts_per_request", "must be at least 1");
   return config;
 }
 

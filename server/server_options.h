@@ -17,9 +17,10 @@
 namespace arach::server {
 
 struct TlsOptions {
-  std::string cert;       // PEM certificate chain: serve gRPC over TLS
+  std::string cert;       // PEM certificate chain: serve over TLS
   std::string key;        // PEM private key of `cert`
   std::string client_ca;  // PEM CA bundle: require and verify client certificates (mutual TLS)
+  bool enabled() const { return !cert.empty(); }
 };
 
 struct GrpcOptions {
@@ -31,13 +32,16 @@ struct GrpcOptions {
   int keepalive_timeout_ms = 20000;           // close a connection whose ping is not answered in time
   int keepalive_min_ping_interval_ms = 10000;  // clients pinging faster are disconnected
   TlsOptions tls;
+  int tls_reload_seconds = 10;                // the TLS files are read again this often (gRPC's file watcher)
+  bool reflection = true;                     // the gRPC server reflection service (grpcurl); off in production
 };
 
-// How the HTTP API listens (--http_listen, --max_request_bytes, --http_threads).
+// How the HTTP API listens (--http_listen, --max_request_bytes, --http_threads, --http_tls_*).
 struct HttpOptions {
   std::string listen = "0.0.0.0:8000";  // HOST:PORT (port 0 picks one)
   size_t max_request_bytes = 16 << 20;  // larger bodies get 413
   int threads = 128;                    // connections served at once (a stream holds one for its length)
+  TlsOptions tls;                       // HTTPS (read again on SIGHUP)
 };
 
 struct ServerOptions {
@@ -60,6 +64,9 @@ struct ServerOptions {
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics
   std::string metrics_listen;         // HOST:PORT of a separate /metrics-only listener ("" = none)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take
+  std::string api_key_file;           // API keys (server/api_keys.h), read again on SIGHUP; empty: none
+  std::string api_key;                // one more key, named "default", with every scope; empty: none
+  bool metrics_auth = false;          // /metrics wants a valid key too (where keys are configured)
 };
 
 // What the options resolve to.
@@ -71,8 +78,10 @@ struct ServerConfig {
   std::optional<Variant> shadow_variant;  // --shadow_variant, resolved
 };
 
-// INVALID_ARGUMENT naming the flag: no model, a served model name with ':' (it separates the variant), an unknown device or variant, a skip variant (default or
-// experiment arm) without --adapter, both experiment forms at once, an unreadable experiment.
+// INVALID_ARGUMENT naming the flag: no model, a served model name with ':' (it separates the variant), an unknown
+// device or variant, a skip variant (default or experiment arm) without --adapter, both experiment forms at once,
+// an unreadable experiment, a TLS certificate without its key (or a client CA without both), a negative aging
+// time or prompt cap.
 absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options);
 
 }  // namespace arach::server

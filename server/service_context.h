@@ -1,15 +1,17 @@
-// What the RPC handlers share: the engine (once loaded), metrics, the variant resolver, limits and the
-// serving state. Owned by main; the handlers hold a reference.
+// What the handlers of both APIs share: the engine (once loaded), metrics, the variant resolver, limits, the
+// API keys and their rate limits, and the serving state. Owned by serve.cc; the handlers hold a reference.
 #pragma once
 
 #include <atomic>
 
 #include "engine/engine.h"
+#include "server/api_keys.h"
 #include "server/metrics.h"
+#include "server/rate_limits.h"
 #include "server/request_log.h"
 #include "server/request_policy.h"
-#include "server/shadow_scorer.h"
 #include "server/request_limits.h"
+#include "server/shadow_scorer.h"
 #include "server/serving_state.h"
 #include "server/variant_resolver.h"
 
@@ -27,6 +29,9 @@ struct ServiceContext {
   RequestLog* request_log = nullptr;  // one line per finished request
   RequestPolicy* policy = nullptr;  // what the server adds to every generation request (both APIs)
   ShadowScorer* shadow = nullptr;   // paired shadow scoring of finished generation requests
+  const ApiKeys* keys = nullptr;    // who may call (never null: an open server has an empty set)
+  RateLimiter* rate_limiter = nullptr;  // the keys' requests and tokens per minute
+  bool metrics_need_key = false;    // --metrics_auth: /metrics wants a valid key too (where keys are configured)
 };
 
 }  // namespace arach::server

@@ -80,7 +80,7 @@ void ShadowScorer::OnFinished(Engine& engine, const Variant& served, const Finis
   }
   EngineRequest request;
   request.kind = RequestKind::kScore;
-  request.priority = RequestPriority::kBackground;
+  request.request_class = RequestClass::kBackground;
   request.prompt = info.generated->sequence;
   request.variant = against;
   auto observer = std::make_shared<ShadowObserver>(*this, served, against, *info.generated);

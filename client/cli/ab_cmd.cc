@@ -85,6 +85,7 @@ absl::Status ReportPaired(ArachClient& client, const AbOptions& options, const s
   tokenize.set_add_bos(true);
   arach::v1::TokenizeResponse tokens;
   grpc::ClientContext context;
+  client.Authorize(&context);
   if (const grpc::Status s = client.inference().Tokenize(&context, tokenize, &tokens); !s.ok()) {
     return absl::UnavailableError(absl::StrCat("tokenizing the prompts: ", s.error_message()));
   }

@@ -133,7 +133,7 @@ int RunBench(const BenchOptions& o) {
       });
       if (!s.ok()) out.error = absl::StrCat("grpc ", static_cast<int>(s.error_code()));
     } else {
-      out.error = StreamHttpCompletion(o.http, info.model(), requests[i], timer);
+      out.error = StreamHttpCompletion(o.http, info.model(), requests[i], timer, o.connect.api_key);
     }
     const StreamTiming t = timer.Finish();
     out.e2e = t.e2e_seconds;

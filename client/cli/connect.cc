@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<ArachClient>> Connect(const ConnectOptions& optio
   ARACH_ASSIGN_OR_RETURN(tls.cert_chain, ReadPem(options.tls_cert));
   ARACH_ASSIGN_OR_RETURN(tls.private_key, ReadPem(options.tls_key));
   tls.server_name = options.tls_server_name;
-  return ArachClient::Connect(options.server, tls);
+  return ArachClient::Connect(options.server, tls, options.api_key);
 }
 
 int ReportRpcFailure(const char* command, const grpc::Status& status) {

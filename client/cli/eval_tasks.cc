@@ -26,6 +26,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> Tokenize(ArachClient& client, 
     for (size_t i = begin; i < std::min(texts.size(), begin + 256); ++i) request.add_texts(texts[i]);
     arach::v1::TokenizeResponse response;
     grpc::ClientContext ctx;
+    client.Authorize(&ctx);
     if (auto s = FromGrpc(client.inference().Tokenize(&ctx, request, &response), "Tokenize"); !s.ok()) return s;
     for (const arach::v1::TokenIds& ids : response.tokens()) out.emplace_back(ids.ids().begin(), ids.ids().end());
   }

@@ -1,6 +1,7 @@
 #include "client/cli/flags.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -12,6 +13,7 @@ ABSL_FLAG(std::string, tls_ca, "", "PEM CA bundle of the server's certificate: c
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM key of --tls_cert");
 ABSL_FLAG(std::string, tls_server_name, "", "name to check the server's certificate against (default: the host)");
+ABSL_FLAG(std::string, api_key, "", "API key of the server (default: $ARACH_API_KEY)");
 ABSL_FLAG(std::string, prompt, "", "prompt text");
 ABSL_FLAG(std::string, ids, "", "prompt token ids, comma separated");
 ABSL_FLAG(std::string, text, "", "text to score (score), or a text file (eval: windowed perplexity; diagnostics: the text measured)");
@@ -63,7 +65,7 @@ ABSL_FLAG(std::string, split, "", "client-side split VARIANT[=WEIGHT],...; empty
 namespace arach::client {
 namespace {
 
-const std::vector<std::string> kConnectFlags = {"server", "tls_ca", "tls_cert", "tls_key", "tls_server_name"};
+const std::vector<std::string> kConnectFlags = {"server", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "api_key"};
 
 std::vector<std::string> With(std::vector<std::string> own) {
   own.insert(own.end(), kConnectFlags.begin(), kConnectFlags.end());
@@ -103,8 +105,10 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
 }
 
 ConnectOptions ConnectOptionsFromFlags() {
+  std::string api_key = absl::GetFlag(FLAGS_api_key);
+  if (const char* env = std::getenv("ARACH_API_KEY"); api_key.empty() && env != nullptr) api_key = env;
   return {absl::GetFlag(FLAGS_server), absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-          absl::GetFlag(FLAGS_tls_server_name)};
+          absl::GetFlag(FLAGS_tls_server_name), std::move(api_key)};
 }
 
 absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags() {

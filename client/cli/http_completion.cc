@@ -26,7 +26,7 @@ json CompletionBody(const std::string& model, const arach::v1::GenerateRequest& 
 }  // namespace
 
 std::string StreamHttpCompletion(const std::string& address, const std::string& model,
-                                 const arach::v1::GenerateRequest& request, StreamTimer& timer) {
+                                 const arach::v1::GenerateRequest& request, StreamTimer& timer, const std::string& api_key) {
   std::string error;
   bool done = false;
   const EventStreamAnswer answer =
@@ -43,7 +43,7 @@ std::string StreamHttpCompletion(const std::string& address, const std::string& 
         // One event per engine step: a token (or a few, on the step that ends a prompt).
         if (!chunk["choices"].empty() && chunk["choices"][0]["finish_reason"].is_null()) timer.OnTokens(1);
         return true;
-      });
+      }, /*read_timeout_seconds=*/600, api_key.empty() ? httplib::Headers{} : httplib::Headers{{"Authorization", "Bearer " + api_key}});
   if (!error.empty()) return error;
   if (answer.status != 200 && answer.status != 0) return absl::StrCat("http ", answer.status);
   if (!answer.connected) return "http connection";

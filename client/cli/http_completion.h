@@ -9,10 +9,10 @@
 
 namespace arach::client {
 
-// Sends `request` (token ids, max_tokens, sampling, variant) as a streamed completion of `model` to
-// `address` (HOST:PORT); each event with tokens is given to `timer`. Returns "" when the stream ended with
-// `data: [DONE]`, else what went wrong ("http 429", "http connection", "stream error").
+// Sends `request` (token ids, max_tokens, sampling, variant) as a streamed completion of `model` to `address`
+// (HOST:PORT), with `api_key` as its bearer token when given; each event with tokens is given to `timer`. Returns
+// "" when the stream ended with `data: [DONE]`, else what went wrong ("http 429", "http connection", "stream error").
 std::string StreamHttpCompletion(const std::string& address, const std::string& model,
-                                 const arach::v1::GenerateRequest& request, StreamTimer& timer);
+                                 const arach::v1::GenerateRequest& request, StreamTimer& timer, const std::string& api_key = "");
 
 }  // namespace arach::client

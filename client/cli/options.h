@@ -15,6 +15,7 @@ struct ConnectOptions {
   std::string tls_cert;                    // PEM file: client certificate (mutual TLS)
   std::string tls_key;                     // PEM file: its key
   std::string tls_server_name;             // name checked against the server's certificate
+  std::string api_key;                     // sent as "Authorization: Bearer KEY" (gRPC metadata, HTTP header)
 };
 
 // The variant fields of a request: unset ones are the server's choice.

@@ -61,7 +61,19 @@ for (const d of byKind("Deployment")) {
     for (const probe of ["readinessProbe", "livenessProbe", "startupProbe"]) {
       if (!c[probe]) errors.push(`${where}: no ${probe}`);
     }
-    if (!c.readinessProbe?.grpc || !c.startupProbe?.grpc) errors.push(`${where}: readiness and startup must use the gRPC health service`);
+    for (const probe of [c.readinessProbe, c.startupProbe]) {
+      if (probe?.httpGet?.path !== "/ready" || probe?.httpGet?.scheme !== "HTTPS") {
+        errors.push(`${where}: readiness and startup must ask HTTPS /ready (open; works whatever gRPC asks of clients)`);
+      }
+    }
+    const args = c.args ?? [];
+    for (const needed of ["--api_key_file=", "--http_tls_cert=", "--http_tls_key=", "--tls_cert=", "--tls_key=", "--grpc_reflection=false"]) {
+      if (!args.some((a) => a.startsWith(needed))) errors.push(`${where}: the deployment must be closed (${needed}...)`);
+    }
+    for (const file of args.filter((a) => /^--(api_key_file|http_tls_cert|http_tls_key|tls_cert|tls_key)=/.test(a)).map((a) => a.split("=")[1])) {
+      const mounted = (c.volumeMounts ?? []).some((m) => file.startsWith(m.mountPath + "/"));
+      if (!mounted) errors.push(`${where}: ${file} is on no mounted volume`);
+    }
     if (!c.securityContext?.readOnlyRootFilesystem) errors.push(`${where}: the root filesystem must be read-only`);
     if (c.securityContext?.allowPrivilegeEscalation !== false) errors.push(`${where}: allowPrivilegeEscalation must be false`);
     if (!c.resources?.requests?.cpu || !c.resources?.requests?.memory) errors.push(`${where}: cpu and memory requests are needed`);
@@ -74,7 +86,11 @@ for (const d of byKind("Deployment")) {
     const ports = new Set((c.ports ?? []).map((p) => p.containerPort));
     if (!ports.has(50051) || !ports.has(8000)) errors.push(`${where}: the gRPC (50051) and HTTP (8000) ports must be declared`);
     if ((c.args ?? []).some((a) => a.startsWith("--metrics_listen=0.0.0.0:9090"))) {
-      errors.push(`${where}: 9090 is Prometheus's own port; /metrics is served on the HTTP port`);
+      errors.push(`${where}: 9090 is Prometheus's own port`);
+    }
+    const metricsArg = (c.args ?? []).find((a) => a.startsWith("--metrics_listen="));
+    if (!metricsArg || !ports.has(Number(metricsArg.split(":").pop()))) {
+      errors.push(`${where}: /metrics needs its own declared port (--metrics_listen), the API port being HTTPS`);
     }
     const httpArg = (c.args ?? []).find((a) => a.startsWith("--http_listen="));
     if (httpArg && !httpArg.endsWith(":8000")) errors.push(`${where}: --http_listen must match the declared HTTP port 8000`);

@@ -58,30 +58,71 @@ void Scheduler::ReleaseOutOfWindow(Sequence& seq) {
   if (config_.sliding_window > 0) seq.blocks.ReleaseBefore(seq.num_computed - config_.sliding_window + 1, allocator_);
 }
 
-ScheduledBatch Scheduler::Schedule() {
+ScheduledBatch Scheduler::Schedule(std::chrono::steady_clock::time_point now) {
   ScheduledBatch batch;
   int budget = config_.max_num_batched_tokens;
+  PreemptForPriority(batch, now);
+  const int preempted_for_priority = batch.num_live_preempted;  // these made room on purpose: admission goes on
   // Live work first; background work only with the budget, sequence slots and blocks live work leaves.
   ScheduleRunning(/*background=*/false, batch, budget);
-  if (batch.num_live_preempted == 0) AdmitWaiting(/*background=*/false, batch, budget);
+  if (batch.num_live_preempted == preempted_for_priority) AdmitWaiting(/*background=*/false, batch, budget, now);
   const bool live_work = !batch.chunks.empty() || !waiting_.empty();
   int background_budget = std::min(budget, live_work ? config_.background_tokens_beside_live : config_.background_tokens_per_step);
   ScheduleRunning(/*background=*/true, batch, background_budget);
-  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, background_budget);
+  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, background_budget, now);
   return batch;
 }
 
+int Scheduler::EffectivePriority(const Sequence& seq, std::chrono::steady_clock::time_point now) const {
+  if (config_.priority_aging_seconds <= 0 || seq.state != SequenceState::kWaiting) return seq.priority;
+  const double waited = std::chrono::duration<double>(now - seq.arrival).count();
+  const int64_t steps = waited > 0 ? static_cast<int64_t>(waited / config_.priority_aging_seconds) : 0;
+  return static_cast<int>(std::max<int64_t>(int64_t{seq.priority} - steps, -(int64_t{1} << 30)));
+}
+
+Sequence* Scheduler::LowestPriorityLive() const {
+  Sequence* lowest = nullptr;
+  for (Sequence* seq : running_) {  // admission order: a later one wins a tie
+    if (!seq->background && (lowest == nullptr || seq->priority >= lowest->priority)) lowest = seq;
+  }
+  return lowest;
+}
+
 Sequence* Scheduler::PickVictim(bool for_background) const {
-  // The newest background sequence, else (for live work only) the newest live one. Neither was scheduled
-  // earlier in this step: background sequences are scheduled after all live ones, and each class oldest first.
+  // The newest background sequence, else (for live work only) the lowest-priority live one. Neither was
+  // scheduled earlier in this step: background sequences are scheduled after all live ones, and live ones
+  // in priority order, so the lowest-priority one comes last.
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     if ((*it)->background) return *it;
   }
   if (for_background) return nullptr;
-  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    if (!(*it)->background) return *it;
+  return LowestPriorityLive();
+}
+
+std::deque<Sequence*>::iterator Scheduler::NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now) {
+  auto best = queue.begin();
+  int best_priority = best == queue.end() ? 0 : EffectivePriority(**best, now);
+  for (auto it = queue.begin(); it != queue.end(); ++it) {
+    const int priority = EffectivePriority(**it, now);
+    if (priority < best_priority) {
+      best = it;
+      best_priority = priority;
+    }
   }
-  return nullptr;
+  return best;
+}
+
+void Scheduler::PreemptForPriority(ScheduledBatch& batch, std::chrono::steady_clock::time_point now) {
+  while (!waiting_.empty()) {
+    Sequence& next = **NextWaiting(waiting_, now);
+    Sequence* lowest = LowestPriorityLive();
+    if (lowest == nullptr || lowest->priority <= next.priority) return;  // base priorities: aging never preempts
+    const int first_chunk = std::min(next.num_uncomputed(), config_.max_num_batched_tokens);
+    const int blocks_needed = next.blocks.BlocksNeeded(next.num_computed + first_chunk);
+    const bool slots_full = static_cast<int>(running_.size()) >= config_.max_num_seqs;
+    if (!slots_full && allocator_.num_free() >= blocks_needed) return;  // it fits beside the running ones
+    PreemptForStep(*lowest, batch);
+  }
 }
 
 void Scheduler::PreemptForStep(Sequence& victim, ScheduledBatch& batch) {
@@ -91,10 +132,12 @@ void Scheduler::PreemptForStep(Sequence& victim, ScheduledBatch& batch) {
 }
 
 void Scheduler::ScheduleRunning(bool background, ScheduledBatch& batch, int& budget) {
-  std::vector<Sequence*> order;  // this class's running sequences, oldest first (a snapshot: preemption edits running_)
+  // This class's running sequences by priority, then admission order (a snapshot: preemption edits running_).
+  std::vector<Sequence*> order;
   for (Sequence* seq : running_) {
     if (seq->background == background) order.push_back(seq);
   }
+  std::stable_sort(order.begin(), order.end(), [](const Sequence* a, const Sequence* b) { return a->priority < b->priority; });
   for (Sequence* candidate : order) {
     if (budget <= 0) break;
     Sequence& seq = *candidate;
@@ -118,7 +161,7 @@ void Scheduler::ScheduleRunning(bool background, ScheduledBatch& batch, int& bud
   }
 }
 
-void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget) {
+void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now) {
   std::deque<Sequence*>& queue = background ? background_waiting_ : waiting_;
   while (!queue.empty() && budget > 0) {
     if (static_cast<int>(running_.size()) >= config_.max_num_seqs) {
@@ -127,7 +170,8 @@ void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget
       PreemptForStep(*victim, batch);
       continue;
     }
-    Sequence& seq = *queue.front();
+    const auto next = NextWaiting(queue, now);
+    Sequence& seq = **next;
     seq.num_cached_prompt_tokens = MatchPrefix(seq);
     const int n = std::min(seq.num_uncomputed(), budget);
     if (!EnsureBlocks(seq, seq.num_computed + n)) {
@@ -139,7 +183,7 @@ void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget
       PreemptForStep(*victim, batch);
       continue;
     }
-    queue.pop_front();
+    queue.erase(next);
     seq.state = SequenceState::kRunning;
     running_.push_back(&seq);
     batch.admitted.push_back(&seq);

@@ -5,6 +5,12 @@
 //  2. if nothing was preempted, waiting sequences are admitted in arrival order while the budget,
 //     max_num_seqs and the free blocks allow; a long prompt is admitted with a partial chunk, so
 //     prefill is chunked and never stalls the decodes.
+// Live sequences carry a priority (lower first): running ones are scheduled by priority, then as above;
+// waiting ones are admitted by priority, then arrival, where a waiting sequence's priority improves by one
+// for every priority_aging_seconds it has waited (so nothing starves); the victim of a preemption is the
+// lowest-priority running sequence, the newest among equals. A waiting sequence of strictly better priority
+// than a running one takes its place when the batch is full (slots or blocks): the running one is preempted.
+// With every priority equal this is the arrival-order behaviour above.
 // Background sequences (Sequence::background: shadow scoring) form a second priority class: they run only
 // with the budget, slots and blocks that live sequences leave in a step (at most background_tokens_per_step,
 // and background_tokens_beside_live when the step has live work), and are preempted first, both when a live
@@ -12,6 +18,7 @@
 // On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <vector>
 
@@ -34,6 +41,8 @@ struct SchedulerConfig {
   // Background tokens in any step: bounds how long a step of background work can delay a live request
   // that arrives during it.
   int background_tokens_per_step = 8;
+  // A waiting sequence's priority improves by one per this many seconds of waiting (0: no aging).
+  double priority_aging_seconds = 0;
 };
 
 // Tokens [start, start + num_tokens) of `seq` in this step.
@@ -59,7 +68,9 @@ class Scheduler {
 
   // Queues `seq` (not owned; it must outlive its time in the scheduler).
   void Add(Sequence* seq);
-  ScheduledBatch Schedule();
+  ScheduledBatch Schedule(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+  // The priority a waiting sequence competes with at `now` (its own, improved by aging).
+  int EffectivePriority(const Sequence& seq, std::chrono::steady_clock::time_point now) const;
   // After the forward of `batch`: advances num_computed and registers newly full blocks in the prefix cache.
   void CompleteStep(const ScheduledBatch& batch);
   // Takes `seq` out (finished or cancelled) and frees its blocks.
@@ -81,11 +92,18 @@ class Scheduler {
   // Preempts `victim` and records it in `batch`.
   void PreemptForStep(Sequence& victim, ScheduledBatch& batch);
   // Which running sequence gives up its blocks: the newest background one, else (unless the blocks are
-  // for background work) the newest live one; null when there is none.
+  // for background work) the live one of the lowest priority, the newest among equals; null when there is none.
   Sequence* PickVictim(bool for_background) const;
-  // Steps 1 and 2 for one priority class.
+  // The lowest-priority running live sequence (the newest among equals), or null.
+  Sequence* LowestPriorityLive() const;
+  // The waiting sequence to admit next from `queue`: the best effective priority, then queue order.
+  std::deque<Sequence*>::iterator NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now);
+  // Before a step: while the best waiting live sequence has a strictly better priority than the lowest running
+  // one and the batch is full for it (no slot, or not the blocks of its first chunk), preempts that one.
+  void PreemptForPriority(ScheduledBatch& batch, std::chrono::steady_clock::time_point now);
+  // Steps 1 and 2 for one class (live or background).
   void ScheduleRunning(bool background, ScheduledBatch& batch, int& budget);
-  void AdmitWaiting(bool background, ScheduledBatch& batch, int& budget);
+  void AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now);
   // Reuses cached full blocks of seq's prefix; returns the number of tokens covered.
   int MatchPrefix(Sequence& seq);
   // Under a sliding window: gives back the blocks no query after num_computed will read.

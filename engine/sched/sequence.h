@@ -1,6 +1,7 @@
 // A sequence as the scheduler sees it: its tokens, how many of them have K/V in the cache, its blocks.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct Sequence {
   bool want_prompt_logprobs = false;  // prompt chunks return every row's logits; no prefix-cache reuse
   bool want_attention_diagnostics = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
   bool background = false;            // low priority: spare budget only, preempted first (shadow scoring)
+  int priority = 0;                   // among live sequences: lower first (EngineRequest::priority)
+  std::chrono::steady_clock::time_point arrival{};  // when it was submitted (aging of a waiting priority)
 
   SequenceState state = SequenceState::kWaiting;
   int num_computed = 0;               // leading tokens whose K/V are in the cache

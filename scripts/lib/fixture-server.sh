@@ -6,7 +6,7 @@ fixture_pids=()
 fixture_logs=()
 stop_fixture_servers() {
   for pid in "${fixture_pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
-  rm -f "${fixture_logs[@]}"
+  rm -rf "${fixture_logs[@]}"
 }
 trap stop_fixture_servers EXIT
 

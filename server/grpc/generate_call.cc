@@ -8,6 +8,7 @@
 #include "engine/core/status.h"
 #include "server/admission.h"
 #include "server/chat_prompt.h"
+#include "server/grpc/call_credentials.h"
 #include "server/request_log.h"
 #include "server/grpc/request_mapping.h"
 #include "server/grpc/status_mapping.h"
@@ -25,10 +26,11 @@ class GenerateReactor;
 // touched. It outlives the reactor when the engine still holds it.
 class GenerateStream : public RequestObserver {
  public:
+  // `usage`: the call's (null when it was refused at the gate); `key`: its API key's name.
   GenerateStream(GenerateReactor* reactor, ServiceContext& context, ResolvedVariant variant, std::string request_id,
-                 bool with_logprobs, const char* route)
+                 bool with_logprobs, const char* route, std::shared_ptr<CallUsage> usage, std::string key)
       : reactor_(reactor), context_(context), variant_(std::move(variant)), request_id_(std::move(request_id)),
-        with_logprobs_(with_logprobs), route_(route) {}
+        with_logprobs_(with_logprobs), route_(route), usage_(std::move(usage)), key_(std::move(key)) {}
 
   void OnChunk(const StreamChunk& chunk) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -66,6 +68,7 @@ class GenerateStream : public RequestObserver {
   // The request's line in the server's log (`info`: null when it was refused).
   void LogFinished(absl::StatusCode code, const FinishInfo* info) {
     FinishedRequest record(request_id_, "grpc", route_, info ? variant_.variant.Name() : "", static_cast<int>(code));
+    record.key = key_;
     if (info != nullptr) {
       record.prompt_tokens = info->usage.prompt_tokens;
       record.completion_tokens = info->usage.completion_tokens;
@@ -82,6 +85,8 @@ class GenerateStream : public RequestObserver {
   std::string request_id_;
   bool with_logprobs_;
   const char* route_;  // "Generate" or "Chat"
+  std::shared_ptr<CallUsage> usage_;
+  std::string key_;
   std::string chat_prompt_;
   std::optional<PieceDecoder> logprobs_;  // when the call asked for log-probs
   std::deque<GenerateResponse> queue_;
@@ -100,19 +105,23 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     const bool with_logprobs = request->logprobs() || request->top_logprobs() > 0;
     const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
     const char* route = chat != nullptr ? "Chat" : "Generate";
-    absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*call));
     if (!ticket.ok()) {
-      stream_ = std::make_shared<GenerateStream>(this, context, ResolvedVariant{}, request_id, with_logprobs, route);
+      stream_ = std::make_shared<GenerateStream>(this, context, ResolvedVariant{}, request_id, with_logprobs, route, nullptr,
+                                                 "unknown");
       stream_->Refuse(ticket.status());
       return;
     }
     ticket_ = std::move(*ticket);
-    const ResolvedVariant resolved = context.variants->Resolve(ToRequestedVariant(request->variant(), request->experiment_key()));
-    if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
-    stream_ = std::make_shared<GenerateStream>(this, context, resolved, request_id, with_logprobs, route);
-    const absl::Status status = chat != nullptr ? SubmitChat(call, *chat, resolved.variant) : Submit(call, *request, resolved.variant);
+    const std::string& key = ticket_.caller().key;
+    absl::StatusOr<ResolvedVariant> resolved =
+        ResolveVariant(context, ticket_, ToRequestedVariant(request->variant(), request->experiment_key()), "variant");
+    stream_ = std::make_shared<GenerateStream>(this, context, resolved.ok() ? *resolved : ResolvedVariant{}, request_id,
+                                               with_logprobs, route, ticket_.usage(), key);
+    absl::Status status = resolved.status();
+    if (status.ok()) status = chat != nullptr ? SubmitChat(call, *chat, resolved->variant) : Submit(call, *request, resolved->variant);
     if (!status.ok()) {
-      RecordRejection(context, status);
+      RecordRejection(context, status, key);
       stream_->Refuse(status);
     }
   }
@@ -152,6 +161,9 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
     EngineRequest engine_request = std::move(*mapped);
     if (chat) prompt_field = "messages";
+    engine_request.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
+    ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(static_cast<int64_t>(engine_request.prompt.size()) + engine_request.sampling.max_tokens,
+                                                chat ? "generation.max_tokens" : "max_tokens"));
     context_.policy->Apply(engine_request);
     stream_->StartLogprobs(engine.tokenizer(), engine_request.prompt);
     if (call->deadline() != std::chrono::system_clock::time_point::max()) {
@@ -178,7 +190,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
 };
 
 void GenerateStream::OnFinish(const FinishInfo& info) {
-  context_.metrics->RecordGenerate(variant_.variant, info);
+  context_.metrics->RecordGenerate(variant_.variant, info, key_);
+  if (usage_ != nullptr) usage_->AddUsedTokens(info.usage.prompt_tokens + info.usage.completion_tokens);
   if (info.generated) context_.shadow->OnFinished(*context_.engine.load(), variant_.variant, info);
   LogFinished(info.reason == FinishReason::kStop || info.reason == FinishReason::kLength
                   ? absl::StatusCode::kOk

@@ -3,6 +3,13 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/mapped_file.h"
@@ -14,20 +21,42 @@ namespace {
 
 std::string HostOf(const std::string& address) { return address.substr(0, address.rfind(':')); }
 
-// Insecure, TLS (cert + key) or mutual TLS (+ client CA).
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const TlsOptions& tls) {
-  if (tls.cert.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options(tls.client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                                                  : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  ARACH_ASSIGN_OR_RETURN(pair.cert_chain, ReadFileToString(tls.cert));
-  ARACH_ASSIGN_OR_RETURN(pair.private_key, ReadFileToString(tls.key));
-  options.pem_key_cert_pairs.push_back(pair);
-  if (!tls.client_ca.empty()) {
-    ARACH_ASSIGN_OR_RETURN(options.pem_root_certs, ReadFileToString(tls.client_ca));
+// Insecure, TLS (cert + key) or mutual TLS (+ client CA). With TLS, gRPC's file watcher reads the files again
+// every tls_reload_seconds, so a rotated certificate applies to new connections without a restart. The files
+// are read once here first, so that a missing or broken one is an error at start naming it.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const GrpcOptions& options) {
+  const TlsOptions& tls = options.tls;
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--tls_cert", tls.cert}, {"--tls_key", tls.key},
+                                   {"--tls_client_ca", tls.client_ca}}) {
+    if (path.empty()) continue;
+    absl::StatusOr<std::string> text = ReadFileToString(path);
+    if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat(flag, ": ", text.status().message()));
   }
-  return grpc::SslServerCredentials(options);
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key, tls.cert, tls.client_ca, static_cast<unsigned int>(options.tls_reload_seconds));
+  grpc::experimental::TlsServerCredentialsOptions credentials(provider);
+  credentials.watch_identity_key_cert_pairs();
+  if (!tls.client_ca.empty()) {
+    credentials.watch_root_certs();
+    credentials.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    credentials.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  }
+  return grpc::experimental::TlsServerCredentials(credentials);
 }
+
+// Takes the reflection plugin out of a builder: linking gRPC's reflection library registers it for every
+// server of the process, so turning it off is a matter of removing it per server.
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) { return p->name() == "proto_server_reflection"; }),
+                   plugins->end());
+  }
+};
 
 }  // namespace
 
@@ -45,10 +74,11 @@ GrpcServer::~GrpcServer() { Shutdown(std::chrono::system_clock::now()); }
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcOptions& options, ServiceContext& context) {
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  ARACH_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, ServerCredentials(options.tls));
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  ARACH_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, ServerCredentials(options));
   auto impl = std::make_unique<Impl>(context);
   grpc::ServerBuilder builder;
+  if (!options.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   int port = 0;
   builder.AddListeningPort(options.listen, credentials, &port);
   builder.RegisterService(&impl->service);

@@ -1,5 +1,6 @@
 // The gRPC wing's server: arach.v1.Inference on the serving core's ServiceContext, grpc.health.v1.Health and
-// reflection, on one listening port (insecure, TLS or mutual TLS). Its interface speaks no gRPC type, so
+// (unless turned off) reflection, on one listening port: insecure, TLS or mutual TLS, the certificate files
+// read again every tls_reload_seconds. Its interface speaks no gRPC type, so
 // that serve.cc (which runs both wings) stays free of them.
 #pragma once
 

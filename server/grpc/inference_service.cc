@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/unicode.h"
 #include "server/admission.h"
+#include "server/grpc/call_credentials.h"
 #include "server/grpc/generate_call.h"
 #include "server/grpc/request_mapping.h"
 #include "server/grpc/score_call.h"
@@ -14,8 +15,9 @@ namespace arach::server {
 namespace {
 
 // Admits a unary call answered on `reactor`; when it is refused, finishes the call and returns nothing.
-std::optional<CallTicket> AdmitUnary(ServiceContext& context, grpc::ServerUnaryReactor* reactor) {
-  absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+std::optional<CallTicket> AdmitUnary(ServiceContext& context, const grpc::CallbackServerContext& call,
+                                     grpc::ServerUnaryReactor* reactor) {
+  absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(call));
   if (!ticket.ok()) {
     reactor->Finish(ToGrpcStatus(ticket.status()));
     return std::nullopt;
@@ -44,7 +46,7 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
                                                          const arach::v1::GetModelInfoRequest* /*request*/,
                                                          arach::v1::ModelInfo* info) {
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
+  const std::optional<CallTicket> ticket = AdmitUnary(context_, *call, reactor);
   if (!ticket) return reactor;
   const Engine* engine = &ticket->engine();
   const ModelConfig& c = engine->model_config();
@@ -87,7 +89,7 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
                                                      arach::v1::TokenizeResponse* response) {
   const Clock::time_point start = Clock::now();
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
+  const std::optional<CallTicket> ticket = AdmitUnary(context_, *call, reactor);
   if (!ticket) return reactor;
   const Engine* engine = &ticket->engine();
   for (int i = 0; i < request->texts_size(); ++i) {
@@ -114,7 +116,7 @@ grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerConte
                                                        arach::v1::DetokenizeResponse* response) {
   const Clock::time_point start = Clock::now();
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  const std::optional<CallTicket> ticket = AdmitUnary(context_, reactor);
+  const std::optional<CallTicket> ticket = AdmitUnary(context_, *call, reactor);
   if (!ticket) return reactor;
   const Engine& engine = ticket->engine();
   const bool skip_special = request->has_skip_special_tokens() ? request->skip_special_tokens() : true;
@@ -128,7 +130,7 @@ grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerConte
     absl::StatusOr<std::string> text = status.ok() ? engine.tokenizer().Decode(std::span<const int32_t>(ids.data(), ids.size()), skip_special)
                                                    : absl::StatusOr<std::string>(status);
     if (!text.ok()) {
-      RecordRejection(context_, text.status());
+      RecordRejection(context_, text.status(), ticket->caller().key);
       reactor->Finish(ToGrpcStatus(text.status()));
       return reactor;
     }

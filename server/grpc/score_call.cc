@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
+#include "server/grpc/call_credentials.h"
 #include "server/request_log.h"
 #include "server/grpc/request_mapping.h"
 #include "server/grpc/status_mapping.h"
@@ -19,11 +20,12 @@ class ScoreReactor;
 // when the last one arrives or the first fails.
 class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
  public:
+  // `usage`: the call's (null when it was refused at the gate); `key`: its API key's name.
   ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs,
-                 std::string request_id, bool admitted, bool asked_diagnostics = false)
+                 std::string request_id, std::shared_ptr<CallUsage> usage, std::string key, bool asked_diagnostics = false)
       : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs),
-        request_id_(std::move(request_id)), admitted_(admitted), asked_diagnostics_(asked_diagnostics),
-        started_(Clock::now()) {
+        request_id_(std::move(request_id)), usage_(std::move(usage)), key_(std::move(key)),
+        asked_diagnostics_(asked_diagnostics), started_(Clock::now()) {
     response_->set_request_id(request_id_);
     for (int i = 0; i < inputs; ++i) response_->add_results();
   }
@@ -47,7 +49,8 @@ class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
   Variant variant_;
   int pending_;
   std::string request_id_;
-  bool admitted_;  // false: refused before a variant was chosen
+  std::shared_ptr<CallUsage> usage_;  // null: refused before a variant was chosen
+  std::string key_;
   bool asked_diagnostics_;  // ScoreRequest.diagnostics: the results carry them
   Clock::time_point started_;
   int64_t scored_prompt_tokens_ = 0;
@@ -73,21 +76,23 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
                arach::v1::ScoreResponse* response)
       : context_(context) {
     const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
-    absl::StatusOr<CallTicket> ticket = AdmitCall(context);
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*call));
     if (!ticket.ok()) {
-      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0, request_id, false);
+      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0, request_id, nullptr, "unknown");
       collector_->FinishNow(ToGrpcStatus(ticket.status()));
       return;
     }
     ticket_ = std::move(*ticket);
-    const ResolvedVariant resolved = context.variants->Resolve(ToRequestedVariant(request->variant(), request->experiment_key()));
-    if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
-    FillServedVariant(resolved, response->mutable_variant());
-    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.variant, request->inputs_size(), request_id,
-                                                  /*admitted=*/true, request->diagnostics());
-    const absl::Status status = Submit(call, *request, resolved.variant);
+    const std::string& key = ticket_.caller().key;
+    absl::StatusOr<ResolvedVariant> resolved =
+        ResolveVariant(context, ticket_, ToRequestedVariant(request->variant(), request->experiment_key()), "variant");
+    if (resolved.ok()) FillServedVariant(*resolved, response->mutable_variant());
+    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.ok() ? resolved->variant : Variant{},
+                                                  request->inputs_size(), request_id, ticket_.usage(), key, request->diagnostics());
+    absl::Status status = resolved.status();
+    if (status.ok()) status = Submit(call, *request, resolved->variant);
     if (!status.ok()) {
-      RecordRejection(context, status);
+      RecordRejection(context, status, key);
       CancelSubmitted();
       collector_->FinishNow(ToGrpcStatus(status));
     }
@@ -108,17 +113,27 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
       return absl::InvalidArgumentError(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the limit of ",
                                                      context_.limits.max_score_inputs));
     }
+    if (request.diagnostics()) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
+    std::vector<EngineRequest> requests;
+    std::vector<std::string> prompt_fields;
+    int64_t tokens = 0;  // what the call may use: every input's tokens
     for (int i = 0; i < request.inputs_size(); ++i) {
       const arach::v1::ScoreInput& input = request.inputs(i);
-      std::string prompt_field;
-      EngineRequest r;
+      EngineRequest& r = requests.emplace_back();
       r.kind = RequestKind::kScore;
       ARACH_ASSIGN_OR_RETURN(r.prompt, PromptIds(engine, context_.limits, absl::StrCat("inputs[", i, "]"),
                                                  input.input_case() == arach::v1::ScoreInput::kText, input.text(),
                                                  input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
-                                                 &prompt_field));
+                                                 &prompt_fields.emplace_back()));
       r.variant = variant;
       r.attention_diagnostics = request.diagnostics();
+      r.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
+      tokens += static_cast<int64_t>(r.prompt.size());
+    }
+    ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, "inputs"));
+    for (int i = 0; i < request.inputs_size(); ++i) {
+      EngineRequest& r = requests[static_cast<size_t>(i)];
+      const std::string& prompt_field = prompt_fields[static_cast<size_t>(i)];
       context_.policy->Apply(r);
       if (call->deadline() != std::chrono::system_clock::time_point::max()) {
         r.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
@@ -173,6 +188,7 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
     if (asked_diagnostics_) FillAttentionDiagnostics(*info.attention, result->mutable_attention());
   }
   scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
+  if (usage_ != nullptr) usage_->AddUsedTokens(static_cast<int64_t>(ids.size()));
   if (--pending_ == 0) {
     context_.metrics->RecordScore(variant_, scored_prompt_tokens_, std::chrono::duration<double>(Clock::now() - started_).count());
     FinishLocked(grpc::Status::OK);
@@ -187,7 +203,8 @@ void ScoreCollector::FinishNow(const grpc::Status& status) {
 void ScoreCollector::FinishLocked(const grpc::Status& status) {
   if (finished_) return;
   finished_ = true;
-  FinishedRequest record(request_id_, "grpc", "Score", admitted_ ? variant_.Name() : "", static_cast<int>(status.error_code()));
+  FinishedRequest record(request_id_, "grpc", "Score", usage_ != nullptr ? variant_.Name() : "", static_cast<int>(status.error_code()));
+  record.key = key_;
   record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   record.finish = status.ok() ? "length" : "error";

@@ -81,7 +81,7 @@ void HandleChatCompletions(ServiceContext& context, const httplib::Request& requ
   ServeGeneration(context, request, response, "/v1/chat/completions",
                   [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ARACH_ASSIGN_OR_RETURN(ChatRequest parsed, ParseChatRequest(request.body));
-                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveVariant(context, parsed.fields));
+                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));
                     SetVariantHeaders(response, variant);
                     auto call = std::make_shared<ChatCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id);
                     ARACH_RETURN_IF_ERROR(call->Start());

@@ -198,6 +198,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.variant.arach = arach;
   f.variant.arach_offset = arach_offset;
   f.variant.skip = skip;
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "priority", &f.priority));
   if (const json* key = Field(body, "experiment_key"); key != nullptr) {
     if (!key->is_string()) return Bad("experiment_key", "must be a string");
     f.variant.experiment_key = key->get<std::string>();

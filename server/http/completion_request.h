@@ -34,6 +34,7 @@ struct GenerationFields {
   RequestedVariant variant;  // arach, arach_offset, skip; experiment_key (else `user`)
   bool skip_special_tokens = true;  // leave special tokens out of the text (as vLLM does)
   bool diagnostics = false;         // each choice reports where its prompt's attention went (arach_attention)
+  std::optional<int> priority;      // lower first (vLLM's `priority`); default: the API key's, else 0
 };
 
 struct CompletionRequest {

@@ -46,6 +46,10 @@ absl::Status CompletionCall::Start() {
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
   const int n = fields().n;
   const size_t prompts = request_.prompts.size();
+  if (static_cast<int>(prompts) > limits().max_prompts_per_request) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt: ", prompts, " prompts exceed the limit of ",
+                                                   limits().max_prompts_per_request, " (--max_prompts_per_request)"));
+  }
   std::vector<EngineRequest> requests;
   std::vector<std::string> prompt_fields;
   std::vector<std::string> echoes;
@@ -136,7 +140,7 @@ void HandleCompletions(ServiceContext& context, const httplib::Request& request,
                       return absl::InvalidArgumentError(
                           "stream: echo with logprobs is not streamed (the prompt's log-probs come at the end); ask without stream");
                     }
-                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveVariant(context, parsed.fields));
+                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));
                     SetVariantHeaders(response, variant);
                     auto call = std::make_shared<CompletionCall>(context, std::move(ticket), std::move(parsed), std::move(variant),
                                                                  request_id);

@@ -1,6 +1,7 @@
 #include "server/http/generation_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
 #include "server/request_log.h"
@@ -42,8 +43,16 @@ GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, Gener
       identity_(std::move(identity)), created_(UnixSeconds()), started_(Clock::now()) {}
 
 absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields) {
+  if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
+  int64_t tokens = 0;  // what the call may use: every choice's prompt and max_tokens
+  for (EngineRequest& r : requests) {
+    r.priority = ticket_.PriorityFor(fields_.priority);
+    tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
+  }
+  ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, "max_tokens"));
   choices_.assign(requests.size(), Choice{});
-  run_ = GenerationRun::Create(engine(), *context_.metrics, *context_.shadow, variant_.variant, static_cast<int>(requests.size()));
+  run_ = GenerationRun::Create(engine(), *context_.metrics, *context_.shadow, variant_.variant, static_cast<int>(requests.size()),
+                               ticket_.caller().key);
   for (size_t c = 0; c < requests.size(); ++c) {
     choices_[c].prompt_index = static_cast<int>(c / static_cast<size_t>(fields_.n));
     choices_[c].prompt = requests[c].prompt;
@@ -172,6 +181,7 @@ void GenerationCall::End(int http_status) {
   if (ended_) return;
   ended_ = true;
   FinishedRequest record(identity_.request_id, "http", identity_.route, variant_.variant.Name(), http_status);
+  record.key = ticket_.caller().key;
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   for (size_t c = 0; c < choices_.size(); ++c) {
     const Choice& choice = choices_[c];
@@ -179,6 +189,7 @@ void GenerationCall::End(int http_status) {
     if (c % static_cast<size_t>(fields_.n) == 0) record.prompt_tokens += choice.finish->usage.prompt_tokens;
     record.completion_tokens += choice.finish->usage.completion_tokens;
     if (record.finish.empty() || !Answered(*choice.finish)) record.finish = FinishReasonName(choice.finish->reason);
+    ticket_.usage()->AddUsedTokens(choice.finish->usage.prompt_tokens + choice.finish->usage.completion_tokens);
   }
   context_.request_log->Write(record);
   ticket_.Release();
@@ -188,17 +199,28 @@ void ServeGeneration(ServiceContext& context, const httplib::Request& request, h
                      const std::string& route, const StartGeneration& start) {
   const std::string request_id = RequestIdOf(request);
   response.set_header(kRequestIdHeader, request_id);
-  absl::StatusOr<CallTicket> ticket = AdmitCall(context);  // counts its own refusals
+  const std::string authorization = request.get_header_value("Authorization");
+  absl::StatusOr<CallTicket> ticket = AdmitCall(context, authorization);  // counts its own refusals
   absl::StatusOr<std::shared_ptr<GenerationCall>> call = absl::UnknownError("not started");
+  std::string key = "unknown";
   if (ticket.ok()) {
+    key = ticket->caller().key;
+    const Caller caller = ticket->caller();
     call = start(std::move(*ticket), request_id);
-    if (!call.ok()) RecordRejection(context, call.status());
+    if (!call.ok()) RecordRejection(context, call.status(), key);
+    if (caller.limits.any()) SetRateLimitHeaders(response, context.rate_limiter->State(caller));
   } else {
     call = ticket.status();
+    if (absl::StatusOr<Caller> caller = Authenticate(*context.keys, authorization); caller.ok()) {
+      key = caller->key;
+      if (caller->limits.any()) SetRateLimitHeaders(response, context.rate_limiter->State(*caller));
+    }
   }
   if (!call.ok()) {
     SendError(response, call.status());
-    context.request_log->Write(FinishedRequest(request_id, "http", route, response.get_header_value(kVariantHeader), response.status));
+    FinishedRequest record(request_id, "http", route, response.get_header_value(kVariantHeader), response.status);
+    record.key = key;
+    context.request_log->Write(record);
     return;
   }
   if ((*call)->streaming()) {

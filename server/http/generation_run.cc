@@ -13,7 +13,7 @@ class GenerationRun::ChoiceObserver : public RequestObserver {
   void OnFinish(const FinishInfo& info) override {
     const bool answered = info.reason == FinishReason::kStop || info.reason == FinishReason::kLength;
     if (!scoring_) {
-      run_->metrics_.RecordGenerate(run_->variant_, info);
+      run_->metrics_.RecordGenerate(run_->variant_, info, run_->key_);
       if (info.generated) run_->shadow_.OnFinished(run_->engine_, run_->variant_, info);
     } else if (answered) {
       run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
@@ -29,8 +29,8 @@ class GenerationRun::ChoiceObserver : public RequestObserver {
 };
 
 std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant,
-                                                     int choices) {
-  return std::shared_ptr<GenerationRun>(new GenerationRun(engine, metrics, shadow, variant, choices));
+                                                     int choices, std::string key) {
+  return std::shared_ptr<GenerationRun>(new GenerationRun(engine, metrics, shadow, variant, choices, std::move(key)));
 }
 
 absl::Status GenerationRun::Submit(int index, EngineRequest request, FieldNames names) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,8 +30,9 @@ struct ChoiceEvent {
 
 class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
  public:
+  // `key`: the API key's name, the `key` label of the finished requests.
   static std::shared_ptr<GenerationRun> Create(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant,
-                                               int choices);
+                                               int choices, std::string key);
 
   // Validates and queues choice `index` (fields named by `names`); nothing of it is queued on error.
   absl::Status Submit(int index, EngineRequest request, FieldNames names);
@@ -46,14 +48,16 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
 
  private:
   class ChoiceObserver;
-  GenerationRun(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant, int choices)
-      : engine_(engine), metrics_(metrics), shadow_(shadow), variant_(variant), engine_ids_(static_cast<size_t>(choices), 0) {}
+  GenerationRun(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant, int choices, std::string key)
+      : engine_(engine), metrics_(metrics), shadow_(shadow), variant_(variant), key_(std::move(key)),
+        engine_ids_(static_cast<size_t>(choices), 0) {}
   void Push(ChoiceEvent event);
 
   Engine& engine_;
   ServerMetrics& metrics_;
   ShadowScorer& shadow_;
   Variant variant_;
+  std::string key_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<uint64_t> engine_ids_;  // [choices]: 0 until submitted

@@ -1,7 +1,10 @@
 #include "server/http/http_call.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
@@ -23,21 +26,52 @@ void SendJson(httplib::Response& response, int http_status, const nlohmann::json
 
 void SendError(httplib::Response& response, const absl::Status& status) {
   const int http_status = HttpStatusOf(status);
-  if (http_status == 429) response.set_header("Retry-After", "1");
+  if (http_status == 401) response.set_header("WWW-Authenticate", "Bearer");
+  if (http_status == 429) {
+    const double wait = RetryAfterOf(status).value_or(1.0);
+    response.set_header("Retry-After", absl::StrCat(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait)))));
+  }
   SendJson(response, http_status, ErrorBody(status));
 }
 
-absl::StatusOr<ResolvedVariant> ResolveVariant(ServiceContext& context, const GenerationFields& fields) {
-  const Engine* engine = context.engine.load();
+namespace {
+
+// OpenAI's reset format: "1s", "6m0s", "850ms".
+std::string ResetText(double seconds) {
+  if (seconds < 1) return absl::StrCat(static_cast<int64_t>(std::ceil(seconds * 1000)), "ms");
+  const int64_t whole = static_cast<int64_t>(std::ceil(seconds));
+  return whole < 60 ? absl::StrCat(whole, "s") : absl::StrCat(whole / 60, "m", whole % 60, "s");
+}
+
+}  // namespace
+
+void SetRateLimitHeaders(httplib::Response& response, const RateLimitState& state) {
+  if (state.limit_requests > 0) {
+    response.set_header("x-ratelimit-limit-requests", absl::StrCat(state.limit_requests));
+    response.set_header("x-ratelimit-remaining-requests", absl::StrCat(state.remaining_requests));
+    response.set_header("x-ratelimit-reset-requests", ResetText(state.reset_requests_seconds));
+  }
+  if (state.limit_tokens > 0) {
+    response.set_header("x-ratelimit-limit-tokens", absl::StrCat(state.limit_tokens));
+    response.set_header("x-ratelimit-remaining-tokens", absl::StrCat(state.remaining_tokens));
+    response.set_header("x-ratelimit-reset-tokens", ResetText(state.reset_tokens_seconds));
+  }
+}
+
+absl::StatusOr<ResolvedVariant> ResolveRequestVariant(ServiceContext& context, const CallTicket& ticket,
+                                                      const GenerationFields& fields) {
   ARACH_ASSIGN_OR_RETURN(RequestedVariant requested,
-                         VariantOfModelId(fields.model, context.served_model_name, engine != nullptr && engine->has_adapter()));
+                         VariantOfModelId(fields.model, context.served_model_name, ticket.engine().has_adapter()));
+  // The parameter that chose the variant, for a refusal: the model id's suffix, else the first variant field set.
+  const char* chosen_by = requested.arach || requested.skip ? "model"
+                          : fields.variant.arach            ? "arach"
+                          : fields.variant.skip             ? "skip"
+                                                            : "arach_offset";
   if (fields.variant.arach) requested.arach = fields.variant.arach;
   if (fields.variant.arach_offset) requested.arach_offset = fields.variant.arach_offset;
   if (fields.variant.skip) requested.skip = fields.variant.skip;
   requested.experiment_key = fields.variant.experiment_key;
-  ResolvedVariant resolved = context.variants->Resolve(requested);
-  if (!resolved.arm.empty()) context.metrics->RecordAssignment(resolved.arm, resolved.variant);
-  return resolved;
+  return ResolveVariant(context, ticket, requested, chosen_by);
 }
 
 void SetVariantHeaders(httplib::Response& response, const ResolvedVariant& variant) {

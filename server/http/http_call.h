@@ -7,7 +7,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/admission.h"
 #include "server/http/completion_request.h"
+#include "server/rate_limits.h"
 #include "server/service_context.h"
 #include "server/variant_resolver.h"
 
@@ -21,15 +23,20 @@ inline constexpr char kExperimentArmHeader[] = "x-arach-experiment-arm";
 // The client's x-request-id (printable ASCII, at most 128 characters), else a fresh id.
 std::string RequestIdOf(const httplib::Request& request);
 
-// Answers with `status` (not OK) in OpenAI's error shape; 429 also says Retry-After.
+// Answers with `status` (not OK) in OpenAI's error shape; 401 also says WWW-Authenticate, 429 Retry-After (the
+// refusal's own wait, rate_limits.h, else 1 s).
 void SendError(httplib::Response& response, const absl::Status& status);
+// The x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers OpenAI's clients read, for a key with limits.
+void SetRateLimitHeaders(httplib::Response& response, const RateLimitState& state);
 // Answers with a JSON body.
 void SendJson(httplib::Response& response, int http_status, const nlohmann::json& body);
 
-// The variant of a generation request: its model id's suffix (NAME:arach), then its own variant fields
+// The variant of an admitted generation request: its model id's suffix (NAME:arach), then its own variant fields
 // (arach, arach_offset, skip), else the server's default or its A/B experiment (by experiment_key / user).
-// Errors: NOT_FOUND for another model, INVALID_ARGUMENT naming "model" for a bad suffix.
-absl::StatusOr<ResolvedVariant> ResolveVariant(ServiceContext& context, const GenerationFields& fields);
+// Errors: NOT_FOUND for another model, INVALID_ARGUMENT naming "model" for a bad suffix, PERMISSION_DENIED when
+// the request chooses while an experiment runs and its key lacks the scope `experiment` (admission.h).
+absl::StatusOr<ResolvedVariant> ResolveRequestVariant(ServiceContext& context, const CallTicket& ticket,
+                                                      const GenerationFields& fields);
 
 // Sets x-arach-variant (and x-arach-experiment-arm when an arm assigned it).
 void SetVariantHeaders(httplib::Response& response, const ResolvedVariant& variant);

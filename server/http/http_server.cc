@@ -25,9 +25,17 @@ std::string RouteLabel(const std::string& path) {
   return "other";
 }
 
-void ServeMetrics(httplib::Server& server, ServerMetrics& metrics) {
-  server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& response) {
-    response.set_content(metrics.Scrape(), "text/plain; version=0.0.4; charset=utf-8");
+// OK, or the refusal (401) of a call without a valid key where keys are configured.
+absl::Status CheckKey(const ServiceContext& context, const httplib::Request& request) {
+  return Authenticate(*context.keys, request.get_header_value("Authorization")).status();
+}
+
+void ServeMetrics(httplib::Server& server, ServiceContext& context) {
+  server.Get("/metrics", [&context](const httplib::Request& request, httplib::Response& response) {
+    if (context.metrics_need_key) {
+      if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
+    }
+    response.set_content(context.metrics->Scrape(), "text/plain; version=0.0.4; charset=utf-8");
   });
 }
 
@@ -37,7 +45,8 @@ void ServeHealth(const httplib::Request&, httplib::Response& response, const Ser
   SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});
 }
 
-void ServeModels(const httplib::Request&, httplib::Response& response, const ServiceContext& context) {
+void ServeModels(const httplib::Request& request, httplib::Response& response, const ServiceContext& context) {
+  if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
   const Engine* engine = context.engine.load();
   if (engine == nullptr || context.state.phase() != Phase::kServing) {
     SendError(response, absl::UnavailableError(context.state.phase() == Phase::kLoading ? "the model is still loading"
@@ -89,22 +98,33 @@ absl::Status HttpServer::Listen(const std::string& listen) {
   }
   const std::string host = listen.substr(0, colon);
   if (port == 0) {
-    port = server_.bind_to_any_port(host);
+    port = server_->bind_to_any_port(host);
     if (port <= 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
-  } else if (!server_.bind_to_port(host, port)) {
+  } else if (!server_->bind_to_port(host, port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
   address_ = absl::StrCat(host, ":", port);
-  thread_ = std::thread([this] { server_.listen_after_bind(); });
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
   // Stop() must not come before the loop runs (it would then never end): wait for it (bounded, in case the
   // loop ended at once).
-  for (int i = 0; i < 5000 && !server_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptions& options, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
-  httplib::Server& server = http->server_;
+  if (options.tls.enabled()) {
+    absl::StatusOr<std::unique_ptr<HttpsCertificates>> certificates = HttpsCertificates::Load(options.tls);
+    if (!certificates.ok()) return certificates.status();
+    http->certificates_ = std::move(*certificates);
+    HttpsCertificates* loaded = http->certificates_.get();
+    auto tls = std::make_unique<httplib::SSLServer>([loaded](SSL_CTX& ctx) { return loaded->Configure(ctx); });
+    if (!tls->is_valid()) return absl::InternalError("the HTTPS server could not be set up (OpenSSL)");
+    http->server_ = std::move(tls);
+  } else {
+    http->server_ = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& server = *http->server_;
   const int threads = std::max(1, options.threads);
   server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   server.set_payload_max_length(options.max_request_bytes);
@@ -116,7 +136,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   auto health = [&context](const httplib::Request& request, httplib::Response& response) { ServeHealth(request, response, context); };
   server.Get("/health", health);
   server.Get("/ready", health);
-  ServeMetrics(server, metrics);
+  ServeMetrics(server, context);
   server.Get("/v1/models", [&context](const httplib::Request& request, httplib::Response& response) {
     ServeModels(request, response, context);
   });
@@ -130,10 +150,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   return http;
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartMetricsOnly(const std::string& listen, ServerMetrics& metrics) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartMetricsOnly(const std::string& listen, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
-  http->server_.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  ServeMetrics(http->server_, metrics);
+  http->server_ = std::make_unique<httplib::Server>();
+  http->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  ServeMetrics(*http->server_, context);
   if (absl::Status status = http->Listen(listen); !status.ok()) return status;
   return http;
 }
@@ -141,8 +162,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartMetricsOnly(const s
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Stop() {
-  server_.stop();
+  if (server_ != nullptr) server_->stop();
   if (thread_.joinable()) thread_.join();
+}
+
+absl::Status HttpServer::ReloadCertificates() {
+  return certificates_ == nullptr ? absl::OkStatus() : certificates_->Reload();
 }
 
 }  // namespace arach::server::http

@@ -1,11 +1,13 @@
-// The HTTP front of arach-server (cpp-httplib), beside gRPC in the same process and on the same engine:
-//   GET  /health, /ready    200 while serving, 503 while loading or draining
-//   GET  /metrics           Prometheus text (ServerMetrics::Scrape)
+// The HTTP front of arach-server (cpp-httplib), beside gRPC in the same process and on the same engine, over
+// HTTPS when --http_tls_cert is given (https_certificates.h):
+//   GET  /health, /ready    200 while serving, 503 while loading or draining; always open (probes)
+//   GET  /metrics           Prometheus text (ServerMetrics::Scrape); open unless --metrics_auth
 //   GET  /v1/models         the served model ids (model_ids.h)
 //   POST /v1/completions    OpenAI completions (completions.h)
 //   POST /v1/chat/completions  OpenAI chat completions (chat_completions.h)
 // Every answer is counted in arach_http_requests_total{route, status, variant}; errors are in OpenAI's
-// shape (openai_error.h), a body over max_request_bytes gets 413.
+// shape (openai_error.h), a body over max_request_bytes gets 413. Where API keys are configured, every route but
+// /health, /ready (and /metrics without --metrics_auth) wants `Authorization: Bearer KEY` (401 otherwise).
 #pragma once
 
 #include <httplib.h>
@@ -16,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/server_options.h"
+#include "server/http/https_certificates.h"
 #include "server/metrics.h"
 #include "server/service_context.h"
 
@@ -25,12 +28,14 @@ class HttpServer {
  public:
   // The whole API on `options.listen`.
   static absl::StatusOr<std::unique_ptr<HttpServer>> StartApi(const HttpOptions& options, ServiceContext& context);
-  // Only GET /metrics (a separate internal address).
-  static absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsOnly(const std::string& listen, ServerMetrics& metrics);
+  // Only GET /metrics (a separate internal address, plain HTTP), keyed as on the API's address.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsOnly(const std::string& listen, ServiceContext& context);
   ~HttpServer();  // Stop()
 
   // Closes the listening socket and waits for the requests in progress.
   void Stop();
+  // Reads the HTTPS certificate, key and client CA again (no-op over plain HTTP).
+  absl::Status ReloadCertificates();
   // HOST:PORT it listens on (the port picked when 0 was asked for).
   const std::string& address() const { return address_; }
 
@@ -38,7 +43,8 @@ class HttpServer {
   HttpServer() = default;
   absl::Status Listen(const std::string& listen);
 
-  httplib::Server server_;
+  std::unique_ptr<HttpsCertificates> certificates_;  // declared first: outlives the server that reads it
+  std::unique_ptr<httplib::Server> server_;          // an httplib::SSLServer over HTTPS
   std::string address_;
   std::thread thread_;
 };

@@ -11,6 +11,8 @@ int HttpStatusOf(const absl::Status& status) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange: return 400;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
     case absl::StatusCode::kNotFound: return 404;
     case absl::StatusCode::kResourceExhausted: return 429;
     case absl::StatusCode::kUnavailable: return 503;
@@ -33,6 +35,8 @@ std::string ErrorParam(const absl::Status& status) {
 nlohmann::json ErrorBody(const absl::Status& status) {
   const int http_status = HttpStatusOf(status);
   const char* type = http_status == 429 ? "rate_limit_error"
+                     : http_status == 401 ? "authentication_error"
+                     : http_status == 403 ? "permission_error"
                      : http_status == 404 ? "not_found_error"
                      : http_status < 500 ? "invalid_request_error"
                                          : "server_error";
@@ -42,6 +46,7 @@ nlohmann::json ErrorBody(const absl::Status& status) {
                           {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
                           {"code", absl::AsciiStrToLower(absl::StatusCodeToString(status.code()))}};
   if (status.code() == absl::StatusCode::kNotFound && param == "model") error["code"] = "model_not_found";
+  if (status.code() == absl::StatusCode::kUnauthenticated) error["code"] = "invalid_api_key";
   return {{"error", std::move(error)}};
 }
 

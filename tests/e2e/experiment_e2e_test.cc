@@ -70,7 +70,7 @@ TEST_F(ExperimentServer, AssignmentIsStableFollowsTheSplitAndLabelsTheMetrics) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->Value("arach_experiment_assignments_total", "arm=\"arach\",variant=\"arach\""), 2 * counts["arach"]);
   EXPECT_EQ(m->Value("arach_experiment_assignments_total", "arm=\"base\",variant=\"base\""), 2 * counts["base"]);
-  EXPECT_GE(m->Value("arach_requests_total", "finish_reason=\"length\",variant=\"arach\""), 2 * counts["arach"]);
+  EXPECT_GE(m->Sum("arach_requests_total", {{"finish_reason", "length"}, {"variant", "arach"}}), 2 * counts["arach"]);
   EXPECT_EQ(m->Value("arach_generated_token_logprob_count", "variant=\"arach\""),
             m->Sum("arach_requests_total", {{"variant", "arach"}}))
       << "every finished request reports its generated-token log-prob";

@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/http_answer.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
@@ -38,29 +39,11 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
 }
 testing::PrometheusText Metrics(const ServerProcess& server) { return testing::MetricsOrFail(server); }
 
-struct HttpAnswer {
-  int status = 0;  // 0: no answer
-  json body;
-  httplib::Headers headers;
-  std::string header(const std::string& name) const {
-    auto it = headers.find(name);
-    return it == headers.end() ? "" : it->second;
-  }
-};
+using testing::HttpAnswer;
 
 HttpAnswer Send(const ServerProcess& server, const std::string& method, const std::string& path, const std::string& body = "",
                 httplib::Headers headers = {}) {
-  httplib::Client client("http://" + server.http_address());
-  client.set_read_timeout(120, 0);
-  httplib::Result result = method == "GET" ? client.Get(path.c_str(), headers)
-                                           : client.Post(path.c_str(), headers, body, "application/json");
-  HttpAnswer answer;
-  if (!result) return answer;
-  answer.status = result->status;
-  answer.headers = result->headers;
-  answer.body = json::parse(result->body, nullptr, false);
-  if (answer.body.is_discarded()) answer.body = result->body;
-  return answer;
+  return testing::HttpSend(server.http_address(), method, path, body, headers);
 }
 
 HttpAnswer Complete(const ServerProcess& server, const json& body, httplib::Headers headers = {}) {
@@ -265,7 +248,7 @@ TEST_F(HttpFixtureServer, RequestIdIsEchoedAndLogged) {
   EXPECT_EQ(generated.header("x-request-id").size(), 32u) << "an id is made when the client gives none";
   bool logged = false;
   for (int i = 0; i < 100 && !logged; ++i) {
-    logged = server_->Output().find("request id=trace-42 api=http route=/v1/completions variant=base status=200 prompt_tokens=") !=
+    logged = server_->Output().find("request id=trace-42 api=http route=/v1/completions key=open variant=base status=200 prompt_tokens=") !=
              std::string::npos;
     if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

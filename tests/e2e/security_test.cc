@@ -1,14 +1,12 @@
 // TLS, mutual TLS and request limits of the real server process.
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "client/arach_client.h"
-#include "engine/core/mapped_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/build_paths.h"
+#include "tests/testing/certificates.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_models.h"
@@ -19,31 +17,8 @@ namespace {
 using client::ArachClient;
 using client::ClientTls;
 using ::testing::HasSubstr;
+using testing::Certificates;
 using testing::ServerProcess;
-
-// A throwaway CA, and server (localhost, 127.0.0.1) and client certificates it signed.
-class Certificates {
- public:
-  Certificates() {
-    const std::string script = dir_.File("make-certs.sh");
-    std::ofstream(script) << "set -e\ncd \"$(dirname \"$0\")\"\n"
-                          << "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=arach-test-ca\n"
-                          << "for who in server client; do\n"
-                          << "  openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who\n"
-                          << "  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > $who.ext\n"
-                          << "  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 2 -extfile $who.ext\n"
-                          << "done\n";
-    ok_ = std::system(("bash " + script + " > " + dir_.File("openssl.log") + " 2>&1").c_str()) == 0 &&
-          std::filesystem::exists(dir_.File("client.pem"));
-  }
-  bool ok() const { return ok_; }
-  std::string File(const std::string& name) const { return dir_.File(name); }
-  std::string Read(const std::string& name) const { return *ReadFileToString(File(name)); }
-
- private:
-  testing::ScopedTempDir dir_;
-  bool ok_ = false;
-};
 
 bool Generates(ArachClient& client) {
   arach::v1::GenerateRequest r;
@@ -82,6 +57,33 @@ TEST(Tls, MutualTlsRequiresAClientCertificate) {
   with_cert.cert_chain = certs.Read("client.pem");
   with_cert.private_key = certs.Read("client.key");
   EXPECT_TRUE(Generates(*ArachClient::Connect((*server)->grpc_address(), with_cert)));
+}
+
+TEST(Tls, RotatedCertificateFilesAreServedWithinTheReloadInterval) {
+  Certificates certs;
+  ASSERT_TRUE(certs.ok());
+  ASSERT_TRUE(certs.MakeOtherSet());
+  const std::string cert = certs.File("served.pem"), key = certs.File("served.key");
+  std::filesystem::copy_file(certs.File("server.pem"), cert);
+  std::filesystem::copy_file(certs.File("server.key"), key);
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--kv_cache_bytes=16777216",
+                                                           "--tls_cert=" + cert, "--tls_key=" + key, "--tls_reload_seconds=1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto trusting = [&](const std::string& ca) {
+    ClientTls tls;
+    tls.root_certs = certs.Read(ca);
+    return ArachClient::Connect((*server)->grpc_address(), tls);
+  };
+  EXPECT_TRUE(Generates(*trusting("ca.pem")));
+  std::filesystem::copy_file(certs.File("other-server.pem"), cert, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(certs.File("other-server.key"), key, std::filesystem::copy_options::overwrite_existing);
+  bool rotated = false;  // gRPC's file watcher reads the files again every --tls_reload_seconds
+  for (int i = 0; i < 50 && !rotated; ++i) {
+    rotated = Generates(*trusting("other-ca.pem"));  // a new channel: a new handshake
+    if (!rotated) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(rotated) << "new connections get the rotated certificate";
+  EXPECT_FALSE(Generates(*trusting("ca.pem")));
 }
 
 TEST(Limits, PromptOutputAndMessageSizes) {

@@ -3,6 +3,7 @@
 // target length), and property tests check block accounting under random finishes, cancels and preemption.
 #include "engine/sched/scheduler.h"
 
+#include <chrono>
 #include <map>
 #include <random>
 #include <sstream>
@@ -17,10 +18,14 @@ class Harness {
   Harness(SchedulerConfig config, int num_blocks, int block_size)
       : allocator_(num_blocks), scheduler_(config, allocator_), block_size_(block_size) {}
 
-  // Adds sequence `name` with `prompt` tokens (token values from `first_token`) that finishes after `generate` tokens.
-  Sequence* Add(char name, int prompt, int generate, int first_token = 0, Variant variant = {}, bool background = false) {
+  // Adds sequence `name` with `prompt` tokens (token values from `first_token`) that finishes after `generate` tokens;
+  // it arrives now (Advance moves the harness's clock).
+  Sequence* Add(char name, int prompt, int generate, int first_token = 0, Variant variant = {}, bool background = false,
+                int priority = 0) {
     auto seq = std::make_unique<Sequence>(block_size_);
     seq->background = background;
+    seq->priority = priority;
+    seq->arrival = now_;
     seq->id = static_cast<uint64_t>(name);
     for (int i = 0; i < prompt; ++i) seq->tokens.push_back(first_token + i);
     seq->prompt_len = prompt;
@@ -32,9 +37,18 @@ class Harness {
     return raw;
   }
 
+  // A live sequence of `priority` (lower first).
+  Sequence* AddWithPriority(char name, int prompt, int generate, int priority) {
+    return Add(name, prompt, generate, 0, {}, false, priority);
+  }
+  std::chrono::steady_clock::time_point now() const { return now_; }
+  void Advance(double seconds) {
+    now_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  }
+
   // Runs one step; returns "A0+8 B0+3" style chunks.
   std::string Step() {
-    const ScheduledBatch batch = scheduler_.Schedule();
+    const ScheduledBatch batch = scheduler_.Schedule(now_);
     scheduler_.CompleteStep(batch);
     std::ostringstream out;
     for (const ScheduledChunk& c : batch.chunks) {
@@ -65,6 +79,7 @@ class Harness {
   BlockAllocator allocator_;
   Scheduler scheduler_;
   int block_size_;
+  std::chrono::steady_clock::time_point now_ = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
   std::map<Sequence*, int> targets_;
   std::vector<std::unique_ptr<Sequence>> owned_;
 };
@@ -114,6 +129,76 @@ TEST(Scheduler, PreemptsTheNewestAndResumesIt) {
       {"B0+7", "B", "", 2},        // B recomputes its prompt and generated tokens and samples its 8th
       {"B7+1", "", "", 6},         // and finishes at 9
   });
+}
+
+TEST(Scheduler, AdmitsByPriorityThenArrival) {
+  // One slot: A runs; B, C, D wait and are admitted lowest priority number first, arrival order among equals.
+  Harness h({/*max_num_seqs=*/1, 64, false}, 64, 4);
+  h.AddWithPriority('A', 2, 2, -5);
+  h.AddWithPriority('B', 2, 1, 0);
+  h.AddWithPriority('C', 2, 1, 1);
+  h.AddWithPriority('D', 2, 1, -1);
+  h.AddWithPriority('E', 2, 1, 0);
+  CheckTable(h, {
+      {"A0+2", "A", "BCDE", 63},
+      {"A2+1", "", "BCDE", 64},  // A finishes at 4 tokens
+      {"D0+2", "", "BCE", 64},   // priority -1 first
+      {"B0+2", "", "CE", 64},    // then the two of priority 0 in arrival order
+      {"E0+2", "", "C", 64},
+      {"C0+2", "", "", 64},
+  });
+}
+
+TEST(Scheduler, ABetterPriorityTakesTheSlotOfTheLowestRunningOne) {
+  // Two slots held by A (priority 1) and B (priority 2); C (priority 0) arrives: B, the lowest, is preempted
+  // for it. D (priority 2, like B) does not preempt anyone.
+  Harness h({/*max_num_seqs=*/2, 64, false}, 64, 4);
+  h.AddWithPriority('A', 2, 4, 1);
+  h.AddWithPriority('B', 2, 4, 2);
+  CheckTable(h, {{"A0+2 B0+2", "AB", "", 62}});
+  h.AddWithPriority('C', 2, 1, 0);
+  h.AddWithPriority('D', 2, 1, 2);
+  CheckTable(h, {
+      {"A2+1 C0+2 !B", "A", "BD", 63},  // C is admitted in the same step and finishes at 3 tokens
+      {"A3+1 B0+3", "AB", "D", 62},     // B comes back (first in line among equals) before D
+      {"A4+1 B3+1", "B", "D", 63},      // A finishes at 6 tokens
+      {"B4+1 D0+2", "", "", 64},        // B finishes at 6, D at 3
+  });
+}
+
+TEST(Scheduler, PreemptsTheLowestPriorityNewestFirstWhenBlocksRunOut) {
+  // 8 blocks of 2 tokens. A (priority 0), B and C (priority 3) grow; when the pool runs out, C (lowest priority,
+  // newest) goes first, then B.
+  Harness h({4, 64, false}, 8, 2);
+  h.AddWithPriority('A', 4, 8, 0);
+  h.AddWithPriority('B', 2, 8, 3);
+  h.AddWithPriority('C', 2, 8, 3);
+  CheckTable(h, {
+      {"A0+4 B0+2 C0+2", "ABC", "", 4},
+      {"A4+1 B2+1 C2+1", "ABC", "", 1},
+      {"A5+1 B3+1 C3+1", "ABC", "", 1},
+      {"A6+1 B4+1 !C", "AB", "C", 1},  // A takes the last free block, B needs one: C is preempted (its 2 come back)
+  });
+}
+
+TEST(Scheduler, AWaitingRequestsPriorityImprovesWithItsWait) {
+  // Aging one step per 2 s: B (priority 3) has waited 7 s when C (priority 0) arrives: B's effective priority is
+  // 0 by then and it arrived first, so it is admitted first. Without aging C would go first.
+  for (const double aging : {2.0, 0.0}) {
+    SCOPED_TRACE(aging);
+    SchedulerConfig config{/*max_num_seqs=*/1, 64, false};
+    config.priority_aging_seconds = aging;
+    Harness h(config, 64, 4);
+    h.AddWithPriority('A', 2, 2, -9);
+    const Sequence* b = h.AddWithPriority('B', 2, 1, 3);
+    h.Advance(7);
+    h.AddWithPriority('C', 2, 1, 0);
+    EXPECT_EQ(h.scheduler().EffectivePriority(*b, h.now()), aging > 0 ? 0 : 3);
+    EXPECT_EQ(h.Step(), "A0+2");
+    EXPECT_EQ(h.Step(), "A2+1");
+    EXPECT_EQ(h.Step(), aging > 0 ? "B0+2" : "C0+2");
+    EXPECT_EQ(h.Step(), aging > 0 ? "C0+2" : "B0+2");
+  }
 }
 
 // Background sequences (shadow scoring) use only what live ones leave: budget, slots and blocks.

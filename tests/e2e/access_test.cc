@@ -1,0 +1,382 @@
+// Who may call, how much and who goes first, against the real server process (a tiny random GPT-2, or the slow
+// model where the order of requests matters): API keys on both APIs (missing, wrong, valid, revoked by a
+// SIGHUP reload), the open probes and /metrics, scopes (diagnostics, experiment), per-key requests and tokens
+// per minute with Retry-After and x-ratelimit-* headers, HTTPS and mutual TLS on the HTTP API with a
+// certificate rotated on SIGHUP, request priority under a full batch, gRPC reflection off, and the cap on
+// prompts per request.
+#include <httplib.h>
+#include <grpcpp/generic/generic_stub.h>
+
+#include <csignal>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/arach_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
+#include "tests/testing/certificates.h"
+#include "tests/testing/http_answer.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/server_checks.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_models.h"
+
+namespace arach {
+namespace {
+
+using client::ArachClient;
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ServerProcess;
+
+using Answer = testing::HttpAnswer;
+using testing::AnswerOf;
+
+httplib::Headers Bearer(const std::string& key) { return key.empty() ? httplib::Headers{} : httplib::Headers{{"Authorization", "Bearer " + key}}; }
+
+// POST /v1/completions with `body` over plain HTTP.
+Answer Complete(const ServerProcess& server, const json& body, const std::string& key) {
+  return testing::HttpSend(server.http_address(), "POST", "/v1/completions", body.dump(), Bearer(key));
+}
+Answer Get(const ServerProcess& server, const std::string& path, const std::string& key = "") {
+  return testing::HttpSend(server.http_address(), "GET", path, "", Bearer(key));
+}
+
+json SmallCompletion(int max_tokens = 2) { return {{"model", "tiny"}, {"prompt", {5, 6, 7}}, {"max_tokens", max_tokens}, {"temperature", 0}}; }
+
+// One tiny generation over gRPC; its status.
+grpc::Status GrpcGenerate(const ServerProcess& server, const std::string& key, int priority = 0) {
+  auto client = ArachClient::Connect(server.grpc_address(), {}, key);
+  arach::v1::GenerateRequest r;
+  for (int id : {5, 6, 7}) r.mutable_token_ids()->add_ids(id);
+  r.set_max_tokens(2);
+  r.set_priority(priority);
+  return client->Generate(r, [](const auto&) {}, std::chrono::system_clock::now() + std::chrono::seconds(30));
+}
+
+// Waits until the server's output holds `text` (a line it prints), for up to 10 s.
+bool EventuallyPrints(ServerProcess& server, const std::string& text) {
+  for (int i = 0; i < 400; ++i) {
+    if (server.Output().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+class Keys : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_.File("keys")) << "# test keys\n"
+                                     << "full:sk-full-secret:all\n"
+                                     << "plain:sk-plain-secret\n"
+                                     << "urgent:sk-urgent-secret::priority=-5\n";
+  }
+  std::unique_ptr<ServerProcess> Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                     "--kv_cache_bytes=16777216", "--api_key_file=" + dir_.File("keys")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::StartServerOrFail(testing::ServerBinary(), args);
+  }
+  testing::ScopedTempDir dir_;
+};
+
+TEST_F(Keys, HttpAndGrpcRefuseMissingAndWrongKeysAndServeValidOnes) {
+  auto server = Start();
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Output(), HasSubstr("requires an API key: 3 configured"));
+
+  const Answer missing = Complete(*server, SmallCompletion(), "");
+  EXPECT_EQ(missing.status, 401);
+  EXPECT_EQ(missing.header("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(missing.body["error"]["type"], "authentication_error");
+  EXPECT_EQ(missing.body["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-wrong").status, 401);
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-full-secret").status, 200);
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-plain-secret").status, 200);
+
+  EXPECT_EQ(Get(*server, "/health").status, 200) << "probes stay open";
+  EXPECT_EQ(Get(*server, "/ready").status, 200);
+  EXPECT_EQ(Get(*server, "/metrics").status, 200) << "open without --metrics_auth";
+  EXPECT_EQ(Get(*server, "/v1/models").status, 401);
+  EXPECT_EQ(Get(*server, "/v1/models", "sk-plain-secret").status, 200);
+
+  EXPECT_EQ(GrpcGenerate(*server, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(GrpcGenerate(*server, "sk-wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(GrpcGenerate(*server, "sk-plain-secret").ok());
+  auto client = ArachClient::Connect(server->grpc_address());
+  EXPECT_TRUE(client->WaitServing(std::chrono::seconds(5))) << "gRPC health stays open";
+
+  // The key's name is in the metrics and the log, its secret nowhere.
+  const testing::PrometheusText metrics = testing::MetricsOrFail(*server);
+  EXPECT_EQ(metrics.Sum("arach_requests_total", {{"key", "plain"}}), 2);
+  EXPECT_EQ(metrics.Sum("arach_requests_rejected_total", {{"key", "unknown"}, {"code", "unauthenticated"}}), 4)
+      << "two completions and two Generate calls";
+  EXPECT_THAT(server->Output(), HasSubstr("key=plain variant=base status=200"));
+  const std::string scrape = *testing::HttpGetMetrics(server->metrics_address());
+  for (const std::string& text : {server->Output(), scrape}) {
+    EXPECT_THAT(text, Not(HasSubstr("sk-plain-secret")));
+    EXPECT_THAT(text, Not(HasSubstr("sk-full-secret")));
+  }
+}
+
+TEST_F(Keys, MetricsAuthKeysTheMetricsToo) {
+  auto server = Start({"--metrics_auth"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(Get(*server, "/metrics").status, 401);
+  EXPECT_EQ(Get(*server, "/metrics", "sk-plain-secret").status, 200);
+  EXPECT_EQ(Get(*server, "/health").status, 200);
+}
+
+TEST_F(Keys, SighupRevokesAKeyAndAddsAnotherWithoutDroppingCalls) {
+  auto server = Start();
+  ASSERT_NE(server, nullptr);
+  ASSERT_EQ(Complete(*server, SmallCompletion(), "sk-plain-secret").status, 200);
+  std::ofstream(dir_.File("keys")) << "full:sk-full-secret:all\nnewcomer:sk-new-secret\n";
+  server->Signal(SIGHUP);
+  ASSERT_TRUE(EventuallyPrints(*server, "reloaded on SIGHUP: API keys 2 configured")) << server->Output();
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-plain-secret").status, 401) << "revoked";
+  EXPECT_EQ(GrpcGenerate(*server, "sk-plain-secret").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-new-secret").status, 200);
+  EXPECT_TRUE(GrpcGenerate(*server, "sk-full-secret").ok());
+  // A broken file keeps the keys in use.
+  std::ofstream(dir_.File("keys")) << "not a key line\n";
+  server->Signal(SIGHUP);
+  ASSERT_TRUE(EventuallyPrints(*server, "API keys kept")) << server->Output();
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-new-secret").status, 200);
+}
+
+TEST_F(Keys, ScopesGuardDiagnosticsAndChoosingAVariantDuringAnExperiment) {
+  auto server = Start({"--experiment=base=50,arach=50"});
+  ASSERT_NE(server, nullptr);
+  json diagnosed = SmallCompletion();
+  diagnosed["diagnostics"] = true;
+  const Answer denied = Complete(*server, diagnosed, "sk-plain-secret");
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_EQ(denied.body["error"]["type"], "permission_error");
+  EXPECT_THAT(denied.body["error"]["message"].get<std::string>(), HasSubstr("the key 'plain' does not have the scope 'diagnostics'"));
+  EXPECT_EQ(Complete(*server, diagnosed, "sk-full-secret").status, 200);
+
+  json chosen = SmallCompletion();
+  chosen["model"] = "tiny:arach";
+  const Answer chooses = Complete(*server, chosen, "sk-plain-secret");
+  EXPECT_EQ(chooses.status, 403);
+  EXPECT_THAT(chooses.body["error"]["message"].get<std::string>(), HasSubstr("scope 'experiment'"));
+  EXPECT_EQ(Complete(*server, chosen, "sk-full-secret").status, 200);
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-plain-secret").status, 200) << "the experiment decides: no scope needed";
+
+  auto plain = ArachClient::Connect(server->grpc_address(), {}, "sk-plain-secret");
+  arach::v1::ScoreRequest score;
+  score.add_inputs()->mutable_token_ids()->add_ids(5);
+  score.mutable_inputs(0)->mutable_token_ids()->add_ids(6);
+  score.set_diagnostics(true);
+  arach::v1::ScoreResponse response;
+  const grpc::Status refused = plain->Score(score, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("scope 'diagnostics'"));
+  arach::v1::GenerateRequest generate;
+  generate.set_text("hi");
+  generate.set_max_tokens(1);
+  generate.mutable_variant()->set_arach(true);
+  EXPECT_EQ(plain->Generate(generate, [](const auto&) {}).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  auto full = ArachClient::Connect(server->grpc_address(), {}, "sk-full-secret");
+  EXPECT_TRUE(full->Generate(generate, [](const auto&) {}).ok());
+  EXPECT_TRUE(full->Score(score, &response).ok());
+}
+
+TEST(RateLimits, RequestsPerMinuteBurstThen429WithRetryAfterThenPass) {
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "limited:sk-limited::rpm=120\nother:sk-other\n";  // 2 a second after a burst of 120
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                                    "--kv_cache_bytes=16777216", "--api_key_file=" + dir.File("keys")});
+  ASSERT_NE(server, nullptr);
+  int passed = 0;
+  Answer refused;
+  for (int i = 0; i < 130 && refused.status == 0; ++i) {
+    Answer a = Complete(*server, SmallCompletion(1), "sk-limited");
+    if (a.status == 200) {
+      ++passed;
+      EXPECT_EQ(a.header("x-ratelimit-limit-requests"), "120");
+    } else {
+      refused = a;
+    }
+  }
+  EXPECT_GE(passed, 120) << "the burst of a full bucket passes";
+  ASSERT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.body["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(refused.header("Retry-After"), "1");
+  EXPECT_EQ(refused.header("x-ratelimit-remaining-requests"), "0");
+  EXPECT_FALSE(refused.header("x-ratelimit-reset-requests").empty());
+  EXPECT_EQ(Complete(*server, SmallCompletion(1), "sk-other").status, 200) << "another key has its own limits";
+  EXPECT_EQ(GrpcGenerate(*server, "sk-limited").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << "both APIs share the bucket";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the Retry-After
+  EXPECT_EQ(Complete(*server, SmallCompletion(1), "sk-limited").status, 200);
+  const testing::PrometheusText metrics = testing::MetricsOrFail(*server);
+  EXPECT_GE(metrics.Sum("arach_rate_limited_total", {{"key", "limited"}, {"reason", "rpm"}}), 2);
+}
+
+TEST(RateLimits, TokensPerMinuteCountPromptAndMaxTokens) {
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "small:sk-small::tpm=100\n";
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                                    "--kv_cache_bytes=16777216", "--api_key_file=" + dir.File("keys")});
+  ASSERT_NE(server, nullptr);
+  const Answer too_big = Complete(*server, SmallCompletion(98), "sk-small");  // 3 + 98 tokens > 100
+  EXPECT_EQ(too_big.status, 400);
+  EXPECT_EQ(too_big.body["error"]["param"], "max_tokens");
+  json ignore_eos = SmallCompletion(60);
+  ignore_eos["ignore_eos"] = true;
+  EXPECT_EQ(Complete(*server, ignore_eos, "sk-small").status, 200);  // 63 reserved and used
+  const Answer over = Complete(*server, ignore_eos, "sk-small");      // 63 more: 37 left
+  EXPECT_EQ(over.status, 429);
+  EXPECT_EQ(over.header("x-ratelimit-limit-tokens"), "100");
+  EXPECT_EQ(Complete(*server, SmallCompletion(10), "sk-small").status, 200) << "a request that fits what is left passes";
+}
+
+TEST(Https, ServesTheApiOverTlsRefusesPlainHttpAndRotatesItsCertificateOnSighup) {
+  testing::Certificates certs;
+  ASSERT_TRUE(certs.ok()) << "openssl failed";
+  ASSERT_TRUE(certs.MakeOtherSet());
+  const std::string cert = certs.File("served.pem"), key = certs.File("served.key");  // what the server reads
+  std::filesystem::copy_file(certs.File("server.pem"), cert);
+  std::filesystem::copy_file(certs.File("server.key"), key);
+  auto server = testing::StartServerOrFail(testing::ServerBinary(),
+                                           {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                            "--kv_cache_bytes=16777216", "--api_key=sk-root", "--http_tls_cert=" + cert,
+                                            "--http_tls_key=" + key, "--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  auto https = [&](const std::string& ca) {
+    httplib::SSLClient client("127.0.0.1", std::stoi(server->http_address().substr(server->http_address().rfind(':') + 1)));
+    client.set_ca_cert_path(certs.File(ca).c_str());
+    client.enable_server_certificate_verification(true);
+    client.set_read_timeout(30, 0);
+    return AnswerOf(client.Post("/v1/completions", Bearer("sk-root"), SmallCompletion().dump(), "application/json"));
+  };
+  EXPECT_EQ(https("ca.pem").status, 200);
+  EXPECT_EQ(https("other-ca.pem").status, 0) << "a client that trusts another CA does not connect";
+  EXPECT_EQ(Complete(*server, SmallCompletion(), "sk-root").status, 0) << "no plain HTTP on the TLS port";
+
+  std::filesystem::copy_file(certs.File("other-server.pem"), cert, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(certs.File("other-server.key"), key, std::filesystem::copy_options::overwrite_existing);
+  server->Signal(SIGHUP);
+  ASSERT_TRUE(EventuallyPrints(*server, "HTTPS certificate read")) << server->Output();
+  EXPECT_EQ(https("other-ca.pem").status, 200) << "new connections get the rotated certificate";
+  EXPECT_EQ(https("ca.pem").status, 0);
+}
+
+TEST(Https, MutualTlsRefusesAClientWithoutACertificate) {
+  testing::Certificates certs;
+  ASSERT_TRUE(certs.ok()) << "openssl failed";
+  auto server = testing::StartServerOrFail(testing::ServerBinary(),
+                                           {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                            "--kv_cache_bytes=16777216", "--http_tls_cert=" + certs.File("server.pem"),
+                                            "--http_tls_key=" + certs.File("server.key"),
+                                            "--http_tls_client_ca=" + certs.File("ca.pem"), "--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  const int port = std::stoi(server->http_address().substr(server->http_address().rfind(':') + 1));
+  httplib::SSLClient anonymous("127.0.0.1", port);
+  anonymous.set_ca_cert_path(certs.File("ca.pem").c_str());
+  anonymous.enable_server_certificate_verification(true);
+  EXPECT_EQ(AnswerOf(anonymous.Get("/health")).status, 0) << "the handshake fails without a client certificate";
+  httplib::SSLClient with_cert("127.0.0.1", port, certs.File("client.pem"), certs.File("client.key"));
+  with_cert.set_ca_cert_path(certs.File("ca.pem").c_str());
+  with_cert.enable_server_certificate_verification(true);
+  EXPECT_EQ(AnswerOf(with_cert.Get("/health")).status, 200);
+}
+
+TEST(Priority, AHighPriorityRequestSubmittedLastFinishesBeforeLowPriorityOnesSubmittedFirst) {
+  // One sequence at a time on the slow model: a low-priority request runs, four more wait, then a high-priority
+  // one arrives: it takes the slot (the running low one is preempted) and finishes first.
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::SlowModelDir(), "--max_num_seqs=1",
+                                                                    "--kv_cache_bytes=" + absl::StrCat(testing::SlowModelKvBytes(64))});
+  ASSERT_NE(server, nullptr);
+  auto client = ArachClient::Connect(server->grpc_address());
+  ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));
+  std::mutex mutex;
+  std::vector<std::string> finished;
+  std::atomic<int> first_tokens{0};
+  auto run = [&](const std::string& name, int priority) {
+    arach::v1::GenerateRequest r;
+    for (int id : {11, 12, 13, 14}) r.mutable_token_ids()->add_ids(id);
+    r.set_max_tokens(12);
+    r.set_ignore_eos(true);
+    r.set_priority(priority);
+    const grpc::Status s = client->Generate(r, [&](const arach::v1::GenerateResponse& m) { if (m.token_ids_size() > 0) ++first_tokens; });
+    EXPECT_TRUE(s.ok()) << name << ": " << s.error_message();
+    std::lock_guard<std::mutex> lock(mutex);
+    finished.push_back(name);
+  };
+  std::vector<std::thread> threads;
+  threads.emplace_back(run, "low0", 5);
+  while (first_tokens == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // low0 is running
+  for (int i = 1; i <= 4; ++i) threads.emplace_back(run, absl::StrCat("low", i), 5);
+  ASSERT_TRUE(testing::EventuallyMetrics(*server, [](const testing::PrometheusText& m) {
+    return m.Value("arach_num_requests_waiting") == 4;
+  }));
+  threads.emplace_back(run, "high", -5);
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(finished.size(), 6u);
+  EXPECT_EQ(finished.front(), "high") << "the order: " << ::testing::PrintToString(finished);
+  const testing::PrometheusText metrics = testing::MetricsOrFail(*server);
+  EXPECT_EQ(metrics.Sum("arach_time_to_first_token_seconds_count", {{"priority", "high"}}), 1);
+  EXPECT_EQ(metrics.Sum("arach_time_to_first_token_seconds_count", {{"priority", "low"}}), 5);
+  EXPECT_GE(metrics.Value("arach_preemptions_total"), 1) << "the running low-priority request gave way";
+}
+
+TEST(Hardening, ReflectionCanBeTurnedOffAndPromptsPerRequestAreCapped) {
+  for (const bool reflection : {true, false}) {
+    auto server = testing::StartServerOrFail(testing::ServerBinary(),
+                                             {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                              "--kv_cache_bytes=16777216", "--max_prompts_per_request=2",
+                                              absl::StrCat("--grpc_reflection=", reflection ? "true" : "false")});
+    ASSERT_NE(server, nullptr);
+    // A reflection call: list the services (an empty request message is enough to be answered or refused).
+    auto channel = grpc::CreateChannel(server->grpc_address(), grpc::InsecureChannelCredentials());
+    grpc::GenericStub stub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::CompletionQueue queue;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        stub.PrepareCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &queue);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    queue.Next(&tag, &ok);
+    const char list_services[] = {0x3a, 0x00};  // field 7 (list_services): ""
+    grpc::Slice slice(list_services, sizeof(list_services));
+    grpc::ByteBuffer request(&slice, 1);
+    call->Write(request, reinterpret_cast<void*>(2));
+    queue.Next(&tag, &ok);
+    call->WritesDone(reinterpret_cast<void*>(3));
+    queue.Next(&tag, &ok);
+    grpc::ByteBuffer reply;
+    call->Read(&reply, reinterpret_cast<void*>(4));
+    queue.Next(&tag, &ok);
+    const bool answered = ok;
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(5));
+    queue.Next(&tag, &ok);
+    queue.Shutdown();
+    while (queue.Next(&tag, &ok)) {
+    }
+    if (reflection) {
+      EXPECT_TRUE(answered && status.ok()) << status.error_message();
+    } else {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << "reflection is off";
+    }
+    json three = SmallCompletion();
+    three["prompt"] = json::array({"a", "b", "c"});
+    const Answer capped = Complete(*server, three, "");
+    EXPECT_EQ(capped.status, 400);
+    EXPECT_THAT(capped.body["error"]["message"].get<std::string>(), HasSubstr("3 prompts exceed the limit of 2"));
+    EXPECT_THAT(server->Output(), HasSubstr("arach-server is OPEN"));
+  }
+}
+
+}  // namespace
+}  // namespace arach
