@@ -40,6 +40,7 @@ struct Engine::RequestState {
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
   std::optional<AttentionDiagnosticsAccumulator> diagnostics;  // when the request asked for diagnostics
+  std::optional<ConstraintMatcher> constraint;  // structured output: where the output stands in its constraint
 };
 
 Engine::Engine(ModelBundle model, const EngineConfig& config)
@@ -50,6 +51,7 @@ Engine::Engine(ModelBundle model, const EngineConfig& config)
                                  model_.config.UniformSlidingWindow(), config.background_tokens_beside_live,
                                  config.background_tokens_per_step, config.priority_aging_seconds},
                  allocator_),
+      constraints_(std::make_unique<ConstraintCompiler>(*model_.tokenizer, model_.config.vocab_size, model_.config.eos_token_ids)),
       seeder_(std::random_device{}()) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {
@@ -95,6 +97,12 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
                                                           allocator_.num_blocks(), "; it could never run"));
   }
 
+  std::shared_ptr<const CompiledConstraint> compiled;
+  if (request.constraint.active()) {
+    if (request.kind == RequestKind::kScore) return InvalidField(names, "constraint", "a score request generates nothing to constrain");
+    ARACH_ASSIGN_OR_RETURN(compiled, constraints_->Compile(request.constraint, names("constraint")));
+  }
+
   auto state = std::make_unique<RequestState>(0, std::move(request), std::move(observer), *model_.tokenizer, block_size);
   state->max_len = max_len;
   state->arrival = Clock::now();
@@ -119,6 +127,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   }
   if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
+  if (compiled != nullptr) state->constraint.emplace(std::move(compiled), state->stop_ids);
 
   uint64_t id;
   {
@@ -263,7 +272,13 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
   in.num_generated = seq.num_generated();
   in.seed = r.seed;
   in.suppressed = r.stop_ids;
+  if (r.constraint) in.allowed = r.constraint->AllowedTokens();
   SampledToken sampled = sampler_.Sample(in);
+  if (r.constraint && !r.constraint->Accept(sampled.token)) {
+    Finish(r, FinishReason::kError, absl::InternalError(absl::StrCat("the structured-output constraint refused token ", sampled.token,
+                                                                     " that its own mask allowed")));
+    return;
+  }
   if (config_.always_compute_logprobs && !sp.logprobs && sp.top_logprobs == 0) {
     sampled.logprob = RawLogprobs(logits, sampled.token, 0).logprob;  // for the quality metrics only
   }
@@ -283,7 +298,10 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.generated_tokens;
   }
-  const bool stop_token = std::find(r.stop_ids.begin(), r.stop_ids.end(), sampled.token) != r.stop_ids.end();
+  // A constraint that accepted a stop token, or allows nothing but one now, has a complete output: it stops.
+  const bool stop_token = std::find(r.stop_ids.begin(), r.stop_ids.end(), sampled.token) != r.stop_ids.end() ||
+                          (r.constraint && r.constraint->Terminated());
+  const bool constraint_complete = r.constraint && !stop_token && r.constraint->OnlyStopAllowed();
   StreamChunk chunk;
   chunk.tokens.push_back(sampled);
   if (!stop_token) {  // a stop token ends the text; it is not part of it
@@ -295,7 +313,7 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
     chunk.text = std::move(*text);
   }
   r.observer->OnChunk(chunk);
-  if (stop_token || r.detokenizer.stopped()) {
+  if (stop_token || constraint_complete || r.detokenizer.stopped()) {
     Finish(r, FinishReason::kStop);
   } else if (seq.num_generated() >= sp.max_tokens || static_cast<int>(seq.tokens.size()) >= r.max_len) {
     Finish(r, FinishReason::kLength);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/constraint/constraint_compiler.h"
 #include "engine/request.h"
 #include "engine/bundle/model_bundle.h"
 #include "engine/core/field_error.h"
@@ -110,6 +111,7 @@ class Engine {
   Scheduler scheduler_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;  // step thread only
   Sampler sampler_;                                                        // step thread only
+  std::unique_ptr<ConstraintCompiler> constraints_;  // structured output, for the model's tokenizer (thread-safe)
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable wake_;

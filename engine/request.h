@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "engine/attention_diagnostics.h"
+#include "engine/constraint/output_constraint.h"
 #include "engine/core/field_error.h"
 #include "engine/variant/variant.h"
 #include "engine/model/model_config.h"
@@ -48,6 +49,9 @@ struct EngineRequest {
   // Lower first (vLLM's convention): admitted and scheduled by priority, then arrival; preempted lowest
   // priority (latest arrival) first. In [-kMaxPriorityMagnitude, kMaxPriorityMagnitude].
   int priority = 0;
+  // Generation: what the output must match (structured output; Engine::Submit compiles it, errors name
+  // the field "constraint").
+  OutputConstraint constraint;
   // Generation: keep the sequence, each generated token's raw log-prob and each step's argmax
   // (FinishInfo::generated), e.g. to compare the output with another variant's scores.
   bool keep_generated = false;

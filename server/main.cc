@@ -14,7 +14,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "cmdline/flag_names.h"
+#include "engine/constraint/constraint_compiler.h"
 #include "engine/backend/cpu/openblas_setup.h"
 #include "server/signals.h"
 #include "server/serve.h"
@@ -151,7 +153,10 @@ int main(int argc, char** argv) {
   arach::RestartWithOpenBlasCoreTypeIfNeeded(argv);
   std::vector<std::string> storage;
   std::vector<char*> args = arach::cmdline::NormalizeFlagNames(argc, argv, storage);
-  absl::SetProgramUsageMessage("arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--http_listen HOST:PORT] ...");
+  absl::SetProgramUsageMessage(absl::StrCat(
+      "arach-server --model DIR [--adapter FILE] [--listen HOST:PORT] [--http_listen HOST:PORT] ...\n"
+      "Structured output (response_format, structured_outputs, tool_choice required or named): ",
+      arach::StructuredOutputAvailable() ? "" : "unavailable, ", arach::StructuredOutputBackend()));
   absl::ParseCommandLine(argc, args.data());
   absl::StatusOr<arach::server::ServerConfig> config = arach::server::ResolveServerConfig(arach::server::OptionsFromFlags());
   if (!config.ok()) {

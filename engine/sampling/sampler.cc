@@ -46,9 +46,27 @@ SampledToken Sampler::Sample(const SamplerInput& in) {
       if (t >= 0 && static_cast<size_t>(t) < vocab) work_[t] -= p.frequency_penalty * static_cast<float>(count) + p.presence_penalty;
     }
   }
+  if (!in.allowed.empty()) {
+    for (size_t t = 0; t < vocab; ++t) {
+      const bool ok = t / 32 < in.allowed.size() && ((in.allowed[t / 32] >> (t % 32)) & 1u) != 0;
+      if (!ok) work_[t] = kMasked;
+    }
+  }
   if (in.num_generated < p.min_tokens) {
+    std::vector<std::pair<int32_t, float>> saved;  // to undo when the constraint allows only these
+    bool other_left = false;
     for (int32_t t : in.suppressed) {
-      if (t >= 0 && static_cast<size_t>(t) < vocab) work_[t] = kMasked;
+      if (t >= 0 && static_cast<size_t>(t) < vocab && work_[t] != kMasked) saved.push_back({t, work_[t]});
+    }
+    for (const auto& [t, w] : saved) work_[t] = kMasked;
+    for (float w : work_) {
+      if (w != kMasked) {
+        other_left = true;
+        break;
+      }
+    }
+    if (!other_left) {
+      for (const auto& [t, w] : saved) work_[t] = w;
     }
   }
 

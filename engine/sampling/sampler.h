@@ -1,6 +1,8 @@
 // Chooses the next token of a sequence from its logits: logit bias, repetition penalty, presence and
-// frequency penalties (on the generated tokens), stop-token suppression (min_tokens), then greedy, or temperature -> top-k -> top-p -> min-p -> a draw from a counter-based
-// generator keyed by (seed, token index), so a seeded request samples the same tokens in any batch.
+// frequency penalties (on the generated tokens), stop-token suppression (min_tokens), the structured-output
+// mask, then greedy, or temperature -> top-k -> top-p -> min-p -> a draw from a counter-based generator keyed
+// by (seed, token index), so a seeded request samples the same tokens in any batch. Log-probs are those of the
+// raw model distribution.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,10 @@ struct SamplerInput {
   int num_generated = 0;                 // tokens generated so far (RNG counter, min_tokens)
   uint64_t seed = 0;                     // the request's seed (given or drawn at submission)
   std::span<const int32_t> suppressed;   // token ids masked while num_generated < min_tokens
+  // Structured output: the tokens allowed now, one bit each (bit t of word t / 32); empty: all. The others are
+  // masked after the penalties; where that leaves nothing (min_tokens suppressing the only allowed stop token),
+  // the constraint wins over min_tokens.
+  std::span<const uint32_t> allowed;
 };
 
 class Sampler {

@@ -140,6 +140,50 @@ TEST(Sampler, LogprobsComeFromTheRawDistribution) {
   EXPECT_NEAR(t.top[1].logprob, std::log(0.3f), 1e-6);
 }
 
+// The structured-output mask: bit t of word t / 32 allows token t.
+TEST(Sampler, TheAllowedMaskKeepsOnlyAllowedTokensButLogprobsStayRaw) {
+  std::vector<float> logits(40, 0.0f);
+  logits[3] = 10.0f;                             // the model's favourite, not allowed
+  const std::vector<uint32_t> allowed = {0, 1u << (33 - 32)};  // token 33 only
+  SamplingParams p;
+  p.logprobs = true;
+  for (float temperature : {0.0f, 1.0f}) {
+    p.temperature = temperature;
+    Sampler sampler;
+    SamplerInput in;
+    in.logits = logits;
+    in.params = &p;
+    in.allowed = allowed;
+    for (int i = 0; i < 20; ++i) {
+      in.num_generated = i;
+      const SampledToken t = sampler.Sample(in);
+      EXPECT_EQ(t.token, 33);
+      EXPECT_LT(t.logprob, -9.0f) << "the log-prob is the raw model's, not the masked distribution's";
+    }
+  }
+}
+
+TEST(Sampler, WhereTheMaskAllowsOnlyAStopTokenMinTokensYields) {
+  const std::vector<float> logits(8, 0.0f);
+  const std::vector<uint32_t> only_eos = {1u << 7};
+  SamplingParams p;
+  p.min_tokens = 5;
+  Sampler sampler;
+  SamplerInput in;
+  in.logits = logits;
+  in.params = &p;
+  in.allowed = only_eos;
+  const std::vector<int32_t> suppressed = {7};
+  in.suppressed = suppressed;
+  EXPECT_EQ(sampler.Sample(in).token, 7) << "the constraint is complete: the output must end";
+  const std::vector<uint32_t> eos_or_two = {(1u << 7) | (1u << 2)};
+  in.allowed = eos_or_two;
+  for (int i = 0; i < 10; ++i) {
+    in.seed = static_cast<uint64_t>(i);
+    EXPECT_EQ(sampler.Sample(in).token, 2) << "min_tokens still suppresses the stop token while another is allowed";
+  }
+}
+
 TEST(SamplingParams, ValidationNamesTheField) {
   SamplingParams p;
   p.top_p = 0.0f;
