@@ -83,6 +83,10 @@ ABSL_FLAG(std::string, api_key, "", "one API key (named \"default\") with every 
 ABSL_FLAG(bool, metrics_auth, false, "/metrics needs a valid API key too (where keys are configured)");
 ABSL_FLAG(double, priority_aging_seconds, 0, "a waiting request's priority improves by one per this many seconds (0: off)");
 ABSL_FLAG(int, max_prompts_per_request, 16, "prompts in one completions request at most");
+ABSL_FLAG(std::string, tool_call_parser, "auto", "how the model writes tool calls: auto (from its chat template) | hermes "
+          "(Qwen, Hermes) | llama3_json (Llama 3.1/3.2) | mistral | none (requests with tools are refused)");
+ABSL_FLAG(std::string, reasoning_parser, "auto", "<think>...</think> as reasoning_content: auto (where the chat template "
+          "writes <think>) | qwen3 | none");
 
 namespace arach::server {
 namespace {
@@ -135,6 +139,8 @@ ServerOptions OptionsFromFlags() {
   o.metrics_auth = absl::GetFlag(FLAGS_metrics_auth);
   o.engine.priority_aging_seconds = absl::GetFlag(FLAGS_priority_aging_seconds);
   o.limits.max_prompts_per_request = absl::GetFlag(FLAGS_max_prompts_per_request);
+  o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
+  o.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);

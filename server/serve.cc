@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/constraint/constraint_compiler.h"
 #include "engine/core/status.h"
 #include "server/build_info.h"
 #include "server/grpc/grpc_server.h"
@@ -95,6 +96,11 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
 
   absl::StatusOr<std::unique_ptr<Engine>> engine = StartEngine(config, *metrics);
   if (!engine.ok()) return Fail(engine.status());
+  const ChatTemplate* chat_template = (*engine)->chat_template();
+  absl::StatusOr<ChatOutputFormat> chat_output = ResolveChatOutputFormat(
+      chat_template != nullptr ? chat_template->source() : "", options.tool_call_parser, options.reasoning_parser);
+  if (!chat_output.ok()) return Fail(chat_output.status());
+  context.chat_output = *chat_output;
   context.device = (*engine)->device();
   metrics->SetDevice(std::string(DeviceKindName(config.device)), context.device);
   context.engine.store(engine->get());
@@ -103,7 +109,9 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   server.SetServing(true);
   Say(absl::StrCat("arach-server ready; ", addresses, " device=", context.device,
                    " kv_blocks=", (*engine)->stats().kv_blocks_total, " default_variant=", config.default_variant.Describe(),
-                   " adapter=", (*engine)->has_adapter() ? "yes" : "no",
+                   " adapter=", (*engine)->has_adapter() ? "yes" : "no", " tool_calls=", context.chat_output.ToolsName(),
+                   context.chat_output.reasoning ? " reasoning=qwen3" : "", " structured_output=",
+                   StructuredOutputAvailable() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));
 
   int signal_number = WaitForSignal(signal_pipe);

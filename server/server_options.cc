@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/chat_output/chat_output_format.h"
 
 namespace arach::server {
 namespace {
@@ -74,6 +75,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (options.grpc.tls_reload_seconds < 1) return FlagError("tls_reload_seconds", "must be at least 1");
   if (!(options.engine.priority_aging_seconds >= 0)) return FlagError("priority_aging_seconds", "must be 0 (off) or more");
   if (options.limits.max_prompts_per_request < 1) return FlagError("max_prompts_per_request", "must be at least 1");
+  ARACH_RETURN_IF_ERROR(ResolveChatOutputFormat("", options.tool_call_parser, options.reasoning_parser).status());
   return config;
 }
 

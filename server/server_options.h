@@ -67,6 +67,8 @@ struct ServerOptions {
   std::string api_key_file;           // API keys (server/api_keys.h), read again on SIGHUP; empty: none
   std::string api_key;                // one more key, named "default", with every scope; empty: none
   bool metrics_auth = false;          // /metrics wants a valid key too (where keys are configured)
+  std::string tool_call_parser = "auto";  // how chat turns write tool calls: auto (the template's) | hermes | llama3_json | mistral | none
+  std::string reasoning_parser = "auto";  // <think> as reasoning_content: auto (the template's) | qwen3 | none
 };
 
 // What the options resolve to.
@@ -81,7 +83,7 @@ struct ServerConfig {
 // INVALID_ARGUMENT naming the flag: no model, a served model name with ':' (it separates the variant), an unknown
 // device or variant, a skip variant (default or experiment arm) without --adapter, both experiment forms at once,
 // an unreadable experiment, a TLS certificate without its key (or a client CA without both), a negative aging
-// time or prompt cap.
+// time or prompt cap, an unknown tool-call or reasoning parser.
 absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options);
 
 }  // namespace arach::server

@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "server/api_keys.h"
+#include "server/chat_output/chat_output_format.h"
 #include "server/metrics.h"
 #include "server/rate_limits.h"
 #include "server/request_log.h"
@@ -32,6 +33,7 @@ struct ServiceContext {
   const ApiKeys* keys = nullptr;    // who may call (never null: an open server has an empty set)
   RateLimiter* rate_limiter = nullptr;  // the keys' requests and tokens per minute
   bool metrics_need_key = false;    // --metrics_auth: /metrics wants a valid key too (where keys are configured)
+  ChatOutputFormat chat_output;     // how the model's chat turns write tool calls and reasoning (set before the engine)
 };
 
 }  // namespace arach::server

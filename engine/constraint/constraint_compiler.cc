@@ -51,6 +51,17 @@ std::string EbnfLiteral(const std::string& text) {
   return out + "\"";
 }
 
+// xgrammar's error text without its log prefix ("[12:00:00] /path/file.cc:75: ") and trailing newline.
+std::string XgrammarReason(std::string what) {
+  if (!what.empty() && what[0] == '[') {
+    const size_t close = what.find("] ");
+    const size_t source = close == std::string::npos ? close : what.find(": ", close);
+    if (source != std::string::npos && what.find(".cc:", close) < source) what = what.substr(source + 2);
+  }
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  return what;
+}
+
 // Each token's raw bytes (special tokens empty), as xgrammar's RAW vocabulary.
 std::vector<std::string> RawVocabulary(const Tokenizer& tokenizer, int vocab_size) {
   // A plain token before each one, so that a SentencePiece piece's leading "▁" decodes to the space it adds
@@ -155,7 +166,7 @@ absl::StatusOr<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::Co
   try {
     return std::make_shared<const CompiledConstraint>(compiled.get(), impl_->vocab_size);
   } catch (const std::exception& e) {
-    return InvalidField(field, absl::StrCat("the ", constraint.KindName(), " cannot be compiled: ", e.what()));
+    return InvalidField(field, absl::StrCat("the ", constraint.KindName(), " cannot be compiled: ", XgrammarReason(e.what())));
   }
 }
 

@@ -7,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
+#include "server/chat_output/chat_output_parser.h"
+#include "server/chat_output/tools.h"
+#include "server/json_body.h"
 #include "server/chat_prompt.h"
 #include "server/grpc/call_credentials.h"
 #include "server/request_log.h"
@@ -34,7 +37,9 @@ class GenerateStream : public RequestObserver {
 
   void OnChunk(const StreamChunk& chunk) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(ToResponse(chunk, logprobs_ ? &*logprobs_ : nullptr));
+    GenerateResponse response = ToResponse(chunk, logprobs_ ? &*logprobs_ : nullptr);
+    if (chat_output_) SplitChatOutput(chat_output_->Feed(chunk.text), response);
+    queue_.push_back(std::move(response));
     PumpLocked();
   }
   void OnFinish(const FinishInfo& info) override;
@@ -62,9 +67,25 @@ class GenerateStream : public RequestObserver {
   void StartLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> prompt) {
     if (with_logprobs_) logprobs_.emplace(tokenizer, prompt);
   }
+  // Before submission, a Chat call on a model whose turns hold reasoning or tool calls: they leave `text`.
+  void StartChatOutput(const ChatOutputFormat& format, const ChatTurnPlan& plan) {
+    if (plan.parse_tools || format.reasoning) chat_output_.emplace(format, plan.parse_tools, plan.prompt_opens_reasoning);
+  }
 
  private:
   void PumpLocked();
+  // `delta`'s content as the message's text, its reasoning and tool calls in their own fields.
+  void SplitChatOutput(ChatOutputDelta delta, GenerateResponse& response) {
+    response.set_text(std::move(delta.content));
+    response.set_reasoning_text(std::move(delta.reasoning));
+    for (ParsedToolCall& call : delta.tool_calls) {
+      arach::v1::ToolCall* out = response.add_tool_calls();
+      out->set_id(NewToolCallId());
+      out->set_name(std::move(call.name));
+      out->set_arguments_json(std::move(call.arguments));
+      out->set_index(static_cast<uint32_t>(tool_calls_++));
+    }
+  }
   // The request's line in the server's log (`info`: null when it was refused).
   void LogFinished(absl::StatusCode code, const FinishInfo* info) {
     FinishedRequest record(request_id_, "grpc", route_, info ? variant_.variant.Name() : "", static_cast<int>(code));
@@ -89,6 +110,8 @@ class GenerateStream : public RequestObserver {
   std::string key_;
   std::string chat_prompt_;
   std::optional<PieceDecoder> logprobs_;  // when the call asked for log-probs
+  std::optional<ChatOutputParser> chat_output_;  // a Chat call whose reasoning or tool calls are read out
+  int tool_calls_ = 0;
   std::deque<GenerateResponse> queue_;
   GenerateResponse current_;  // the message being written (owned here until OnWriteDone)
   std::optional<grpc::Status> final_status_;
@@ -145,7 +168,23 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
       return absl::InvalidArgumentError("generation: leave its prompt unset in Chat (the messages are the prompt)");
     }
     ARACH_ASSIGN_OR_RETURN(ChatInput input, ToChatInput(chat));
-    ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(ticket_.engine(), context_.limits, input, "messages"));
+    ARACH_ASSIGN_OR_RETURN(const std::vector<ToolSpec> tools, ParseTools(input.tools, "tools_json"));
+    nlohmann::json tool_choice;
+    if (!chat.tool_choice_json().empty()) {
+      ARACH_ASSIGN_OR_RETURN(tool_choice, ParseJson(chat.tool_choice_json(), "tool_choice_json"));
+    }
+    ARACH_ASSIGN_OR_RETURN(const ToolChoice choice, ParseToolChoice(tool_choice, tools, "tool_choice_json"));
+    if (choice.mode == ToolChoice::Mode::kNone) input.tools = nullptr;  // no call can come
+    Engine& engine = ticket_.engine();
+    ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(engine, context_.limits, input, "messages"));
+    ARACH_ASSIGN_OR_RETURN(const ChatTurnPlan plan,
+                           PlanChatTurn(context_.chat_output, tools, choice, !chat.has_parallel_tool_calls() || chat.parallel_tool_calls(),
+                                        prompt.text, chat.generation().structured_output().kind_case() !=
+                                                         arach::v1::StructuredOutput::KIND_NOT_SET,
+                                        engine.tokenizer(), "tools_json", "tool_choice_json"));
+    stream_->StartChatOutput(context_.chat_output, plan);
+    tool_constraint_ = plan.constraint;
+    keep_special_tokens_ = plan.keep_special_tokens;
     chat_generation_ = chat.generation();
     for (int32_t id : prompt.ids) chat_generation_.mutable_token_ids()->add_ids(id);
     if (!chat_generation_.ignore_eos() && prompt.end_of_turn) chat_generation_.add_stop_token_ids(*prompt.end_of_turn);
@@ -161,6 +200,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
     EngineRequest engine_request = std::move(*mapped);
     if (chat) prompt_field = "messages";
+    if (chat && tool_constraint_.active()) engine_request.constraint = tool_constraint_;
+    if (chat && keep_special_tokens_) engine_request.sampling.skip_special_tokens = false;
     engine_request.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(static_cast<int64_t>(engine_request.prompt.size()) + engine_request.sampling.max_tokens,
                                                 chat ? "generation.max_tokens" : "max_tokens"));
@@ -185,6 +226,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   CallTicket ticket_;
   std::shared_ptr<GenerateStream> stream_;
   arach::v1::GenerateRequest chat_generation_;  // a Chat call's request, prompt filled in
+  OutputConstraint tool_constraint_;            // a Chat call's tool-call constraint
+  bool keep_special_tokens_ = false;            // its tool-call marker is a special token
   uint64_t engine_id_ = 0;
   bool submitted_ = false;
 };
@@ -201,7 +244,16 @@ void GenerateStream::OnFinish(const FinishInfo& info) {
   if (info.reason == FinishReason::kStop || info.reason == FinishReason::kLength) {
     GenerateResponse last;
     last.set_text(info.text);
+    if (chat_output_) {
+      ChatOutputDelta delta = chat_output_->Feed(info.text);
+      ChatOutputDelta rest = chat_output_->Finish();
+      delta.reasoning += rest.reasoning;
+      delta.content += rest.content;
+      for (ParsedToolCall& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
+      SplitChatOutput(std::move(delta), last);
+    }
     FillFinish(info, variant_, request_id_, last.mutable_finish());
+    if (tool_calls_ > 0 && info.reason == FinishReason::kStop) last.mutable_finish()->set_reason(arach::v1::FINISH_REASON_TOOL_CALLS);
     last.mutable_finish()->set_chat_prompt(chat_prompt_);
     queue_.push_back(std::move(last));
     final_status_ = grpc::Status::OK;

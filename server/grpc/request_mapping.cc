@@ -18,6 +18,7 @@ int ClampToInt(uint32_t value) { return static_cast<int>(std::min<uint32_t>(valu
 std::string GrpcFieldName(absl::string_view engine_field, const std::string& prompt_field) {
   if (engine_field == "prompt") return prompt_field;
   if (engine_field == "arach_offset") return "variant.arach_offset";
+  if (engine_field == "constraint") return "structured_output";
   for (const char* sampling : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "presence_penalty",
                                "frequency_penalty", "logit_bias"}) {
     if (engine_field == sampling) return absl::StrCat("sampling.", engine_field);
@@ -69,8 +70,25 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   if (r.has_skip_special_tokens()) sp.skip_special_tokens = r.skip_special_tokens();
   sp.logprobs = r.logprobs();
   sp.top_logprobs = ClampToInt(r.top_logprobs());
+  ARACH_ASSIGN_OR_RETURN(out.constraint, ToOutputConstraint(r.structured_output()));
   out.variant = variant;
   return out;
+}
+
+absl::StatusOr<OutputConstraint> ToOutputConstraint(const arach::v1::StructuredOutput& s) {
+  using Kind = arach::v1::StructuredOutput;
+  switch (s.kind_case()) {
+    case Kind::kJsonSchema: return OutputConstraint::JsonSchema(s.json_schema(), !s.has_strict() || s.strict());
+    case Kind::kJsonObject:
+      if (!s.json_object()) return InvalidField("structured_output.json_object", "set it true, or set no kind");
+      return OutputConstraint::JsonObject();
+    case Kind::kRegex: return OutputConstraint::Regex(s.regex());
+    case Kind::kChoice: return OutputConstraint::Choice({s.choice().choices().begin(), s.choice().choices().end()});
+    case Kind::kGrammar: return OutputConstraint::Grammar(s.grammar());
+    case Kind::KIND_NOT_SET: break;
+  }
+  if (s.has_strict()) return InvalidField("structured_output.strict", "applies to json_schema only");
+  return OutputConstraint{};
 }
 
 namespace {

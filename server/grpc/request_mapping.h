@@ -37,6 +37,9 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
                                               const arach::v1::GenerateRequest& request, const Variant& variant,
                                               std::string* prompt_field);
 
+// The constraint a StructuredOutput asks for (kind none when unset).
+absl::StatusOr<OutputConstraint> ToOutputConstraint(const arach::v1::StructuredOutput& structured_output);
+
 // The conversation of a Chat request (JSON fields parsed; errors name the proto field, e.g.
 // "messages[1].tool_calls_json").
 absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& request);

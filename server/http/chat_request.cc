@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/http/request_fields.h"
 #include "server/json_body.h"
 
 namespace arach::server::http {
@@ -72,14 +73,16 @@ absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
   if (!body.is_object()) return Bad("body", "must be a JSON object");
   ChatRequest request;
   ARACH_ASSIGN_OR_RETURN(const nlohmann::json plain, ParseJson(body_text, "body"));  // the same body, for the shared fields
+  ARACH_RETURN_IF_ERROR(CheckRequestParameters(plain, OpenAiRoute::kChatCompletions));
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(plain, {"max_completion_tokens", "max_tokens"}));
   ARACH_ASSIGN_OR_RETURN(request.input.messages, ReadMessages(body));
-  if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array()) return Bad("tools", "must be a list of tool specifications");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      if (!(*tools)[i].is_object()) return Bad(absl::StrCat("tools[", i, "]"), "must be an object");
-    }
-    if (!tools->empty()) request.input.tools = *tools;
+  ARACH_ASSIGN_OR_RETURN(request.tools, ParseTools(plain.value("tools", nlohmann::json()), "tools"));
+  if (!request.tools.empty()) request.input.tools = body["tools"];  // as given, in its key order, for the template
+  ARACH_ASSIGN_OR_RETURN(request.tool_choice, ParseToolChoice(plain.value("tool_choice", nlohmann::json()), request.tools, "tool_choice"));
+  if (request.tool_choice.mode == ToolChoice::Mode::kNone) request.input.tools = nullptr;  // no call can come
+  if (const auto parallel = plain.find("parallel_tool_calls"); parallel != plain.end() && !parallel->is_null()) {
+    if (!parallel->is_boolean()) return Bad("parallel_tool_calls", "must be true or false");
+    request.parallel_tool_calls = parallel->get<bool>();
   }
   if (const auto agp = body.find("add_generation_prompt"); agp != body.end() && !agp->is_null()) {
     if (!agp->is_boolean()) return Bad("add_generation_prompt", "must be true or false");

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/chat/chat_template.h"
+#include "server/chat_output/tools.h"
 #include "server/http/completion_request.h"
 
 namespace arach::server::http {
@@ -18,6 +19,9 @@ struct ChatRequest {
   // chat_template_kwargs, in the order and with the keys given (tojson keeps them).
   ChatInput input;
   bool return_prompt = false;  // arach extension: the answer carries the rendered prompt as `arach_prompt`
+  std::vector<ToolSpec> tools;  // `tools`, read (input.tools keeps them as given, for the template)
+  ToolChoice tool_choice;       // `tool_choice` (none: the tools stay out of the prompt)
+  bool parallel_tool_calls = true;
 };
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);

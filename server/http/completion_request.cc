@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/http/request_fields.h"
 #include "server/json_body.h"
 
 namespace arach::server::http {
@@ -199,6 +200,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.variant.arach_offset = arach_offset;
   f.variant.skip = skip;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "priority", &f.priority));
+  ARACH_ASSIGN_OR_RETURN(f.structured_output, ParseStructuredOutput(body));
   if (const json* key = Field(body, "experiment_key"); key != nullptr) {
     if (!key->is_string()) return Bad("experiment_key", "must be a string");
     f.variant.experiment_key = key->get<std::string>();
@@ -212,6 +214,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body_text) {
   ARACH_ASSIGN_OR_RETURN(const json body, ParseJson(body_text, "body"));
   if (!body.is_object()) return Bad("body", "must be a JSON object");
+  ARACH_RETURN_IF_ERROR(CheckRequestParameters(body, OpenAiRoute::kCompletions));
   CompletionRequest request;
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, {"max_tokens"}));
   ARACH_ASSIGN_OR_RETURN(request.prompts, ReadPrompts(body));

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/sampling/sampling_params.h"
 #include "nlohmann/json.hpp"
+#include "server/http/structured_output_request.h"
 #include "server/variant_resolver.h"
 
 namespace arach::server::http {
@@ -35,6 +36,7 @@ struct GenerationFields {
   bool skip_special_tokens = true;  // leave special tokens out of the text (as vLLM does)
   bool diagnostics = false;         // each choice reports where its prompt's attention went (arach_attention)
   std::optional<int> priority;      // lower first (vLLM's `priority`); default: the API key's, else 0
+  RequestedConstraint structured_output;  // response_format / structured_outputs
 };
 
 struct CompletionRequest {
@@ -44,7 +46,8 @@ struct CompletionRequest {
   bool score_only = false;           // max_tokens 0 with echo: the prompt's log-probs, nothing generated
 };
 
-// Parses a completions body (types and shapes; the API's limits and the engine check the values).
+// Parses a completions body (types and shapes; the API's limits and the engine check the values). Parameters
+// the route does not know or implement are refused (request_fields.h).
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body);
 
 // Reads the fields every generation request shares from `body` (an object), chat and completions alike.

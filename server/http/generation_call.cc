@@ -58,9 +58,12 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     choices_[c].prompt = requests[c].prompt;
     const std::string& prompt_field = prompt_fields[c];
     requests[c].attention_diagnostics = fields_.diagnostics;
+    if (!requests[c].constraint.active()) requests[c].constraint = fields_.structured_output.constraint;
     context_.policy->Apply(requests[c]);
     const absl::Status submitted = run_->Submit(static_cast<int>(c), std::move(requests[c]), [&](absl::string_view field) {
-      return field == "prompt" ? prompt_field : OpenAiFieldName(field);
+      if (field == "prompt") return prompt_field;
+      if (field == "constraint") return fields_.structured_output.field;
+      return OpenAiFieldName(field);
     });
     if (!submitted.ok()) {
       run_->CancelAll();

@@ -65,6 +65,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
 
   const GenerationFields& fields() const { return fields_; }
   const RequestLimits& limits() const { return context_.limits; }
+  const ServiceContext& context() const { return context_; }
   const Variant& variant() const { return variant_.variant; }
   Engine& engine() const { return ticket_.engine(); }
   std::vector<Choice>& choices() { return choices_; }

@@ -1,0 +1,61 @@
+#include "server/chat_output/chat_output_format.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+
+namespace arach::server {
+
+const char* ChatOutputFormat::ToolsName() const {
+  switch (tools) {
+    case ToolCallSyntax::kHermes: return "hermes";
+    case ToolCallSyntax::kLlama3Json: return "llama3_json";
+    case ToolCallSyntax::kMistral: return "mistral";
+    case ToolCallSyntax::kNone: break;
+  }
+  return "none";
+}
+
+ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view source) {
+  ChatOutputFormat format;
+  format.tools_origin = "chat template";
+  if (absl::StrContains(source, kHermesOpen)) {
+    format.tools = ToolCallSyntax::kHermes;
+  } else if (absl::StrContains(source, kMistralToolCalls)) {
+    format.tools = ToolCallSyntax::kMistral;
+  } else if (absl::StrContains(source, kLlamaPythonTag) ||
+             (absl::StrContains(source, "ipython") && absl::StrContains(source, "\"parameters\""))) {
+    format.tools = ToolCallSyntax::kLlama3Json;
+  }
+  format.reasoning = absl::StrContains(source, kThinkOpen) && absl::StrContains(source, kThinkClose);
+  return format;
+}
+
+absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view source, absl::string_view tool_call_parser,
+                                                         absl::string_view reasoning_parser) {
+  ChatOutputFormat format = ChatOutputFormatOfTemplate(source);
+  if (tool_call_parser != "auto") {
+    format.tools_origin = "--tool_call_parser";
+    if (tool_call_parser == "hermes") {
+      format.tools = ToolCallSyntax::kHermes;
+    } else if (tool_call_parser == "llama3_json") {
+      format.tools = ToolCallSyntax::kLlama3Json;
+    } else if (tool_call_parser == "mistral") {
+      format.tools = ToolCallSyntax::kMistral;
+    } else if (tool_call_parser == "none") {
+      format.tools = ToolCallSyntax::kNone;
+    } else {
+      return InvalidField("--tool_call_parser", absl::StrCat("'", tool_call_parser, "' is not auto, hermes, llama3_json, mistral or none"));
+    }
+  }
+  if (reasoning_parser == "qwen3") {
+    format.reasoning = true;
+  } else if (reasoning_parser == "none") {
+    format.reasoning = false;
+  } else if (reasoning_parser != "auto") {
+    return InvalidField("--reasoning_parser", absl::StrCat("'", reasoning_parser, "' is not auto, qwen3 or none"));
+  }
+  return format;
+}
+
+}  // namespace arach::server

@@ -1,0 +1,51 @@
+// How a model writes its tool calls and its reasoning in a chat turn, chosen once when the model loads: from
+// its chat template (the markers the template writes into the prompt), or named with --tool_call_parser and
+// --reasoning_parser. Both APIs read chat output through it (chat_output_parser.h) and constrain tool calls
+// with it (tool_call_constraint.h).
+//
+//   hermes       Qwen2.5, Qwen3, Hermes: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, one
+//                block per call
+//   llama3_json  Llama 3.1 / 3.2: the turn is {"name": ..., "parameters": {...}} (after <|python_tag|> or not),
+//                calls separated by "; "
+//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   qwen3 reasoning: <think>...</think> before the answer goes to reasoning_content.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace arach::server {
+
+enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral };
+
+struct ChatOutputFormat {
+  ToolCallSyntax tools = ToolCallSyntax::kNone;
+  bool reasoning = false;  // <think>...</think> is the turn's reasoning
+  // Where the format came from, for the start-up log and errors ("chat template", "--tool_call_parser").
+  std::string tools_origin;
+
+  // "hermes", "llama3_json", "mistral", "none".
+  const char* ToolsName() const;
+};
+
+// The format a chat template's source implies: the tool-call markers it writes and whether it writes <think>.
+ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view template_source);
+
+// The format for the served model: `tool_call_parser` and `reasoning_parser` are "auto" (the template's),
+// "none", or a format's name ("hermes", "llama3_json", "mistral"; "qwen3" for reasoning). INVALID_ARGUMENT
+// naming the flag for any other name.
+absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view template_source, absl::string_view tool_call_parser,
+                                                         absl::string_view reasoning_parser);
+
+// The markers of each syntax.
+inline constexpr absl::string_view kHermesOpen = "<tool_call>";
+inline constexpr absl::string_view kHermesClose = "</tool_call>";
+inline constexpr absl::string_view kLlamaPythonTag = "<|python_tag|>";
+inline constexpr absl::string_view kMistralToolCalls = "[TOOL_CALLS]";
+inline constexpr absl::string_view kThinkOpen = "<think>";
+inline constexpr absl::string_view kThinkClose = "</think>";
+
+}  // namespace arach::server

@@ -1,0 +1,63 @@
+// Splits a chat turn's text, as it streams, into what OpenAI's chat API returns separately: the reasoning
+// (<think>...</think>, reasoning_content), the content, and the tool calls (name and arguments as JSON text),
+// in the model's syntax (chat_output_format.h). Streamed and whole answers go through the same Feed calls, so
+// streamed deltas always assemble to the whole answer.
+//
+// Text is held back only while it may still become a marker ("<tool_c" at the end of a delta) or belongs to
+// a call not yet closed; a call whose text does not parse (a model cut off by max_tokens, an unconstrained
+// model writing bad JSON) comes back as content, so nothing the model wrote is lost. Whitespace between and
+// after calls is dropped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "server/chat_output/chat_output_format.h"
+
+namespace arach::server {
+
+struct ParsedToolCall {
+  std::string name;
+  std::string arguments;  // the arguments object as compact JSON text
+};
+
+struct ChatOutputDelta {
+  std::string reasoning;
+  std::string content;
+  std::vector<ParsedToolCall> tool_calls;
+  bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
+};
+
+class ChatOutputParser {
+ public:
+  // `parse_tools`: the request offered tools (else tool syntax is plain content). `prompt_opens_reasoning`:
+  // the prompt ended inside a <think> block (the turn starts as reasoning).
+  ChatOutputParser(const ChatOutputFormat& format, bool parse_tools, bool prompt_opens_reasoning);
+
+  // The parts `text` completes.
+  ChatOutputDelta Feed(absl::string_view text);
+  // The rest, at the end of the turn.
+  ChatOutputDelta Finish();
+  // Tool calls returned so far.
+  int num_tool_calls() const { return num_tool_calls_; }
+
+ private:
+  enum class Phase { kStart, kReasoning, kContent, kHermesCall, kToolTail };
+  void Step(ChatOutputDelta& out, bool final);
+  // Adds `text` to the content (leading whitespace dropped after a call or the reasoning).
+  void AppendContent(ChatOutputDelta& out, absl::string_view text);
+  // Parses `text` as calls of the tail syntax (llama3_json, mistral); false when it does not parse.
+  bool ParseTail(absl::string_view text, std::vector<ParsedToolCall>& calls) const;
+  void AddCalls(ChatOutputDelta& out, std::vector<ParsedToolCall> calls);
+
+  ChatOutputFormat format_;
+  bool parse_tools_;
+  Phase phase_;
+  std::string pending_;           // text received and not yet returned
+  bool content_started_ = false;  // some content was returned (llama3_json calls must open the turn)
+  bool drop_leading_space_ = false;  // after a call or the reasoning: whitespace before more content is dropped
+  int num_tool_calls_ = 0;
+};
+
+}  // namespace arach::server

@@ -1,0 +1,224 @@
+#include "server/chat_output/tools.h"
+
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+
+namespace arach::server {
+namespace {
+
+using json = nlohmann::json;
+
+// OpenAI's rule for function names: 1 to 64 of a-z, A-Z, 0-9, underscore and dash (so a name never needs
+// escaping inside the JSON text of a call).
+bool ValidFunctionName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+json Tag(json begin, json content, json end) {
+  return {{"type", "tag"}, {"begin", std::move(begin)}, {"content", std::move(content)}, {"end", std::move(end)}};
+}
+
+json ConstString(const std::string& value) { return {{"type", "const_string"}, {"value", value}}; }
+
+// One call of `tool` in `syntax`, its arguments held to the tool's parameter schema.
+json CallTag(ToolCallSyntax syntax, const ToolSpec& tool) {
+  // At most one whitespace character between JSON tokens: an unconstrained run of whitespace is where a weak
+  // model goes to never finish its call.
+  const json arguments = {{"type", "json_schema"}, {"json_schema", tool.parameters}, {"max_whitespace_cnt", 1}};
+  switch (syntax) {
+    case ToolCallSyntax::kHermes:
+      return Tag(absl::StrCat(kHermesOpen, "\n{\"name\": \"", tool.name, "\", \"arguments\": "), arguments,
+                 absl::StrCat("}\n", kHermesClose));
+    case ToolCallSyntax::kLlama3Json:
+      return Tag(absl::StrCat("{\"name\": \"", tool.name, "\", \"parameters\": "), arguments, "}");
+    case ToolCallSyntax::kMistral:
+    case ToolCallSyntax::kNone:
+      break;
+  }
+  return Tag(absl::StrCat("{\"name\": \"", tool.name, "\", \"arguments\": "), arguments, "}");
+}
+
+const char* Separator(ToolCallSyntax syntax) {
+  switch (syntax) {
+    case ToolCallSyntax::kHermes: return "\n";
+    case ToolCallSyntax::kLlama3Json: return "; ";
+    default: return ", ";
+  }
+}
+
+json TagsWithSeparator(json tags, const char* separator, bool at_least_one, bool stop_after_first) {
+  return {{"type", "tags_with_separator"}, {"tags", std::move(tags)}, {"separator", separator},
+          {"at_least_one", at_least_one}, {"stop_after_first", stop_after_first}};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::string& field) {
+  std::vector<ToolSpec> specs;
+  if (tools.is_null()) return specs;
+  if (!tools.is_array()) return InvalidField(field, "must be a list of tools");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = absl::StrCat(field, "[", i, "]");
+    const json& tool = tools[i];
+    if (!tool.is_object()) return InvalidField(at, "must be an object");
+    const auto type = tool.find("type");
+    if (type == tool.end() || *type != "function") return InvalidField(at + ".type", "must be \"function\" (the only kind of tool supported)");
+    const auto function = tool.find("function");
+    if (function == tool.end() || !function->is_object()) return InvalidField(at + ".function", "is required (an object)");
+    ToolSpec spec;
+    const auto name = function->find("name");
+    if (name == function->end() || !name->is_string() || !ValidFunctionName(name->get<std::string>())) {
+      return InvalidField(at + ".function.name", "is required: 1 to 64 letters, digits, underscores or dashes");
+    }
+    spec.name = name->get<std::string>();
+    for (const ToolSpec& earlier : specs) {
+      if (earlier.name == spec.name) return InvalidField(at + ".function.name", absl::StrCat("'", spec.name, "' is given twice"));
+    }
+    const auto parameters = function->find("parameters");
+    if (parameters == function->end() || parameters->is_null()) {
+      spec.parameters = {{"type", "object"}, {"properties", json::object()}};
+    } else if (!parameters->is_object()) {
+      return InvalidField(at + ".function.parameters", "must be a JSON Schema object");
+    } else {
+      spec.parameters = *parameters;
+    }
+    if (const auto description = function->find("description"); description != function->end() && !description->is_null() &&
+                                                                 !description->is_string()) {
+      return InvalidField(at + ".function.description", "must be a string");
+    }
+    if (const auto strict = function->find("strict"); strict != function->end() && !strict->is_null() && !strict->is_boolean()) {
+      return InvalidField(at + ".function.strict", "must be true or false");
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector<ToolSpec>& tools, const std::string& field) {
+  ToolChoice out;
+  if (choice.is_null()) {
+    out.mode = tools.empty() ? ToolChoice::Mode::kNone : ToolChoice::Mode::kAuto;
+    return out;
+  }
+  if (choice.is_string()) {
+    const std::string mode = choice.get<std::string>();
+    if (mode == "auto") {
+      out.mode = ToolChoice::Mode::kAuto;
+    } else if (mode == "none") {
+      out.mode = ToolChoice::Mode::kNone;
+    } else if (mode == "required") {
+      out.mode = ToolChoice::Mode::kRequired;
+    } else {
+      return InvalidField(field, absl::StrCat("'", mode, "' is not auto, none, required or a function"));
+    }
+  } else if (choice.is_object()) {
+    const auto type = choice.find("type");
+    const auto function = choice.find("function");
+    if (type == choice.end() || *type != "function" || function == choice.end() || !function->is_object() ||
+        !function->contains("name") || !(*function)["name"].is_string()) {
+      return InvalidField(field, "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    out.mode = ToolChoice::Mode::kNamed;
+    out.name = (*function)["name"].get<std::string>();
+    bool known = false;
+    for (const ToolSpec& tool : tools) known = known || tool.name == out.name;
+    if (!known) return InvalidField(field + ".function.name", absl::StrCat("'", out.name, "' is not one of the tools"));
+  } else {
+    return InvalidField(field, "must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  if (out.mode != ToolChoice::Mode::kNone && tools.empty()) return InvalidField(field, "asks for tool calls but no tools are given");
+  return out;
+}
+
+OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                    bool parallel, bool may_reason, const Tokenizer& tokenizer) {
+  const ToolCallSyntax syntax = format.tools;
+  if (syntax == ToolCallSyntax::kNone || choice.mode == ToolChoice::Mode::kNone) return {};
+  const bool named = choice.mode == ToolChoice::Mode::kNamed;
+  json tags = json::array();
+  for (const ToolSpec& tool : tools) {
+    if (!named || tool.name == choice.name) tags.push_back(CallTag(syntax, tool));
+  }
+  const bool one_call = named || !parallel;
+  // Mistral's marker is a special token in its own tokenizer: the constraint names it by id there.
+  json mistral_marker = ConstString(std::string(kMistralToolCalls));
+  bool marker_is_token = false;
+  if (syntax == ToolCallSyntax::kMistral) {
+    if (std::optional<int32_t> id = tokenizer.TokenToId(kMistralToolCalls); id && tokenizer.IsSpecial(*id)) {
+      mistral_marker = {{"type", "token"}, {"token", *id}};
+      marker_is_token = true;
+    }
+  }
+  json format_json;
+  if (choice.mode == ToolChoice::Mode::kAuto) {
+    if (syntax == ToolCallSyntax::kMistral) {
+      if (marker_is_token) return {};  // a call opened by a special token is parsed, not constrained
+      const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
+      tags = json::array({Tag(absl::StrCat(kMistralToolCalls, "["), calls, "]")});
+    }
+    std::string trigger = std::string(kHermesOpen);
+    if (syntax == ToolCallSyntax::kLlama3Json) trigger = "{\"name\": \"";
+    if (syntax == ToolCallSyntax::kMistral) trigger = std::string(kMistralToolCalls);
+    format_json = {{"type", "triggered_tags"}, {"triggers", json::array({trigger})}, {"tags", tags},
+                   {"at_least_one", false}, {"stop_after_first", one_call}};
+  } else {
+    format_json = TagsWithSeparator(tags, Separator(syntax), true, one_call);
+    if (syntax == ToolCallSyntax::kMistral) {
+      format_json = {{"type", "sequence"}, {"elements", json::array({mistral_marker, ConstString("["), format_json, ConstString("]")})}};
+    }
+    if (may_reason) {
+      const json thinking = Tag(std::string(kThinkOpen), {{"type", "any_text"}}, absl::StrCat(kThinkClose, "\n\n"));
+      format_json = {{"type", "sequence"},
+                     {"elements", json::array({{{"type", "optional"}, {"content", thinking}}, format_json})}};
+    }
+  }
+  return OutputConstraint::StructuralTag(json{{"type", "structural_tag"}, {"format", format_json}}.dump());
+}
+
+absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                          bool parallel, absl::string_view prompt, bool has_other_constraint,
+                                          const Tokenizer& tokenizer, const std::string& tools_field,
+                                          const std::string& tool_choice_field) {
+  ChatTurnPlan plan;
+  const absl::string_view prompt_end = absl::StripTrailingAsciiWhitespace(prompt);
+  plan.prompt_opens_reasoning = format.reasoning && absl::EndsWith(prompt_end, kThinkOpen);
+  if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
+  if (format.tools == ToolCallSyntax::kNone) {
+    return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
+                                                  "the server with --tool_call_parser hermes, llama3_json or mistral, or leave "
+                                                  "the tools out"));
+  }
+  if (has_other_constraint) {
+    return InvalidField(tool_choice_field, "tool calls cannot be combined with response_format or structured_outputs; set "
+                                           "tool_choice to none or drop the response format");
+  }
+  plan.parse_tools = true;
+  if (format.tools == ToolCallSyntax::kMistral) {
+    const std::optional<int32_t> marker = tokenizer.TokenToId(kMistralToolCalls);
+    plan.keep_special_tokens = marker && tokenizer.IsSpecial(*marker);
+  }
+  // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false), none may come.
+  const bool may_reason = format.reasoning && !plan.prompt_opens_reasoning && !absl::EndsWith(prompt_end, kThinkClose);
+  if (!plan.prompt_opens_reasoning) {  // a turn that starts inside <think> is read, not constrained
+    plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason, tokenizer);
+  }
+  return plan;
+}
+
+std::string NewToolCallId() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += "0123456789abcdef"[rng() % 16];
+  return id;
+}
+
+}  // namespace arach::server

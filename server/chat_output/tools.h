@@ -1,0 +1,64 @@
+// The tools of a chat request and the caller's tool_choice, read once for both APIs, and the constraint that
+// makes the model's calls well-formed: for `required` and a named function the turn must be calls (in the
+// model's syntax, each call's arguments matching its function's parameter schema); for `auto` the text is
+// free until the model opens a call, and the call is then held to the same form. Built as an xgrammar
+// structural tag (engine/constraint).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/constraint/output_constraint.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "server/chat_output/chat_output_format.h"
+
+namespace arach::server {
+
+struct ToolSpec {
+  std::string name;
+  nlohmann::json parameters;  // a JSON Schema (an object schema; {"type": "object"} when none was given)
+};
+
+struct ToolChoice {
+  enum class Mode { kAuto, kNone, kRequired, kNamed };
+  Mode mode = Mode::kAuto;
+  std::string name;  // kNamed: the function
+};
+
+// OpenAI's `tools` (each {"type": "function", "function": {"name", "description", "parameters", "strict"}}).
+// Errors are INVALID_ARGUMENT naming `field` ("tools[1].function.name").
+absl::StatusOr<std::vector<ToolSpec>> ParseTools(const nlohmann::json& tools, const std::string& field);
+
+// OpenAI's `tool_choice`: "auto", "none", "required" or {"type": "function", "function": {"name": ...}} naming one
+// of `tools`; null means auto where there are tools, else none. Errors name `field`.
+absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const std::vector<ToolSpec>& tools, const std::string& field);
+
+// The constraint for a chat turn that may (auto) or must (required, named) call `tools` in `format`'s syntax;
+// `parallel`: more than one call may come. `may_reason`: a <think>...</think> block may come first (reasoning
+// models). Empty (kind none) where `format` cannot be constrained for `choice` (auto with a marker that is a
+// special token). `tokenizer` resolves special-token markers.
+OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                    bool parallel, bool may_reason, const Tokenizer& tokenizer);
+
+// How one chat turn is generated and read, from the request's tools and the rendered prompt.
+struct ChatTurnPlan {
+  OutputConstraint constraint;          // the tool-call constraint (kind none where calls are not constrained)
+  bool parse_tools = false;             // tool calls are read out of the turn
+  bool prompt_opens_reasoning = false;  // the prompt ends inside <think>: the turn starts as reasoning
+  bool keep_special_tokens = false;     // the call marker is a special token: the text must keep it
+};
+
+// The plan for a chat turn offering `tools` with `choice`. INVALID_ARGUMENT naming `tools_field` when the model
+// has no tool-call syntax we can read, or naming `tool_choice_field` when calls are asked for together with
+// another constraint (`has_other_constraint`: response_format / structured_outputs).
+absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                          bool parallel, absl::string_view prompt, bool has_other_constraint,
+                                          const Tokenizer& tokenizer, const std::string& tools_field,
+                                          const std::string& tool_choice_field);
+
+// "call_" and 24 random hexadecimal digits: a tool call's id.
+std::string NewToolCallId();
+
+}  // namespace arach::server

@@ -1,0 +1,87 @@
+#include "server/http/request_fields.h"
+
+#include <algorithm>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+// Parameters both routes implement: OpenAI's, vLLM's sampling extensions, structured output, ours.
+constexpr std::string_view kShared[] = {
+    "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p",
+    "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "ignore_eos",
+    "skip_special_tokens", "stop", "stop_token_ids", "logit_bias", "logprobs", "priority", "response_format",
+    "structured_outputs",
+    // arach-serve: the variant, its diagnostics and the experiment assignment
+    "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
+    // accepted, and change nothing in the output (`user` is the experiment key when none is given)
+    "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
+constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo"};
+constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
+                                          "parallel_tool_calls", "add_generation_prompt", "chat_template_kwargs",
+                                          "return_prompt", "echo"};
+
+// Known parameters we do not implement, with what to do instead.
+constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
+    {"audio", "audio output is not supported (text only)"},
+    {"modalities", "only text output is supported; leave modalities out"},
+    {"prediction", "predicted outputs are not supported"},
+    {"reasoning_effort", "is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)"},
+    {"verbosity", "is not supported"},
+    {"web_search_options", "web search is not supported"},
+    {"functions", "is deprecated and not supported: use tools"},
+    {"function_call", "is deprecated and not supported: use tool_choice"},
+    {"guided_json", "is not supported: use structured_outputs.json (vLLM's current name)"},
+    {"guided_regex", "is not supported: use structured_outputs.regex"},
+    {"guided_choice", "is not supported: use structured_outputs.choice"},
+    {"guided_grammar", "is not supported: use structured_outputs.grammar"},
+    {"guided_json_object", "is not supported: use response_format {\"type\": \"json_object\"}"},
+    {"include_stop_str_in_output", "is not supported"},
+    {"use_beam_search", "beam search is not supported"},
+    {"length_penalty", "is not supported (no beam search)"},
+    {"prompt_logprobs", "is not supported: use echo with logprobs on /v1/completions"},
+    {"best_of", "is not supported beyond 1 (ask for n choices instead)"},
+    {"suffix", "is not supported (insertion needs a fill-in-the-middle model)"},
+};
+
+bool Contains(std::span<const std::string_view> list, std::string_view key) {
+  return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+// Values that ask for nothing: null, and the defaults of parameters we do not implement (clients send them).
+bool AsksForNothing(std::string_view key, const json& value) {
+  if (value.is_null()) return true;
+  if (key == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
+  if (key == "suffix") return value.is_string() && value.get<std::string>().empty();
+  if (key == "modalities") return value == json::array({"text"});
+  return false;
+}
+
+}  // namespace
+
+absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
+  const bool completions = route == OpenAiRoute::kCompletions;
+  const std::span<const std::string_view> own = completions ? std::span<const std::string_view>(kCompletionsOnly) : kChatOnly;
+  const std::span<const std::string_view> other = completions ? std::span<const std::string_view>(kChatOnly) : kCompletionsOnly;
+  for (const auto& [key, value] : body.items()) {
+    if (AsksForNothing(key, value)) continue;
+    if (const auto* it = std::find_if(std::begin(kNotImplemented), std::end(kNotImplemented), [&](const auto& e) { return e.first == key; });
+        it != std::end(kNotImplemented)) {
+      return InvalidField(key, std::string(it->second));
+    }
+    if (Contains(kShared, key) || Contains(own, key)) continue;
+    return InvalidField(key, Contains(other, key)
+                                 ? absl::StrCat("is not a parameter of ", completions ? "/v1/completions" : "/v1/chat/completions")
+                                 : "is not a known parameter");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,170 @@
+// The chat output parser on each syntax: whole answers, and the same text streamed in every two-piece split
+// and one byte at a time, which must assemble to the whole answer. Also the tools and tool_choice readers.
+#include "server/chat_output/chat_output_parser.h"
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/chat_output/tools.h"
+
+namespace arach::server {
+namespace {
+
+struct Parsed {
+  std::string reasoning, content;
+  std::vector<std::pair<std::string, std::string>> calls;
+  bool operator==(const Parsed&) const = default;
+};
+
+void Add(Parsed& p, const ChatOutputDelta& d) {
+  p.reasoning += d.reasoning;
+  p.content += d.content;
+  for (const ParsedToolCall& c : d.tool_calls) p.calls.emplace_back(c.name, c.arguments);
+}
+
+Parsed Whole(const ChatOutputFormat& format, const std::string& text, bool tools = true, bool opens_reasoning = false) {
+  ChatOutputParser parser(format, tools, opens_reasoning);
+  Parsed p;
+  Add(p, parser.Feed(text));
+  Add(p, parser.Finish());
+  return p;
+}
+
+// Every split of `text` in two, and byte by byte, give the whole answer.
+void ExpectStreamsLikeWhole(const ChatOutputFormat& format, const std::string& text, bool tools = true) {
+  const Parsed whole = Whole(format, text, tools);
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    ChatOutputParser parser(format, tools, false);
+    Parsed p;
+    Add(p, parser.Feed(text.substr(0, cut)));
+    Add(p, parser.Feed(text.substr(cut)));
+    Add(p, parser.Finish());
+    ASSERT_EQ(p, whole) << "split at " << cut << " of: " << text;
+  }
+  ChatOutputParser parser(format, tools, false);
+  Parsed p;
+  for (char c : text) Add(p, parser.Feed(std::string(1, c)));
+  Add(p, parser.Finish());
+  EXPECT_EQ(p, whole) << "byte by byte: " << text;
+}
+
+ChatOutputFormat Format(ToolCallSyntax syntax, bool reasoning = false) {
+  ChatOutputFormat f;
+  f.tools = syntax;
+  f.reasoning = reasoning;
+  return f;
+}
+
+TEST(ChatOutputParser, HermesCallsAndContent) {
+  const auto f = Format(ToolCallSyntax::kHermes, true);
+  const std::string text =
+      "<think>\nweather first\n</think>\n\nLet me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>";
+  const Parsed p = Whole(f, text);
+  EXPECT_EQ(p.reasoning, "\nweather first\n");
+  EXPECT_EQ(p.content, "Let me check.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0], std::make_pair(std::string("get_weather"), std::string(R"({"city":"Paris"})")));
+  EXPECT_EQ(p.calls[1].first, "get_time");
+  ExpectStreamsLikeWhole(f, text);
+}
+
+TEST(ChatOutputParser, WithoutToolsTheMarkersAreContent) {
+  const auto f = Format(ToolCallSyntax::kHermes);
+  const std::string text = "a <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call> b";
+  const Parsed p = Whole(f, text, /*tools=*/false);
+  EXPECT_EQ(p.content, text);
+  EXPECT_TRUE(p.calls.empty());
+  ExpectStreamsLikeWhole(f, text, false);
+}
+
+TEST(ChatOutputParser, ABrokenCallComesBackAsContent) {
+  const auto f = Format(ToolCallSyntax::kHermes);
+  for (const std::string text : {std::string("ok <tool_call>\n{\"name\": \"x\", \"argu"),  // cut off by max_tokens
+                                 std::string("<tool_call>not json</tool_call>")}) {
+    const Parsed p = Whole(f, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_NE(p.content.find("<tool_call>"), std::string::npos) << "nothing the model wrote is lost: " << text;
+    ExpectStreamsLikeWhole(f, text);
+  }
+}
+
+TEST(ChatOutputParser, ReasoningOnlyWhereTheTurnOpensIt) {
+  const auto f = Format(ToolCallSyntax::kNone, true);
+  EXPECT_EQ(Whole(f, "<think>a</think>\n\nb").reasoning, "a");
+  EXPECT_EQ(Whole(f, "<think>a</think>\n\nb").content, "b");
+  EXPECT_EQ(Whole(f, "plain <think>x</think>").content, "plain <think>x</think>");
+  EXPECT_EQ(Whole(f, "<thi").content, "<thi");
+  EXPECT_EQ(Whole(f, "<think>cut off").reasoning, "cut off");
+  EXPECT_EQ(Whole(f, "still thinking</think>answer", true, /*opens_reasoning=*/true).reasoning, "still thinking");
+  ExpectStreamsLikeWhole(f, "<think>\nhmm < / think\n</think>\n\nThe answer < 3.");
+}
+
+TEST(ChatOutputParser, Llama3JsonCallsOpenTheTurn) {
+  const auto f = Format(ToolCallSyntax::kLlama3Json);
+  const std::string one = "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"a;b\"}}";
+  Parsed p = Whole(f, one);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].second, R"({"city":"a;b"})");
+  EXPECT_EQ(p.content, "");
+  ExpectStreamsLikeWhole(f, one);
+  const std::string two = " {\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"x\": [1, {\"y\": \"}\"}]}}";
+  p = Whole(f, two);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[1].first, "b");
+  ExpectStreamsLikeWhole(f, two);
+  EXPECT_EQ(Whole(f, "Hello {\"name\": 1}").content, "Hello {\"name\": 1}");
+  EXPECT_EQ(Whole(f, "{not a call}").content, "{not a call}");
+  ExpectStreamsLikeWhole(f, "Hello {\"name\": 1}");
+}
+
+TEST(ChatOutputParser, MistralCallList) {
+  const auto f = Format(ToolCallSyntax::kMistral);
+  const std::string text = "Sure.[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"k\": 1}}, {\"name\": \"b\", \"arguments\": \"{\\\"z\\\": 2}\"}]";
+  const Parsed p = Whole(f, text);
+  EXPECT_EQ(p.content, "Sure.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].second, R"({"k":1})");
+  EXPECT_EQ(p.calls[1].second, R"({"z":2})") << "arguments given as JSON text are read as JSON";
+  ExpectStreamsLikeWhole(f, text);
+  EXPECT_EQ(Whole(f, "[TOOL_CALLS][{\"name\": \"a\"").content, "[TOOL_CALLS][{\"name\": \"a\"");
+}
+
+TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
+  using json = nlohmann::json;
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+                                      {"type": "function", "function": {"name": "noop"}}])");
+  auto specs = ParseTools(tools, "tools");
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 2u);
+  EXPECT_EQ((*specs)[1].parameters, json::parse(R"({"type": "object", "properties": {}})"));
+  EXPECT_EQ(ParseTools(json::parse(R"([{"type": "code_interpreter"}])"), "tools").status().message(),
+            "tools[0].type: must be \"function\" (the only kind of tool supported)");
+  EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "function": {"name": "a b"}}])"), "tools").status().message(),
+            "tools[0].function.name: is required: 1 to 64 letters, digits, underscores or dashes");
+  EXPECT_EQ(ParseToolChoice(json(), *specs, "tool_choice")->mode, ToolChoice::Mode::kAuto);
+  EXPECT_EQ(ParseToolChoice(json(), {}, "tool_choice")->mode, ToolChoice::Mode::kNone);
+  EXPECT_EQ(ParseToolChoice("required", *specs, "tool_choice")->mode, ToolChoice::Mode::kRequired);
+  auto named = ParseToolChoice(json::parse(R"({"type": "function", "function": {"name": "noop"}})"), *specs, "tool_choice");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->name, "noop");
+  EXPECT_EQ(ParseToolChoice(json::parse(R"({"type": "function", "function": {"name": "other"}})"), *specs, "tool_choice").status().message(),
+            "tool_choice.function.name: 'other' is not one of the tools");
+  EXPECT_EQ(ParseToolChoice("required", {}, "tool_choice").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseToolChoice("sometimes", *specs, "tool_choice").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ChatOutputFormat, ChosenFromTheTemplateOrTheFlags) {
+  EXPECT_EQ(ChatOutputFormatOfTemplate("{{ '<tool_call>' }}").tools, ToolCallSyntax::kHermes);
+  EXPECT_EQ(ChatOutputFormatOfTemplate("[TOOL_CALLS]").tools, ToolCallSyntax::kMistral);
+  EXPECT_EQ(ChatOutputFormatOfTemplate("<|python_tag|>").tools, ToolCallSyntax::kLlama3Json);
+  EXPECT_EQ(ChatOutputFormatOfTemplate("plain").tools, ToolCallSyntax::kNone);
+  EXPECT_TRUE(ChatOutputFormatOfTemplate("<think></think>").reasoning);
+  auto f = ResolveChatOutputFormat("<tool_call>", "mistral", "none");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->tools, ToolCallSyntax::kMistral);
+  EXPECT_EQ(ResolveChatOutputFormat("", "xml", "auto").status().message(),
+            "--tool_call_parser: 'xml' is not auto, hermes, llama3_json, mistral or none");
+}
+
+}  // namespace
+}  // namespace arach::server
