@@ -2,7 +2,10 @@
 # Drives a fixture arach-server (gpt2-tiny with its adapter) through its OpenAI HTTP API with the official
 # openai npm client (installed from the npm registry into tests/openai_client) and compares the answers with
 # the gRPC API (tests/openai_client/check.mjs); then /v1/chat/completions on qwen3-tiny with the real Qwen3 chat
-# template (tests/openai_client/chat.mjs); then a closed server, HTTPS and an API key (tests/openai_client/secure.mjs).
+# template (tests/openai_client/chat.mjs), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
+# calls in the Hermes syntax (tools.mjs); tool calls in the Llama 3.1 and Mistral syntaxes on llama3-tiny with
+# templates written in those conventions (tests/openai_client/templates); then a closed server, HTTPS and an API
+# key (tests/openai_client/secure.mjs).
 # Exits 77 (skipped) without node/npm, the package or the fixtures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +16,7 @@ for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "[openai-client] $tool not found: skipped"; exit 77; }
 done
 [ -d "$fixtures/gpt2-tiny" ] || { echo "[openai-client] no fixtures at $fixtures: skipped"; exit 77; }
-if [ ! -d "$check/node_modules/openai" ]; then
+if [ ! -d "$check/node_modules/openai" ] || [ ! -d "$check/node_modules/ajv" ]; then
   (cd "$check" && npm ci --no-audit --no-fund --silent) || { echo "[openai-client] npm ci failed: skipped"; exit 77; }
 fi
 source scripts/lib/fixture-server.sh
@@ -25,6 +28,19 @@ fixture_logs+=("$template")
 node -e 'const t = require(process.argv[1]); process.stdout.write(t.qwen3.template)' "$(realpath "$fixtures/chat/templates.json")" > "$template"
 start_fixture_server qwen3-tiny --chat_template "$template"
 node "$check/chat.mjs" "$http" "$grpc" "$build/client/arach-cli" qwen3-tiny "$(realpath "$fixtures/chat/cases.json")"
+server_help=$("$build/server/arach-server" --help 2>&1 || true)
+if grep -q "Structured output.*: unavailable" <<< "$server_help"; then
+  echo "[openai-client] structured output and tool calls: skipped (this build has no xgrammar)"
+else
+  node "$check/structured.mjs" "$http" qwen3-tiny
+  tool_call_token=$(node -e 'const t = require(process.argv[1]); console.log(t.added_tokens.find((a) => a.content === "<tool_call>").id)' \
+    "$(realpath "$fixtures/qwen3-tiny/tokenizer.json")")
+  node "$check/tools.mjs" "$http" qwen3-tiny hermes "$tool_call_token"
+  start_fixture_server llama3-tiny --chat_template "$check/templates/llama3_1_tools.jinja"
+  node "$check/tools.mjs" "$http" llama3-tiny llama3_json
+  start_fixture_server llama3-tiny --chat_template "$check/templates/mistral_tools.jinja"
+  node "$check/tools.mjs" "$http" llama3-tiny mistral
+fi
 # A closed server: HTTPS with a throwaway CA (NODE_EXTRA_CA_CERTS makes node trust it) and an API key.
 certs=$(mktemp -d)
 fixture_logs+=("$certs")

@@ -8,6 +8,17 @@
 
 namespace arach::server {
 
+ChatInput WithToolCallTurnsAsText(const ChatInput& input) {
+  ChatInput out = input;
+  for (auto& message : out.messages) {
+    const auto calls = message.find("tool_calls");
+    if (message.value("role", "") == "assistant" && message["content"].is_null() && calls != message.end() && !calls->empty()) {
+      message["content"] = "";
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
                                             const std::string& field) {
   const ChatTemplate* chat_template = engine.chat_template();
@@ -17,7 +28,7 @@ absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestL
                "--chat_template FILE, or use the completions API"));
   }
   ChatPrompt prompt;
-  absl::StatusOr<std::string> text = chat_template->Render(input);
+  absl::StatusOr<std::string> text = chat_template->Render(WithToolCallTurnsAsText(input));
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", text.status().message()));
   prompt.text = std::move(*text);
   if (prompt.text.size() > limits.max_prompt_bytes) {

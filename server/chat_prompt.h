@@ -20,6 +20,12 @@ struct ChatPrompt {
   std::optional<int32_t> end_of_turn;  // the tokenizer's eos_token (e.g. <|im_end|>, <|eot_id|>), when it has one
 };
 
+// `input` with the content of assistant turns that only call tools (null, as OpenAI clients send them back) as
+// "": the templates' authors write `'</think>' in message.content` and the like, which null would break (vLLM
+// renders these turns the same way).
+ChatInput WithToolCallTurnsAsText(const ChatInput& input);
+
+// The prompt is rendered from WithToolCallTurnsAsText(input).
 // FAILED_PRECONDITION when the model has no chat template (start the server with --chat_template); else
 // INVALID_ARGUMENT naming `field` when the template raises (its own message) or the prompt breaks a limit.
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
