@@ -30,6 +30,10 @@ ABSL_DECLARE_FLAG(int, requests_per_client);
 ABSL_DECLARE_FLAG(int, max_tokens);
 ABSL_DECLARE_FLAG(std::string, variant);
 ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
+ABSL_DECLARE_FLAG(std::string, json_schema);
+// Structured output.
+ABSL_DECLARE_FLAG(int, schemas);
+ABSL_DECLARE_FLAG(int, steps);
 
 namespace arach::bench {
 
@@ -39,6 +43,8 @@ inline const std::vector<std::string> kForwardBenchFlags = {"models", "fixtures"
 inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "decode_batch",
                                                             "decode_steps", "repeats", "device"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "concurrency", "requests_per_client",
-                                                           "prompt_len", "max_tokens", "variant", "max_num_batched_tokens"};
+                                                           "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
+                                                           "json_schema"};
+inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

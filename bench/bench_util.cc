@@ -17,7 +17,7 @@ int BenchmarkMain(int argc, char** argv, const cmdline::Subcommand& benchmark, i
   RestartWithOpenBlasCoreTypeIfNeeded(argv);
   std::vector<std::string> storage;
   std::vector<char*> args = cmdline::NormalizeFlagNames(argc, argv, storage);
-  const cmdline::SubcommandStart start = cmdline::StartSingleCommand(benchmark, static_cast<int>(args.size()), args.data());
+  const cmdline::SubcommandStart start = cmdline::StartSingleCommand(benchmark, argc, args.data());  // args ends in a null
   if (start.command == nullptr) return start.exit_status;
   return run();
 }

@@ -127,7 +127,10 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   }
   if (!state->request.sampling.ignore_eos) state->stop_ids = c.eos_token_ids;
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
-  if (compiled != nullptr) state->constraint.emplace(std::move(compiled), state->stop_ids);
+  if (compiled != nullptr) {
+    ARACH_ASSIGN_OR_RETURN(ConstraintMatcher matcher, ConstraintMatcher::Create(std::move(compiled), state->stop_ids));
+    state->constraint.emplace(std::move(matcher));
+  }
 
   uint64_t id;
   {
@@ -272,7 +275,14 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
   in.num_generated = seq.num_generated();
   in.seed = r.seed;
   in.suppressed = r.stop_ids;
-  if (r.constraint) in.allowed = r.constraint->AllowedTokens();
+  if (r.constraint) {
+    absl::StatusOr<std::span<const uint32_t>> allowed = r.constraint->AllowedTokens();
+    if (!allowed.ok()) {
+      Finish(r, FinishReason::kError, allowed.status());
+      return;
+    }
+    in.allowed = *allowed;
+  }
   SampledToken sampled = sampler_.Sample(in);
   if (r.constraint && !r.constraint->Accept(sampled.token)) {
     Finish(r, FinishReason::kError, absl::InternalError(absl::StrCat("the structured-output constraint refused token ", sampled.token,

@@ -61,6 +61,10 @@ ABSL_FLAG(std::string, prompts, "", "prompt file, one prompt per line (a JSON st
 ABSL_FLAG(bool, paired, false, "ab: also score each answer (prompt + completion) under the first two variants and compare "
           "them on the same text (mean log-prob difference and top-1 agreement with bootstrap intervals)");
 ABSL_FLAG(std::string, split, "", "client-side split VARIANT[=WEIGHT],...; empty = let the server's experiment assign");
+ABSL_FLAG(std::string, json_schema, "", "structured output: the text must match the JSON Schema in this file");
+ABSL_FLAG(std::string, regex, "", "structured output: the text must match this regular expression");
+ABSL_FLAG(std::vector<std::string>, choice, {}, "structured output: the text is one of these, comma separated");
+ABSL_FLAG(std::string, grammar, "", "structured output: the text must match the EBNF grammar (root rule `root`) in this file");
 
 namespace arach::client {
 namespace {
@@ -86,7 +90,8 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
   static const std::vector<cmdline::Subcommand> commands = {
       {"generate", "stream a generation", With({"prompt", "ids", "max_tokens", "min_tokens", "temperature", "top_k", "top_p",
                                                 "min_p", "repetition_penalty", "seed", "stop", "ignore_eos", "top_logprobs",
-                                                "variant", "arach_offset", "experiment_key", "timeout", "json"})},
+                                                "variant", "arach_offset", "experiment_key", "timeout", "json", "json_schema", "regex",
+                                                "choice", "grammar"})},
       {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
       {"diagnostics", "attention diagnostics: attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
        With({"text", "variants", "chart", "json"})},
@@ -134,6 +139,12 @@ absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags() {
   o.top_logprobs = absl::GetFlag(FLAGS_top_logprobs);
   o.timeout_seconds = absl::GetFlag(FLAGS_timeout);
   o.json = absl::GetFlag(FLAGS_json);
+  o.json_schema_file = absl::GetFlag(FLAGS_json_schema);
+  o.regex = absl::GetFlag(FLAGS_regex);
+  o.choices = absl::GetFlag(FLAGS_choice);
+  o.grammar_file = absl::GetFlag(FLAGS_grammar);
+  const int constraints = !o.json_schema_file.empty() + !o.regex.empty() + !o.choices.empty() + !o.grammar_file.empty();
+  if (constraints > 1) return absl::InvalidArgumentError("give one of --json_schema, --regex, --choice, --grammar");
   return o;
 }
 

@@ -1,10 +1,12 @@
 // arach-cli generate: streams a generation to the terminal.
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "client/arach_client.h"
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/variant_arg.h"
+#include "engine/core/mapped_file.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace arach::client {
@@ -31,6 +33,20 @@ absl::StatusOr<arach::v1::GenerateRequest> BuildRequest(const GenerateOptions& o
   request.set_top_logprobs(o.top_logprobs);
   request.set_logprobs(o.top_logprobs > 0);
   if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) return s;
+  arach::v1::StructuredOutput* structured = request.mutable_structured_output();
+  if (!o.json_schema_file.empty()) {
+    absl::StatusOr<std::string> schema = ReadFileToString(o.json_schema_file);
+    if (!schema.ok()) return absl::InvalidArgumentError(absl::StrCat("--json_schema: ", schema.status().message()));
+    structured->set_json_schema(*schema);
+  } else if (!o.grammar_file.empty()) {
+    absl::StatusOr<std::string> grammar = ReadFileToString(o.grammar_file);
+    if (!grammar.ok()) return absl::InvalidArgumentError(absl::StrCat("--grammar: ", grammar.status().message()));
+    structured->set_grammar(*grammar);
+  } else if (!o.regex.empty()) {
+    structured->set_regex(o.regex);
+  } else if (!o.choices.empty()) {
+    for (const std::string& choice : o.choices) structured->mutable_choice()->add_choices(choice);
+  }
   return request;
 }
 

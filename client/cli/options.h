@@ -43,6 +43,11 @@ struct GenerateOptions {
   int top_logprobs = 0;              // > 0 also asks for each token's log-prob
   double timeout_seconds = 0;        // 0 = no deadline
   bool json = false;                 // print every stream message as JSON
+  // Structured output (at most one): a JSON Schema file, a regex, a list of choices, an EBNF grammar file.
+  std::string json_schema_file;
+  std::string regex;
+  std::vector<std::string> choices;
+  std::string grammar_file;
 };
 
 struct ScoreOptions {

@@ -172,26 +172,37 @@ absl::StatusOr<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::Co
 
 struct ConstraintMatcher::Impl {
   std::shared_ptr<const CompiledConstraint> constraint;
-  std::vector<int32_t> stop_tokens;
+  std::vector<int32_t> stop_tokens;  // what ends the sequence (the override, or the tokenizer info's)
   xgrammar::GrammarMatcher matcher;
   std::vector<int32_t> bitmask;  // [GetBitmaskSize(vocab)]
   int64_t bitmask_size;
   bool fresh = false;            // bitmask holds the tokens allowed now
 };
 
-ConstraintMatcher::ConstraintMatcher(std::shared_ptr<const CompiledConstraint> constraint, std::vector<int32_t> stop_tokens) {
+ConstraintMatcher::ConstraintMatcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<ConstraintMatcher> ConstraintMatcher::Create(std::shared_ptr<const CompiledConstraint> constraint,
+                                                            std::vector<int32_t> stop_tokens) {
   const int vocab_size = constraint->vocab_size;
   std::erase_if(stop_tokens, [&](int32_t id) { return id < 0 || id >= vocab_size; });
-  xgrammar::GrammarMatcher matcher(constraint->grammar, stop_tokens);
-  const int32_t words = xgrammar::GetBitmaskSize(vocab_size);
-  impl_.reset(new Impl{std::move(constraint), std::move(stop_tokens), std::move(matcher),
-                       std::vector<int32_t>(static_cast<size_t>(words)), words});
+  try {
+    // xgrammar refuses an empty override: then the tokenizer info's end-of-sequence tokens stand.
+    std::optional<std::vector<int32_t>> override_stops;
+    if (!stop_tokens.empty()) override_stops = stop_tokens;
+    xgrammar::GrammarMatcher matcher(constraint->grammar, override_stops);
+    const std::vector<int32_t>& stops = matcher.GetStopTokenIds();
+    const int32_t words = xgrammar::GetBitmaskSize(vocab_size);
+    return ConstraintMatcher(std::unique_ptr<Impl>(new Impl{std::move(constraint), stops, std::move(matcher),
+                                                            std::vector<int32_t>(static_cast<size_t>(words)), words}));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("structured output: ", XgrammarReason(e.what())));
+  }
 }
 
 ConstraintMatcher::~ConstraintMatcher() = default;
 ConstraintMatcher::ConstraintMatcher(ConstraintMatcher&&) noexcept = default;
 
-std::span<const uint32_t> ConstraintMatcher::AllowedTokens() {
+absl::StatusOr<std::span<const uint32_t>> ConstraintMatcher::AllowedTokens() {
   if (!impl_->fresh) {
     DLTensor tensor{};
     tensor.data = impl_->bitmask.data();
@@ -199,22 +210,31 @@ std::span<const uint32_t> ConstraintMatcher::AllowedTokens() {
     tensor.ndim = 1;
     tensor.dtype = xgrammar::GetBitmaskDLType();
     tensor.shape = &impl_->bitmask_size;
-    impl_->matcher.FillNextTokenBitmask(&tensor);
+    try {
+      impl_->matcher.FillNextTokenBitmask(&tensor);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("structured output: ", XgrammarReason(e.what())));
+    }
     impl_->fresh = true;
   }
-  return {reinterpret_cast<const uint32_t*>(impl_->bitmask.data()), impl_->bitmask.size()};
+  return std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(impl_->bitmask.data()), impl_->bitmask.size());
 }
 
 bool ConstraintMatcher::Accept(int32_t token) {
   impl_->fresh = false;
-  return impl_->matcher.AcceptToken(token);
+  try {
+    return impl_->matcher.AcceptToken(token);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 bool ConstraintMatcher::OnlyStopAllowed() {
-  const std::span<const uint32_t> allowed = AllowedTokens();
+  const absl::StatusOr<std::span<const uint32_t>> allowed = AllowedTokens();
+  if (!allowed.ok()) return false;
   const std::vector<int32_t>& stops = impl_->stop_tokens;
-  for (size_t word = 0; word < allowed.size(); ++word) {
-    for (uint32_t bits = allowed[word]; bits != 0; bits &= bits - 1) {
+  for (size_t word = 0; word < allowed->size(); ++word) {
+    for (uint32_t bits = (*allowed)[word]; bits != 0; bits &= bits - 1) {
       const int32_t token = static_cast<int32_t>(word * 32 + static_cast<size_t>(__builtin_ctz(bits)));
       if (std::find(stops.begin(), stops.end(), token) == stops.end()) return false;
     }
@@ -245,10 +265,13 @@ absl::StatusOr<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::Co
                                                StructuredOutputBackend(), ")"));
 }
 
-ConstraintMatcher::ConstraintMatcher(std::shared_ptr<const CompiledConstraint>, std::vector<int32_t>) : impl_(new Impl) {}
+ConstraintMatcher::ConstraintMatcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+absl::StatusOr<ConstraintMatcher> ConstraintMatcher::Create(std::shared_ptr<const CompiledConstraint>, std::vector<int32_t>) {
+  return absl::UnimplementedError(absl::StrCat("structured output is not available in this server (", StructuredOutputBackend(), ")"));
+}
 ConstraintMatcher::~ConstraintMatcher() = default;
 ConstraintMatcher::ConstraintMatcher(ConstraintMatcher&&) noexcept = default;
-std::span<const uint32_t> ConstraintMatcher::AllowedTokens() { return {}; }
+absl::StatusOr<std::span<const uint32_t>> ConstraintMatcher::AllowedTokens() { return absl::UnimplementedError("no structured output"); }
 bool ConstraintMatcher::Accept(int32_t) { return false; }
 bool ConstraintMatcher::OnlyStopAllowed() { return false; }
 bool ConstraintMatcher::Terminated() const { return true; }

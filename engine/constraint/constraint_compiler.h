@@ -58,26 +58,30 @@ class ConstraintCompiler {
   std::unique_ptr<Impl> impl_;
 };
 
-// One sequence's place in its constraint. Not thread-safe (the engine's step thread uses it).
+// One sequence's place in its constraint. Not thread-safe (the engine's step thread uses it). xgrammar's own
+// failures come back as INTERNAL errors (the engine ends that one sequence), never as exceptions.
 class ConstraintMatcher {
  public:
   // `stop_tokens`: the tokens that end this sequence (the request's end-of-sequence and stop ids); the
-  // constraint allows them once its output is complete.
-  ConstraintMatcher(std::shared_ptr<const CompiledConstraint> constraint, std::vector<int32_t> stop_tokens);
+  // constraint allows them once its output is complete. Empty (e.g. ignore_eos): the model's end-of-sequence
+  // tokens, which then end a complete output only through the constraint.
+  static absl::StatusOr<ConstraintMatcher> Create(std::shared_ptr<const CompiledConstraint> constraint,
+                                                  std::vector<int32_t> stop_tokens);
   ~ConstraintMatcher();
   ConstraintMatcher(ConstraintMatcher&&) noexcept;
 
   // The tokens allowed next, one bit each (bit t of word t / 32), for the sampler to mask the others.
-  std::span<const uint32_t> AllowedTokens();
+  absl::StatusOr<std::span<const uint32_t>> AllowedTokens();
   // Advances past `token`; false when the constraint does not allow it (the caller ends the sequence).
   bool Accept(int32_t token);
-  // Nothing but a stop token may come: the output is complete.
+  // Nothing but a stop token may come: the output is complete (false on an error: AllowedTokens reports it).
   bool OnlyStopAllowed();
   // A stop token was accepted: the output is complete and ended.
   bool Terminated() const;
 
  private:
   struct Impl;
+  explicit ConstraintMatcher(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

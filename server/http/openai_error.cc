@@ -17,6 +17,7 @@ int HttpStatusOf(const absl::Status& status) {
     case absl::StatusCode::kResourceExhausted: return 429;
     case absl::StatusCode::kUnavailable: return 503;
     case absl::StatusCode::kDeadlineExceeded: return 504;
+    case absl::StatusCode::kUnimplemented: return 501;  // e.g. structured output in a build without it
     default: return 500;
   }
 }

@@ -146,6 +146,27 @@ TEST_P(StructuredOutput, MaxTokensEndsAnUnfinishedOutputWithLength) {
   }
 }
 
+// ignore_eos leaves the request no stop token of its own: a complete constraint still ends the output.
+TEST_P(StructuredOutput, IgnoreEosStillEndsACompleteOutput) {
+  std::vector<std::shared_ptr<CollectingObserver>> observers;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    EngineRequest r;
+    r.prompt = *engine_->tokenizer().Encode("x", true);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.sampling.ignore_eos = true;
+    r.sampling.max_tokens = 40;
+    r.constraint = OutputConstraint::Regex("[0-9]{3}");
+    observers.push_back(std::make_shared<CollectingObserver>());
+    ASSERT_TRUE(engine_->Submit(std::move(r), observers.back()).ok());
+  }
+  for (auto& o : observers) {
+    ASSERT_TRUE(o->Wait());
+    EXPECT_EQ(o->finish().reason, FinishReason::kStop) << o->finish().status;
+    EXPECT_TRUE(std::regex_match(o->text(), std::regex("[0-9]{3}"))) << o->text();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, StructuredOutput, ::testing::Values("gpt2-tiny", "qwen3-tiny", "llama-stories260k"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;

@@ -220,9 +220,10 @@ TEST_F(Warm, KvExhaustionPreemptsAndRecomputesWithoutChangingOutputs) {
   constexpr int kRequests = 6;
   std::vector<std::vector<int32_t>> alone(kRequests), together(kRequests);
   for (int i = 0; i < kRequests; ++i) {
-    ASSERT_TRUE(client->Generate(Request(48, i, kVariants[i % 4]), [&](const arach::v1::GenerateResponse& r) {
+    const grpc::Status status = client->Generate(Request(48, i, kVariants[i % 4]), [&](const arach::v1::GenerateResponse& r) {
       alone[i].insert(alone[i].end(), r.token_ids().begin(), r.token_ids().end());
-    }).ok());
+    });
+    ASSERT_TRUE(status.ok()) << "request " << i << ": " << status.error_code() << " " << status.error_message();
   }
   const testing::PrometheusText before = Idle(*server);
   const long rss_before = server->RssKib();

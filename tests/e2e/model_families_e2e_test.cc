@@ -76,7 +76,8 @@ TEST_P(ModelFamily, ServesEveryVariantAsTheReferencesDo) {
   tokenize.set_add_bos(true);
   arach::v1::TokenizeResponse tokenized;
   grpc::ClientContext context;
-  ASSERT_TRUE(client->inference().Tokenize(&context, tokenize, &tokenized).ok());
+  const grpc::Status tokenized_status = client->inference().Tokenize(&context, tokenize, &tokenized);
+  ASSERT_TRUE(tokenized_status.ok()) << tokenized_status.error_code() << " " << tokenized_status.error_message();
   EXPECT_EQ(std::vector<int32_t>(tokenized.tokens(0).ids().begin(), tokenized.tokens(0).ids().end()),
             *(*tokenizer)->Encode(text, /*add_special_tokens=*/true));
 }

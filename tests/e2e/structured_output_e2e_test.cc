@@ -1,0 +1,245 @@
+// Structured output, tool calls and reasoning over gRPC, against the HTTP API of the same server: arach-server on
+// qwen3-tiny with the real Qwen3 template (Hermes tool calls, <think> reasoning) from ../shared/fixtures/chat,
+// sampled at temperature 1. The gRPC StructuredOutput oneof constrains Generate and Chat; compile errors name
+// structured_output; Chat with tools returns the calls in tool_calls with FINISH_REASON_TOOL_CALLS, the same as
+// /v1/chat/completions; a <think> block goes to reasoning_text / reasoning_content, streamed or whole. The broad
+// suites (JSON Schemas under Ajv, three tool-call syntaxes, the openai client) are tests/openai_client.
+#include <httplib.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "client/arach_client.h"
+#include "engine/constraint/constraint_compiler.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+using client::ArachClient;
+using json = nlohmann::json;
+using testing::ServerProcess;
+
+constexpr char kTools[] = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+  "properties": {"city": {"type": "string", "maxLength": 8}, "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"],
+  "additionalProperties": false}}}, {"type": "function", "function": {"name": "noop"}}])";
+
+class StructuredOutputServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::HaveFixtures()) return;
+    dir_ = new testing::ScopedTempDir();
+    const std::string path = dir_->path() + "/qwen3.jinja";
+    std::ifstream in(testing::FixturePath("chat/templates.json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(path) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
+    auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
+                                                             "--kv_cache_bytes=33554432"});
+    if (server.ok()) server_ = server->release();
+    start_status_ = new absl::Status(server.status());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+    delete start_status_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+    ASSERT_NE(server_, nullptr) << *start_status_;
+  }
+
+  struct Streamed {
+    grpc::Status status;
+    std::string text, reasoning;
+    std::vector<arach::v1::ToolCall> calls;
+    arach::v1::Finish finish;
+  };
+  static Streamed Collect(const std::function<grpc::Status(const std::function<void(const arach::v1::GenerateResponse&)>&)>& call) {
+    Streamed out;
+    out.status = call([&](const arach::v1::GenerateResponse& r) {
+      out.text += r.text();
+      out.reasoning += r.reasoning_text();
+      for (const arach::v1::ToolCall& c : r.tool_calls()) out.calls.push_back(c);
+      if (r.has_finish()) out.finish = r.finish();
+    });
+    return out;
+  }
+  // `body` as written: an ordered_json keeps the tools' key order, which the template's tojson writes into the prompt.
+  static json PostChat(const nlohmann::ordered_json& body) {
+    httplib::Client client("http://" + server_->http_address());
+    client.set_read_timeout(120, 0);
+    httplib::Result r = client.Post("/v1/chat/completions", body.dump(), "application/json");
+    if (!r) return json();
+    json out = json::parse(r->body, nullptr, false);
+    out["http_status"] = r->status;
+    return out;
+  }
+  static arach::v1::ChatRequest UserChat(const std::string& text, uint64_t seed) {
+    arach::v1::ChatRequest request;
+    arach::v1::ChatMessage* message = request.add_messages();
+    message->set_role("user");
+    message->set_content(text);
+    request.set_chat_template_kwargs_json(R"({"enable_thinking": false})");
+    request.mutable_generation()->set_max_tokens(120);
+    request.mutable_generation()->mutable_sampling()->set_temperature(1.0f);
+    request.mutable_generation()->mutable_sampling()->set_seed(seed);
+    return request;
+  }
+
+  static testing::ScopedTempDir* dir_;
+  static ServerProcess* server_;
+  static absl::Status* start_status_;
+};
+
+testing::ScopedTempDir* StructuredOutputServer::dir_ = nullptr;
+ServerProcess* StructuredOutputServer::server_ = nullptr;
+absl::Status* StructuredOutputServer::start_status_ = nullptr;
+
+TEST_F(StructuredOutputServer, GrpcGenerateFollowsTheRegexAndStops) {
+  auto client = ArachClient::Connect(server_->grpc_address());
+  const std::regex re("[a-z]{2,5}-[0-9]{2}");
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    arach::v1::GenerateRequest request;
+    request.set_text("Code:");
+    request.set_max_tokens(40);
+    request.mutable_sampling()->set_temperature(1.0f);
+    request.mutable_sampling()->set_seed(seed);
+    request.mutable_structured_output()->set_regex("[a-z]{2,5}-[0-9]{2}");
+    const Streamed out = Collect([&](const auto& on) { return client->Generate(request, on); });
+    ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+    EXPECT_EQ(out.finish.reason(), arach::v1::FINISH_REASON_STOP);
+    EXPECT_TRUE(std::regex_match(out.text, re)) << out.text;
+  }
+}
+
+TEST_F(StructuredOutputServer, GrpcChoiceAndJsonSchema) {
+  auto client = ArachClient::Connect(server_->grpc_address());
+  arach::v1::ChatRequest chat = UserChat("positive or negative?", 3);
+  chat.mutable_generation()->mutable_structured_output()->mutable_choice()->add_choices("positive");
+  chat.mutable_generation()->mutable_structured_output()->mutable_choice()->add_choices("negative");
+  Streamed out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_TRUE(out.text == "positive" || out.text == "negative") << out.text;
+
+  chat = UserChat("a person", 5);
+  chat.mutable_generation()->mutable_structured_output()->set_json_schema(
+      R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["age"]})");
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  ASSERT_EQ(out.finish.reason(), arach::v1::FINISH_REASON_STOP) << out.text;
+  const json value = json::parse(out.text, nullptr, false);
+  ASSERT_TRUE(value.is_object()) << out.text;
+  EXPECT_EQ(value.size(), 1u) << "strict by default: no property the schema does not name";
+  EXPECT_TRUE(value["age"].is_number_integer() && value["age"] >= 0 && value["age"] <= 99) << out.text;
+}
+
+TEST_F(StructuredOutputServer, GrpcCompileErrorsNameTheField) {
+  auto client = ArachClient::Connect(server_->grpc_address());
+  arach::v1::GenerateRequest request;
+  request.set_text("x");
+  request.mutable_structured_output()->set_regex("(unclosed");
+  Streamed out = Collect([&](const auto& on) { return client->Generate(request, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message().rfind("structured_output: the regex cannot be compiled", 0), 0u) << out.status.error_message();
+
+  arach::v1::ChatRequest chat = UserChat("x", 1);
+  chat.mutable_generation()->mutable_structured_output()->set_json_schema("{\"type\": ");
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message().rfind("generation.structured_output: ", 0), 0u) << out.status.error_message();
+
+  chat = UserChat("x", 1);
+  chat.set_tools_json(kTools);
+  chat.set_tool_choice_json(R"({"type": "function", "function": {"name": "missing"}})");
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message(), "tool_choice_json.function.name: 'missing' is not one of the tools");
+}
+
+TEST_F(StructuredOutputServer, GrpcToolCallsMatchTheHttpAnswer) {
+  auto client = ArachClient::Connect(server_->grpc_address());
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    arach::v1::ChatRequest chat = UserChat("weather in Oslo?", seed);
+    chat.set_tools_json(kTools);
+    chat.set_tool_choice_json(R"("required")");
+    chat.set_parallel_tool_calls(false);
+    const Streamed out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+    ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+    EXPECT_EQ(out.finish.reason(), arach::v1::FINISH_REASON_TOOL_CALLS) << out.text;
+    ASSERT_EQ(out.calls.size(), 1u) << out.text;
+    const arach::v1::ToolCall& call = out.calls[0];
+    EXPECT_EQ(call.id().rfind("call_", 0), 0u);
+    EXPECT_EQ(call.index(), 0u);
+    const json arguments = json::parse(call.arguments_json(), nullptr, false);
+    ASSERT_TRUE(arguments.is_object()) << call.arguments_json();
+    if (call.name() == "get_weather") {
+      EXPECT_TRUE(arguments["unit"] == "c" || arguments["unit"] == "f") << call.arguments_json();
+      EXPECT_TRUE(arguments["city"].is_string()) << call.arguments_json();
+    } else {
+      EXPECT_EQ(call.name(), "noop");
+    }
+    EXPECT_TRUE(out.text.empty()) << "required: the turn is its calls";
+
+    const json http = PostChat({{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "weather in Oslo?"}}}},
+                                {"tools", nlohmann::ordered_json::parse(kTools)}, {"tool_choice", "required"}, {"parallel_tool_calls", false},
+                                {"chat_template_kwargs", {{"enable_thinking", false}}}, {"max_tokens", 120}, {"temperature", 1},
+                                {"seed", seed}});
+    ASSERT_EQ(http["http_status"], 200) << http;
+    const json& choice = http["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls");
+    EXPECT_TRUE(choice["message"]["content"].is_null());
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], call.name());
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], call.arguments_json());
+  }
+}
+
+// The regex makes the model write a <think> block first, so the reasoning split is checked on any model.
+TEST_F(StructuredOutputServer, ThinkBlocksBecomeReasoningOnBothApis) {
+  const std::string regex = "<think>\n[a-z]{1,8}\n</think>\n\nanswer [0-9]";
+  auto client = ArachClient::Connect(server_->grpc_address());
+  arach::v1::ChatRequest chat = UserChat("think, then answer", 2);
+  chat.set_chat_template_kwargs_json("{}");
+  chat.mutable_generation()->mutable_structured_output()->set_regex(regex);
+  const Streamed out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_TRUE(std::regex_match(out.reasoning, std::regex("\n[a-z]{1,8}\n"))) << out.reasoning;
+  EXPECT_TRUE(std::regex_match(out.text, std::regex("answer [0-9]"))) << out.text;
+
+  const json body = {{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "think, then answer"}}}},
+                     {"structured_outputs", {{"regex", regex}}}, {"max_tokens", 120}, {"temperature", 1}, {"seed", 2}};
+  const json whole = PostChat(body);
+  ASSERT_EQ(whole["http_status"], 200) << whole;
+  EXPECT_EQ(whole["choices"][0]["message"]["reasoning_content"], out.reasoning);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], out.text);
+
+  json streamed = body;
+  streamed["stream"] = true;
+  httplib::Client http("http://" + server_->http_address());
+  httplib::Result r = http.Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(r);
+  std::string reasoning, content;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: {", 0) != 0) continue;
+    const json chunk = json::parse(line.substr(6));
+    for (const json& c : chunk["choices"]) {
+      reasoning += c["delta"].value("reasoning_content", "");
+      content += c["delta"].value("content", "");
+    }
+  }
+  EXPECT_EQ(reasoning, out.reasoning);
+  EXPECT_EQ(content, out.text);
+}
+
+}  // namespace
+}  // namespace arach
