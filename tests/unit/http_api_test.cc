@@ -164,6 +164,64 @@ TEST(ChatRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": "x"})"), "temperature");
 }
 
+TEST(StructuredOutputRequest, ReadsResponseFormatAndStructuredOutputs) {
+  auto schema = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema",
+      "json_schema": {"name": "p", "schema": {"type": "object"}, "strict": true}}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_EQ(schema->fields.structured_output.constraint.kind, OutputConstraint::Kind::kJsonSchema);
+  EXPECT_EQ(schema->fields.structured_output.constraint.text, R"({"type":"object"})");
+  EXPECT_TRUE(schema->fields.structured_output.constraint.strict);
+  EXPECT_EQ(schema->fields.structured_output.field, "response_format.json_schema.schema");
+  auto lax = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema",
+      "json_schema": {"name": "p", "schema": "{\"type\": \"object\"}"}}})");
+  ASSERT_TRUE(lax.ok()) << lax.status();
+  EXPECT_FALSE(lax->fields.structured_output.constraint.strict) << "OpenAI's default is strict: false";
+  auto text = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "response_format": {"type": "text"}})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(text->fields.structured_output.constraint.active());
+  auto choice = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "structured_outputs": {"choice": ["a", "b"], "regex": null}})");
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  EXPECT_EQ(choice->fields.structured_output.constraint.choices, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(choice->fields.structured_output.field, "structured_outputs.choice");
+  auto grammar = ParseChatRequest(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "structured_outputs": {"grammar": "root ::= \"a\""}})");
+  ASSERT_TRUE(grammar.ok()) << grammar.status();
+  EXPECT_EQ(grammar->fields.structured_output.constraint.kind, OutputConstraint::Kind::kGrammar);
+
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})"),
+            "response_format.json_schema.name");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "n"}}})"),
+            "response_format.json_schema.schema");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "response_format": {"type": "yaml"}})"), "response_format.type");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {"choice": []}})"), "structured_outputs.choice");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {"choice": [1]}})"), "structured_outputs.choice[0]");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {"whitespace_pattern": " "}})"),
+            "structured_outputs.whitespace_pattern");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {}})"), "structured_outputs");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {"json": 3}})"), "structured_outputs.json");
+}
+
+TEST(RequestParameters, UnknownAndUnimplementedAreRefusedNoOpsAccepted) {
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "temprature": 0.5})"), "temprature") << "a typo is not silently ignored";
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "messages": []})"), "messages");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "best_of": 3})"), "best_of");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "suffix": "end"})"), "suffix");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "best_of": 1, "suffix": "", "user": "u", "store": true, "metadata": {"a": "b"},
+                       "service_tier": "auto", "prompt_cache_key": "k", "safety_identifier": "s", "logprobs": null})"),
+            "<ok>");
+  auto chat = [](const std::string& extra) {
+    const absl::StatusOr<ChatRequest> parsed =
+        ParseChatRequest(R"({"model": "m", "messages": [{"role": "user", "content": "x"}])" + extra + "}");
+    return parsed.ok() ? std::string("<ok>") : std::string(parsed.status().message());
+  };
+  EXPECT_EQ(chat(R"(, "prompt": "x")"), "prompt: is not a parameter of /v1/chat/completions");
+  EXPECT_EQ(chat(R"(, "reasoning_effort": "low")"), "reasoning_effort: is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)");
+  EXPECT_EQ(chat(R"(, "functions": [])"), "functions: is deprecated and not supported: use tools");
+  EXPECT_EQ(chat(R"(, "modalities": ["text"], "parallel_tool_calls": true)"), "<ok>");
+  EXPECT_EQ(chat(R"(, "modalities": ["text", "audio"])"), "modalities: only text output is supported; leave modalities out");
+  EXPECT_EQ(chat(R"(, "tool_choice": "required")"), "tool_choice: asks for tool calls but no tools are given");
+  EXPECT_EQ(chat(R"(, "parallel_tool_calls": 1)"), "parallel_tool_calls: must be true or false");
+}
+
 TEST(OpenAiError, ShapeStatusAndParam) {
   const json body = ErrorBody(absl::InvalidArgumentError("temperature: -1 must be >= 0"));
   EXPECT_EQ(body["error"]["message"], "temperature: -1 must be >= 0");
