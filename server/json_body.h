@@ -16,6 +16,11 @@ inline constexpr int kMaxJsonNesting = 64;
 // INVALID_ARGUMENT "<field>: ..." when `text` nests arrays and objects deeper than kMaxJsonNesting.
 absl::Status CheckJsonNesting(absl::string_view text, const std::string& field);
 
+// INVALID_ARGUMENT about the key `key` of the object at `parent` ("" for the body): "<parent>.<key>: <what>" where
+// the key is a plain name (letters, digits, _ and -), else "<parent or body>: parameter "<key>" <what>", so that the
+// error always names a parameter path a client can read (the key itself may hold any character).
+absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what);
+
 // `text` parsed (nesting checked first); INVALID_ARGUMENT "<field>: is not valid JSON" otherwise.
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, const std::string& field);
 absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text, const std::string& field);

@@ -62,7 +62,7 @@ std::string XgrammarReason(std::string what) {
   return what;
 }
 
-// Each token's raw bytes (special tokens empty), as xgrammar's RAW vocabulary.
+// Each token's raw bytes (special tokens empty, but for kWritableSpecialTokens), as xgrammar's RAW vocabulary.
 std::vector<std::string> RawVocabulary(const Tokenizer& tokenizer, int vocab_size) {
   // A plain token before each one, so that a SentencePiece piece's leading "▁" decodes to the space it adds
   // inside a text rather than being dropped as at the start of one.
@@ -71,6 +71,9 @@ std::vector<std::string> RawVocabulary(const Tokenizer& tokenizer, int vocab_siz
     context = {a->back()};
   }
   std::vector<std::string> vocab(static_cast<size_t>(vocab_size));
+  for (absl::string_view marker : kWritableSpecialTokens) {
+    if (std::optional<int32_t> id = tokenizer.TokenToId(marker); id && *id >= 0 && *id < vocab_size) vocab[static_cast<size_t>(*id)] = std::string(marker);
+  }
   for (int32_t id = 0; id < vocab_size; ++id) {
     if (tokenizer.IsSpecial(id)) continue;
     absl::StatusOr<std::string> piece = DecodePiece(tokenizer, context, id, /*skip_special_tokens=*/false);

@@ -1,7 +1,8 @@
 // Structured output on xgrammar: an OutputConstraint compiled to a token-level grammar for one tokenizer, and the
 // per-sequence matcher that says which tokens may come next. The tokenizer's vocabulary is given to xgrammar
 // as each token's raw bytes (DecodePiece after a neutral token, so byte-level and SentencePiece-style pieces
-// alike come out as the text they add), special tokens as empty (never inside a grammar); each matcher is
+// alike come out as the text they add), special tokens as empty (never inside a grammar) but for the markers of
+// kWritableSpecialTokens; each matcher is
 // given the tokens that may end its sequence's complete output (the request's stop ids).
 //
 // Compilation is done once per constraint (a cache keyed by kind and text, per compiler, i.e. per tokenizer),
@@ -27,6 +28,12 @@
 namespace arach {
 
 inline constexpr size_t kMaxConstraintBytes = 256 * 1024;
+
+// Special tokens a constraint may write, as their text: the markers that open tool calls and reasoning in some
+// tokenizers (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>). Every other special token stays out of
+// constrained output (xgrammar never accepts a token without text).
+inline constexpr absl::string_view kWritableSpecialTokens[] = {"[TOOL_CALLS]", "<|python_tag|>", "<tool_call>", "</tool_call>",
+                                                                 "<think>", "</think>"};
 inline constexpr size_t kMaxChoices = 1024;
 
 // Whether this build enforces constraints, and with what ("xgrammar 0.2.5" or why not).

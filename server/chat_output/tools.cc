@@ -139,7 +139,7 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector
 }
 
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                    bool parallel, bool may_reason, const Tokenizer& tokenizer) {
+                                    bool parallel, bool may_reason) {
   const ToolCallSyntax syntax = format.tools;
   if (syntax == ToolCallSyntax::kNone || choice.mode == ToolChoice::Mode::kNone) return {};
   const bool named = choice.mode == ToolChoice::Mode::kNamed;
@@ -148,19 +148,12 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     if (!named || tool.name == choice.name) tags.push_back(CallTag(syntax, tool));
   }
   const bool one_call = named || !parallel;
-  // Mistral's marker is a special token in its own tokenizer: the constraint names it by id there.
-  json mistral_marker = ConstString(std::string(kMistralToolCalls));
-  bool marker_is_token = false;
-  if (syntax == ToolCallSyntax::kMistral) {
-    if (std::optional<int32_t> id = tokenizer.TokenToId(kMistralToolCalls); id && tokenizer.IsSpecial(*id)) {
-      mistral_marker = {{"type", "token"}, {"token", *id}};
-      marker_is_token = true;
-    }
-  }
+  // Mistral's marker is a special token in its own tokenizer; the constraint writes it as text all the same
+  // (engine/constraint gives it its text: kWritableSpecialTokens), and the request keeps special tokens in its text.
+  const json mistral_marker = ConstString(std::string(kMistralToolCalls));
   json format_json;
   if (choice.mode == ToolChoice::Mode::kAuto) {
     if (syntax == ToolCallSyntax::kMistral) {
-      if (marker_is_token) return {};  // a call opened by a special token is parsed, not constrained
       const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
       tags = json::array({Tag(absl::StrCat(kMistralToolCalls, "["), calls, "]")});
     }
@@ -208,7 +201,7 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false), none may come.
   const bool may_reason = format.reasoning && !plan.prompt_opens_reasoning && !absl::EndsWith(prompt_end, kThinkClose);
   if (!plan.prompt_opens_reasoning) {  // a turn that starts inside <think> is read, not constrained
-    plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason, tokenizer);
+    plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason);
   }
   return plan;
 }

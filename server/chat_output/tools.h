@@ -37,10 +37,9 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const s
 
 // The constraint for a chat turn that may (auto) or must (required, named) call `tools` in `format`'s syntax;
 // `parallel`: more than one call may come. `may_reason`: a <think>...</think> block may come first (reasoning
-// models). Empty (kind none) where `format` cannot be constrained for `choice` (auto with a marker that is a
-// special token). `tokenizer` resolves special-token markers.
+// models). Empty (kind none) for tool_choice none or a format without tool calls.
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                    bool parallel, bool may_reason, const Tokenizer& tokenizer);
+                                    bool parallel, bool may_reason);
 
 // How one chat turn is generated and read, from the request's tools and the rendered prompt.
 struct ChatTurnPlan {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
+#include "server/json_body.h"
 
 namespace arach::server::http {
 namespace {
@@ -70,14 +71,15 @@ absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
   const bool completions = route == OpenAiRoute::kCompletions;
   const std::span<const std::string_view> own = completions ? std::span<const std::string_view>(kCompletionsOnly) : kChatOnly;
   const std::span<const std::string_view> other = completions ? std::span<const std::string_view>(kChatOnly) : kCompletionsOnly;
-  for (const auto& [key, value] : body.items()) {
-    if (AsksForNothing(key, value)) continue;
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();
+    if (AsksForNothing(key, item.value())) continue;
     if (const auto* it = std::find_if(std::begin(kNotImplemented), std::end(kNotImplemented), [&](const auto& e) { return e.first == key; });
         it != std::end(kNotImplemented)) {
-      return InvalidField(key, std::string(it->second));
+      return KeyError("", key, std::string(it->second));
     }
     if (Contains(kShared, key) || Contains(own, key)) continue;
-    return InvalidField(key, Contains(other, key)
+    return KeyError("", key, Contains(other, key)
                                  ? absl::StrCat("is not a parameter of ", completions ? "/v1/completions" : "/v1/chat/completions")
                                  : "is not a known parameter");
   }

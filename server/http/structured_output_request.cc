@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
+#include "server/json_body.h"
 
 namespace arach::server::http {
 namespace {
@@ -29,7 +30,7 @@ absl::StatusOr<RequestedConstraint> ParseResponseFormat(const json& format) {
     return InvalidField("response_format.type", "is required: text, json_object or json_schema");
   }
   for (const auto& [key, value] : format.items()) {
-    if (key != "type" && key != "json_schema") return InvalidField(absl::StrCat("response_format.", key), "is not a known parameter");
+    if (key != "type" && key != "json_schema") return KeyError("response_format", key, "is not a known parameter");
   }
   const std::string kind = type->get<std::string>();
   if (kind == "text") return RequestedConstraint{};
@@ -52,7 +53,7 @@ absl::StatusOr<RequestedConstraint> ParseResponseFormat(const json& format) {
       if (!value.is_null() && !value.is_boolean()) return InvalidField(field, "must be true or false");
       strict = value.is_boolean() && value.get<bool>();
     } else if (key != "schema") {
-      return InvalidField(field, "is not a known parameter");
+      return KeyError("response_format.json_schema", key, "is not a known parameter");
     }
   }
   if (!spec->contains("name")) return InvalidField("response_format.json_schema.name", "is required");
@@ -89,7 +90,7 @@ absl::StatusOr<RequestedConstraint> ParseStructuredOutputs(const json& spec) {
       if (!value.get<bool>()) continue;
       c.constraint = OutputConstraint::JsonObject();
     } else {
-      return InvalidField(field, "is not supported (give one of json, regex, choice, grammar, json_object)");
+      return KeyError("structured_outputs", key, "is not supported (give one of json, regex, choice, grammar, json_object)");
     }
     if (found) return InvalidField(field, absl::StrCat("give one constraint only (", found->field, " is given too)"));
     found = std::move(c);
