@@ -5,7 +5,9 @@
 #include <filesystem>
 
 #include "cmdline/flag_names.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "bench/bench_flags.h"
 #include "absl/strings/str_split.h"
 #include "engine/backend/cpu/openblas_setup.h"
 #include "engine/core/status.h"
@@ -20,6 +22,13 @@ int BenchmarkMain(int argc, char** argv, const cmdline::Subcommand& benchmark, i
   const cmdline::SubcommandStart start = cmdline::StartSingleCommand(benchmark, argc, args.data());  // args ends in a null
   if (start.command == nullptr) return start.exit_status;
   return run();
+}
+
+absl::StatusOr<std::string> ModelFolderFromFlags() {
+  if (!absl::GetFlag(FLAGS_model).empty()) return absl::GetFlag(FLAGS_model);
+  ARACH_ASSIGN_OR_RETURN(std::vector<std::string> models,
+                         ResolveModels({}, {}, "", {absl::GetFlag(FLAGS_preset)}, absl::GetFlag(FLAGS_scratch)));
+  return models.front();
 }
 
 absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::string>& dirs,

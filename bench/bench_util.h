@@ -22,6 +22,9 @@ absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::st
                                                        const std::vector<std::string>& presets,
                                                        const std::string& scratch_dir);
 
+// The one model folder of a benchmark that reads --model, else --preset written under --scratch.
+absl::StatusOr<std::string> ModelFolderFromFlags();
+
 double Median(std::vector<double> values);
 
 // The main of every benchmark: restarts once with a fast OpenBLAS kernel, prints --help for `benchmark`'s

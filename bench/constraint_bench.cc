@@ -31,15 +31,12 @@ int Run() {
     std::fprintf(stderr, "constraint_bench: structured output is not built (%s)\n", StructuredOutputBackend());
     return 1;
   }
-  std::string dir = absl::GetFlag(FLAGS_model);
-  if (dir.empty()) {
-    auto models = ResolveModels({}, {}, "", {absl::GetFlag(FLAGS_preset)}, absl::GetFlag(FLAGS_scratch));
-    if (!models.ok()) {
-      std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
-      return 1;
-    }
-    dir = models->front();
+  const absl::StatusOr<std::string> folder = ModelFolderFromFlags();
+  if (!folder.ok()) {
+    std::fprintf(stderr, "%s\n", folder.status().ToString().c_str());
+    return 1;
   }
+  const std::string& dir = *folder;
   auto tokenizer = LoadTokenizer(dir);
   auto config = LoadModelConfig(dir);
   const std::string schema_file = absl::GetFlag(FLAGS_json_schema);

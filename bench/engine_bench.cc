@@ -93,15 +93,12 @@ class Driver : public std::enable_shared_from_this<Driver> {
 };
 
 int Run() {
-  std::string dir = absl::GetFlag(FLAGS_model);
-  if (dir.empty()) {
-    auto models = ResolveModels({}, {}, "", {absl::GetFlag(FLAGS_preset)}, absl::GetFlag(FLAGS_scratch));
-    if (!models.ok()) {
-      std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
-      return 1;
-    }
-    dir = models->front();
+  const absl::StatusOr<std::string> folder = ModelFolderFromFlags();
+  if (!folder.ok()) {
+    std::fprintf(stderr, "%s\n", folder.status().ToString().c_str());
+    return 1;
   }
+  const std::string& dir = *folder;
   std::vector<int> levels;
   for (const std::string& c : absl::GetFlag(FLAGS_concurrency)) {
     int v;
