@@ -18,11 +18,19 @@ CC=clang CXX=clang++ stage "fuzz configure" cmake -S . -B "$build" -G Ninja -DCM
 targets=(fuzz_safetensors fuzz_model_config fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_request
          fuzz_chat_output fuzz_chat_template fuzz_api_keys)
 stage "fuzz build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
-mkdir -p "$build/fuzz-artifacts"
+rm -rf "$build/fuzz-artifacts" "$build/fuzz-logs"  # findings of this run only
+mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
+# A finding fails the fuzzer's stage and its report (error, stack, reproducer) goes to the log in full.
 run_fuzzer() {
-  local target=$1 scratch=$2 seeds=$3
+  local target=$1 scratch=$2 seeds=$3 log="$build/fuzz-logs/$1.log" rc=0
   "$build/tests/fuzz/$target" "$scratch" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -artifact_prefix="$build/fuzz-artifacts/$target-" -print_final_stats=1 2>&1 | grep -E "stat::number_of_executed_units|==ERROR|SUMMARY|Done" || true
+    -artifact_prefix="$build/fuzz-artifacts/$target-" -print_final_stats=1 > "$log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ]; then
+    grep -E "stat::number_of_executed_units|Done" "$log" | sed "s/^/[$target] /" || true
+  else
+    sed -n '/==ERROR\|ERROR: libFuzzer/,$p' "$log" | grep -v "^INFO" | head -60 | sed "s/^/[$target] /"
+  fi
+  return "$rc"
 }
 running=0
 for target in "${targets[@]}"; do

@@ -128,6 +128,16 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Assemble(Parts parts) 
   tokenizer->raw_matcher_ = AddedTokenMatcher(std::move(raw), std::move(raw_patterns));
   tokenizer->normalized_matcher_ = AddedTokenMatcher(std::move(normalized), std::move(normalized_patterns));
   tokenizer->vocab_size_ = max_id + 1;
+  if (tokenizer->post_processor_ != nullptr) {  // its fixed ids must name tokens this vocabulary has
+    std::vector<int32_t> special;
+    tokenizer->post_processor_->AddSpecialTokens(special);
+    for (int32_t id : special) {
+      if (id < 0 || id >= tokenizer->vocab_size_) {
+        return absl::InvalidArgumentError(absl::StrCat(tokenizer->description_, ": post_processor adds token id ", id,
+                                                       ", outside the vocabulary (ids 0..", max_id, ")"));
+      }
+    }
+  }
   return tokenizer;
 }
 

@@ -206,6 +206,7 @@ TEST(RequestParameters, UnknownAndUnimplementedAreRefusedNoOpsAccepted) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "best_of": 3})"), "best_of");
   // A key that is no plain name is quoted in the message; the error names the object holding it (found by fuzzing).
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "log&t_bias": {}})"), "body");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "max-tokens": 3})"), "body") << "a dash is no parameter name either";
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "response_format": {"type": "text", "a b": 1}})"), "response_format");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "suffix": "end"})"), "suffix");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "best_of": 1, "suffix": "", "user": "u", "store": true, "metadata": {"a": "b"},

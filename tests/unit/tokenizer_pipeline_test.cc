@@ -210,6 +210,19 @@ TEST_F(TinyTokenizer, TemplatePostProcessorAndDecoders) {
   EXPECT_FALSE((*t)->IsSpecial(2));
 }
 
+TEST_F(TinyTokenizer, PostProcessorIdsOutsideTheVocabularyAreRefusedAtLoad) {
+  const json model = Bpe({{"<s>", 0}, {"a", 1}}, json::array());
+  const json post = {{"type", "TemplateProcessing"},
+                     {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                     {"pair", json::array()},
+                     {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {8}}, {"tokens", {"<s>"}}}}}}};
+  EXPECT_THAT(std::string(Load(model, json::array(), nullptr, nullptr, post).status().message()),
+              HasSubstr("post_processor adds token id 8, outside the vocabulary (ids 0..1)"));
+  const json roberta = {{"type", "RobertaProcessing"}, {"cls", {"<s>", 0}}, {"sep", {"</s>", -1}}};
+  EXPECT_THAT(std::string(Load(model, json::array(), nullptr, nullptr, roberta).status().message()),
+              HasSubstr("post_processor adds token id -1"));
+}
+
 TEST_F(TinyTokenizer, UnsupportedComponentsAndOptionsAreNamedAtLoad) {
   const json model = Bpe({{"a", 0}}, json::array());
   EXPECT_THAT(std::string(Load(model, json::array(), {{"type", "Precompiled"}, {"precompiled_charsmap", "x"}}).status().message()),
