@@ -1,6 +1,7 @@
 // arach-server: serves one model over gRPC (arach.v1.Inference, grpc.health.v1.Health, reflection) and
-// over HTTP (the OpenAI API, /health, /ready, Prometheus /metrics). SIGTERM/SIGINT drain: health goes NOT_SERVING, new calls get
-// UNAVAILABLE, calls in flight finish within --drain_grace_seconds, then the process exits 0. SIGHUP reads the API
+// over HTTP (the OpenAI API, /health, /ready, Prometheus /metrics). SIGTERM/SIGINT drain: health goes NOT_SERVING (for
+// --drain_announce_ms calls are still served), then new calls get UNAVAILABLE / 503 and the gRPC listener closes,
+// calls in flight finish within --drain_grace_seconds, then the process exits 0. SIGHUP reads the API
 // keys and the HTTPS certificate again.
 // Flag names may be written with hyphens or underscores (--kv-cache-bytes or --kv_cache_bytes).
 // This file only reads the flags; server/serve.cc runs the server.
@@ -60,6 +61,10 @@ ABSL_FLAG(int, http_threads, 128, "HTTP connections served at once (a streamed c
 ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
 ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /metrics (default: none; /metrics is on --http_listen)");
 ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight may take to finish");
+ABSL_FLAG(int, drain_announce_ms, 0,
+          "on SIGTERM, how long the server stays a lame duck before refusing new calls: /ready says 503 and gRPC "
+          "health NOT_SERVING, but calls are still served, so that proxies and Kubernetes polling readiness stop "
+          "sending first (set it above the probe interval times its failure threshold; 0: refuse at once)");
 ABSL_FLAG(int, max_request_bytes, 16 << 20, "largest request accepted (gRPC message, HTTP body: 413 beyond)");
 ABSL_FLAG(int, max_prompt_bytes, 1 << 20, "largest prompt text (INVALID_ARGUMENT beyond)");
 ABSL_FLAG(int, max_tokens_limit, 4096, "largest max_tokens a request may ask for");
@@ -146,6 +151,7 @@ ServerOptions OptionsFromFlags() {
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.drain_grace_seconds = absl::GetFlag(FLAGS_drain_grace_seconds);
+  o.drain_announce_ms = absl::GetFlag(FLAGS_drain_announce_ms);
   return o;
 }
 

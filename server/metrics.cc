@@ -65,6 +65,18 @@ class EngineCollector : public prometheus::Collectable {
           s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
     gauge("arach_kv_cache_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total);
     const double block_tokens = engine != nullptr ? engine->kv_block_size() : 0;
+    if (engine != nullptr) {
+      // The model server protocol's cache_config_info (as vLLM names its labels): what a prefix-aware endpoint
+      // picker needs to model this replica's cache. num_gpu_blocks: the blocks of whatever device serves.
+      prometheus::MetricFamily f{"arach_cache_config_info",
+                                 "KV-cache configuration as labels (block_size in tokens, num_gpu_blocks); value 1.",
+                                 prometheus::MetricType::Gauge, {}};
+      prometheus::ClientMetric m;
+      m.label = {{"block_size", std::to_string(engine->kv_block_size())}, {"num_gpu_blocks", std::to_string(s.kv_blocks_total)}};
+      m.gauge.value = 1;
+      f.metric.push_back(m);
+      out.push_back(std::move(f));
+    }
     counter("arach_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache (in full blocks).",
             static_cast<double>(s.prefix_cache_queries) * block_tokens);
     counter("arach_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache (reused K/V).",

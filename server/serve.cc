@@ -4,6 +4,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/constraint/constraint_compiler.h"
@@ -126,11 +127,24 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                                                                         : absl::StrCat("kept (", certificates_reloaded.message(), ")")));
   }
 
-  Say(absl::StrCat("arach-server draining (signal ", signal_number, "): ", context.state.in_flight(), " calls in flight, grace ",
-                   options.drain_grace_seconds, " s"));
-  context.state.SetPhase(Phase::kDraining);  // new calls on either API: UNAVAILABLE / 503
+  // The drain: first a lame duck (not ready, still admitting) for drain_announce_ms, so that Kubernetes and
+  // proxies polling /ready stop sending before anything is refused; then new calls are refused (HTTP 503,
+  // which a proxy retries elsewhere; gRPC closes its listener with GOAWAY, so a proxy's next call finds a
+  // refused connection, which it retries too) while the calls in flight finish within the grace period.
+  Say(absl::StrCat("arach-server draining (signal ", signal_number, "): ", context.state.in_flight(), " calls in flight, not ready for ",
+                   options.drain_announce_ms, " ms, then grace ", options.drain_grace_seconds, " s"));
+  const auto drain_start = std::chrono::steady_clock::now();
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
+  };
+  context.state.SetPhase(Phase::kLameDuck);
   server.SetServing(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(options.drain_announce_ms));
+  context.state.SetPhase(Phase::kDraining);
+  const auto drain_deadline = std::chrono::system_clock::now() + std::chrono::seconds(options.drain_grace_seconds);
+  server.BeginShutdown(drain_deadline);
   const bool drained = context.state.WaitIdle(std::chrono::seconds(options.drain_grace_seconds));
+  const int64_t drain_ms = ms_since(drain_start);
   server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));  // cancels what is left
   (*engine)->Shutdown();  // finishes the HTTP calls still running (cancelled), so their threads end
   (*http_server)->Stop();
@@ -139,7 +153,8 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   context.engine.store(nullptr);
   metrics->AttachEngine(nullptr);
   engine->reset();
-  Say(absl::StrCat("arach-server stopped (", drained ? "drained" : "grace period over; remaining calls cancelled", ")"));
+  Say(absl::StrCat("arach-server stopped (", drained ? "drained" : "grace period over; remaining calls cancelled", "; calls done after ",
+                   drain_ms, " ms, stopped after ", ms_since(drain_start), " ms)"));
   return 0;
 }
 

@@ -1,5 +1,5 @@
 // The life of arach-server: start the gRPC and HTTP servers (health NOT_SERVING / 503, calls UNAVAILABLE),
-// load the model, serve, and on SIGTERM/SIGINT drain (new calls UNAVAILABLE, calls in flight finish within
+// load the model, serve, and on SIGTERM/SIGINT drain (a lame duck, not ready but serving, for drain_announce_ms; then new calls UNAVAILABLE, calls in flight finish within
 // the grace period) and stop. Returns the process exit status: 0 after a drain, 1 when starting failed.
 #pragma once
 

@@ -4,7 +4,7 @@ namespace arach::server {
 
 bool ServingState::TryEnter() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (phase_ != Phase::kServing) return false;
+  if (phase_ != Phase::kServing && phase_ != Phase::kLameDuck) return false;
   ++in_flight_;
   return true;
 }

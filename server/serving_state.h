@@ -1,5 +1,5 @@
-// Where the server is in its life (loading -> serving -> draining) and how many calls are in flight,
-// so that a drain can wait for them.
+// Where the server is in its life (loading -> serving -> lame duck -> draining) and how many calls are in
+// flight, so that a drain can wait for them.
 #pragma once
 
 #include <chrono>
@@ -8,11 +8,14 @@
 
 namespace arach::server {
 
-enum class Phase { kLoading, kServing, kDraining };
+// kLameDuck: a drain has begun; readiness is false (HTTP /ready 503, gRPC health NOT_SERVING) so that proxies
+// and Kubernetes stop sending, but calls are still admitted until they have had time to notice
+// (--drain_announce_ms). kDraining: new calls are refused; those in flight finish.
+enum class Phase { kLoading, kServing, kLameDuck, kDraining };
 
 class ServingState {
  public:
-  // Admits a new call when serving (and counts it); false while loading or draining.
+  // Admits a new call when serving or a lame duck (and counts it); false while loading or draining.
   bool TryEnter();
   void Leave();
   void SetPhase(Phase phase);

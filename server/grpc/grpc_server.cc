@@ -10,6 +10,7 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/mapped_file.h"
@@ -66,6 +67,7 @@ struct GrpcServer::Impl {
   std::unique_ptr<grpc::Server> server;
   std::string address;
   bool shut_down = false;
+  std::thread shutdown_thread;  // runs grpc::Server::Shutdown, which returns when the calls are done
 };
 
 GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -101,10 +103,15 @@ const std::string& GrpcServer::address() const { return impl_->address; }
 
 void GrpcServer::SetServing(bool serving) { impl_->server->GetHealthCheckService()->SetServingStatus(serving); }
 
-void GrpcServer::Shutdown(std::chrono::system_clock::time_point deadline) {
+void GrpcServer::BeginShutdown(std::chrono::system_clock::time_point deadline) {
   if (impl_->shut_down) return;
   impl_->shut_down = true;
-  impl_->server->Shutdown(deadline);
+  impl_->shutdown_thread = std::thread([server = impl_->server.get(), deadline] { server->Shutdown(deadline); });
+}
+
+void GrpcServer::Shutdown(std::chrono::system_clock::time_point deadline) {
+  BeginShutdown(deadline);
+  if (impl_->shutdown_thread.joinable()) impl_->shutdown_thread.join();
 }
 
 }  // namespace arach::server

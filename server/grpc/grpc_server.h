@@ -25,8 +25,11 @@ class GrpcServer {
   const std::string& address() const;
   // What grpc.health.v1.Health answers for the whole server.
   void SetServing(bool serving);
-  // Stops accepting calls and cancels those still running after `deadline`; returns when all are done
-  // (once; later calls do nothing).
+  // Closes the listener and sends GOAWAY on every connection (clients and proxies open a new connection
+  // elsewhere; a refused connection is a failure any proxy retries), lets the calls in flight go on and
+  // cancels those still running at `deadline`. Returns at once; the first deadline given counts.
+  void BeginShutdown(std::chrono::system_clock::time_point deadline);
+  // BeginShutdown(deadline), then waits until every call is done.
   void Shutdown(std::chrono::system_clock::time_point deadline);
 
  private:

@@ -42,13 +42,13 @@ void ServeMetrics(httplib::Server& server, ServiceContext& context) {
 void ServeHealth(const httplib::Request&, httplib::Response& response, const ServiceContext& context) {
   const Phase phase = context.state.phase();
   const char* name = phase == Phase::kServing ? "serving" : phase == Phase::kLoading ? "loading" : "draining";
-  SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});
+  SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});  // a lame duck is not ready
 }
 
 void ServeModels(const httplib::Request& request, httplib::Response& response, const ServiceContext& context) {
   if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
   const Engine* engine = context.engine.load();
-  if (engine == nullptr || context.state.phase() != Phase::kServing) {
+  if (engine == nullptr || (context.state.phase() != Phase::kServing && context.state.phase() != Phase::kLameDuck)) {
     SendError(response, absl::UnavailableError(context.state.phase() == Phase::kLoading ? "the model is still loading"
                                                                                           : "the server is draining"));
     return;

@@ -318,9 +318,9 @@ TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
 }
 
 TEST(HttpSlowServer, SigtermDuringAStreamLetsItFinish) {
-  constexpr int kStreamTokens = 30;
+  constexpr int kStreamTokens = 60;  // outlasts the 2 s announcement and the checks after it
   auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=134217728",
-                             "--drain_grace_seconds=600"});
+                             "--drain_grace_seconds=600", "--drain_announce_ms=2000"});
   ASSERT_NE(server, nullptr);
   std::atomic<int> events{0};
   StreamResult stream;
@@ -337,7 +337,15 @@ TEST(HttpSlowServer, SigtermDuringAStreamLetsItFinish) {
     if (health != 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(health, 503) << "draining";
-  const HttpAnswer refused = Complete(*server, LongBody(2, false));
+  // A lame duck for --drain_announce_ms: not ready, but a call that still arrives is served.
+  EXPECT_EQ(Send(*server, "GET", "/ready").status, 503);
+  const HttpAnswer served = Complete(*server, LongBody(1, false));
+  EXPECT_EQ(served.status, 200) << served.body;
+  HttpAnswer refused;
+  const auto refused_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  do {
+    refused = Complete(*server, LongBody(1, false));
+  } while (refused.status == 200 && std::chrono::steady_clock::now() < refused_deadline);
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_LT(events.load(), kStreamTokens) << "the stream should still be running during the drain";
   reader.join();

@@ -4,7 +4,8 @@
 //    codes, /metrics parses and its counters match the requests sent.
 //  - A make-model GPT-2-124M server (slow enough on CPU to act mid-stream): a client cancel frees the
 //    sequence (seen in /metrics), a deadline is honoured, a full queue is RESOURCE_EXHAUSTED, and SIGTERM
-//    drains: health goes NOT_SERVING, new calls get UNAVAILABLE, the stream in flight completes, exit 0.
+//    drains: health goes NOT_SERVING while calls are still served (lame duck), then the listener closes and
+//    new calls get UNAVAILABLE, the stream in flight completes, exit 0.
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -108,7 +109,7 @@ TEST_F(FixtureServer, EachVariantStreamsTheReferenceContinuation) {
                              "arach_step_duration_seconds", "arach_iteration_tokens", "arach_request_prompt_tokens",
                              "arach_request_generation_tokens", "arach_request_max_tokens", "arach_request_prefill_time_seconds",
                              "arach_request_decode_time_seconds", "arach_score_request_latency_seconds",
-                             "arach_tokenizer_request_latency_seconds", "arach_build_info"}) {
+                             "arach_tokenizer_request_latency_seconds", "arach_build_info", "arach_cache_config_info"}) {
     EXPECT_EQ(after.types.count(family), 1u) << family << " missing from /metrics";
     EXPECT_TRUE(after.helps.count(family) && !after.helps.at(family).empty()) << family << " has no help text";
   }
@@ -117,6 +118,10 @@ TEST_F(FixtureServer, EachVariantStreamsTheReferenceContinuation) {
   EXPECT_EQ(after.samples_without_model, 0);
   EXPECT_EQ(after.Sum("arach_build_info", {{"device", "cpu"}}), 1) << "one build_info series, with the device once loaded";
   EXPECT_EQ(after.Sum("arach_build_info"), 1);
+  // The model server protocol's cache_config_info: one series whose labels give the pool's blocks.
+  const std::string blocks = std::to_string(static_cast<int64_t>(after.Value("arach_kv_cache_blocks_total")));
+  EXPECT_EQ(after.Sum("arach_cache_config_info", {{"num_gpu_blocks", blocks}}), 1) << blocks;
+  EXPECT_EQ(after.Sum("arach_cache_config_info"), 1);
   // Per-request histograms of the four requests: 32 tokens generated each, max_tokens 32 asked.
   for (const std::string variant : {"base", "arach", "skip", "arach+skip"}) {
     const std::string v = "variant=\"" + variant + "\"";
@@ -343,8 +348,9 @@ TEST_F(SlowServer, FullQueueIsResourceExhausted) {
 TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   // The grace period only bounds the drain (it ends as soon as the stream finishes), so it is generous:
   // under ThreadSanitizer on a slow CI machine one token of this model can take a second.
-  constexpr int kStreamTokens = 30;
-  auto server = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=134217728", "--drain_grace_seconds=600"});
+  constexpr int kStreamTokens = 60;  // outlasts the 2 s announcement and the checks after it
+  auto server = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=134217728", "--drain_grace_seconds=600",
+                             "--drain_announce_ms=2000"});
   ASSERT_NE(server, nullptr);
   auto client = ArachClient::Connect(server->grpc_address());
   ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));
@@ -363,7 +369,7 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   }
   EXPECT_GE(tokens.load(), 2) << "the stream produced no tokens within 120 s";  // (no ASSERT: the stream thread must be joined)
   server->Signal(SIGTERM);
-  // Health turns NOT_SERVING and new calls are refused while the stream goes on.
+  // A lame duck first: health turns NOT_SERVING while new calls are still served (--drain_announce_ms).
   bool not_serving = false;
   for (int i = 0; i < 200 && !not_serving; ++i) {
     grpc::health::v1::HealthCheckResponse::ServingStatus health;
@@ -371,6 +377,17 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
     if (!not_serving) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(not_serving);
+  const grpc::Status during_lame_duck = client->Generate(LongRequest(1), [](const auto&) {});
+  EXPECT_TRUE(during_lame_duck.ok()) << "a call that reaches a lame duck is served: " << during_lame_duck.error_message();
+  // Then the listener closes (GOAWAY): health fails and new calls are UNAVAILABLE while the stream goes on.
+  grpc::Status health_status;
+  const auto closed_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  do {
+    grpc::health::v1::HealthCheckResponse::ServingStatus health;
+    health_status = client->Health("", &health);
+    if (health_status.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (health_status.ok() && std::chrono::steady_clock::now() < closed_deadline);
+  EXPECT_FALSE(health_status.ok()) << "the listener should close after the announcement";
   const grpc::Status refused = client->Generate(LongRequest(5), [](const auto&) {});
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_LT(tokens.load(), kStreamTokens) << "the stream should still be running during the drain";
@@ -380,7 +397,7 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   auto exit_code = server->Wait(std::chrono::seconds(30));
   ASSERT_TRUE(exit_code.ok()) << exit_code.status();
   EXPECT_EQ(*exit_code, 0);
-  EXPECT_THAT(server->Output(), HasSubstr("arach-server stopped (drained)"));
+  EXPECT_THAT(server->Output(), HasSubstr("arach-server stopped (drained;"));
 }
 
 TEST(ServerStartup, SkipWithoutAdapterIsFailedPrecondition) {
