@@ -89,6 +89,7 @@ class Engine {
   int adapter_expansion() const { return model_.runner->adapter_expansion(); }
   int kv_block_size() const { return model_.runner->kv_cache().block_size(); }
   std::string device() const { return model_.runner->backend().Describe(); }
+  const std::string& kv_memory_note() const { return model_.runner->kv_memory_note(); }
   const EngineConfig& config() const { return config_; }
 
  private:

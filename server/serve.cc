@@ -109,7 +109,8 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   context.state.SetPhase(Phase::kServing);
   server.SetServing(true);
   Say(absl::StrCat("arach-server ready; ", addresses, " device=", context.device,
-                   " kv_blocks=", (*engine)->stats().kv_blocks_total, " default_variant=", config.default_variant.Describe(),
+                   " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
+                   " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no", " tool_calls=", context.chat_output.ToolsName(),
                    context.chat_output.reasoning ? " reasoning=qwen3" : "", " structured_output=",
                    StructuredOutputAvailable() ? "yes" : "no",

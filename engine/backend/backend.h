@@ -27,6 +27,13 @@ enum class DeviceKind { kCpu, kCuda };
 absl::string_view DeviceKindName(DeviceKind kind);
 absl::StatusOr<DeviceKind> ParseDeviceKind(absl::string_view name);  // "cpu" | "cuda"
 
+// Memory a device can still give, and where the figure comes from (for messages: "host MemAvailable", "cgroup
+// memory limit 8.00 GiB less 1.20 GiB in use", "free device memory").
+struct MemoryBudget {
+  size_t bytes = 0;
+  std::string source;
+};
+
 // Owned device memory; freed by the backend that allocated it.
 class DeviceBuffer {
  public:
@@ -52,8 +59,9 @@ class Backend {
   virtual void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) = 0;
   // Converts a device matrix to float32 on the host (rows * cols values).
   virtual void DownloadFloat(float* host_dst, const DeviceMatrix& src) = 0;
-  // Memory the device could still give (CPU: MemAvailable of the host).
-  virtual absl::StatusOr<size_t> FreeMemoryBytes() = 0;
+  // Memory the device could still give, and where that figure comes from (CPU: the host's MemAvailable or a
+  // container's cgroup headroom, whichever is less; CUDA: cudaMemGetInfo).
+  virtual absl::StatusOr<MemoryBudget> AvailableMemory() = 0;
 
   // ---- ops (all shapes in rows x cols; `out` may not alias inputs unless stated)
   // out[i] = table[ids[i]] (+ position_table[positions[i]] when position_table.data != null).

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/op_checks.h"
+#include "engine/core/byte_size.h"
 #include "engine/core/status.h"
 
 namespace arach {
@@ -25,16 +26,24 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   runner->config_ = config;
   runner->backend_ = std::move(backend);
   ARACH_ASSIGN_OR_RETURN(runner->weights_, DeviceWeights::Upload(*runner->backend_, std::move(weights), std::move(features)));
+  // The pool comes after the weights, from what the device still has (on the CPU: within a container's
+  // memory limit): sized as a fraction of it, or an explicit size checked against it.
+  ARACH_ASSIGN_OR_RETURN(const MemoryBudget available, runner->backend_->AvailableMemory());
+  const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->activation_dtype());
   KvCacheConfig sized = kv;
   if (sized.num_blocks <= 0 && sized.free_memory_fraction > 0) {
-    ARACH_ASSIGN_OR_RETURN(const size_t free_bytes, runner->backend_->FreeMemoryBytes());
-    const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->activation_dtype());
-    sized.num_blocks = static_cast<int>(static_cast<double>(free_bytes) * kv.free_memory_fraction / per_block);
+    sized.num_blocks = static_cast<int>(static_cast<double>(available.bytes) * kv.free_memory_fraction / per_block);
     if (sized.num_blocks < 1) {
-      return absl::ResourceExhaustedError(absl::StrCat("KV cache: ", kv.free_memory_fraction, " of the ", free_bytes,
-                                                       " free bytes holds no block of ", per_block, " bytes"));
+      return absl::ResourceExhaustedError(absl::StrCat("KV cache: ", kv.free_memory_fraction, " of the ", DescribeBytes(available.bytes),
+                                                       " available (", available.source, ") holds no block of ", per_block, " bytes"));
     }
+  } else if (static_cast<double>(sized.num_blocks) * per_block > static_cast<double>(available.bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "KV cache: a pool of ", sized.num_blocks, " blocks (", DescribeBytes(static_cast<int64_t>(sized.num_blocks) * per_block),
+        ") does not fit beside the weights: ", DescribeBytes(available.bytes), " available (", available.source, ")"));
   }
+  runner->kv_memory_note_ = absl::StrCat(DescribeBytes(static_cast<int64_t>(sized.num_blocks) * per_block), " of ",
+                                         DescribeBytes(available.bytes), " available: ", available.source);
   ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, sized));
   runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
   if (config.use_rope) {

@@ -38,6 +38,8 @@ class ModelRunner {
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
   int adapter_expansion() const { return weights_->adapter_expansion; }
+  // How the KV pool was sized, for the start-up line: "64.00 MiB of 7.20 GiB available (cgroup memory limit ...)".
+  const std::string& kv_memory_note() const { return kv_memory_note_; }
 
  private:
   ModelRunner() = default;
@@ -79,6 +81,7 @@ class ModelRunner {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<KvCache> kv_cache_;
+  std::string kv_memory_note_;
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<DeviceBuffer> inv_freq_;  // [rotary_dim / 2] float32, RoPE models only
 };

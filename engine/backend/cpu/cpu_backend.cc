@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/cpu/cpu_memory.h"
+#include "engine/core/status.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 
 namespace arach {
@@ -48,15 +50,9 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes)
   return std::unique_ptr<DeviceBuffer>(new HostBuffer(data, bytes));
 }
 
-absl::StatusOr<size_t> CpuBackend::FreeMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  size_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return absl::UnavailableError("cpu: /proc/meminfo has no MemAvailable");
+absl::StatusOr<MemoryBudget> CpuBackend::AvailableMemory() {
+  ARACH_ASSIGN_OR_RETURN(const int64_t mem_available, ReadMemAvailable());
+  return PlanMemoryBudget(mem_available, ReadCgroupMemory());
 }
 
 void CpuBackend::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {

@@ -15,38 +15,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "engine/backend/cpu/cgroup.h"
 
 namespace arach {
 namespace {
 
-std::optional<std::string> ReadSmallFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::optional<int64_t> ReadInteger(const std::filesystem::path& path) {
-  const std::optional<std::string> text = ReadSmallFile(path);
-  int64_t value = 0;
-  if (!text || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &value)) return std::nullopt;
-  return value;
-}
-
 void KeepTightest(std::optional<double> candidate, std::optional<double>* tightest) {
   if (candidate && (!*tightest || *candidate < **tightest)) *tightest = candidate;
-}
-
-// `dir` and each of its parents up to `top` (inclusive).
-std::vector<std::filesystem::path> SelfAndParents(std::filesystem::path dir, const std::filesystem::path& top) {
-  std::vector<std::filesystem::path> out;
-  while (true) {
-    out.push_back(dir);
-    if (dir == top || !dir.has_relative_path() || dir.string().size() <= top.string().size()) break;
-    dir = dir.parent_path();
-  }
-  return out;
 }
 
 }  // namespace
@@ -84,34 +59,15 @@ CpuThreadPlan PlanCpuThreads(int affinity_cpus, std::optional<double> quota_cpus
 }
 
 std::optional<double> ReadCgroupCpuQuota(const std::string& root) {
-  const std::filesystem::path base(root);
-  const std::optional<std::string> membership = ReadSmallFile(base / "proc/self/cgroup");
-  if (!membership) return std::nullopt;
-  const std::filesystem::path fs = base / "sys/fs/cgroup";
   std::optional<double> tightest;
-  for (absl::string_view line : absl::StrSplit(*membership, '\n', absl::SkipEmpty())) {
-    // hierarchy-id:controllers:path ("0::/kubepods/pod1" for v2, "4:cpu,cpuacct:/docker/abc" for v1)
-    const std::vector<std::string> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
-    if (fields.size() != 3) continue;
-    const std::string relative = std::string(absl::StripPrefix(fields[2], "/"));
-    if (fields[0] == "0" && fields[1].empty()) {
-      for (const std::filesystem::path& dir : SelfAndParents(fs / relative, fs)) {
-        if (const std::optional<std::string> text = ReadSmallFile(dir / "cpu.max"); text) KeepTightest(CpusFromCgroupV2(*text), &tightest);
-      }
+  for (const CgroupDir& dir : CgroupDirs(root, "cpu")) {
+    if (dir.v2) {
+      if (const std::optional<std::string> text = ReadSmallFile(dir.path / "cpu.max"); text) KeepTightest(CpusFromCgroupV2(*text), &tightest);
       continue;
     }
-    const std::vector<std::string> controllers = absl::StrSplit(fields[1], ',');
-    if (std::find(controllers.begin(), controllers.end(), "cpu") == controllers.end()) continue;
-    for (const std::string& mount : {fields[1], std::string("cpu"), std::string("cpu,cpuacct")}) {
-      const std::filesystem::path hierarchy = fs / mount;
-      if (!std::filesystem::exists(hierarchy)) continue;
-      for (const std::filesystem::path& dir : SelfAndParents(hierarchy / relative, hierarchy)) {
-        const std::optional<int64_t> quota = ReadInteger(dir / "cpu.cfs_quota_us");
-        const std::optional<int64_t> period = ReadInteger(dir / "cpu.cfs_period_us");
-        if (quota && period) KeepTightest(CpusFromCgroupV1(*quota, *period), &tightest);
-      }
-      break;
-    }
+    const std::optional<int64_t> quota = ReadInteger(dir.path / "cpu.cfs_quota_us");
+    const std::optional<int64_t> period = ReadInteger(dir.path / "cpu.cfs_period_us");
+    if (quota && period) KeepTightest(CpusFromCgroupV1(*quota, *period), &tightest);
   }
   return tightest;
 }

@@ -109,10 +109,10 @@ void CudaBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
   if (src.dtype != DType::kF32) ConvertToFloat(src.dtype, dense.data(), static_cast<size_t>(src.rows * src.cols), host_dst);
 }
 
-absl::StatusOr<size_t> CudaBackend::FreeMemoryBytes() {
+absl::StatusOr<MemoryBudget> CudaBackend::AvailableMemory() {
   size_t free_bytes = 0, total_bytes = 0;
   ARACH_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  return free_bytes;
+  return MemoryBudget{free_bytes, absl::StrCat("free device memory (", total_bytes, " bytes in all)")};
 }
 
 int CudaBackend::max_attention_head_dim() const { return cuda::kMaxAttentionHeadDim; }

@@ -30,7 +30,7 @@ class CudaBackend final : public Backend {
   void Fill(void* device_dst, size_t bytes, unsigned char value) override;
   void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override;
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
-  absl::StatusOr<size_t> FreeMemoryBytes() override;
+  absl::StatusOr<MemoryBudget> AvailableMemory() override;
   int max_attention_head_dim() const override;
 
  protected:
