@@ -88,6 +88,9 @@ listen stats
   stats refresh 1s
 backend replicas_http
   balance leastconn
+  # A connection to a replica serves one client connection only: a request never lands on an idle
+  # connection whose replica has just died (a POST there could not be retried; a new connect is).
+  http-reuse never
   option httpchk
   http-check send meth GET uri /ready
   http-check expect status 200

@@ -14,7 +14,7 @@ packages=(
 )
 # docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example;
 # python3-jinja2 is the oracle of the chat-template engine; openssl makes the tests' certificates.
-[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 openssl haproxy)
+[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 openssl haproxy prometheus)
 
 . /etc/os-release
 case "${ID}:${VERSION_ID}" in

@@ -3,7 +3,8 @@
 // each mean with a 95% bootstrap interval, and the difference of every variant from the first one.
 // With --split the client assigns variants (weights, seeded); without it the requests carry experiment
 // keys and the server's experiment assigns (the served variant is read from each response).
-// With --paired, each answer is also scored under the first two variants (ab_paired.h).
+// With --paired, each answer is also scored under the first two variants (ab_paired.h). With --prometheus URL it
+// replays nothing and reports the whole fleet's A/B from Prometheus instead (ab_fleet.h).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/arach_client.h"
+#include "client/cli/ab_fleet.h"
 #include "client/cli/ab_paired.h"
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
@@ -124,6 +126,14 @@ absl::Status ReportPaired(ArachClient& client, const AbOptions& options, const s
 }
 
 int RunAb(const AbOptions& options) {
+  if (!options.prometheus.empty()) {
+    absl::StatusOr<json> report = ReportFleetAb(options);
+    if (!report.ok()) return ReportError("ab", report.status());
+    if (!options.json_out.empty()) {
+      if (absl::Status s = WriteReport(options.json_out, *report); !s.ok()) return ReportError("ab", s);
+    }
+    return 0;
+  }
   const std::vector<std::string> prompts = ReadPrompts(options.prompts);
   if (prompts.empty()) return ReportError("ab", absl::InvalidArgumentError("--prompts FILE with one prompt per line is required"));
   std::vector<WeightedVariant> split;

@@ -58,6 +58,9 @@ ABSL_FLAG(int, bootstrap, 2000, "bootstrap resamples");
 ABSL_FLAG(bool, items, false, "include per-item LAMBADA results in the JSON report");
 ABSL_FLAG(std::string, json_out, "", "also write the report as JSON to this file");
 ABSL_FLAG(std::string, prompts, "", "prompt file, one prompt per line (a JSON string, or plain text)");
+ABSL_FLAG(std::string, prometheus, "",
+          "ab: instead of replaying prompts, report the A/B of the whole fleet from this Prometheus (http://HOST:PORT), "
+          "which scrapes every replica and loads deploy/prometheus/recording-rules.yml");
 ABSL_FLAG(bool, paired, false, "ab: also score each answer (prompt + completion) under the first two variants and compare "
           "them on the same text (mean log-prob difference and top-1 agreement with bootstrap intervals)");
 ABSL_FLAG(std::string, split, "", "client-side split VARIANT[=WEIGHT],...; empty = let the server's experiment assign");
@@ -104,7 +107,7 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
              "latency_max_tokens", "bootstrap", "bootstrap_seed", "items", "json_out"})},
       {"ab", "replay prompts under a variant split and compare the variants",
        With({"prompts", "split", "num_requests", "concurrency", "max_tokens", "temperature", "bench_seed", "bootstrap",
-             "bootstrap_seed", "json_out", "paired"})},
+             "bootstrap_seed", "json_out", "paired", "prometheus"})},
   };
   return commands;
 }
@@ -217,6 +220,7 @@ AbOptions AbOptionsFromFlags() {
   o.bootstrap_seed = absl::GetFlag(FLAGS_bootstrap_seed);
   o.json_out = absl::GetFlag(FLAGS_json_out);
   o.paired = absl::GetFlag(FLAGS_paired);
+  o.prometheus = absl::GetFlag(FLAGS_prometheus);
   return o;
 }
 

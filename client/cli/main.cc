@@ -7,6 +7,7 @@
 //   arach-cli bench    --server HOST:PORT (--rate R | --concurrency C) --num_requests N [--variant_mix base=1,arach=1]
 //   arach-cli eval     --server HOST:PORT --a base --b arach [--lambada F] [--text F --window W] [--json_out F]
 //   arach-cli ab       --server HOST:PORT --prompts F [--split base=50,arach=50] [--json_out F]
+//   arach-cli ab       --prometheus http://HOST:PORT   (the fleet's A/B from the recording rules)
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -110,6 +110,7 @@ struct AbOptions {
   uint64_t bootstrap_seed = 1;
   std::string json_out;
   bool paired = false;               // also score each answer under the first two variants (ab_paired.h)
+  std::string prometheus;            // http://HOST:PORT: report the fleet's A/B from Prometheus instead (ab_fleet.h)
 };
 
 }  // namespace arach::client

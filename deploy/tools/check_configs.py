@@ -4,6 +4,8 @@ renders it (both profiles), the Prometheus config and alert rules, the Grafana p
 Usage: check_configs.py RENDERED_CPU_COMPOSE.yaml RENDERED_GPU_COMPOSE.yaml"""
 import json
 import pathlib
+import shutil
+import subprocess
 import sys
 
 import yaml
@@ -51,6 +53,20 @@ for group in rules.get("groups", []):
                 errors.append(f"alerts.yml: rule {rule.get('alert', '?')} has no {field}")
 if count == 0:
     errors.append("alerts.yml: no rules")
+recording = load_yaml(root / "deploy/prometheus/recording-rules.yml") or {}
+recorded = {rule["record"] for group in recording.get("groups", []) for rule in group.get("rules", []) if "record" in rule}
+if not recorded:
+    errors.append("recording-rules.yml: no recording rules")
+if "/etc/prometheus/recording-rules.yml" not in prom.get("rule_files", []):
+    errors.append("prometheus.yml: the recording rules are not loaded")
+# Prometheus's own checker parses every expression, where it is installed.
+if shutil.which("promtool"):
+    checked = subprocess.run(["promtool", "check", "rules", str(root / "deploy/prometheus/alerts.yml"),
+                              str(root / "deploy/prometheus/recording-rules.yml")], capture_output=True, text=True)
+    if checked.returncode != 0:
+        errors.append(f"promtool check rules: {checked.stdout}{checked.stderr}")
+else:
+    print("promtool not found: rule expressions not parsed (apt-get install prometheus)")
 
 for path in (root / "deploy/grafana/provisioning").rglob("*.yml"):
     if load_yaml(path) is None:
@@ -60,6 +76,12 @@ for path in (root / "deploy/grafana/dashboards").glob("*.json"):
         dashboard = json.loads(path.read_text())
         if not dashboard.get("panels"):
             errors.append(f"{path}: no panels")
+        # Every panel reads a recorded series (the fleet-wide aggregation lives in one place).
+        for panel in dashboard.get("panels", []):
+            for target in panel.get("targets", []):
+                series = target.get("expr", "").split("{")[0]
+                if series not in recorded:
+                    errors.append(f"{path}: panel {panel.get('title')!r} reads {series!r}, which no recording rule defines")
     except json.JSONDecodeError as e:
         errors.append(f"{path}: {e}")
 
@@ -67,4 +89,5 @@ if errors:
     for e in errors:
         print(f"FAIL {e}", file=sys.stderr)
     sys.exit(1)
-print(f"compose (cpu, gpu), prometheus.yml, alerts.yml ({count} rules), grafana provisioning and dashboards valid")
+print(f"compose (cpu, gpu), prometheus.yml, alerts.yml ({count} rules), recording-rules.yml ({len(recorded)} rules), "
+      "grafana provisioning and dashboards valid")

@@ -125,7 +125,8 @@ TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
   };
   collect(dashboard);
   ASSERT_GT(exprs.size(), 10u);
-  for (const char* file : {"/deploy/prometheus/alerts.yml", "/deploy/k8s/base/hpa.yaml", "/deploy/k8s/base/prometheus-adapter-rules.yaml"}) {
+  for (const char* file : {"/deploy/prometheus/alerts.yml", "/deploy/prometheus/recording-rules.yml", "/deploy/k8s/base/hpa.yaml",
+                           "/deploy/k8s/base/prometheus-adapter-rules.yaml", "/deploy/k8s/overlays/inference-gateway/endpoint-picker.yaml"}) {
     std::ifstream text(std::string(testing::SourceDir()) + file);
     ASSERT_TRUE(text) << file;
     exprs.emplace_back(std::istreambuf_iterator<char>(text), std::istreambuf_iterator<char>());

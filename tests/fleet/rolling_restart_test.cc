@@ -7,7 +7,11 @@
 //  - each replica's drain ended with "stopped (drained; ...)";
 //  - a key's A/B arm is the same on every replica (they share the experiment file);
 //  - kill -9 of one replica under load: only requests in flight on it fail, each with an error that says so,
-//    and every request sent after the kill is answered (the proxy retries refused connections elsewhere).
+//    and every request sent after the kill is answered (the proxy retries refused connections elsewhere);
+//  - the fleet's A/B as Prometheus sees it (where prometheus is installed): a Prometheus scraping every
+//    replica with deploy/prometheus/recording-rules.yml, read by `arach-cli ab --prometheus`, reports both
+//    arms with latency quantiles and attention on the sink, and its request totals equal the sum of the
+//    live replicas' own counters.
 // Prints the figures (requests sent, answered, failed; p50 / p99 latency before, during and after the
 // restarts, and after the kill). Skips without haproxy or the fixtures. ctest label: fleet.
 #include <netinet/in.h>
@@ -15,6 +19,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +42,8 @@
 #include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/http_answer.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/server_process.h"
 #include "tests/testing/temp_dir.h"
 
 namespace arach {
@@ -95,6 +103,42 @@ struct Outcome {
   std::string protocol, error;
 };
 
+// A Prometheus that scrapes the replicas' /metrics every second and evaluates the recording rules every second;
+// stopped with the test.
+class Prometheus {
+ public:
+  Prometheus(const std::string& dir, int port, const std::vector<std::string>& targets) : port_(port) {
+    std::ofstream config(dir + "/prometheus.yml");
+    config << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - " << testing::SourceDir()
+           << "/deploy/prometheus/recording-rules.yml\nscrape_configs:\n  - job_name: arach-server\n    static_configs:\n"
+           << "      - targets: [";
+    for (size_t i = 0; i < targets.size(); ++i) config << (i ? ", " : "") << '"' << targets[i] << '"';
+    config << "]\n";
+    config.close();
+    const CommandResult started = RunCommand(absl::StrCat("prometheus --config.file=", dir, "/prometheus.yml --storage.tsdb.path=", dir,
+                                                          "/tsdb --web.listen-address=127.0.0.1:", port, " > ", dir,
+                                                          "/prometheus.log 2>&1 & echo $!"));
+    pid_ = std::atoi(started.output.c_str());
+  }
+  ~Prometheus() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+  }
+  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+  // The value of an instant query with one sample, or nullopt.
+  std::optional<double> Scalar(const std::string& promql) const {
+    httplib::Client client(url());
+    const httplib::Result result = client.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
+    if (!result || result->status != 200) return std::nullopt;
+    const json body = json::parse(result->body, nullptr, false);
+    if (body.is_discarded() || body["data"]["result"].size() != 1) return std::nullopt;
+    return std::stod(body["data"]["result"][0]["value"][1].get<std::string>());
+  }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
 // scripts/fleet.sh with this test's folder and ports.
 class Fleet {
  public:
@@ -106,6 +150,7 @@ class Fleet {
   std::string grpc() const { return absl::StrCat("127.0.0.1:", base_); }
   std::string http() const { return absl::StrCat("127.0.0.1:", base_ + 1); }
   std::string replica_http(int i) const { return absl::StrCat("127.0.0.1:", base_ + 11 + 2 * i); }
+  int prometheus_port() const { return base_ + 3; }
   std::string ReplicaLog(int i) const {
     std::ifstream in(absl::StrCat(dir_, "/replica-", i, ".log"));
     std::stringstream text;
@@ -196,12 +241,21 @@ TEST(Fleet, RollingRestartLosesNothingAndKillLosesOnlyItsCallsInFlight) {
   testing::ScopedTempDir dir;
   Fleet fleet(dir.path() + "/fleet", base);
   const CommandResult up = fleet.Run(absl::StrCat("up --model ", testing::FixturesDir(), "/gpt2-tiny --replicas ", kReplicas,
-                                                  " -- --max_num_seqs 16"));
+                                                  " -- --max_num_seqs 16 --shadow_rate 0.25 --diagnostics_sample_rate 0.25"));
   ASSERT_EQ(up.status, 0) << up.output;
   struct Down {
     const Fleet& fleet;
     ~Down() { fleet.Run("down"); }
   } down{fleet};
+
+  std::unique_ptr<Prometheus> prometheus;
+  if (RunCommand("command -v prometheus").status == 0) {
+    std::vector<std::string> targets;
+    for (int i = 0; i < kReplicas; ++i) targets.push_back(fleet.replica_http(i));
+    prometheus = std::make_unique<Prometheus>(dir.path(), fleet.prometheus_port(), targets);
+  } else {
+    std::printf("[fleet] prometheus not found (apt-get install prometheus): the fleet view of the A/B is not checked\n");
+  }
 
   // The same key gets the same arm from every replica.
   int both_arms = 0;
@@ -311,6 +365,36 @@ TEST(Fleet, RollingRestartLosesNothingAndKillLosesOnlyItsCallsInFlight) {
     }
     EXPECT_EQ(drains, 1u) << "replica " << i << " should have drained once within its grace period:\n" << log;
   }
+
+  // The fleet's A/B from Prometheus: both arms, aggregated over every replica it scrapes.
+  if (prometheus == nullptr) return;
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a last scrape and rule evaluation after the load
+  double live_total = 0;
+  for (int i = 1; i < kReplicas; ++i) {  // replica 0 was killed: Prometheus marks its series stale
+    const absl::StatusOr<std::string> text = testing::HttpGetMetrics(fleet.replica_http(i));
+    ASSERT_TRUE(text.ok()) << text.status();
+    const absl::StatusOr<testing::PrometheusText> metrics = testing::ParsePrometheusText(*text);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    live_total += metrics->Sum("arach_requests_total");
+  }
+  EXPECT_EQ(prometheus->Scalar("sum(arach_requests_total)"), live_total) << "Prometheus should see every live replica";
+  const std::string report_file = dir.File("ab.json");
+  const CommandResult ab = RunCommand(absl::StrCat(testing::CliBinary(), " ab --prometheus ", prometheus->url(), " --json_out ", report_file));
+  std::printf("%s", ab.output.c_str());
+  ASSERT_EQ(ab.status, 0) << ab.output;
+  std::ifstream in(report_file);
+  const json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded());
+  for (const char* variant : {"base", "arach"}) {
+    ASSERT_TRUE(report["variants"].contains(variant)) << report.dump();
+    const json& v = report["variants"][variant];
+    EXPECT_GT(v.value("requests_per_second", 0.0), 0) << variant;
+    EXPECT_GT(v.value("ttft_p50_s", 0.0), 0) << variant;
+    EXPECT_GE(v.value("ttft_p99_s", 0.0), v.value("ttft_p50_s", 0.0)) << variant;
+    EXPECT_GT(v.value("output_tokens_per_second", 0.0), 0) << variant;
+    EXPECT_TRUE(v.contains("attention_sink_mass")) << variant << ": diagnosed requests should report the sink's share";
+  }
+  EXPECT_NEAR(report["variants"]["base"].value("share", 0.0) + report["variants"]["arach"].value("share", 0.0), 1.0, 1e-6);
 }
 
 }  // namespace
