@@ -17,6 +17,7 @@ ABSL_DECLARE_FLAG(std::string, preset);
 ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, scratch);
 ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(std::string, weight_dtype);
 // Shapes and repetitions.
 ABSL_DECLARE_FLAG(std::vector<std::string>, batches);
 ABSL_DECLARE_FLAG(int, prompt_len);
@@ -39,12 +40,12 @@ namespace arach::bench {
 
 // The flags each benchmark reads.
 inline const std::vector<std::string> kForwardBenchFlags = {"models", "fixtures", "fixtures_dir", "presets", "scratch", "batches",
-                                                            "prompt_len", "decode_steps", "repeats", "device"};
+                                                            "prompt_len", "decode_steps", "repeats", "device", "weight_dtype"};
 inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "decode_batch",
-                                                            "decode_steps", "repeats", "device"};
+                                                            "decode_steps", "repeats", "device", "weight_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
-                                                           "json_schema"};
+                                                           "json_schema", "weight_dtype"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

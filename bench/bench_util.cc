@@ -31,6 +31,19 @@ absl::StatusOr<std::string> ModelFolderFromFlags() {
   return models.front();
 }
 
+absl::StatusOr<LoadModelOptions> LoadOptionsFromFlags(bool read_device) {
+  LoadModelOptions load;
+  if (read_device) {
+    absl::StatusOr<DeviceKind> device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
+    if (!device.ok()) return absl::InvalidArgumentError(absl::StrCat("--device: ", device.status().message()));
+    load.device = *device;
+  }
+  absl::StatusOr<WeightDTypeChoice> weight_dtype = ParseWeightDType(absl::GetFlag(FLAGS_weight_dtype));
+  if (!weight_dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("--weight_dtype: ", weight_dtype.status().message()));
+  load.weight_dtype = *weight_dtype;
+  return load;
+}
+
 absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::string>& dirs,
                                                        const std::vector<std::string>& fixtures,
                                                        const std::string& fixtures_dir,

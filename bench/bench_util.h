@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "cmdline/subcommands.h"
+#include "engine/bundle/model_bundle.h"
 
 namespace arach::bench {
 
@@ -24,6 +25,9 @@ absl::StatusOr<std::vector<std::string>> ResolveModels(const std::vector<std::st
 
 // The one model folder of a benchmark that reads --model, else --preset written under --scratch.
 absl::StatusOr<std::string> ModelFolderFromFlags();
+
+// Load options from --device (where the benchmark reads it) and --weight_dtype.
+absl::StatusOr<LoadModelOptions> LoadOptionsFromFlags(bool read_device);
 
 double Median(std::vector<double> values);
 

@@ -104,7 +104,12 @@ int Run() {
     int v;
     if (absl::SimpleAtoi(c, &v) && v > 0) levels.push_back(v);
   }
-  LoadModelOptions load;
+  absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/false);
+  if (!base_load.ok()) {
+    std::fprintf(stderr, "%s\n", base_load.status().ToString().c_str());
+    return 2;
+  }
+  LoadModelOptions load = *base_load;
   load.default_kv_sequences = *std::max_element(levels.begin(), levels.end());
   auto model = LoadModelBundle(dir, load);
   if (!model.ok()) {

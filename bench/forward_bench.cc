@@ -33,15 +33,14 @@ int Run() {
     if (absl::SimpleAtoi(b, &v) && v > 0) batches.push_back(v);
   }
   const int prompt_len = absl::GetFlag(FLAGS_prompt_len), steps = absl::GetFlag(FLAGS_decode_steps);
-  auto device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
-  if (!device.ok()) {
-    std::fprintf(stderr, "%s\n", device.status().ToString().c_str());
+  absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/true);
+  if (!base_load.ok()) {
+    std::fprintf(stderr, "%s\n", base_load.status().ToString().c_str());
     return 2;
   }
   bool printed_header = false;
   for (const std::string& dir : *models) {
-    LoadModelOptions load;
-    load.device = *device;
+    LoadModelOptions load = *base_load;
     load.default_kv_sequences = *std::max_element(batches.begin(), batches.end());
     auto model = LoadModelBundle(dir, load);
     if (!model.ok()) {
@@ -56,7 +55,7 @@ int Run() {
       printed_header = true;
     }
     const double weight_bytes = static_cast<double>(model->runner->weight_bytes());
-    const double params = weight_bytes / DTypeSize(model->runner->backend().activation_dtype()) / 1e6;
+    const double params = weight_bytes / DTypeSize(model->runner->backend().weight_dtype()) / 1e6;  // (norms: a rounding error)
     const int len = std::min(prompt_len, model->config.max_positions - steps);
     for (int batch : batches) {
       std::vector<double> prefill, ms, tps, bandwidth;

@@ -37,13 +37,12 @@ int Run() {
       return 1;
     }
   }
-  auto device = ParseDeviceKind(absl::GetFlag(FLAGS_device));
-  if (!device.ok()) {
-    std::fprintf(stderr, "%s\n", device.status().ToString().c_str());
+  absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/true);
+  if (!base_load.ok()) {
+    std::fprintf(stderr, "%s\n", base_load.status().ToString().c_str());
     return 2;
   }
-  LoadModelOptions load;
-  load.device = *device;
+  LoadModelOptions load = *base_load;
   load.adapter = (dir / "preproj.safetensors").string();
   load.default_kv_sequences = std::max(absl::GetFlag(FLAGS_prefill_batch), absl::GetFlag(FLAGS_decode_batch));
   auto model = LoadModelBundle(dir.string(), load);

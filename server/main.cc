@@ -48,6 +48,9 @@ ABSL_FLAG(int, shadow_tokens_per_step, 8, "shadow-scoring tokens in any engine s
 ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at most; more are dropped (arach_shadow_dropped_total)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
+ABSL_FLAG(std::string, weight_dtype, "auto",
+          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise) or auto "
+          "(f16 where the CPU converts halves in hardware, else f32)");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
 ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");
@@ -103,6 +106,7 @@ ServerOptions OptionsFromFlags() {
   o.device = absl::GetFlag(FLAGS_device);
   o.load.block_size = absl::GetFlag(FLAGS_block_size);
   o.load.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
+  o.weight_dtype = absl::GetFlag(FLAGS_weight_dtype);
   o.load.kv_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_kv_cache_bytes)));
   o.load.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
   o.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);

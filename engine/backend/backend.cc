@@ -91,8 +91,28 @@ void Backend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
   if (Passes(op_checks::CheckRowCopy("fill rows", row, out))) FillRowsImpl(row, out);
 }
 
+absl::StatusOr<WeightDTypeChoice> ParseWeightDType(absl::string_view name) {
+  if (name == "auto") return WeightDTypeChoice::kAuto;
+  if (name == "f32") return WeightDTypeChoice::kF32;
+  if (name == "f16") return WeightDTypeChoice::kF16;
+  if (name == "bf16") return WeightDTypeChoice::kBF16;
+  return absl::InvalidArgumentError(absl::StrCat("weight dtype \"", name, "\" is not one of auto, f32, f16, bf16"));
+}
+
+absl::string_view WeightDTypeChoiceName(WeightDTypeChoice choice) {
+  switch (choice) {
+    case WeightDTypeChoice::kAuto: return "auto";
+    case WeightDTypeChoice::kF32: return "f32";
+    case WeightDTypeChoice::kF16: return "f16";
+    case WeightDTypeChoice::kBF16: return "bf16";
+  }
+  return "?";
+}
+
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const BackendOptions& options) {
-  if (kind == DeviceKind::kCpu) return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads)));
+  if (kind == DeviceKind::kCpu) {
+    return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads), ResolveCpuWeightDType(options.weight_dtype)));
+  }
   auto devices = ListCudaDevices();  // FAILED_PRECONDITION in builds without CUDA
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return absl::FailedPreconditionError("cuda: no CUDA device is present");

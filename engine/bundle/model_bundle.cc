@@ -42,7 +42,7 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
   checkpoint.reset();  // unmap the files; the weights are copied
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(model.config, weights, options));
-  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{options.cpu_threads}));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{options.cpu_threads, options.weight_dtype}));
   KvCacheConfig kv;
   kv.block_size = options.block_size;
   if (options.kv_blocks > 0) {

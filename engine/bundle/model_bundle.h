@@ -32,6 +32,9 @@ struct LoadModelOptions {
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
   int cpu_threads = 0;          // CPU backend threads; 0 = decided (cpu_threads.h)
+  // CPU weight matrices: f32 (the library's default: results equal the float32 references), f16, bf16, or auto
+  // (f16 where the CPU has F16C; the binaries' default).
+  WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;
 };
 
 struct ModelBundle {

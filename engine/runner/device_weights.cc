@@ -7,7 +7,10 @@ namespace arach {
 
 absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& tensor) {
   if (tensor.empty()) return DeviceMatrix{};
-  const DType dtype = backend.activation_dtype();
+  // Matrices (2-D, more than one row: projections, embeddings, LM head, adapter) in the backend's weight dtype;
+  // vectors (norms, biases, the hub's input row) in its activation dtype.
+  const bool matrix = tensor.shape.size() == 2 && tensor.shape[0] > 1;
+  const DType dtype = matrix ? backend.weight_dtype() : backend.activation_dtype();
   const size_t count = tensor.data.size();
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer, backend.Allocate(count * DTypeSize(dtype)));
   backend.UploadFloat(buffer->data(), dtype, tensor.data.data(), count);

@@ -8,25 +8,12 @@
 #include "gtest/gtest.h"
 #include "tests/testing/devices.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/reduced_precision.h"
 
 namespace arach {
 namespace {
 
-constexpr float kLogitTolerance = 5e-2f;
-constexpr float kMargin = 0.1f;
-
-
-// Rows of `got` whose reference has a clear winner (margin > kMargin) but a different top-1.
-int TopOneDisagreements(const std::vector<float>& got, const std::vector<float>& ref, size_t vocab) {
-  int disagreements = 0;
-  for (size_t r = 0; r * vocab < ref.size(); ++r) {
-    std::span<const float> ref_row(ref.data() + r * vocab, vocab), got_row(got.data() + r * vocab, vocab);
-    std::vector<float> sorted(ref_row.begin(), ref_row.end());
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-    if (sorted[0] - sorted[1] > kMargin && ArgMax(got_row) != ArgMax(ref_row)) ++disagreements;
-  }
-  return disagreements;
-}
+constexpr float kLogitTolerance = testing::kReducedPrecisionLogitTolerance;
 
 class CudaConformance : public ::testing::TestWithParam<testing::RefCase> {
  protected:
@@ -44,62 +31,17 @@ class CudaConformance : public ::testing::TestWithParam<testing::RefCase> {
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_runner_ = std::move(*cpu);
   }
-  std::string RefName(const std::string& suffix) const { return GetParam().model + "." + GetParam().variant + "." + suffix; }
   std::unique_ptr<ModelRunner> runner_, cpu_runner_;
 };
 
-TEST_P(CudaConformance, LastLogitsOfP7AndP48) {
-  OfflineSession session(*runner_);
-  const size_t vocab = runner_->config().vocab_size;
-  for (const std::string prompt : {"p7", "p48"}) {
-    const std::vector<int32_t> ids = testing::RefPrompt(GetParam().model, prompt);
-    auto logits = session.Logits(ids, 0, testing::VariantOfRef(GetParam().variant));
-    ASSERT_TRUE(logits.ok()) << logits.status();
-    const std::vector<float> ref = testing::RefTensor(RefName(prompt + ".last_logits"));
-    ASSERT_EQ(ref.size(), vocab);
-    const std::vector<float> last(logits->end() - static_cast<long>(vocab), logits->end());
-    EXPECT_LT(testing::MaxAbsDiff(last.data(), ref.data(), vocab), kLogitTolerance) << prompt;
-    EXPECT_EQ(TopOneDisagreements(last, ref, vocab), 0) << prompt;
-  }
-}
+TEST_P(CudaConformance, LastLogitsOfP7AndP48) { testing::ExpectLastLogitsMatchRefs(*runner_, GetParam()); }
 
 TEST_P(CudaConformance, AllPositionLogitsOfP7WhereReferenced) {
-  const std::string name = RefName("p7.logits");
-  if (!testing::RefsTensors().Has(name)) GTEST_SKIP() << "no all-position reference " << name;
-  OfflineSession session(*runner_);
-  auto logits = session.Logits(testing::RefPrompt(GetParam().model, "p7"), 0, testing::VariantOfRef(GetParam().variant));
-  ASSERT_TRUE(logits.ok()) << logits.status();
-  const std::vector<float> ref = testing::RefTensor(name);
-  ASSERT_EQ(logits->size(), ref.size());
-  EXPECT_LT(testing::MaxAbsDiff(logits->data(), ref.data(), ref.size()), kLogitTolerance);
-  EXPECT_EQ(TopOneDisagreements(*logits, ref, runner_->config().vocab_size), 0);
+  if (!testing::ExpectAllPositionLogitsMatchRefs(*runner_, GetParam())) GTEST_SKIP() << "no all-position reference";
 }
 
 TEST_P(CudaConformance, GreedyP48IdenticalUpToFirstNearTie) {
-  const std::vector<int32_t> prompt = testing::RefPrompt(GetParam().model, "p48");
-  const auto ref = testing::RefsJson()["models"][GetParam().model]["variants"][GetParam().variant]["greedy_p48_32"]
-                       .get<std::vector<int32_t>>();
-  OfflineSession session(*runner_);
-  GreedyOptions options;
-  options.variant = testing::VariantOfRef(GetParam().variant);
-  options.max_new_tokens = static_cast<int>(ref.size());
-  auto out = session.GenerateGreedy({prompt}, options);
-  ASSERT_TRUE(out.ok()) << out.status();
-  const std::vector<int32_t>& got = (*out)[0];
-  const auto mismatch = std::mismatch(got.begin(), got.end(), ref.begin(), ref.end());
-  if (mismatch.first == got.end() || mismatch.second == ref.end()) return;  // identical
-  // A divergence is allowed only where the float32 model itself nearly ties the two tokens.
-  const size_t step = static_cast<size_t>(mismatch.first - got.begin());
-  std::vector<int32_t> prefix = prompt;
-  prefix.insert(prefix.end(), ref.begin(), ref.begin() + static_cast<long>(step));
-  OfflineSession cpu_session(*cpu_runner_);
-  auto logits = cpu_session.Logits(prefix, 0, testing::VariantOfRef(GetParam().variant));
-  ASSERT_TRUE(logits.ok()) << logits.status();
-  const size_t vocab = cpu_runner_->config().vocab_size;
-  const float* last = logits->data() + logits->size() - vocab;
-  EXPECT_LE(last[*mismatch.second] - last[*mismatch.first], kMargin)
-      << "greedy token " << step << ": CUDA chose " << *mismatch.first << ", the reference " << *mismatch.second
-      << ", which the float32 model prefers by more than a near tie";
+  testing::ExpectGreedyMatchesRefsUpToNearTie(*runner_, *cpu_runner_, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Refs, CudaConformance, ::testing::ValuesIn(testing::ReferenceCases(/*modern=*/false)), testing::RefCaseName);

@@ -124,6 +124,39 @@ TEST_P(Ops, LinearShapesBiasAccumulateAndColumnSlices) {
   }
 }
 
+// Weight matrices in f16 or bf16 (the CPU backend's --weight_dtype; bf16 is the GPU's own): products of the
+// exact half-width values, so a float32 device stays within summation-order tolerance. Row counts cover the
+// decode kernel (<= 12) and the GEMM path; K and N leave tails.
+TEST_P(Ops, LinearAndEmbedWithHalfWidthWeights) {
+  for (DType weight_dtype : {DType::kBF16, DType::kF16}) {
+    if (GetParam() == DeviceKind::kCuda && weight_dtype == DType::kF16) continue;  // the GPU keeps bf16 weights
+    auto round = [weight_dtype](std::vector<float> v) {
+      for (float& x : v) x = weight_dtype == DType::kBF16 ? BFloat16ToFloat(FloatToBFloat16(x)) : HalfToFloat(FloatToHalf(x));
+      return v;
+    };
+    const std::string name(DTypeName(weight_dtype));
+    const int64_t k = 200, n = 195;
+    const std::vector<float> weight = round(Random(n * k, 0.1f)), bias = Random(n);
+    const DeviceMatrix w = Upload(weight, n, k, weight_dtype), b = Upload(bias, 1, n);
+    for (int64_t m : {1, 3, 5, 12, 13, 130}) {
+      const std::vector<float> in = Random(m * k, 0.5f);
+      const DeviceMatrix x = Upload(in, m, k), out = Zeros(m, n);
+      backend_->Linear(x, w, b, out, /*accumulate=*/false);
+      ExpectClose(out, MatMulT(in, weight, &bias, m, k, n), name + "-weight linear, " + std::to_string(m) + " rows");
+    }
+    const std::vector<float> table = round(Random(50 * k)), positions_table = round(Random(40 * k));
+    const std::vector<int32_t> ids = {3, 0, 49, 7}, positions = {0, 1, 39, 5};
+    const DeviceMatrix out = Zeros(4, k);
+    backend_->Embed(UploadInts(ids), UploadInts(positions), Upload(table, 50, k, weight_dtype), Upload(positions_table, 40, k, weight_dtype),
+                    out);
+    std::vector<float> want;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int64_t c = 0; c < k; ++c) want.push_back(RoundToDevice(table[ids[i] * k + c] + positions_table[positions[i] * k + c]));
+    }
+    ExpectClose(out, want, name + " embedding + positions");
+  }
+}
+
 TEST_P(Ops, LinearIntoFloat32Logits) {
   const std::vector<float> in = Random(5 * 128, 0.5f), weight = Random(1000 * 128, 0.2f);
   const DeviceMatrix logits = Upload(std::vector<float>(5 * 1000, 0.0f), 5, 1000, DType::kF32);

@@ -71,6 +71,7 @@ struct FixtureOptions {
   bool reference_hub = true;  // use the references' hub embedding (refs.safetensors "<model>.hub_embedding")
   bool adapter = false;       // load <model>/preproj.safetensors
   DeviceKind device = DeviceKind::kCpu;
+  WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // the CPU backend's weight matrices
 };
 
 // Loads fixture model `name` (e.g. "gpt2-tiny") onto options.device (the CPU backend by default).

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/cpu_memory.h"
@@ -32,13 +33,15 @@ inline float* Row(const DeviceMatrix& m, int64_t r) { return m.As<float>() + r *
 
 }  // namespace
 
-CpuBackend::CpuBackend(CpuThreadPlan threads) : thread_reason_(std::move(threads.reason)), team_(threads.threads) {
+CpuBackend::CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights)
+    : thread_reason_(std::move(threads.reason)), weights_(std::move(weights)), team_(threads.threads) {
   // The backend parallelises its kernels itself (cpu_parallel.h) and calls OpenBLAS inside them.
   openblas_set_num_threads(1);
 }
 
 std::string CpuBackend::Describe() const {
-  return absl::StrCat("cpu (", team_.threads(), " threads: ", thread_reason_, "; OpenBLAS ", openblas_get_corename(), " kernels)");
+  return absl::StrCat("cpu (", team_.threads(), " threads: ", thread_reason_, "; ", DTypeName(weights_.dtype), " weights: ",
+                      weights_.reason, "; OpenBLAS ", openblas_get_corename(), " kernels)");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
@@ -78,14 +81,18 @@ void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
 
 void CpuBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
+  // Tables in the weight dtype (float32 or bf16): a row is widened into `out`, then the position row added.
+  auto widen_row = [](const DeviceMatrix& m, int64_t r, float* dst) {
+    const char* row = static_cast<const char*>(m.data) + r * m.stride * DTypeSize(m.dtype);
+    ConvertToFloat(m.dtype, row, static_cast<size_t>(m.cols), dst);
+  };
+  std::vector<float> position_row(position_table.data != nullptr ? out.cols : 0);
   for (int64_t r = 0; r < out.rows; ++r) {
     float* dst = Row(out, r);
-    const float* tok = Row(table, ids[r]);
+    widen_row(table, ids[r], dst);
     if (position_table.data != nullptr) {
-      const float* pos = Row(position_table, positions[r]);
-      for (int64_t c = 0; c < out.cols; ++c) dst[c] = tok[c] + pos[c];
-    } else {
-      std::memcpy(dst, tok, out.cols * sizeof(float));
+      widen_row(position_table, positions[r], position_row.data());
+      for (int64_t c = 0; c < out.cols; ++c) dst[c] += position_row[c];
     }
   }
 }

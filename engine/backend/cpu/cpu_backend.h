@@ -1,4 +1,5 @@
-// The CPU backend: float32 activations and weights, GEMMs through OpenBLAS, loops for the rest.
+// The CPU backend: float32 activations, float32, f16 or bf16 weight matrices (halves widened to float32 in
+// registers: float32 arithmetic either way), GEMMs through our kernels and OpenBLAS, loops for the rest.
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/backend/cpu/cpu_threads.h"
+#include "engine/backend/cpu/cpu_weight_dtype.h"
 
 namespace arach {
 
@@ -14,12 +16,13 @@ class CpuBackend final : public Backend {
  public:
   // Runs its parallel loops on a team of `threads.threads` threads (cpu_parallel.h) and OpenBLAS
   // single-threaded inside them.
-  explicit CpuBackend(CpuThreadPlan threads);
+  CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights);
   int threads() const { return team_.threads(); }
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string Describe() const override;
   DType activation_dtype() const override { return DType::kF32; }
+  DType weight_dtype() const override { return weights_.dtype; }
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
@@ -54,6 +57,7 @@ class CpuBackend final : public Backend {
 
  private:
   std::string thread_reason_;  // why the team has its size (CpuThreadPlan::reason)
+  WeightDTypePlan weights_;
   cpu::ThreadTeam team_;
 };
 

@@ -1,10 +1,15 @@
-// Linear layers on CPU. Few rows (decode): a register-tiled kernel that streams each weight row once,
-// parallel over output features. Many rows (prefill): OpenBLAS sgemm, one single-threaded call per
-// thread on a slice of the output features (the weights are never repacked twice).
+// Linear layers on CPU, float32, f16 or bf16 weights (half-width weights are widened to float32 in registers:
+// one conversion per vector; the arithmetic is float32 either way). Few rows (decode): a register-tiled kernel that streams each weight row
+// once, parallel over output features. Many rows (prefill): OpenBLAS sgemm, one single-threaded call per
+// thread on a slice of the output features (the weights are never repacked twice; half-width slices are
+// widened into a per-thread float32 buffer first, a pass that the GEMM's M rows amortise).
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include <immintrin.h>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_parallel.h"
@@ -25,6 +30,62 @@ inline VecF LoadVec(const float* p) {
   VecF v;
   std::memcpy(&v, p, sizeof(v));
   return v;
+}
+
+// Half-width weight elements, as stored: bit patterns tagged with their format.
+struct BFloat16Bits {
+  uint16_t bits;
+};
+struct HalfBits {
+  uint16_t bits;
+};
+static_assert(sizeof(BFloat16Bits) == 2 && sizeof(HalfBits) == 2);
+
+// kLanes bf16 values widened to float32: the 16 bits become a float's upper half.
+inline VecF LoadVec(const BFloat16Bits* p) {
+  typedef uint16_t VecU16 __attribute__((vector_size(kLanes * sizeof(uint16_t))));
+  typedef uint32_t VecU32 __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  VecU16 half;
+  std::memcpy(&half, p, sizeof(half));
+  const VecU32 widened = __builtin_convertvector(half, VecU32) << 16;
+  VecF v;
+  std::memcpy(&v, &widened, sizeof(v));
+  return v;
+}
+
+// kLanes IEEE halves widened to float32 (F16C's vcvtph2ps where the build targets it).
+inline VecF LoadVec(const HalfBits* p) {
+  VecF v;
+#if defined(__AVX512F__)
+  const __m512 wide = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  std::memcpy(&v, &wide, sizeof(v));
+#elif defined(__F16C__) && defined(__AVX__)
+  const __m256 wide = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  std::memcpy(&v, &wide, sizeof(v));
+#else
+  for (int i = 0; i < kLanes; ++i) v[i] = HalfToFloat(p[i].bits);
+#endif
+  return v;
+}
+
+inline float ToFloat(float v) { return v; }
+inline float ToFloat(BFloat16Bits v) { return BFloat16ToFloat(v.bits); }
+inline float ToFloat(HalfBits v) { return HalfToFloat(v.bits); }
+
+// Weight rows [first, last) widened to float32 into `dst` ([last - first, cols]).
+template <typename W>
+void WidenRows(const DeviceMatrix& weight, int64_t first, int64_t last, float* dst) {
+  const int64_t cols = weight.cols;
+  for (int64_t j = first; j < last; ++j) {
+    const W* src = weight.As<W>() + j * weight.stride;
+    float* out = dst + (j - first) * cols;
+    int64_t c = 0;
+    for (; c + kLanes <= cols; c += kLanes) {
+      const VecF v = LoadVec(src + c);
+      std::memcpy(out + c, &v, sizeof(v));
+    }
+    for (; c < cols; ++c) out[c] = ToFloat(src[c]);
+  }
 }
 
 // Horizontal sum by halving (a loop over lanes compiles to one extract per lane).
@@ -50,9 +111,9 @@ constexpr int64_t kFeatureTile = 4;
 constexpr int64_t kChunksPerThread = 4;    // dynamic chunks per thread of one GEMM (work taken over when one stalls)
 constexpr int64_t kMinGemmColumns = 128;   // columns of one BLAS call at least
 
-// out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB.
-template <int MB, int NB>
-inline void Tile(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int64_t k_size, float* out,
+// out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB; W: float or bf16 bits (uint16_t).
+template <int MB, int NB, typename W>
+inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride, int64_t k_size, float* out,
                  int64_t out_stride, bool accumulate) {
   VecF acc[MB][NB] = {};
   int64_t k = 0;
@@ -67,7 +128,7 @@ inline void Tile(const float* x, int64_t x_stride, const float* w, int64_t w_str
   for (int i = 0; i < MB; ++i) {
     for (int j = 0; j < NB; ++j) {
       float sum = SumLanes(acc[i][j]);
-      for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * w[j * w_stride + kk];
+      for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * ToFloat(w[j * w_stride + kk]);
       float& o = out[i * out_stride + j];
       o = accumulate ? o + sum : sum;
     }
@@ -75,8 +136,8 @@ inline void Tile(const float* x, int64_t x_stride, const float* w, int64_t w_str
 }
 
 // All rows of x against NB consecutive weight rows.
-template <int NB>
-void AllRows(const DeviceMatrix& in, const float* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
+template <int NB, typename W>
+void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
   const float* x = in.As<float>();
   const int64_t k = in.cols;
   int64_t m = 0;
@@ -100,6 +161,7 @@ void AddBias(const float* bias, const DeviceMatrix& out, int64_t first, int64_t 
   }
 }
 
+template <typename W>
 void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
                      bool accumulate, cpu::ThreadTeam& team) {
   const int64_t n = weight.rows;
@@ -108,12 +170,12 @@ void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
   team.ForChunks(tiles, tiles / (int64_t{team.threads()} * kChunksPerThread), [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const int64_t j0 = t * kFeatureTile;
-      const float* w = weight.As<float>() + j0 * weight.stride;
+      const W* w = weight.As<W>() + j0 * weight.stride;
       float* o = out.As<float>() + j0;
       if (j0 + kFeatureTile <= n) {
         AllRows<kFeatureTile>(in, w, weight.stride, o, out.stride, accumulate);
       } else {
-        for (int64_t j = j0; j < n; ++j) AllRows<1>(in, weight.As<float>() + j * weight.stride, weight.stride, out.As<float>() + j, out.stride, accumulate);
+        for (int64_t j = j0; j < n; ++j) AllRows<1>(in, weight.As<W>() + j * weight.stride, weight.stride, out.As<float>() + j, out.stride, accumulate);
       }
     }
     AddBias(bias, out, first * kFeatureTile, std::min(n, last * kFeatureTile));
@@ -126,12 +188,26 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
   // Column blocks of at least kMinGemmColumns (smaller GEMM calls lose more to packing than balance gains).
   const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{team.threads()} * kChunksPerThread));
   team.ForChunks(n, grain, [&](int64_t first, int64_t last) {
+    const float* w = nullptr;
+    int64_t w_stride = weight.stride;
+    if (weight.dtype == DType::kF32) {
+      w = weight.As<float>() + first * weight.stride;
+    } else {  // f16 / bf16: W[first:last] widened into this thread's buffer, [last - first, k]
+      thread_local std::vector<float> widened;
+      widened.resize(static_cast<size_t>((last - first) * weight.cols));
+      if (weight.dtype == DType::kBF16) {
+        WidenRows<BFloat16Bits>(weight, first, last, widened.data());
+      } else {
+        WidenRows<HalfBits>(weight, first, last, widened.data());
+      }
+      w = widened.data();
+      w_stride = weight.cols;
+    }
     // out[:, first:last] (m x cols) = in (m x k) . W[first:last]^T (k x cols)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows),
                 static_cast<blasint>(last - first), static_cast<blasint>(in.cols), 1.0f, in.As<float>(),
-                static_cast<blasint>(in.stride), weight.As<float>() + first * weight.stride,
-                static_cast<blasint>(weight.stride), accumulate ? 1.0f : 0.0f, out.As<float>() + first,
-                static_cast<blasint>(out.stride));
+                static_cast<blasint>(in.stride), w, static_cast<blasint>(w_stride), accumulate ? 1.0f : 0.0f,
+                out.As<float>() + first, static_cast<blasint>(out.stride));
     AddBias(bias, out, first, last);
   });
 }
@@ -143,7 +219,11 @@ void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, 
   if (in.rows == 0) return;
   const float* b = bias.data != nullptr ? bias.As<float>() : nullptr;
   if (in.rows <= kSmallRows) {
-    SmallRowsLinear(in, weight, b, out, accumulate, team_);
+    switch (weight.dtype) {
+      case DType::kBF16: SmallRowsLinear<BFloat16Bits>(in, weight, b, out, accumulate, team_); break;
+      case DType::kF16: SmallRowsLinear<HalfBits>(in, weight, b, out, accumulate, team_); break;
+      default: SmallRowsLinear<float>(in, weight, b, out, accumulate, team_); break;
+    }
   } else {
     LargeRowsLinear(in, weight, b, out, accumulate, team_);
   }

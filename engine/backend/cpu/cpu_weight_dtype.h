@@ -1,0 +1,23 @@
+// Which dtype the CPU backend keeps weight matrices in (projections, embeddings, LM head), and why. f16 and bf16
+// halve the bytes a decode step streams, which is what bounds it: the kernels widen them to float32 in registers
+// and compute in float32, so the only change to the math is the weights' rounding at load.
+#pragma once
+
+#include <string>
+
+#include "engine/backend/backend.h"
+#include "engine/core/dtype.h"
+
+namespace arach {
+
+struct WeightDTypePlan {
+  DType dtype = DType::kF32;
+  std::string reason;  // e.g. "auto: the CPU converts halves in hardware (F16C)"
+};
+
+// kAuto: f16 when `has_f16c`, else float32; an explicit choice wins.
+WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c);
+// The plan on this CPU.
+WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice);
+
+}  // namespace arach
