@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sanitizer builds and their test runs (CPU only):
 #   scripts/sanitize.sh asan   ASan + UBSan over the C++ test suite (unit, conformance, e2e, faults, the
-#                              oracle and client scripts), less the soak (its length is the point) and the
+#                              oracle and client scripts), less the soak (its length is the point), the fleet
+#                              (HAProxy's timing against 5-10x slower replicas; the drain it exercises is
+#                              in the e2e drain tests, which run here) and the
 #                              validation-perplexity cases, which only recompute references over long texts
 #                              on code paths the other conformance cases run too
 #   scripts/sanitize.sh tsan   TSan over the engine and server tests (step loop, reactors, cancellation,
@@ -17,7 +19,7 @@ trap print_stage_table EXIT
 kind=${1:?asan or tsan}
 case "$kind" in
   asan) sanitize="address,undefined"; build=${ASAN_BUILD_DIR:-build-asan}; targets=(all)
-        select=(-LE "deploy|soak" -E "ValidationPerplexity") ;;
+        select=(-LE "deploy|soak|fleet" -E "ValidationPerplexity") ;;
   tsan) sanitize="thread"; build=${TSAN_BUILD_DIR:-build-tsan}; targets=(tsan_tests)
         select=(-L tsan -R "Engine|Scheduler|Sampler|BlockAllocator|FixtureServer|SlowServer.ClientCancel|SlowServer.Deadline|ServerDrain|ServerStartup|HttpSlowServer.ClientGone|HttpSlowServer.Sigterm|ChatServer.Grpc|ShadowScorer|ShadowServer|ThreadTeam") ;;
   *) echo "usage: $0 asan|tsan" >&2; exit 2 ;;
