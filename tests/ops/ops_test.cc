@@ -135,14 +135,17 @@ TEST_P(Ops, LinearAndEmbedWithHalfWidthWeights) {
       return v;
     };
     const std::string name(DTypeName(weight_dtype));
-    const int64_t k = 200, n = 195;
-    const std::vector<float> weight = round(Random(n * k, 0.1f)), bias = Random(n);
-    const DeviceMatrix w = Upload(weight, n, k, weight_dtype), b = Upload(bias, 1, n);
-    for (int64_t m : {1, 3, 5, 12, 13, 130}) {
-      const std::vector<float> in = Random(m * k, 0.5f);
-      const DeviceMatrix x = Upload(in, m, k), out = Zeros(m, n);
-      backend_->Linear(x, w, b, out, /*accumulate=*/false);
-      ExpectClose(out, MatMulT(in, weight, &bias, m, k, n), name + "-weight linear, " + std::to_string(m) + " rows");
+    const int64_t k = 200;
+    for (int64_t n : {195, 2100}) {  // 2100: a GEMM chunk spans several 256-row widened blocks (2 threads)
+      const std::vector<float> weight = round(Random(n * k, 0.1f)), bias = Random(n);
+      const DeviceMatrix w = Upload(weight, n, k, weight_dtype), b = Upload(bias, 1, n);
+      for (int64_t m : {1, 3, 5, 12, 13, 130}) {
+        const std::vector<float> in = Random(m * k, 0.5f);
+        const DeviceMatrix x = Upload(in, m, k), out = Zeros(m, n);
+        backend_->Linear(x, w, b, out, /*accumulate=*/false);
+        ExpectClose(out, MatMulT(in, weight, &bias, m, k, n),
+                    name + "-weight linear, " + std::to_string(m) + " x " + std::to_string(n));
+      }
     }
     const std::vector<float> table = round(Random(50 * k)), positions_table = round(Random(40 * k));
     const std::vector<int32_t> ids = {3, 0, 49, 7}, positions = {0, 1, 39, 5};

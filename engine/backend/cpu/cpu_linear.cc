@@ -110,6 +110,7 @@ constexpr int64_t kSmallRows = 12;
 constexpr int64_t kFeatureTile = 4;
 constexpr int64_t kChunksPerThread = 4;    // dynamic chunks per thread of one GEMM (work taken over when one stalls)
 constexpr int64_t kMinGemmColumns = 128;   // columns of one BLAS call at least
+constexpr int64_t kWidenedRows = 256;      // half-width weight rows widened to float32 per GEMM call
 
 // out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB; W: float or bf16 bits (uint16_t).
 template <int MB, int NB, typename W>
@@ -188,26 +189,30 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
   // Column blocks of at least kMinGemmColumns (smaller GEMM calls lose more to packing than balance gains).
   const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{team.threads()} * kChunksPerThread));
   team.ForChunks(n, grain, [&](int64_t first, int64_t last) {
-    const float* w = nullptr;
-    int64_t w_stride = weight.stride;
+    // out[:, b:e] (m x cols) = in (m x k) . W[b:e]^T (k x cols)
+    auto gemm = [&](const float* w, int64_t w_stride, int64_t b, int64_t e) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows), static_cast<blasint>(e - b),
+                  static_cast<blasint>(in.cols), 1.0f, in.As<float>(), static_cast<blasint>(in.stride), w,
+                  static_cast<blasint>(w_stride), accumulate ? 1.0f : 0.0f, out.As<float>() + b, static_cast<blasint>(out.stride));
+    };
     if (weight.dtype == DType::kF32) {
-      w = weight.As<float>() + first * weight.stride;
-    } else {  // f16 / bf16: W[first:last] widened into this thread's buffer, [last - first, k]
+      gemm(weight.As<float>() + first * weight.stride, weight.stride, first, last);
+    } else {
+      // f16 / bf16: kWidenedRows weight rows at a time widened into this thread's buffer ([kWidenedRows, k],
+      // at most 8 MiB for k = 8192), each block one GEMM: an LM head's chunk of thousands of rows never
+      // becomes a float32 copy.
       thread_local std::vector<float> widened;
-      widened.resize(static_cast<size_t>((last - first) * weight.cols));
-      if (weight.dtype == DType::kBF16) {
-        WidenRows<BFloat16Bits>(weight, first, last, widened.data());
-      } else {
-        WidenRows<HalfBits>(weight, first, last, widened.data());
+      widened.resize(static_cast<size_t>(std::min(kWidenedRows, last - first) * weight.cols));
+      for (int64_t b = first; b < last; b += kWidenedRows) {
+        const int64_t e = std::min(last, b + kWidenedRows);
+        if (weight.dtype == DType::kBF16) {
+          WidenRows<BFloat16Bits>(weight, b, e, widened.data());
+        } else {
+          WidenRows<HalfBits>(weight, b, e, widened.data());
+        }
+        gemm(widened.data(), weight.cols, b, e);
       }
-      w = widened.data();
-      w_stride = weight.cols;
     }
-    // out[:, first:last] (m x cols) = in (m x k) . W[first:last]^T (k x cols)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(in.rows),
-                static_cast<blasint>(last - first), static_cast<blasint>(in.cols), 1.0f, in.As<float>(),
-                static_cast<blasint>(in.stride), w, static_cast<blasint>(w_stride), accumulate ? 1.0f : 0.0f,
-                out.As<float>() + first, static_cast<blasint>(out.stride));
     AddBias(bias, out, first, last);
   });
 }
