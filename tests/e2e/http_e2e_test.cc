@@ -318,9 +318,9 @@ TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
 }
 
 TEST(HttpSlowServer, SigtermDuringAStreamLetsItFinish) {
-  constexpr int kStreamTokens = 60;  // outlasts the 2 s announcement and the checks after it
+  constexpr int kStreamTokens = 150;  // outlasts the 1 s announcement and the checks after it, loaded machine included
   auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=134217728",
-                             "--drain_grace_seconds=600", "--drain_announce_ms=2000"});
+                             "--drain_grace_seconds=600", "--drain_announce_ms=1000"});
   ASSERT_NE(server, nullptr);
   std::atomic<int> events{0};
   StreamResult stream;
