@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/cpu_weight_dtype.h"
 
+#include <cpuid.h>
+
 namespace arach {
 
 WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c) {
@@ -14,8 +16,10 @@ WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c) {
 }
 
 WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice) {
-  __builtin_cpu_init();
-  return PlanCpuWeightDType(choice, __builtin_cpu_supports("f16c") != 0);
+  // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports knows no "f16c").
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool has_f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  return PlanCpuWeightDType(choice, has_f16c);
 }
 
 }  // namespace arach
