@@ -51,7 +51,8 @@ Engine::Engine(ModelBundle model, const EngineConfig& config)
                                  model_.config.UniformSlidingWindow(), config.background_tokens_beside_live,
                                  config.background_tokens_per_step, config.priority_aging_seconds},
                  allocator_),
-      constraints_(std::make_unique<ConstraintCompiler>(*model_.tokenizer, model_.config.vocab_size, model_.config.eos_token_ids)),
+      constraints_(std::make_unique<ConstraintCompiler>(*model_.tokenizer, model_.config.vocab_size, model_.config.eos_token_ids,
+                                                        ConstraintCompiler::Options{config.constraint_compile_timeout})),
       seeder_(std::random_device{}()) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {

@@ -42,6 +42,8 @@ struct EngineConfig {
   double priority_aging_seconds = 0;
   // Compute each generated token's log-prob even when the request did not ask (for quality metrics).
   bool always_compute_logprobs = false;
+  // Structured output: how long one constraint may take to compile before the request is refused.
+  std::chrono::milliseconds constraint_compile_timeout{10000};
   // Called on the step thread after every step that ran a forward; must be quick and must not block.
   std::function<void(const StepReport&)> step_observer;
 };

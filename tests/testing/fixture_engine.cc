@@ -1,5 +1,7 @@
 #include "tests/testing/fixture_engine.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "gtest/gtest.h"
@@ -8,6 +10,10 @@
 namespace arach::testing {
 
 std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks) {
+#ifdef ARACH_SANITIZED_BUILD
+  // A sanitized build compiles a constraint over Qwen's 152k-token vocabulary 5-10x slower, beside other tests.
+  config.constraint_compile_timeout = std::max(config.constraint_compile_timeout, std::chrono::milliseconds(180000));
+#endif
   LoadModelOptions load;
   load.kv_blocks = kv_blocks;
   if (const std::string adapter = FixturePath(model + "/preproj.safetensors"); std::filesystem::exists(adapter)) {
