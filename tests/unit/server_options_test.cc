@@ -31,6 +31,9 @@ TEST(ServerOptions, AValidSetResolves) {
   ASSERT_TRUE(config->experiment.has_value());
   EXPECT_EQ(config->experiment->arms[1].variant.arach_offset, -1.0f) << "an arm's own offset wins";
   EXPECT_EQ(config->device, DeviceKind::kCpu);
+  EXPECT_EQ(config->options.load.weight_dtype, WeightDTypeChoice::kAuto) << "the binaries' default";
+  o.weight_dtype = "bf16";
+  EXPECT_EQ(ResolveServerConfig(o)->options.load.weight_dtype, WeightDTypeChoice::kBF16);
 }
 
 TEST(ServerOptions, TheServedNameDefaultsToTheModelFolder) {
@@ -54,6 +57,15 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   o = Valid();
   o.device = "tpu";
   EXPECT_THAT(ErrorOf(o), HasSubstr("--device: device \"tpu\""));
+  o = Valid();
+  o.weight_dtype = "f8";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--weight_dtype: weight dtype \"f8\" is not one of auto, f32, f16, bf16"));
+  o = Valid();
+  o.drain_announce_ms = -1;
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--drain_announce_ms: must not be negative"));
+  o = Valid();
+  o.drain_grace_seconds = -1;
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--drain_grace_seconds: must not be negative"));
   o = Valid();
   o.default_variant = "skip";
   EXPECT_THAT(ErrorOf(o), HasSubstr("--default_variant"));
