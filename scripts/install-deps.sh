@@ -13,8 +13,9 @@ packages=(
   libpcre2-dev libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev
 )
 # docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example;
-# python3-jinja2 is the oracle of the chat-template engine; openssl makes the tests' certificates.
-[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 openssl haproxy prometheus)
+# python3-jinja2 is the oracle of the chat-template engine; python3-numpy writes the FP8 test checkpoints;
+# openssl makes the tests' certificates.
+[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 python3-numpy openssl haproxy prometheus)
 
 . /etc/os-release
 case "${ID}:${VERSION_ID}" in

@@ -108,7 +108,9 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   metrics->AttachEngine(engine->get());
   context.state.SetPhase(Phase::kServing);
   server.SetServing(true);
+  const WeightQuantization& quantization = (*engine)->model_config().quantization;
   Say(absl::StrCat("arach-server ready; ", addresses, " device=", context.device,
+                   quantization.quantized() ? absl::StrCat(" checkpoint=", quantization.Describe(), " dequantized at load") : "",
                    " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
                    " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no", " tool_calls=", context.chat_output.ToolsName(),

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,6 +15,7 @@ size_t DTypeSize(DType dtype) {
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
     case DType::kI64: return 8;
+    case DType::kF8E4M3: return 1;
   }
   return 0;
 }
@@ -25,6 +27,7 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kBF16: return "BF16";
     case DType::kI32: return "I32";
     case DType::kI64: return "I64";
+    case DType::kF8E4M3: return "F8_E4M3";
   }
   return "?";
 }
@@ -35,8 +38,9 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   if (name == "BF16") return DType::kBF16;
   if (name == "I32") return DType::kI32;
   if (name == "I64") return DType::kI64;
+  if (name == "F8_E4M3") return DType::kF8E4M3;
   return absl::InvalidArgumentError(
-      absl::StrCat("unsupported dtype \"", name, "\" (supported: F32, F16, BF16, I32, I64)"));
+      absl::StrCat("unsupported dtype \"", name, "\" (supported: F32, F16, BF16, I32, I64, F8_E4M3)"));
 }
 
 float HalfToFloat(uint16_t h) {
@@ -96,6 +100,20 @@ uint16_t FloatToBFloat16(float value) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet nan
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
+}
+
+float Float8E4M3ToFloat(uint8_t bits) {
+  const int exponent = (bits >> 3) & 0xf;
+  const int mantissa = bits & 0x7;
+  float magnitude;
+  if (exponent == 0xf && mantissa == 0x7) {
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {  // subnormal: mantissa / 8 * 2^-6
+    magnitude = std::ldexp(static_cast<float>(mantissa), -9);
+  } else {
+    magnitude = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+  }
+  return (bits & 0x80) != 0 ? -magnitude : magnitude;
 }
 
 void ConvertToFloat(DType dtype, const void* src, size_t count, float* dst) {

@@ -16,13 +16,15 @@ enum class DType : uint8_t {
   kBF16,  // bfloat16 (upper half of a float32)
   kI32,   // int32 (metadata only)
   kI64,   // int64 (metadata only)
+  kF8E4M3,  // float8 e4m3 ("fn": 4 exponent bits, bias 7, 3 mantissa bits, no infinities, max 448); FP8
+            // checkpoints only: read through engine/model/weight_quantization.h with the tensor's scales
 };
 
 // Bytes per element.
 size_t DTypeSize(DType dtype);
-// Name as safetensors spells it ("F32", "F16", "BF16", "I32", "I64").
+// Name as safetensors spells it ("F32", "F16", "BF16", "I32", "I64", "F8_E4M3").
 absl::string_view DTypeName(DType dtype);
-// Parses a safetensors dtype string; unsupported ones (e.g. "F8_E4M3") are an error naming the string.
+// Parses a safetensors dtype string; unsupported ones (e.g. "F8_E5M2") are an error naming the string.
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 
 float HalfToFloat(uint16_t bits);
@@ -34,6 +36,8 @@ inline float BFloat16ToFloat(uint16_t bits) {
   return f;
 }
 uint16_t FloatToBFloat16(float value);  // round to nearest even
+// An e4m3fn byte as float32 (exact; 0x7f and 0xff are NaN).
+float Float8E4M3ToFloat(uint8_t bits);
 
 // Converts `count` elements of `dtype` at `src` to float32 at `dst`. `dtype` must be F32, F16 or BF16.
 void ConvertToFloat(DType dtype, const void* src, size_t count, float* dst);

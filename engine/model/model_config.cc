@@ -373,6 +373,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const
     if (id < 0 || id >= config.vocab_size) return reader.Error("eos_token_id", absl::StrCat("id ", id, " is outside the vocabulary"));
   }
   if (config.bos_token_id >= config.vocab_size) return reader.Error("bos_token_id", "is outside the vocabulary");
+  if (const json* quantization = reader.Lookup({"quantization_config"}); quantization != nullptr) {
+    ARACH_ASSIGN_OR_RETURN(config.quantization, ParseWeightQuantization(*quantization, source));
+  }
   return config;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/core/activation.h"
+#include "engine/model/weight_quantization.h"
 
 namespace arach {
 
@@ -69,6 +70,7 @@ struct ModelConfig {
   bool scale_attn_by_inverse_layer_idx = false;  // GPT-2: also divide by layer index + 1
   int bos_token_id = -1;                 // -1: none
   std::vector<int> eos_token_ids;        // may be empty
+  WeightQuantization quantization;       // config.json "quantization_config" (FP8 checkpoints); none by default
 
   int q_size() const { return num_heads * head_dim; }
   // The sliding window of layer `layer` (0 = none).

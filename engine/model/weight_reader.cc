@@ -8,13 +8,13 @@ namespace arach {
 
 absl::StatusOr<HostTensor> WeightReader::Read(const std::string& name, std::vector<int64_t> shape) const {
   HostTensor tensor;
-  ARACH_ASSIGN_OR_RETURN(tensor.data, checkpoint_.ReadFloat(name, shape));
+  ARACH_ASSIGN_OR_RETURN(tensor.data, ReadWeightFloat(checkpoint_, name, shape, quantization_));
   tensor.shape = std::move(shape);
   return tensor;
 }
 
 absl::StatusOr<HostTensor> WeightReader::ReadTransposed(const std::string& name, int64_t rows, int64_t cols) const {
-  ARACH_ASSIGN_OR_RETURN(std::vector<float> stored, checkpoint_.ReadFloat(name, {rows, cols}));
+  ARACH_ASSIGN_OR_RETURN(std::vector<float> stored, ReadWeightFloat(checkpoint_, name, {rows, cols}, quantization_));
   HostTensor tensor;
   tensor.shape = {cols, rows};
   tensor.data.resize(stored.size());
@@ -37,7 +37,7 @@ HostTensor ConcatRows(const std::vector<const HostTensor*>& parts) {
 }
 
 absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint, const ModelConfig& config) {
-  WeightReader reader(checkpoint);
+  WeightReader reader(checkpoint, config.quantization);
   switch (config.arch) {
     case Architecture::kGpt2: return LoadGpt2Weights(reader, config);
     case Architecture::kGptNeox: return LoadGptNeoxWeights(reader, config);

@@ -7,14 +7,17 @@
 #include "absl/status/statusor.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/weight_quantization.h"
 
 namespace arach {
 
 class WeightReader {
  public:
-  explicit WeightReader(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+  // `quantization`: how F8_E4M3 weights are scaled (config.json's quantization_config; none by default).
+  explicit WeightReader(const Checkpoint& checkpoint, WeightQuantization quantization = {})
+      : checkpoint_(checkpoint), quantization_(quantization) {}
 
-  // Tensor `name` with exactly `shape`.
+  // Tensor `name` with exactly `shape`, as float32 (FP8 weights dequantized with their scales).
   absl::StatusOr<HostTensor> Read(const std::string& name, std::vector<int64_t> shape) const;
   // A 2-D tensor stored as [rows, cols] (e.g. GPT-2 Conv1D [in, out]) returned transposed [cols, rows].
   absl::StatusOr<HostTensor> ReadTransposed(const std::string& name, int64_t rows, int64_t cols) const;
@@ -23,6 +26,7 @@ class WeightReader {
 
  private:
   const Checkpoint& checkpoint_;
+  WeightQuantization quantization_;
 };
 
 // Concatenates 2-D (or 1-D) tensors along the first dimension.

@@ -134,13 +134,13 @@ absl::StatusOr<std::vector<int32_t>> ValidationIds(const std::string& model) {
 }
 
 absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string& name, const FixtureOptions& options) {
-  const std::string dir = FixturePath(name);
+  const std::string dir = options.model_dir.empty() ? FixturePath(name) : options.model_dir;
   ARACH_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, config));
   LoadModelOptions load;
   if (options.reference_hub) load.hub_embedding = FixturePath(RefsFileFor(name)) + ":" + name + ".hub_embedding";
-  if (options.adapter) load.adapter = dir + "/preproj.safetensors";
+  if (options.adapter) load.adapter = FixturePath(name) + "/preproj.safetensors";
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(config, weights, load));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{0, options.weight_dtype}));
   KvCacheConfig kv;

@@ -72,6 +72,7 @@ struct FixtureOptions {
   bool adapter = false;       // load <model>/preproj.safetensors
   DeviceKind device = DeviceKind::kCpu;
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // the CPU backend's weight matrices
+  std::string model_dir;  // load this folder (a converted copy of the fixture) instead of the fixture's own
 };
 
 // Loads fixture model `name` (e.g. "gpt2-tiny") onto options.device (the CPU backend by default).

@@ -64,7 +64,7 @@ TEST(Safetensors, RejectsTruncatedAndCorruptHeaders) {
       {RawFile("[1,2]", ""), "not a JSON object"},
       {RawFile(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234"), "outside the 4 data bytes"},
       {RawFile(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"), "needs 12"},
-      {RawFile(R"({"w":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})", "12345678"), "unsupported dtype \"F8_E4M3\""},
+      {RawFile(R"({"w":{"dtype":"F8_E5M2","shape":[8],"data_offsets":[0,8]}})", "12345678"), "unsupported dtype \"F8_E5M2\""},
       {RawFile(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "1234"), "not a non-negative integer"},
       {RawFile(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", "1234"), "missing string field \"dtype\""},
   };
