@@ -18,6 +18,7 @@ ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, scratch);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(std::string, weight_dtype);
+ABSL_DECLARE_FLAG(std::string, kv_cache_dtype);
 // Shapes and repetitions.
 ABSL_DECLARE_FLAG(std::vector<std::string>, batches);
 ABSL_DECLARE_FLAG(int, prompt_len);
@@ -40,12 +41,12 @@ namespace arach::bench {
 
 // The flags each benchmark reads.
 inline const std::vector<std::string> kForwardBenchFlags = {"models", "fixtures", "fixtures_dir", "presets", "scratch", "batches",
-                                                            "prompt_len", "decode_steps", "repeats", "device", "weight_dtype"};
+                                                            "prompt_len", "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "decode_batch",
-                                                            "decode_steps", "repeats", "device", "weight_dtype"};
+                                                            "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
-                                                           "json_schema", "weight_dtype"};
+                                                           "json_schema", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

@@ -38,9 +38,7 @@ absl::StatusOr<LoadModelOptions> LoadOptionsFromFlags(bool read_device) {
     if (!device.ok()) return absl::InvalidArgumentError(absl::StrCat("--device: ", device.status().message()));
     load.device = *device;
   }
-  absl::StatusOr<WeightDTypeChoice> weight_dtype = ParseWeightDType(absl::GetFlag(FLAGS_weight_dtype));
-  if (!weight_dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("--weight_dtype: ", weight_dtype.status().message()));
-  load.weight_dtype = *weight_dtype;
+  ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(absl::GetFlag(FLAGS_weight_dtype), absl::GetFlag(FLAGS_kv_cache_dtype), load));
   return load;
 }
 

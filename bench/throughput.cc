@@ -25,7 +25,7 @@ absl::StatusOr<ThroughputFigures> MeasureThroughput(ModelRunner& runner, int bat
   f.prefill_tokens_per_s = batch * prompt_len / Seconds(t0);
   const int blocks_held = allocator.num_blocks() - allocator.num_free();
   f.kv_bytes_per_token = static_cast<double>(blocks_held) *
-                         KvCache::BytesPerBlock(c, runner.kv_cache().block_size(), runner.backend().activation_dtype()) /
+                         KvCache::BytesPerBlock(c, runner.kv_cache().block_size(), runner.backend().kv_cache_dtype()) /
                          (batch * prompt_len);
 
   std::vector<int32_t> next(batch, 1);

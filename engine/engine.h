@@ -90,6 +90,9 @@ class Engine {
   bool has_adapter() const { return model_.runner->has_adapter(); }
   int adapter_expansion() const { return model_.runner->adapter_expansion(); }
   int kv_block_size() const { return model_.runner->kv_cache().block_size(); }
+  // The KV cache's element type and what one cached token takes (K and V, all layers).
+  DType kv_cache_dtype() const { return model_.runner->kv_cache().dtype(); }
+  size_t kv_bytes_per_token() const { return model_.runner->kv_cache().bytes_per_token(); }
   std::string device() const { return model_.runner->backend().Describe(); }
   const std::string& kv_memory_note() const { return model_.runner->kv_memory_note(); }
   const EngineConfig& config() const { return config_; }

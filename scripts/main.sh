@@ -26,6 +26,7 @@ http_port=${ARACH_HTTP_PORT:-8000}
 log=$build/arach-server.log
 echo "[main] starting arach-server on 127.0.0.1:$port (model $model, device $device)"
 "$build/server/arach-server" --model "$model" $adapter --device "$device" --kv-cache-bytes 268435456 \
+  --weight-dtype auto --kv-cache-dtype auto \
   --listen "127.0.0.1:$port" --http-listen "127.0.0.1:$http_port" > "$log" 2>&1 &
 server_pid=$!
 trap 'kill -TERM $server_pid 2>/dev/null || true' EXIT

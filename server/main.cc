@@ -51,6 +51,9 @@ ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may
 ABSL_FLAG(std::string, weight_dtype, "auto",
           "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise) or auto "
           "(f16 where the CPU converts halves in hardware, else f32)");
+ABSL_FLAG(std::string, kv_cache_dtype, "auto",
+          "KV cache: f32, f16 or bf16 (half the bytes per cached token, so twice the tokens fit; f16 is the more "
+          "precise) or auto (CPU: f16 with half-width weights, f32 with f32 weights; GPU: bf16)");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
 ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");
@@ -107,6 +110,7 @@ ServerOptions OptionsFromFlags() {
   o.load.block_size = absl::GetFlag(FLAGS_block_size);
   o.load.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
   o.weight_dtype = absl::GetFlag(FLAGS_weight_dtype);
+  o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.load.kv_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_kv_cache_bytes)));
   o.load.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
   o.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);

@@ -64,6 +64,10 @@ class EngineCollector : public prometheus::Collectable {
     gauge("arach_kv_cache_usage_ratio", "Fraction of KV-cache blocks held by requests (cached free blocks excluded).",
           s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
     gauge("arach_kv_cache_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total);
+    if (engine != nullptr) {
+      gauge("arach_kv_cache_bytes_per_token", "Bytes one cached token takes (K and V over all layers; --kv_cache_dtype).",
+            static_cast<double>(engine->kv_bytes_per_token()));
+    }
     const double block_tokens = engine != nullptr ? engine->kv_block_size() : 0;
     if (engine != nullptr) {
       // The model server protocol's cache_config_info (as vLLM names its labels): what a prefix-aware endpoint

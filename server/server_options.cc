@@ -25,9 +25,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (config.options.served_model_name.find(':') != std::string::npos) {
     return FlagError("served_model_name", "must not contain ':' (NAME:VARIANT names a variant)");
   }
-  absl::StatusOr<WeightDTypeChoice> weight_dtype = ParseWeightDType(options.weight_dtype);
-  if (!weight_dtype.ok()) return FlagError("weight_dtype", weight_dtype.status().message());
-  config.options.load.weight_dtype = *weight_dtype;
+  ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(options.weight_dtype, options.kv_cache_dtype, config.options.load));
   absl::StatusOr<DeviceKind> device = ParseDeviceKind(options.device);
   if (!device.ok()) return FlagError("device", device.status().message());
   config.device = *device;

@@ -64,6 +64,7 @@ struct ServerOptions {
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics
   std::string metrics_listen;         // HOST:PORT of a separate /metrics-only listener ("" = none)
   std::string weight_dtype = "auto";  // --weight_dtype (resolved into load.weight_dtype)
+  std::string kv_cache_dtype = "auto";  // --kv_cache_dtype (resolved into load.kv_cache_dtype)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take
   int drain_announce_ms = 0;          // on SIGTERM, how long readiness is false before new calls are refused
   std::string api_key_file;           // API keys (server/api_keys.h), read again on SIGHUP; empty: none

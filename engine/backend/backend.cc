@@ -109,9 +109,33 @@ absl::string_view WeightDTypeChoiceName(WeightDTypeChoice choice) {
   return "?";
 }
 
+absl::StatusOr<KvDTypeChoice> ParseKvCacheDType(absl::string_view name) {
+  if (name == "auto") return KvDTypeChoice::kAuto;
+  if (name == "f32") return KvDTypeChoice::kF32;
+  if (name == "f16") return KvDTypeChoice::kF16;
+  if (name == "bf16") return KvDTypeChoice::kBF16;
+  return absl::InvalidArgumentError(absl::StrCat("KV cache dtype \"", name, "\" is not one of auto, f32, f16, bf16"));
+}
+
+absl::string_view KvDTypeChoiceName(KvDTypeChoice choice) {
+  switch (choice) {
+    case KvDTypeChoice::kAuto: return "auto";
+    case KvDTypeChoice::kF32: return "f32";
+    case KvDTypeChoice::kF16: return "f16";
+    case KvDTypeChoice::kBF16: return "bf16";
+  }
+  return "?";
+}
+
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const BackendOptions& options) {
   if (kind == DeviceKind::kCpu) {
-    return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads), ResolveCpuWeightDType(options.weight_dtype)));
+    WeightDTypePlan weights = ResolveCpuWeightDType(options.weight_dtype);
+    KvDTypePlan kv = PlanCpuKvDType(options.kv_cache_dtype, weights.dtype);
+    return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads), std::move(weights), std::move(kv)));
+  }
+  if (options.kv_cache_dtype == KvDTypeChoice::kF32 || options.kv_cache_dtype == KvDTypeChoice::kF16) {
+    return absl::InvalidArgumentError(absl::StrCat("KV cache dtype ", KvDTypeChoiceName(options.kv_cache_dtype),
+                                                   ": the CUDA backend keeps its KV cache in bf16 (use auto or bf16)"));
   }
   auto devices = ListCudaDevices();  // FAILED_PRECONDITION in builds without CUDA
   if (!devices.ok()) return devices.status();

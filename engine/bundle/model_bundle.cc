@@ -28,6 +28,16 @@ absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, con
   return features;
 }
 
+absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load) {
+  absl::StatusOr<WeightDTypeChoice> weights = ParseWeightDType(weight_dtype);
+  if (!weights.ok()) return absl::InvalidArgumentError(absl::StrCat("--weight_dtype: ", weights.status().message()));
+  absl::StatusOr<KvDTypeChoice> kv = ParseKvCacheDType(kv_cache_dtype);
+  if (!kv.ok()) return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype: ", kv.status().message()));
+  load.weight_dtype = *weights;
+  load.kv_cache_dtype = *kv;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadModelOptions& options) {
   ModelBundle model;
   model.dir = dir;
@@ -42,13 +52,13 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
   checkpoint.reset();  // unmap the files; the weights are copied
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(model.config, weights, options));
-  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{options.cpu_threads, options.weight_dtype}));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{options.cpu_threads, options.weight_dtype, options.kv_cache_dtype}));
   KvCacheConfig kv;
   kv.block_size = options.block_size;
   if (options.kv_blocks > 0) {
     kv.num_blocks = options.kv_blocks;
   } else if (options.kv_cache_bytes > 0) {
-    kv.num_blocks = KvBlocksForBytes(model.config, kv.block_size, backend->activation_dtype(), options.kv_cache_bytes);
+    kv.num_blocks = KvBlocksForBytes(model.config, kv.block_size, backend->kv_cache_dtype(), options.kv_cache_bytes);
   } else if (options.kv_memory_fraction > 0) {
     kv.free_memory_fraction = options.kv_memory_fraction;  // resolved once the weights are on the device
   } else {

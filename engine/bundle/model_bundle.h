@@ -35,7 +35,12 @@ struct LoadModelOptions {
   // CPU weight matrices: f32 (the library's default: results equal the float32 references), f16, bf16, or auto
   // (f16 where the CPU has F16C; the binaries' default).
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;
+  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kF32;  // the binaries default to auto (bf16 with half-width weights)
 };
+
+// The command-line spellings of the storage dtypes (--weight_dtype, --kv_cache_dtype), resolved into `load`; an
+// unknown value is INVALID_ARGUMENT naming the flag. Shared by arach-server, arach-run and the benchmarks.
+absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load);
 
 struct ModelBundle {
   std::string dir;

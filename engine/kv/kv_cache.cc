@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(Backend& backend, const
   cache->config_ = config;
   cache->num_kv_heads_ = model.num_kv_heads;
   cache->head_dim_ = model.head_dim;
-  cache->dtype_ = backend.activation_dtype();
+  cache->dtype_ = backend.kv_cache_dtype();
   const size_t layer_bytes = static_cast<size_t>(config.num_blocks) * config.block_size * model.num_kv_heads *
                              model.head_dim * DTypeSize(cache->dtype_);
   for (int l = 0; l < model.num_layers; ++l) {

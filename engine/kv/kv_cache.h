@@ -1,4 +1,5 @@
-// Device memory of the paged KV cache: per layer, K and V of [num_blocks, block_size, kv_heads, head_dim].
+// Device memory of the paged KV cache: per layer, K and V of [num_blocks, block_size, kv_heads, head_dim] in the
+// backend's kv_cache_dtype() (float32 or bf16 on the CPU, bf16 on the GPU).
 #pragma once
 
 #include <memory>
@@ -29,6 +30,9 @@ class KvCache {
   int num_blocks() const { return config_.num_blocks; }
   int block_size() const { return config_.block_size; }
   size_t total_bytes() const { return total_bytes_; }
+  DType dtype() const { return dtype_; }  // the backend's kv_cache_dtype()
+  // Bytes one cached token takes over all layers (K and V): 2 * layers * kv_heads * head_dim * dtype size.
+  size_t bytes_per_token() const { return total_bytes_ / (static_cast<size_t>(config_.num_blocks) * config_.block_size); }
 
  private:
   KvCache() = default;

@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   // The pool comes after the weights, from what the device still has (on the CPU: within a container's
   // memory limit): sized as a fraction of it, or an explicit size checked against it.
   ARACH_ASSIGN_OR_RETURN(const MemoryBudget available, runner->backend_->AvailableMemory());
-  const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->activation_dtype());
+  const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->kv_cache_dtype());
   KvCacheConfig sized = kv;
   if (sized.num_blocks <= 0 && sized.free_memory_fraction > 0) {
     sized.num_blocks = static_cast<int>(static_cast<double>(available.bytes) * kv.free_memory_fraction / per_block);

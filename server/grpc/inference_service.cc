@@ -68,6 +68,9 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
   }
   const EngineStats stats = engine->stats();
   info->set_kv_block_size(engine->kv_block_size());
+  info->set_kv_cache_dtype(std::string(DTypeName(engine->kv_cache_dtype())));
+  info->set_kv_cache_bytes_per_token(static_cast<uint32_t>(engine->kv_bytes_per_token()));
+  if (engine->model_config().quantization.quantized()) info->set_weight_quantization(engine->model_config().quantization.Describe());
   info->set_kv_blocks(stats.kv_blocks_total);
   info->set_max_num_seqs(engine->config().max_num_seqs);
   info->set_max_num_batched_tokens(engine->config().max_num_batched_tokens);

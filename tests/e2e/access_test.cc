@@ -297,8 +297,9 @@ TEST(Https, MutualTlsRefusesAClientWithoutACertificate) {
 TEST(Priority, AHighPriorityRequestSubmittedLastFinishesBeforeLowPriorityOnesSubmittedFirst) {
   // One sequence at a time on the slow model: a low-priority request runs, four more wait, then a high-priority
   // one arrives: it takes the slot (the running low one is preempted) and finishes first.
-  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::SlowModelDir(), "--max_num_seqs=1",
-                                                                    "--kv_cache_bytes=" + absl::StrCat(testing::SlowModelKvBytes(64))});
+  std::vector<std::string> flags = testing::SlowModelKvFlags(64);
+  flags.insert(flags.end(), {"--model=" + testing::SlowModelDir(), "--max_num_seqs=1"});
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), flags);
   ASSERT_NE(server, nullptr);
   auto client = ArachClient::Connect(server->grpc_address());
   ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));

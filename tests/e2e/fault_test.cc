@@ -213,7 +213,9 @@ TEST_F(Warm, FloodPastTheQueueLimitIsRefusedWithoutMemoryGrowth) {
 
 TEST_F(Warm, KvExhaustionPreemptsAndRecomputesWithoutChangingOutputs) {
   // 16 blocks of 16 tokens: six 64-token sequences need 24.
-  auto server = StartSlowServer({absl::StrCat("--kv_cache_bytes=", testing::SlowModelKvBytes(16)), "--max_num_seqs=6"});
+  std::vector<std::string> flags = testing::SlowModelKvFlags(16);
+  flags.push_back("--max_num_seqs=6");
+  auto server = StartSlowServer(flags);
   ASSERT_NE(server, nullptr);
   auto client = ArachClient::Connect(server->grpc_address());
   ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));

@@ -109,7 +109,8 @@ TEST_F(FixtureServer, EachVariantStreamsTheReferenceContinuation) {
                              "arach_step_duration_seconds", "arach_iteration_tokens", "arach_request_prompt_tokens",
                              "arach_request_generation_tokens", "arach_request_max_tokens", "arach_request_prefill_time_seconds",
                              "arach_request_decode_time_seconds", "arach_score_request_latency_seconds",
-                             "arach_tokenizer_request_latency_seconds", "arach_build_info", "arach_cache_config_info"}) {
+                                                          "arach_tokenizer_request_latency_seconds", "arach_build_info", "arach_cache_config_info",
+                             "arach_kv_cache_bytes_per_token"}) {
     EXPECT_EQ(after.types.count(family), 1u) << family << " missing from /metrics";
     EXPECT_TRUE(after.helps.count(family) && !after.helps.at(family).empty()) << family << " has no help text";
   }
@@ -194,7 +195,10 @@ TEST_F(FixtureServer, ScoreMatchesTheOfflineScorer) {
   ASSERT_TRUE(client_->Score(request, &response).ok());
   ASSERT_EQ(response.results_size(), 2);
   EXPECT_EQ(response.variant().name(), "arach");
-  auto runner = testing::LoadFixtureRunner("gpt2-tiny");
+  testing::FixtureOptions options;  // the server's storage: its default auto weights and KV cache
+  options.weight_dtype = WeightDTypeChoice::kAuto;
+  options.kv_cache_dtype = KvDTypeChoice::kAuto;
+  auto runner = testing::LoadFixtureRunner("gpt2-tiny", options);
   ASSERT_TRUE(runner.ok());
   OfflineSession session(**runner);
   Variant arach;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "engine/backend/attention_params.h"
 #include "gtest/gtest.h"
@@ -29,11 +30,20 @@ struct Shape {
 class PagedAttention : public testing::DeviceFixture {
  protected:
   // `window` > 0: each query sees only the last `window` positions (Mistral's sliding window).
-  // `with_mass`: also ask for the attention-mass diagnostics and check them.
-  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window = 0, bool with_mass = false);
+  // `with_mass`: also ask for the attention-mass diagnostics and check them. `kv_dtype`: the cache's element type
+  // (default: the device's activation dtype); the reference reads the same rounded keys and values.
+  void RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window = 0, bool with_mass = false,
+               std::optional<DType> kv_dtype = std::nullopt);
 };
 
-void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window, bool with_mass) {
+void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seqs, uint32_t seed, int window, bool with_mass,
+                             std::optional<DType> kv_dtype) {
+  const DType cache_dtype = kv_dtype.value_or(dtype_);
+  auto round_to_cache = [&](std::vector<float> values) {
+    if (cache_dtype == DType::kBF16) for (float& x : values) x = BFloat16ToFloat(FloatToBFloat16(x));
+    if (cache_dtype == DType::kF16) for (float& x : values) x = HalfToFloat(FloatToHalf(x));
+    return values;
+  };
   std::mt19937 rng(seed);
   const int hd = shape.head_dim, slot_elems = shape.kv_heads * hd;
   int blocks_needed = 0;
@@ -55,8 +65,8 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
     offsets.push_back(s.offset);
   }
   const int verbal = query_start.back(), hub_rows = hub_start.back(), rows = verbal + hub_rows;
-  const std::vector<float> k_cache = Random(static_cast<size_t>(num_blocks) * shape.block_size * slot_elems);
-  const std::vector<float> v_cache = Random(k_cache.size());
+  const std::vector<float> k_cache = round_to_cache(Random(static_cast<size_t>(num_blocks) * shape.block_size * slot_elems));
+  const std::vector<float> v_cache = round_to_cache(Random(k_cache.size()));
   const std::vector<float> q = Random(static_cast<size_t>(rows) * shape.heads * hd);
   const std::vector<float> hub_k = Random(static_cast<size_t>(std::max(hub_rows, 1)) * slot_elems);
   const std::vector<float> hub_v = Random(hub_k.size());
@@ -64,9 +74,9 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   AttentionParams p;
   p.q = Upload(q, rows, shape.heads * hd);
   p.out = Zeros(rows, shape.heads * hd);
-  const DeviceMatrix k = Upload(k_cache, num_blocks * shape.block_size, slot_elems);
-  const DeviceMatrix v = Upload(v_cache, num_blocks * shape.block_size, slot_elems);
-  p.kv = PagedKvLayer{k.data, v.data, dtype_, shape.block_size, shape.kv_heads, hd};
+  const DeviceMatrix k = Upload(k_cache, num_blocks * shape.block_size, slot_elems, cache_dtype);
+  const DeviceMatrix v = Upload(v_cache, num_blocks * shape.block_size, slot_elems, cache_dtype);
+  p.kv = PagedKvLayer{k.data, v.data, cache_dtype, shape.block_size, shape.kv_heads, hd};
   p.num_heads = shape.heads;
   p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   p.num_seqs = static_cast<int>(seqs.size());
@@ -153,6 +163,31 @@ TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
         seqs.push_back(spec);
       }
       RunCase(shape, seqs, seed, /*window=*/0, /*with_mass=*/seed % 2 == 0);
+    }
+  }
+}
+
+// Half-width caches (--kv_cache_dtype f16 / bf16; bf16 is the GPU's only kind): decode rows read them directly,
+// prefill chunks gather them, both widened to float32; against the reference on the same rounded keys and values.
+TEST_P(PagedAttention, HalfWidthCachesOnRandomBatches) {
+  const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {8, 4, 16, 1}};
+  for (const DType cache_dtype : {DType::kF16, DType::kBF16}) {
+    if (GetParam() == DeviceKind::kCuda && cache_dtype == DType::kF16) continue;  // the GPU caches bf16 only
+    for (uint32_t seed = 11; seed <= 13; ++seed) {
+      std::mt19937 rng(seed * 104729);
+      for (const Shape& shape : shapes) {
+        std::vector<SeqSpec> seqs;
+        const int num_seqs = 1 + static_cast<int>(rng() % 5);
+        for (int s = 0; s < num_seqs; ++s) {
+          SeqSpec spec;
+          spec.context = 1 + static_cast<int>(rng() % 300);
+          spec.rows = rng() % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % spec.context);
+          spec.hub = rng() % 2 == 0;
+          spec.offset = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+          seqs.push_back(spec);
+        }
+        RunCase(shape, seqs, seed, /*window=*/seed == 12 ? 37 : 0, /*with_mass=*/seed != 12, cache_dtype);
+      }
     }
   }
 }

@@ -264,6 +264,48 @@ TEST_P(Ops, WriteKvLandsInTheNamedSlots) {
   ExpectClose(v_cache, v_want, "v cache", testing::Tolerance{0.0f, 0.0f});
 }
 
+TEST_P(Ops, WriteKvIntoABf16CacheRoundsToNearestEven) {
+  const int kv_heads = 2, head_dim = 16, block_size = 4, num_blocks = 3;
+  const int64_t slot_elems = kv_heads * head_dim;
+  std::vector<float> k = Random(3 * slot_elems), v = Random(3 * slot_elems);
+  k[0] = 1.0f + 1.0f / 256.0f;  // halfway between two bf16 values: to the even one (1.0)
+  k[1] = 1.0f + 3.0f / 256.0f;  // halfway: to the even one (1 + 4/256)
+  const DeviceMatrix k_cache = Zeros(num_blocks * block_size, slot_elems, DType::kBF16);
+  const DeviceMatrix v_cache = Zeros(num_blocks * block_size, slot_elems, DType::kBF16);
+  const std::vector<int32_t> slots = {7, 0, 11};
+  backend_->WriteKv(Upload(k, 3, slot_elems), Upload(v, 3, slot_elems), UploadInts(slots),
+                    PagedKvLayer{k_cache.data, v_cache.data, DType::kBF16, block_size, kv_heads, head_dim});
+  ASSERT_TRUE(backend_->Synchronize().ok());
+  std::vector<float> k_want(num_blocks * block_size * slot_elems, 0.0f), v_want = k_want;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    for (int64_t c = 0; c < slot_elems; ++c) {
+      k_want[slots[i] * slot_elems + c] = BFloat16ToFloat(FloatToBFloat16(k[i * slot_elems + c]));
+      v_want[slots[i] * slot_elems + c] = BFloat16ToFloat(FloatToBFloat16(v[i * slot_elems + c]));
+    }
+  }
+  EXPECT_EQ(k_want[7 * slot_elems], 1.0f);
+  EXPECT_EQ(k_want[7 * slot_elems + 1], 1.0f + 4.0f / 256.0f);
+  ExpectClose(k_cache, k_want, "k cache", testing::Tolerance{0.0f, 0.0f});
+  ExpectClose(v_cache, v_want, "v cache", testing::Tolerance{0.0f, 0.0f});
+}
+
+TEST_P(Ops, WriteKvIntoAnF16CacheSaturatesBeyondItsRange) {
+  if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU caches bf16 only";
+  const int kv_heads = 1, head_dim = 4, block_size = 2;
+  const std::vector<float> k = {1e6f, -1e6f, 0.1f, 65504.0f}, v = {3.0f, -70000.0f, 1e-8f, 2.5f};
+  const DeviceMatrix k_cache = Zeros(block_size, head_dim, DType::kF16), v_cache = Zeros(block_size, head_dim, DType::kF16);
+  backend_->WriteKv(Upload(k, 1, head_dim), Upload(v, 1, head_dim), UploadInts({1}),
+                    PagedKvLayer{k_cache.data, v_cache.data, DType::kF16, block_size, kv_heads, head_dim});
+  ASSERT_TRUE(backend_->Synchronize().ok());
+  const std::vector<float> got_k = Download(k_cache), got_v = Download(v_cache);
+  EXPECT_EQ(got_k[4], 65504.0f);
+  EXPECT_EQ(got_k[5], -65504.0f);
+  EXPECT_EQ(got_k[6], HalfToFloat(FloatToHalf(0.1f)));
+  EXPECT_EQ(got_v[5], -65504.0f);
+  EXPECT_EQ(got_v[6], HalfToFloat(FloatToHalf(1e-8f)));  // below the smallest subnormal: zero
+  EXPECT_EQ(got_k[0], 0.0f);  // slot 0 untouched
+}
+
 TEST_P(Ops, MisshapenArgumentsAreReportedBySynchronizeAndSkipTheKernel) {
   const std::vector<float> in = Random(2 * 8);
   const DeviceMatrix x = Upload(in, 2, 8), w = Upload(Random(3 * 5), 3, 5), out = Upload(std::vector<float>(6, 7.0f), 2, 3);

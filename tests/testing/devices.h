@@ -81,7 +81,9 @@ class DeviceFixture : public ::testing::TestWithParam<DeviceKind> {
     backend_->UploadFloat(buffers_.back()->data(), type, host.data(), static_cast<size_t>(rows * cols));
     return DeviceMatrix::Dense(buffers_.back()->data(), type, rows, cols);
   }
-  DeviceMatrix Zeros(int64_t rows, int64_t cols) { return Upload(std::vector<float>(static_cast<size_t>(rows * cols), 0.0f), rows, cols); }
+  DeviceMatrix Zeros(int64_t rows, int64_t cols, std::optional<DType> dtype = std::nullopt) {
+    return Upload(std::vector<float>(static_cast<size_t>(rows * cols), 0.0f), rows, cols, dtype);
+  }
   // Device int32 metadata.
   const int32_t* UploadInts(const std::vector<int32_t>& values) {
     buffers_.push_back(*backend_->Allocate(values.size() * sizeof(int32_t)));

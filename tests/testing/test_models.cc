@@ -49,15 +49,16 @@ std::string SlowModelDir() {
 
 std::string TinyRandomModelDir() { return ModelDirOnce("gpt2-tiny-random", "config.json", MakeModelOptions{}); }
 
-int64_t SlowModelKvBytes(int blocks) {
+std::vector<std::string> SlowModelKvFlags(int blocks) {
   const std::string path = SlowModelDir() + "/config.json";
   const absl::StatusOr<std::string> text = ReadFileToString(path);
   const absl::StatusOr<ModelConfig> config = text.ok() ? ParseModelConfig(*text, path) : text.status();
   if (!config.ok()) {
-    std::fprintf(stderr, "SlowModelKvBytes: %s\n", config.status().ToString().c_str());
-    return 0;
+    std::fprintf(stderr, "SlowModelKvFlags: %s\n", config.status().ToString().c_str());
+    return {};
   }
-  return int64_t{blocks} * 16 * config->num_layers * 2 * config->kv_size() * int64_t{sizeof(float)};
+  const int64_t bytes = int64_t{blocks} * 16 * config->num_layers * 2 * config->kv_size() * int64_t{sizeof(float)};
+  return {"--kv_cache_dtype=f32", "--kv_cache_bytes=" + std::to_string(bytes)};
 }
 
 }  // namespace arach::testing

@@ -11,14 +11,16 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace arach::testing {
 
 // The slow model's folder.
 std::string SlowModelDir();
 
-// KV-cache bytes that hold `blocks` blocks of 16 tokens of that model (float32 K and V of every layer).
-int64_t SlowModelKvBytes(int blocks);
+// Server flags that give that model a KV cache of exactly `blocks` blocks of 16 tokens: a float32 cache (whatever
+// --kv_cache_dtype auto would pick on this CPU) of the bytes those blocks take.
+std::vector<std::string> SlowModelKvFlags(int blocks);
 
 // A tiny random GPT-2 (the `tiny` preset, synthetic tokenizer, no adapter): fast, for tests of the server's
 // surface rather than of its model.

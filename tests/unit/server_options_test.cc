@@ -32,8 +32,11 @@ TEST(ServerOptions, AValidSetResolves) {
   EXPECT_EQ(config->experiment->arms[1].variant.arach_offset, -1.0f) << "an arm's own offset wins";
   EXPECT_EQ(config->device, DeviceKind::kCpu);
   EXPECT_EQ(config->options.load.weight_dtype, WeightDTypeChoice::kAuto) << "the binaries' default";
+  EXPECT_EQ(config->options.load.kv_cache_dtype, KvDTypeChoice::kAuto) << "the binaries' default";
   o.weight_dtype = "bf16";
+  o.kv_cache_dtype = "f16";
   EXPECT_EQ(ResolveServerConfig(o)->options.load.weight_dtype, WeightDTypeChoice::kBF16);
+  EXPECT_EQ(ResolveServerConfig(o)->options.load.kv_cache_dtype, KvDTypeChoice::kF16);
 }
 
 TEST(ServerOptions, TheServedNameDefaultsToTheModelFolder) {
@@ -60,6 +63,9 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   o = Valid();
   o.weight_dtype = "f8";
   EXPECT_THAT(ErrorOf(o), HasSubstr("--weight_dtype: weight dtype \"f8\" is not one of auto, f32, f16, bf16"));
+  o = Valid();
+  o.kv_cache_dtype = "fp8";
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--kv_cache_dtype: KV cache dtype \"fp8\" is not one of auto, f32, f16, bf16"));
   o = Valid();
   o.drain_announce_ms = -1;
   EXPECT_THAT(ErrorOf(o), HasSubstr("--drain_announce_ms: must not be negative"));

@@ -57,6 +57,9 @@ ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may
 ABSL_FLAG(std::string, weight_dtype, "auto",
           "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise) or auto "
           "(f16 where the CPU converts halves in hardware, else f32)");
+ABSL_FLAG(std::string, kv_cache_dtype, "auto",
+          "KV cache: f32, f16 or bf16 (half the bytes per cached token; f16 is the more precise) or auto (f16 with "
+          "half-width weights, else f32)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
 ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama | mistral | qwen2 | qwen3");
 ABSL_FLAG(std::string, preset, "tiny",
@@ -84,7 +87,7 @@ namespace arach::tools {
 namespace {
 
 // Flags of the commands that load a model and run it under a variant.
-const std::vector<std::string> kModelFlags = {"model", "device", "cpu_threads", "weight_dtype", "block_size", "kv_cache_bytes", "arach", "arach_offset",
+const std::vector<std::string> kModelFlags = {"model", "device", "cpu_threads", "weight_dtype", "kv_cache_dtype", "block_size", "kv_cache_bytes", "arach", "arach_offset",
                                               "arach_hub_embedding", "hub_seed", "adapter", "skip"};
 
 std::vector<std::string> WithModelFlags(std::vector<std::string> own) {
@@ -130,9 +133,7 @@ absl::StatusOr<ModelOptions> ModelFlags() {
   options.load.device = *device;
   options.load.block_size = absl::GetFlag(FLAGS_block_size);
   options.load.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
-  absl::StatusOr<WeightDTypeChoice> weight_dtype = ParseWeightDType(absl::GetFlag(FLAGS_weight_dtype));
-  if (!weight_dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("--weight_dtype: ", weight_dtype.status().message()));
-  options.load.weight_dtype = *weight_dtype;
+  ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(absl::GetFlag(FLAGS_weight_dtype), absl::GetFlag(FLAGS_kv_cache_dtype), options.load));
   if (options.load.block_size <= 0) return absl::InvalidArgumentError("--block_size must be positive");
   const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   if (bytes < 0) return absl::InvalidArgumentError("--kv_cache_bytes must not be negative");

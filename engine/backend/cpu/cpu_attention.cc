@@ -2,15 +2,19 @@
 // head group (verbal rows, and hub rows when ARACH is on) are processed in tiles: few queries (decode)
 // read keys and values straight from their pages; many queries (prefill) gather the context once and
 // use GEMMs. Each query's causal limit is applied per row and the hub term joins the same softmax.
+// The cache holds float32, f16 or bf16 keys and values (--kv_cache_dtype): half-width ones are widened to float32
+// as they are read (in registers for decode, into the gathered copy for prefill); the arithmetic is float32.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_parallel.h"
+#include "engine/backend/cpu/half_elements.h"
 
 namespace arach {
 namespace {
@@ -37,25 +41,42 @@ inline void AddMass(const QueryRef& ref, int mass_stride, float sink_p, float hu
   ref.mass[mass_stride] += hub_p;
 }
 
-inline float Dot(const float* a, const float* b, int n) {
+using cpu::BFloat16Bits;
+using cpu::HalfBits;
+using cpu::Widen;
+
+// a . b with b float32 or half-width (widened per element; the loop vectorises either way).
+template <typename T>
+inline float Dot(const float* a, const T* b, int n) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
+  for (int i = 0; i < n; ++i) sum += a[i] * Widen(b[i]);
   return sum;
 }
 
-// Where position j of one sequence's head `g` lives in a cache layer.
+// Where position j of one sequence's head `g` lives in a cache layer of elements T (float, HalfBits, BFloat16Bits).
+template <typename T>
 struct PageReader {
-  const float* cache;
+  const T* cache;
   const int32_t* blocks;
   int block_size;
   int64_t slot_elems;  // kv_heads * head_dim
   int64_t head_offset;  // g * head_dim
-  const float* At(int j) const {
+  const T* At(int j) const {
     const int64_t slot = static_cast<int64_t>(blocks[j / block_size]) * block_size + j % block_size;
     return cache + slot * slot_elems + head_offset;
   }
 };
+
+// dst[0, n) = src[0, n) as float32.
+template <typename T>
+inline void WidenInto(const T* src, int n, float* dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    for (int i = 0; i < n; ++i) dst[i] = Widen(src[i]);
+  }
+}
 
 // Turns `scores` (visible logits) plus an optional hub logit into probabilities; returns the hub weight.
 float Softmax(float* scores, int visible, bool has_hub, float hub_score) {
@@ -84,8 +105,9 @@ struct Scratch {
 };
 
 // Queries few enough to read the pages directly.
-void AttendDirect(const AttentionParams& p, const std::vector<QueryRef>& queries, const PageReader& keys,
-                  const PageReader& values, float hub_offset, Scratch& scratch) {
+template <typename T>
+void AttendDirect(const AttentionParams& p, const std::vector<QueryRef>& queries, const PageReader<T>& keys,
+                  const PageReader<T>& values, float hub_offset, Scratch& scratch) {
   const int head_dim = p.kv.head_dim;
   for (const QueryRef& ref : queries) {
     const int visible = ref.limit - ref.first + 1;
@@ -100,23 +122,25 @@ void AttendDirect(const AttentionParams& p, const std::vector<QueryRef>& queries
     for (int c = 0; c < head_dim; ++c) o[c] = has_hub ? hub_weight * ref.hub_v[c] : 0.0f;
     for (int j = 0; j < visible; ++j) {
       const float w = scores[j];
-      const float* v = values.At(ref.first + j);
+      const T* v = values.At(ref.first + j);
 #pragma omp simd
-      for (int c = 0; c < head_dim; ++c) o[c] += w * v[c];
+      for (int c = 0; c < head_dim; ++c) o[c] += w * Widen(v[c]);
     }
   }
 }
 
-// Many queries: gather the positions [lo, context) once, then scores and outputs by GEMM per tile of queries.
+// Many queries: gather the positions [lo, context) once (as float32), then scores and outputs by GEMM per tile
+// of queries.
+template <typename T>
 void AttendGathered(const AttentionParams& p, const std::vector<QueryRef>& queries, int lo, int context,
-                    const PageReader& keys, const PageReader& values, float hub_offset, Scratch& s) {
+                    const PageReader<T>& keys, const PageReader<T>& values, float hub_offset, Scratch& s) {
   const int head_dim = p.kv.head_dim;
   const int width = context - lo;
   s.keys.resize(static_cast<size_t>(width) * head_dim);   // [context - lo, head_dim]
   s.values.resize(static_cast<size_t>(width) * head_dim); // [context - lo, head_dim]
   for (int j = 0; j < width; ++j) {
-    std::memcpy(&s.keys[static_cast<size_t>(j) * head_dim], keys.At(lo + j), head_dim * sizeof(float));
-    std::memcpy(&s.values[static_cast<size_t>(j) * head_dim], values.At(lo + j), head_dim * sizeof(float));
+    WidenInto(keys.At(lo + j), head_dim, &s.keys[static_cast<size_t>(j) * head_dim]);
+    WidenInto(values.At(lo + j), head_dim, &s.values[static_cast<size_t>(j) * head_dim]);
   }
   for (size_t t0 = 0; t0 < queries.size(); t0 += kQueryTile) {
     const int tile = static_cast<int>(std::min<size_t>(kQueryTile, queries.size() - t0));
@@ -175,8 +199,6 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
     }
     const int32_t* blocks = p.block_tables + p.block_table_start[s];
     const int64_t slot_elems = static_cast<int64_t>(kv_heads) * head_dim;
-    const PageReader keys{static_cast<const float*>(p.kv.k), blocks, p.kv.block_size, slot_elems, static_cast<int64_t>(g) * head_dim};
-    const PageReader values{static_cast<const float*>(p.kv.v), blocks, p.kv.block_size, slot_elems, static_cast<int64_t>(g) * head_dim};
     const bool has_hub = p.num_hub_rows > 0 && p.hub_start[s + 1] > p.hub_start[s];
     const int hub0 = has_hub ? p.hub_start[s] : 0;
     const float hub_offset = has_hub ? p.hub_logit_offset[s] : 0.0f;
@@ -204,10 +226,22 @@ void CpuBackend::AttentionImpl(const AttentionParams& p) {
         }
       }
     }
-    if (static_cast<int>(queries.size()) < kGemmMinRows) {
-      AttendDirect(p, queries, keys, values, hub_offset, local);
+    auto attend = [&](auto element) {
+      using T = decltype(element);
+      const PageReader<T> keys{static_cast<const T*>(p.kv.k), blocks, p.kv.block_size, slot_elems, static_cast<int64_t>(g) * head_dim};
+      const PageReader<T> values{static_cast<const T*>(p.kv.v), blocks, p.kv.block_size, slot_elems, static_cast<int64_t>(g) * head_dim};
+      if (static_cast<int>(queries.size()) < kGemmMinRows) {
+        AttendDirect(p, queries, keys, values, hub_offset, local);
+      } else {
+        AttendGathered(p, queries, lo, context, keys, values, hub_offset, local);
+      }
+    };
+    if (p.kv.dtype == DType::kBF16) {
+      attend(BFloat16Bits{});
+    } else if (p.kv.dtype == DType::kF16) {
+      attend(HalfBits{});
     } else {
-      AttendGathered(p, queries, lo, context, keys, values, hub_offset, local);
+      attend(0.0f);
     }
   });
 }

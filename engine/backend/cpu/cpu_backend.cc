@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -31,17 +32,20 @@ class HostBuffer final : public DeviceBuffer {
 
 inline float* Row(const DeviceMatrix& m, int64_t r) { return m.As<float>() + r * m.stride; }
 
+constexpr float kMaxHalf = 65504.0f;  // the largest finite IEEE half
+
 }  // namespace
 
-CpuBackend::CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights)
-    : thread_reason_(std::move(threads.reason)), weights_(std::move(weights)), team_(threads.threads) {
+CpuBackend::CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights, KvDTypePlan kv)
+    : thread_reason_(std::move(threads.reason)), weights_(std::move(weights)), kv_(std::move(kv)), team_(threads.threads) {
   // The backend parallelises its kernels itself (cpu_parallel.h) and calls OpenBLAS inside them.
   openblas_set_num_threads(1);
 }
 
 std::string CpuBackend::Describe() const {
   return absl::StrCat("cpu (", team_.threads(), " threads: ", thread_reason_, "; ", DTypeName(weights_.dtype), " weights: ",
-                      weights_.reason, "; OpenBLAS ", openblas_get_corename(), " kernels)");
+                      weights_.reason, "; ", DTypeName(kv_.dtype), " KV cache: ", kv_.reason, "; OpenBLAS ",
+                      openblas_get_corename(), " kernels)");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
@@ -175,10 +179,21 @@ void CpuBackend::AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) {
 
 void CpuBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) {
   const int64_t row_elems = static_cast<int64_t>(kv.num_kv_heads) * kv.head_dim;  // one slot: [kv_heads, head_dim]
+  const int64_t slot_bytes = row_elems * static_cast<int64_t>(DTypeSize(kv.dtype));
+  // float32 rows stored as kv.dtype: f32 a copy; f16 and bf16 rounded to nearest even, f16 saturated at its
+  // largest finite value (an infinite key would turn a whole softmax into NaN).
+  std::vector<float> saturated(kv.dtype == DType::kF16 ? static_cast<size_t>(row_elems) : 0);
+  auto store = [&](const float* row, void* dst) {
+    if (kv.dtype == DType::kF16) {
+      for (int64_t c = 0; c < row_elems; ++c) saturated[c] = std::clamp(row[c], -kMaxHalf, kMaxHalf);
+      row = saturated.data();
+    }
+    ConvertFromFloat(kv.dtype, row, static_cast<size_t>(row_elems), dst);
+  };
   for (int64_t r = 0; r < k.rows; ++r) {
     const int64_t slot = slots[r];
-    std::memcpy(static_cast<float*>(kv.k) + slot * row_elems, Row(k, r), row_elems * sizeof(float));
-    std::memcpy(static_cast<float*>(kv.v) + slot * row_elems, Row(v, r), row_elems * sizeof(float));
+    store(Row(k, r), static_cast<char*>(kv.k) + slot * slot_bytes);
+    store(Row(v, r), static_cast<char*>(kv.v) + slot * slot_bytes);
   }
 }
 

@@ -16,13 +16,14 @@ class CpuBackend final : public Backend {
  public:
   // Runs its parallel loops on a team of `threads.threads` threads (cpu_parallel.h) and OpenBLAS
   // single-threaded inside them.
-  CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights);
+  CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights, KvDTypePlan kv = {});
   int threads() const { return team_.threads(); }
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string Describe() const override;
   DType activation_dtype() const override { return DType::kF32; }
   DType weight_dtype() const override { return weights_.dtype; }
+  DType kv_cache_dtype() const override { return kv_.dtype; }  // f32, f16 or bf16
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
@@ -58,6 +59,7 @@ class CpuBackend final : public Backend {
  private:
   std::string thread_reason_;  // why the team has its size (CpuThreadPlan::reason)
   WeightDTypePlan weights_;
+  KvDTypePlan kv_;
   cpu::ThreadTeam team_;
 };
 

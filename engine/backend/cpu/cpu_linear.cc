@@ -13,6 +13,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_parallel.h"
+#include "engine/backend/cpu/half_elements.h"
 
 namespace arach {
 namespace {
@@ -32,14 +33,9 @@ inline VecF LoadVec(const float* p) {
   return v;
 }
 
-// Half-width weight elements, as stored: bit patterns tagged with their format.
-struct BFloat16Bits {
-  uint16_t bits;
-};
-struct HalfBits {
-  uint16_t bits;
-};
-static_assert(sizeof(BFloat16Bits) == 2 && sizeof(HalfBits) == 2);
+using cpu::BFloat16Bits;
+using cpu::HalfBits;
+using cpu::Widen;
 
 // kLanes bf16 values widened to float32: the 16 bits become a float's upper half.
 inline VecF LoadVec(const BFloat16Bits* p) {
@@ -63,14 +59,10 @@ inline VecF LoadVec(const HalfBits* p) {
   const __m256 wide = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   std::memcpy(&v, &wide, sizeof(v));
 #else
-  for (int i = 0; i < kLanes; ++i) v[i] = HalfToFloat(p[i].bits);
+  for (int i = 0; i < kLanes; ++i) v[i] = Widen(p[i]);
 #endif
   return v;
 }
-
-inline float ToFloat(float v) { return v; }
-inline float ToFloat(BFloat16Bits v) { return BFloat16ToFloat(v.bits); }
-inline float ToFloat(HalfBits v) { return HalfToFloat(v.bits); }
 
 // Weight rows [first, last) widened to float32 into `dst` ([last - first, cols]).
 template <typename W>
@@ -84,7 +76,7 @@ void WidenRows(const DeviceMatrix& weight, int64_t first, int64_t last, float* d
       const VecF v = LoadVec(src + c);
       std::memcpy(out + c, &v, sizeof(v));
     }
-    for (; c < cols; ++c) out[c] = ToFloat(src[c]);
+    for (; c < cols; ++c) out[c] = Widen(src[c]);
   }
 }
 
@@ -129,7 +121,7 @@ inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride,
   for (int i = 0; i < MB; ++i) {
     for (int j = 0; j < NB; ++j) {
       float sum = SumLanes(acc[i][j]);
-      for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * ToFloat(w[j * w_stride + kk]);
+      for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * Widen(w[j * w_stride + kk]);
       float& o = out[i * out_stride + j];
       o = accumulate ? o + sum : sum;
     }

@@ -15,6 +15,17 @@ WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c) {
                   : WeightDTypePlan{DType::kF32, "auto: the CPU has no F16C"};
 }
 
+KvDTypePlan PlanCpuKvDType(KvDTypeChoice choice, DType weight_dtype) {
+  switch (choice) {
+    case KvDTypeChoice::kF32: return {DType::kF32, "--kv_cache_dtype f32"};
+    case KvDTypeChoice::kF16: return {DType::kF16, "--kv_cache_dtype f16"};
+    case KvDTypeChoice::kBF16: return {DType::kBF16, "--kv_cache_dtype bf16"};
+    case KvDTypeChoice::kAuto: break;
+  }
+  return weight_dtype == DType::kF32 ? KvDTypePlan{DType::kF32, "auto: float32 weights"}
+                                     : KvDTypePlan{DType::kF16, "auto: half-width weights"};
+}
+
 WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice) {
   // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports knows no "f16c").
   unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;

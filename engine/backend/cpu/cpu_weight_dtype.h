@@ -1,4 +1,4 @@
-// Which dtype the CPU backend keeps weight matrices in (projections, embeddings, LM head), and why. f16 and bf16
+// Which dtypes the CPU backend keeps weight matrices and the KV cache in (projections, embeddings, LM head), and why. f16 and bf16
 // halve the bytes a decode step streams, which is what bounds it: the kernels widen them to float32 in registers
 // and compute in float32, so the only change to the math is the weights' rounding at load.
 #pragma once
@@ -19,5 +19,13 @@ struct WeightDTypePlan {
 WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c);
 // The plan on this CPU.
 WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice);
+
+// Which dtype the CPU backend keeps the KV cache in, and why.
+struct KvDTypePlan {
+  DType dtype = DType::kF32;
+  std::string reason;  // e.g. "auto: half-width weights"
+};
+// kAuto: f16 when the weight matrices are half-width (`weight_dtype` f16 or bf16), else float32.
+KvDTypePlan PlanCpuKvDType(KvDTypeChoice choice, DType weight_dtype);
 
 }  // namespace arach
