@@ -49,8 +49,9 @@ ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at mos
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(std::string, weight_dtype, "auto",
-          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise) or auto "
-          "(f16 where the CPU converts halves in hardware, else f32)");
+          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise), int8 "
+          "(a quarter of the bytes, one scale per output row) or auto (f16 where the CPU converts halves in hardware, "
+          "else f32)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache: f32, f16 or bf16 (half the bytes per cached token, so twice the tokens fit; f16 is the more "
           "precise) or auto (CPU: f16 with half-width weights, f32 with f32 weights; GPU: bf16)");

@@ -96,7 +96,8 @@ absl::StatusOr<WeightDTypeChoice> ParseWeightDType(absl::string_view name) {
   if (name == "f32") return WeightDTypeChoice::kF32;
   if (name == "f16") return WeightDTypeChoice::kF16;
   if (name == "bf16") return WeightDTypeChoice::kBF16;
-  return absl::InvalidArgumentError(absl::StrCat("weight dtype \"", name, "\" is not one of auto, f32, f16, bf16"));
+  if (name == "int8") return WeightDTypeChoice::kInt8;
+  return absl::InvalidArgumentError(absl::StrCat("weight dtype \"", name, "\" is not one of auto, f32, f16, bf16, int8"));
 }
 
 absl::string_view WeightDTypeChoiceName(WeightDTypeChoice choice) {
@@ -105,6 +106,7 @@ absl::string_view WeightDTypeChoiceName(WeightDTypeChoice choice) {
     case WeightDTypeChoice::kF32: return "f32";
     case WeightDTypeChoice::kF16: return "f16";
     case WeightDTypeChoice::kBF16: return "bf16";
+    case WeightDTypeChoice::kInt8: return "int8";
   }
   return "?";
 }
@@ -132,6 +134,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const Ba
     WeightDTypePlan weights = ResolveCpuWeightDType(options.weight_dtype);
     KvDTypePlan kv = PlanCpuKvDType(options.kv_cache_dtype, weights.dtype);
     return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads), std::move(weights), std::move(kv)));
+  }
+  // The GPU computes in bf16: f32 (the library's default) and auto mean that; f16 and int8 storage it has not.
+  if (options.weight_dtype == WeightDTypeChoice::kF16 || options.weight_dtype == WeightDTypeChoice::kInt8) {
+    return absl::InvalidArgumentError(absl::StrCat("weight dtype ", WeightDTypeChoiceName(options.weight_dtype),
+                                                   ": the CUDA backend keeps its weights in bf16 (use auto or bf16)"));
   }
   if (options.kv_cache_dtype == KvDTypeChoice::kF32 || options.kv_cache_dtype == KvDTypeChoice::kF16) {
     return absl::InvalidArgumentError(absl::StrCat("KV cache dtype ", KvDTypeChoiceName(options.kv_cache_dtype),

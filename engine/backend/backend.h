@@ -139,8 +139,10 @@ class Backend {
 // How the CPU backend stores weight matrices. f16 and bf16 halve the bytes that bound a decode step; f16 keeps
 // 11 significant bits to bf16's 8 (measured: bf16 weights move the fixtures' logits up to 0.084, f16 within
 // 0.05). kAuto: f16 where the CPU converts halves in hardware (F16C), else float32.
-enum class WeightDTypeChoice { kAuto, kF32, kF16, kBF16 };
-absl::StatusOr<WeightDTypeChoice> ParseWeightDType(absl::string_view name);  // "auto" | "f32" | "f16" | "bf16"
+// kInt8: a quarter of the bytes, one float scale per output row (max |w| / 127), widened and scaled in registers
+// (CPU only).
+enum class WeightDTypeChoice { kAuto, kF32, kF16, kBF16, kInt8 };
+absl::StatusOr<WeightDTypeChoice> ParseWeightDType(absl::string_view name);  // "auto" | "f32" | "f16" | "bf16" | "int8"
 absl::string_view WeightDTypeChoiceName(WeightDTypeChoice choice);
 
 // How the KV cache stores keys and values. f16 and bf16 take half the bytes per cached token, so twice the tokens
@@ -155,7 +157,7 @@ absl::string_view KvDTypeChoiceName(KvDTypeChoice choice);
 struct BackendOptions {
   int cpu_threads = 0;  // CPU: threads of the parallel loops; 0 = OMP_NUM_THREADS, else what the process may use
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // CPU only (the binaries default to auto); the GPU keeps bf16
-  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kF32;  // CPU: f32, f16 or bf16 (the binaries default to auto); GPU: bf16
+  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // CPU: f32, f16 or bf16 (auto: f32 beside f32 weights); GPU: bf16
 };
 
 // Creates the backend for `kind`; CUDA fails with FAILED_PRECONDITION where it was not built or no GPU is present.

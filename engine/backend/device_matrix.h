@@ -16,17 +16,19 @@ struct DeviceMatrix {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t stride = 0;  // elements between row r and row r + 1 (>= cols)
+  const float* row_scales = nullptr;  // kI8 only: [rows], element (r, c) = code * row_scales[r]
 
   static DeviceMatrix Dense(void* data, DType dtype, int64_t rows, int64_t cols) {
     return DeviceMatrix{data, dtype, rows, cols, cols};
   }
   // Rows [begin, begin + count).
   DeviceMatrix Rows(int64_t begin, int64_t count) const {
-    return DeviceMatrix{static_cast<char*>(data) + begin * stride * DTypeSize(dtype), dtype, count, cols, stride};
+    return DeviceMatrix{static_cast<char*>(data) + begin * stride * DTypeSize(dtype), dtype, count, cols, stride,
+                        row_scales != nullptr ? row_scales + begin : nullptr};
   }
   // Columns [begin, begin + count) of every row.
   DeviceMatrix Cols(int64_t begin, int64_t count) const {
-    return DeviceMatrix{static_cast<char*>(data) + begin * DTypeSize(dtype), dtype, rows, count, stride};
+    return DeviceMatrix{static_cast<char*>(data) + begin * DTypeSize(dtype), dtype, rows, count, stride, row_scales};
   }
   bool contiguous() const { return stride == cols; }
   template <typename T>

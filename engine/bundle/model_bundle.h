@@ -35,7 +35,7 @@ struct LoadModelOptions {
   // CPU weight matrices: f32 (the library's default: results equal the float32 references), f16, bf16, or auto
   // (f16 where the CPU has F16C; the binaries' default).
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;
-  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kF32;  // the binaries default to auto (bf16 with half-width weights)
+  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // auto: float32 beside float32 weights, f16 beside narrower ones
 };
 
 // The command-line spellings of the storage dtypes (--weight_dtype, --kv_cache_dtype), resolved into `load`; an

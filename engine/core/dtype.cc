@@ -1,5 +1,6 @@
 #include "engine/core/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,6 +16,7 @@ size_t DTypeSize(DType dtype) {
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
     case DType::kI64: return 8;
+    case DType::kI8: return 1;
     case DType::kF8E4M3: return 1;
   }
   return 0;
@@ -27,6 +29,7 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kBF16: return "BF16";
     case DType::kI32: return "I32";
     case DType::kI64: return "I64";
+    case DType::kI8: return "I8";
     case DType::kF8E4M3: return "F8_E4M3";
   }
   return "?";
@@ -38,9 +41,10 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   if (name == "BF16") return DType::kBF16;
   if (name == "I32") return DType::kI32;
   if (name == "I64") return DType::kI64;
+  if (name == "I8") return DType::kI8;
   if (name == "F8_E4M3") return DType::kF8E4M3;
   return absl::InvalidArgumentError(
-      absl::StrCat("unsupported dtype \"", name, "\" (supported: F32, F16, BF16, I32, I64, F8_E4M3)"));
+      absl::StrCat("unsupported dtype \"", name, "\" (supported: F32, F16, BF16, I32, I64, I8, F8_E4M3)"));
 }
 
 float HalfToFloat(uint16_t h) {
@@ -102,6 +106,20 @@ uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+void QuantizeRowsInt8(const float* src, int64_t rows, int64_t cols, int8_t* codes, float* scales) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = src + r * cols;
+    float amax = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(x[c]));
+    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float inverse = 1.0f / scale;
+    for (int64_t c = 0; c < cols; ++c) {
+      codes[r * cols + c] = static_cast<int8_t>(std::clamp(std::lround(x[c] * inverse), -127L, 127L));
+    }
+    scales[r] = scale;
+  }
+}
+
 float Float8E4M3ToFloat(uint8_t bits) {
   const int exponent = (bits >> 3) & 0xf;
   const int mantissa = bits & 0x7;
@@ -129,6 +147,11 @@ void ConvertToFloat(DType dtype, const void* src, size_t count, float* dst) {
     case DType::kBF16: {
       const auto* in = static_cast<const uint16_t*>(src);
       for (size_t i = 0; i < count; ++i) dst[i] = BFloat16ToFloat(in[i]);
+      return;
+    }
+    case DType::kI8: {
+      const auto* in = static_cast<const int8_t*>(src);
+      for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(in[i]);
       return;
     }
     default:

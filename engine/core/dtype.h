@@ -16,6 +16,7 @@ enum class DType : uint8_t {
   kBF16,  // bfloat16 (upper half of a float32)
   kI32,   // int32 (metadata only)
   kI64,   // int64 (metadata only)
+  kI8,   // int8 weight matrices of the CPU backend (--weight_dtype int8): value = code * the row's scale
   kF8E4M3,  // float8 e4m3 ("fn": 4 exponent bits, bias 7, 3 mantissa bits, no infinities, max 448); FP8
             // checkpoints only: read through engine/model/weight_quantization.h with the tensor's scales
 };
@@ -36,10 +37,15 @@ inline float BFloat16ToFloat(uint16_t bits) {
   return f;
 }
 uint16_t FloatToBFloat16(float value);  // round to nearest even
+// Quantizes each row of `src` ([rows, cols]) to int8 with one scale per row: scale = max |x| / 127 (1 for an
+// all-zero row), code = round(x / scale) (to nearest, ties away from zero). codes: [rows, cols], scales: [rows].
+void QuantizeRowsInt8(const float* src, int64_t rows, int64_t cols, int8_t* codes, float* scales);
+
 // An e4m3fn byte as float32 (exact; 0x7f and 0xff are NaN).
 float Float8E4M3ToFloat(uint8_t bits);
 
-// Converts `count` elements of `dtype` at `src` to float32 at `dst`. `dtype` must be F32, F16 or BF16.
+// Converts `count` elements of `dtype` at `src` to float32 at `dst`. `dtype` must be F32, F16, BF16 or I8 (the
+// codes themselves: a row's scale is the caller's).
 void ConvertToFloat(DType dtype, const void* src, size_t count, float* dst);
 // Converts `count` float32 values to `dtype` (F32, F16 or BF16) at `dst`.
 void ConvertFromFloat(DType dtype, const float* src, size_t count, void* dst);

@@ -1,5 +1,7 @@
 #include "engine/runner/device_weights.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 
@@ -12,11 +14,25 @@ absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& t
   const bool matrix = tensor.shape.size() == 2 && tensor.shape[0] > 1;
   const DType dtype = matrix ? backend.weight_dtype() : backend.activation_dtype();
   const size_t count = tensor.data.size();
-  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer, backend.Allocate(count * DTypeSize(dtype)));
-  backend.UploadFloat(buffer->data(), dtype, tensor.data.data(), count);
   const int64_t rows = tensor.shape.size() == 2 ? tensor.shape[0] : 1;
   const int64_t cols = tensor.shape.size() == 2 ? tensor.shape[1] : tensor.shape[0];
+  // int8 matrices: the codes ([rows, cols]), then at the next 64-byte boundary one float scale per row ([rows]).
+  const size_t codes_bytes = count * DTypeSize(dtype);
+  const size_t scales_offset = (codes_bytes + 63) / 64 * 64;
+  const size_t bytes = dtype == DType::kI8 ? scales_offset + static_cast<size_t>(rows) * sizeof(float) : codes_bytes;
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer, backend.Allocate(bytes));
   DeviceMatrix view = DeviceMatrix::Dense(buffer->data(), dtype, rows, cols);
+  if (dtype == DType::kI8) {
+    std::vector<int8_t> codes(count);
+    std::vector<float> scales(static_cast<size_t>(rows));
+    QuantizeRowsInt8(tensor.data.data(), rows, cols, codes.data(), scales.data());
+    char* base = static_cast<char*>(buffer->data());
+    backend.CopyToDevice(base, codes.data(), codes_bytes);
+    backend.CopyToDevice(base + scales_offset, scales.data(), scales.size() * sizeof(float));
+    view.row_scales = reinterpret_cast<const float*>(base + scales_offset);
+  } else {
+    backend.UploadFloat(buffer->data(), dtype, tensor.data.data(), count);
+  }
   total_bytes += buffer->size();
   buffers_.push_back(std::move(buffer));
   tensor = HostTensor{};  // free the host copy now

@@ -160,6 +160,40 @@ TEST_P(Ops, LinearAndEmbedWithHalfWidthWeights) {
   }
 }
 
+// Weight matrices in int8 with one scale per row (the CPU backend's --weight_dtype int8): products of the
+// dequantized values (code * scale), so within summation-order tolerance; the decode kernel (<= 12 rows) scales
+// each dot product, the GEMM path scales the widened rows; an embedding row is its codes times its scale.
+TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
+  if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU keeps bf16 weights";
+  const int64_t k = 200;
+  for (int64_t n : {195, 2100}) {
+    std::vector<float> weight;
+    const DeviceMatrix w = UploadInt8Rows(Random(n * k, 0.1f), n, k, &weight);
+    const std::vector<float> bias = Random(n);
+    const DeviceMatrix b = Upload(bias, 1, n);
+    for (int64_t m : {1, 3, 5, 12, 13, 130}) {
+      const std::vector<float> in = Random(m * k, 0.5f);
+      const DeviceMatrix x = Upload(in, m, k), out = Zeros(m, n);
+      backend_->Linear(x, w, b, out, /*accumulate=*/false);
+      ExpectClose(out, MatMulT(in, weight, &bias, m, k, n), "int8-weight linear, " + std::to_string(m) + " x " + std::to_string(n));
+    }
+    // A row slice keeps its rows' scales (the fused QKV weight is sliced so).
+    const DeviceMatrix x = Upload(Random(2 * k, 0.5f), 2, k), out = Zeros(2, 7);
+    backend_->Linear(x, w.Rows(100, 7), DeviceMatrix{}, out, /*accumulate=*/false);
+    const std::vector<float> slice(weight.begin() + 100 * k, weight.begin() + 107 * k);
+    ExpectClose(out, MatMulT(Download(x), slice, nullptr, 2, k, 7), "int8-weight linear of rows 100-106");
+  }
+  std::vector<float> table;
+  const DeviceMatrix t = UploadInt8Rows(Random(50 * k), 50, k, &table);
+  const std::vector<int32_t> ids = {3, 0, 49, 7};
+  const DeviceMatrix out = Zeros(4, k);
+  backend_->Embed(UploadInts(ids), UploadInts({0, 0, 0, 0}), t, DeviceMatrix{}, out);
+  std::vector<float> want;
+  for (int32_t id : ids) want.insert(want.end(), table.begin() + id * k, table.begin() + (id + 1) * k);
+  ExpectClose(out, want, "int8 embedding", testing::Tolerance{0.0f, 0.0f});
+  ExpectClose(t, table, "int8 download", testing::Tolerance{0.0f, 0.0f});
+}
+
 TEST_P(Ops, LinearIntoFloat32Logits) {
   const std::vector<float> in = Random(5 * 128, 0.5f), weight = Random(1000 * 128, 0.2f);
   const DeviceMatrix logits = Upload(std::vector<float>(5 * 1000, 0.0f), 5, 1000, DType::kF32);

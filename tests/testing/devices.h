@@ -95,6 +95,22 @@ class DeviceFixture : public ::testing::TestWithParam<DeviceKind> {
     backend_->CopyToDevice(buffers_.back()->data(), values.data(), values.size() * sizeof(float));
     return static_cast<const float*>(buffers_.back()->data());
   }
+  // An int8 weight matrix ([rows, cols] codes, one scale per row, as DeviceWeights stores --weight_dtype int8) of
+  // `host`; `dequantized` receives the values it holds (code * scale) for the reference.
+  DeviceMatrix UploadInt8Rows(const std::vector<float>& host, int64_t rows, int64_t cols, std::vector<float>* dequantized) {
+    std::vector<int8_t> codes(host.size());
+    std::vector<float> scales(static_cast<size_t>(rows));
+    QuantizeRowsInt8(host.data(), rows, cols, codes.data(), scales.data());
+    dequantized->resize(host.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) (*dequantized)[r * cols + c] = codes[r * cols + c] * scales[r];
+    }
+    buffers_.push_back(*backend_->Allocate(codes.size()));
+    backend_->CopyToDevice(buffers_.back()->data(), codes.data(), codes.size());
+    DeviceMatrix m = DeviceMatrix::Dense(buffers_.back()->data(), DType::kI8, rows, cols);
+    m.row_scales = UploadFloats(scales);
+    return m;
+  }
   // Waits for the device (failing the test on an error) and reads `m` back as float32.
   std::vector<float> Download(const DeviceMatrix& m) {
     const absl::Status sync = backend_->Synchronize();

@@ -72,7 +72,7 @@ struct FixtureOptions {
   bool adapter = false;       // load <model>/preproj.safetensors
   DeviceKind device = DeviceKind::kCpu;
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // the CPU backend's weight matrices
-  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kF32;
+  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // float32 beside the default float32 weights
   std::string model_dir;  // load this folder (a converted copy of the fixture) instead of the fixture's own
 };
 

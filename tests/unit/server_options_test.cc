@@ -62,7 +62,7 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   EXPECT_THAT(ErrorOf(o), HasSubstr("--device: device \"tpu\""));
   o = Valid();
   o.weight_dtype = "f8";
-  EXPECT_THAT(ErrorOf(o), HasSubstr("--weight_dtype: weight dtype \"f8\" is not one of auto, f32, f16, bf16"));
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--weight_dtype: weight dtype \"f8\" is not one of auto, f32, f16, bf16, int8"));
   o = Valid();
   o.kv_cache_dtype = "fp8";
   EXPECT_THAT(ErrorOf(o), HasSubstr("--kv_cache_dtype: KV cache dtype \"fp8\" is not one of auto, f32, f16, bf16"));

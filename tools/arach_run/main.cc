@@ -55,8 +55,9 @@ ABSL_FLAG(std::string, out, "", "logits: output file; make-model: output folder"
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(std::string, weight_dtype, "auto",
-          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise) or auto "
-          "(f16 where the CPU converts halves in hardware, else f32)");
+          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise), int8 "
+          "(a quarter of the bytes, one scale per output row) or auto (f16 where the CPU converts halves in hardware, "
+          "else f32)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache: f32, f16 or bf16 (half the bytes per cached token; f16 is the more precise) or auto (f16 with "
           "half-width weights, else f32)");

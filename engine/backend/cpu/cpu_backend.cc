@@ -34,6 +34,16 @@ inline float* Row(const DeviceMatrix& m, int64_t r) { return m.As<float>() + r *
 
 constexpr float kMaxHalf = 65504.0f;  // the largest finite IEEE half
 
+// Row r of `m` as float32 into dst ([m.cols]): any stored dtype, int8 rows times their scale.
+void WidenRow(const DeviceMatrix& m, int64_t r, float* dst) {
+  const char* row = static_cast<const char*>(m.data) + r * m.stride * DTypeSize(m.dtype);
+  ConvertToFloat(m.dtype, row, static_cast<size_t>(m.cols), dst);
+  if (m.row_scales != nullptr) {
+    const float scale = m.row_scales[r];
+    for (int64_t c = 0; c < m.cols; ++c) dst[c] *= scale;
+  }
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights, KvDTypePlan kv)
@@ -77,25 +87,18 @@ void CpuBackend::UploadFloat(void* device_dst, DType dtype, const float* host_sr
 }
 
 void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
-  for (int64_t r = 0; r < src.rows; ++r) {
-    ConvertToFloat(src.dtype, static_cast<const char*>(src.data) + r * src.stride * DTypeSize(src.dtype),
-                   static_cast<size_t>(src.cols), host_dst + r * src.cols);
-  }
+  for (int64_t r = 0; r < src.rows; ++r) WidenRow(src, r, host_dst + r * src.cols);
 }
 
 void CpuBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
-  // Tables in the weight dtype (float32 or bf16): a row is widened into `out`, then the position row added.
-  auto widen_row = [](const DeviceMatrix& m, int64_t r, float* dst) {
-    const char* row = static_cast<const char*>(m.data) + r * m.stride * DTypeSize(m.dtype);
-    ConvertToFloat(m.dtype, row, static_cast<size_t>(m.cols), dst);
-  };
+  // Tables in the weight dtype: a row is widened into `out`, then the position row added.
   std::vector<float> position_row(position_table.data != nullptr ? out.cols : 0);
   for (int64_t r = 0; r < out.rows; ++r) {
     float* dst = Row(out, r);
-    widen_row(table, ids[r], dst);
+    WidenRow(table, ids[r], dst);
     if (position_table.data != nullptr) {
-      widen_row(position_table, positions[r], position_row.data());
+      WidenRow(position_table, positions[r], position_row.data());
       for (int64_t c = 0; c < out.cols; ++c) dst[c] += position_row[c];
     }
   }

@@ -1,5 +1,5 @@
-// Linear layers on CPU, float32, f16 or bf16 weights (half-width weights are widened to float32 in registers:
-// one conversion per vector; the arithmetic is float32 either way). Few rows (decode): a register-tiled kernel that streams each weight row
+// Linear layers on CPU, float32, f16, bf16 or int8 weights (narrow weights are widened to float32 in registers:
+// one conversion per vector; int8 rows' scales multiply each dot product; the arithmetic is float32 either way). Few rows (decode): a register-tiled kernel that streams each weight row
 // once, parallel over output features. Many rows (prefill): OpenBLAS sgemm, one single-threaded call per
 // thread on a slice of the output features (the weights are never repacked twice; half-width slices are
 // widened into a per-thread float32 buffer first, a pass that the GEMM's M rows amortise).
@@ -64,19 +64,39 @@ inline VecF LoadVec(const HalfBits* p) {
   return v;
 }
 
-// Weight rows [first, last) widened to float32 into `dst` ([last - first, cols]).
+// kLanes int8 codes widened to float32 (vpmovsxbd + vcvtdq2ps); the row's scale is applied to the dot product.
+inline VecF LoadVec(const int8_t* p) {
+  VecF v;
+#if defined(__AVX512F__)
+  const __m512 wide = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  std::memcpy(&v, &wide, sizeof(v));
+#elif defined(__AVX2__)
+  const __m256 wide = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  std::memcpy(&v, &wide, sizeof(v));
+#else
+  for (int i = 0; i < kLanes; ++i) v[i] = static_cast<float>(p[i]);
+#endif
+  return v;
+}
+inline float Widen(int8_t code) { return static_cast<float>(code); }
+
+// The scale of weight row j: int8 rows carry one (DeviceMatrix::row_scales), other dtypes none.
+inline float RowScale(const float* row_scales, int64_t j) { return row_scales != nullptr ? row_scales[j] : 1.0f; }
+
+// Weight rows [first, last) widened to float32 (and scaled) into `dst` ([last - first, cols]).
 template <typename W>
 void WidenRows(const DeviceMatrix& weight, int64_t first, int64_t last, float* dst) {
   const int64_t cols = weight.cols;
   for (int64_t j = first; j < last; ++j) {
     const W* src = weight.As<W>() + j * weight.stride;
     float* out = dst + (j - first) * cols;
+    const float scale = RowScale(weight.row_scales, j);
     int64_t c = 0;
     for (; c + kLanes <= cols; c += kLanes) {
-      const VecF v = LoadVec(src + c);
+      const VecF v = LoadVec(src + c) * scale;
       std::memcpy(out + c, &v, sizeof(v));
     }
-    for (; c < cols; ++c) out[c] = Widen(src[c]);
+    for (; c < cols; ++c) out[c] = Widen(src[c]) * scale;
   }
 }
 
@@ -104,10 +124,11 @@ constexpr int64_t kChunksPerThread = 4;    // dynamic chunks per thread of one G
 constexpr int64_t kMinGemmColumns = 128;   // columns of one BLAS call at least
 constexpr int64_t kWidenedRows = 256;      // half-width weight rows widened to float32 per GEMM call
 
-// out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB; W: float or bf16 bits (uint16_t).
+// out[i][j] (+)= scale[j] * sum_k x[i][k] * w[j][k] for i < MB, j < NB; W: float, half-width or int8 elements;
+// scales: [NB] (int8 rows) or null (1).
 template <int MB, int NB, typename W>
-inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride, int64_t k_size, float* out,
-                 int64_t out_stride, bool accumulate) {
+inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride, const float* scales, int64_t k_size,
+                 float* out, int64_t out_stride, bool accumulate) {
   VecF acc[MB][NB] = {};
   int64_t k = 0;
   for (; k + kLanes <= k_size; k += kLanes) {
@@ -122,25 +143,29 @@ inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride,
     for (int j = 0; j < NB; ++j) {
       float sum = SumLanes(acc[i][j]);
       for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * Widen(w[j * w_stride + kk]);
+      sum *= RowScale(scales, j);
       float& o = out[i * out_stride + j];
       o = accumulate ? o + sum : sum;
     }
   }
 }
 
-// All rows of x against NB consecutive weight rows.
+// All rows of x against NB consecutive weight rows (scales: theirs, or null).
 template <int NB, typename W>
-void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
+void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, const float* scales, float* out, int64_t out_stride,
+             bool accumulate) {
   const float* x = in.As<float>();
   const int64_t k = in.cols;
   int64_t m = 0;
-  for (; m + 4 <= in.rows; m += 4) Tile<4, NB>(x + m * in.stride, in.stride, w, w_stride, k, out + m * out_stride, out_stride, accumulate);
+  for (; m + 4 <= in.rows; m += 4) {
+    Tile<4, NB>(x + m * in.stride, in.stride, w, w_stride, scales, k, out + m * out_stride, out_stride, accumulate);
+  }
   const float* xr = x + m * in.stride;
   float* o = out + m * out_stride;
   switch (in.rows - m) {
-    case 3: Tile<3, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
-    case 2: Tile<2, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
-    case 1: Tile<1, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 3: Tile<3, NB>(xr, in.stride, w, w_stride, scales, k, o, out_stride, accumulate); break;
+    case 2: Tile<2, NB>(xr, in.stride, w, w_stride, scales, k, o, out_stride, accumulate); break;
+    case 1: Tile<1, NB>(xr, in.stride, w, w_stride, scales, k, o, out_stride, accumulate); break;
     default: break;
   }
 }
@@ -165,10 +190,14 @@ void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
       const int64_t j0 = t * kFeatureTile;
       const W* w = weight.As<W>() + j0 * weight.stride;
       float* o = out.As<float>() + j0;
+      const float* scales = weight.row_scales;
       if (j0 + kFeatureTile <= n) {
-        AllRows<kFeatureTile>(in, w, weight.stride, o, out.stride, accumulate);
+        AllRows<kFeatureTile>(in, w, weight.stride, scales != nullptr ? scales + j0 : nullptr, o, out.stride, accumulate);
       } else {
-        for (int64_t j = j0; j < n; ++j) AllRows<1>(in, weight.As<W>() + j * weight.stride, weight.stride, out.As<float>() + j, out.stride, accumulate);
+        for (int64_t j = j0; j < n; ++j) {
+          AllRows<1>(in, weight.As<W>() + j * weight.stride, weight.stride, scales != nullptr ? scales + j : nullptr,
+                     out.As<float>() + j, out.stride, accumulate);
+        }
       }
     }
     AddBias(bias, out, first * kFeatureTile, std::min(n, last * kFeatureTile));
@@ -190,7 +219,7 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
     if (weight.dtype == DType::kF32) {
       gemm(weight.As<float>() + first * weight.stride, weight.stride, first, last);
     } else {
-      // f16 / bf16: kWidenedRows weight rows at a time widened into this thread's buffer ([kWidenedRows, k],
+      // f16 / bf16 / int8: kWidenedRows weight rows at a time widened (and scaled) into this thread's buffer ([kWidenedRows, k],
       // at most 8 MiB for k = 8192), each block one GEMM: an LM head's chunk of thousands of rows never
       // becomes a float32 copy.
       thread_local std::vector<float> widened;
@@ -199,6 +228,8 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
         const int64_t e = std::min(last, b + kWidenedRows);
         if (weight.dtype == DType::kBF16) {
           WidenRows<BFloat16Bits>(weight, b, e, widened.data());
+        } else if (weight.dtype == DType::kI8) {
+          WidenRows<int8_t>(weight, b, e, widened.data());
         } else {
           WidenRows<HalfBits>(weight, b, e, widened.data());
         }
@@ -219,6 +250,7 @@ void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, 
     switch (weight.dtype) {
       case DType::kBF16: SmallRowsLinear<BFloat16Bits>(in, weight, b, out, accumulate, team_); break;
       case DType::kF16: SmallRowsLinear<HalfBits>(in, weight, b, out, accumulate, team_); break;
+      case DType::kI8: SmallRowsLinear<int8_t>(in, weight, b, out, accumulate, team_); break;
       default: SmallRowsLinear<float>(in, weight, b, out, accumulate, team_); break;
     }
   } else {

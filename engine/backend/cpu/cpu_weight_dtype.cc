@@ -9,6 +9,7 @@ WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c) {
     case WeightDTypeChoice::kF32: return {DType::kF32, "--weight_dtype f32"};
     case WeightDTypeChoice::kF16: return {DType::kF16, "--weight_dtype f16"};
     case WeightDTypeChoice::kBF16: return {DType::kBF16, "--weight_dtype bf16"};
+    case WeightDTypeChoice::kInt8: return {DType::kI8, "--weight_dtype int8 (one scale per output row)"};
     case WeightDTypeChoice::kAuto: break;
   }
   return has_f16c ? WeightDTypePlan{DType::kF16, "auto: the CPU converts halves in hardware (F16C)"}
