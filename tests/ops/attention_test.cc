@@ -147,22 +147,28 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   }
 }
 
+// 1 to max_seqs sequences of 1-300 cached positions, each a decode row or a prefill chunk, half with the hub at a
+// random offset.
+std::vector<SeqSpec> RandomSeqs(std::mt19937& rng, int max_seqs) {
+  std::vector<SeqSpec> seqs;
+  const int num_seqs = 1 + static_cast<int>(rng() % max_seqs);
+  for (int s = 0; s < num_seqs; ++s) {
+    SeqSpec spec;
+    spec.context = 1 + static_cast<int>(rng() % 300);
+    spec.rows = rng() % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % spec.context);
+    spec.hub = rng() % 2 == 0;
+    spec.offset = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+    seqs.push_back(spec);
+  }
+  return seqs;
+}
+
 TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
   const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {2, 1, 256, 32}, {12, 12, 64, 8}, {8, 4, 16, 1}};
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     std::mt19937 rng(seed * 7919);
     for (const Shape& shape : shapes) {
-      std::vector<SeqSpec> seqs;
-      const int num_seqs = 1 + static_cast<int>(rng() % 6);
-      for (int s = 0; s < num_seqs; ++s) {
-        SeqSpec spec;
-        spec.context = 1 + static_cast<int>(rng() % 300);
-        spec.rows = rng() % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % spec.context);
-        spec.hub = rng() % 2 == 0;
-        spec.offset = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
-        seqs.push_back(spec);
-      }
-      RunCase(shape, seqs, seed, /*window=*/0, /*with_mass=*/seed % 2 == 0);
+      RunCase(shape, RandomSeqs(rng, 6), seed, /*window=*/0, /*with_mass=*/seed % 2 == 0);
     }
   }
 }
@@ -176,17 +182,7 @@ TEST_P(PagedAttention, HalfWidthCachesOnRandomBatches) {
     for (uint32_t seed = 11; seed <= 13; ++seed) {
       std::mt19937 rng(seed * 104729);
       for (const Shape& shape : shapes) {
-        std::vector<SeqSpec> seqs;
-        const int num_seqs = 1 + static_cast<int>(rng() % 5);
-        for (int s = 0; s < num_seqs; ++s) {
-          SeqSpec spec;
-          spec.context = 1 + static_cast<int>(rng() % 300);
-          spec.rows = rng() % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % spec.context);
-          spec.hub = rng() % 2 == 0;
-          spec.offset = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
-          seqs.push_back(spec);
-        }
-        RunCase(shape, seqs, seed, /*window=*/seed == 12 ? 37 : 0, /*with_mass=*/seed != 12, cache_dtype);
+        RunCase(shape, RandomSeqs(rng, 5), seed, /*window=*/seed == 12 ? 37 : 0, /*with_mass=*/seed != 12, cache_dtype);
       }
     }
   }
