@@ -392,8 +392,11 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
     if (health_status.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (health_status.ok() && std::chrono::steady_clock::now() < closed_deadline);
   EXPECT_FALSE(health_status.ok()) << "the listener should close after the announcement";
+  // Refused, never served: UNAVAILABLE from the closed listener, or CANCELLED when the call raced the close on the
+  // server (seen once under ThreadSanitizer on the 2-core machine, 2026-12-02); either way the call was not served.
   const grpc::Status refused = client->Generate(LongRequest(5), [](const auto&) {});
-  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(refused.error_code() == grpc::StatusCode::UNAVAILABLE || refused.error_code() == grpc::StatusCode::CANCELLED)
+      << "code " << refused.error_code() << ": " << refused.error_message();
   EXPECT_LT(tokens.load(), kStreamTokens) << "the stream should still be running during the drain";
   stream.join();
   EXPECT_TRUE(stream_status.ok()) << stream_status.error_message();
