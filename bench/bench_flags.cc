@@ -12,7 +12,7 @@ ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
 ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where make-model presets are written");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
 ABSL_FLAG(std::string, weight_dtype, "auto", "CPU weight matrices: f32 | f16 | bf16 | int8 | auto (f16 where the CPU has F16C)");
-ABSL_FLAG(std::string, kv_cache_dtype, "auto", "KV cache: f32 | f16 | bf16 | auto (f16 with half-width weights, else f32)");
+ABSL_FLAG(std::string, kv_cache_dtype, "auto", "KV cache: f32 | f16 | bf16 | auto (f16 with weights narrower than f32, else f32)");
 
 ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes");
 ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");

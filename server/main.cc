@@ -54,7 +54,7 @@ ABSL_FLAG(std::string, weight_dtype, "auto",
           "else f32)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache: f32, f16 or bf16 (half the bytes per cached token, so twice the tokens fit; f16 is the more "
-          "precise) or auto (CPU: f16 with half-width weights, f32 with f32 weights; GPU: bf16)");
+          "precise) or auto (CPU: f16 with weights narrower than f32, f32 with f32 weights; GPU: bf16)");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
 ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");

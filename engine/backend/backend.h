@@ -147,9 +147,9 @@ absl::string_view WeightDTypeChoiceName(WeightDTypeChoice choice);
 
 // How the KV cache stores keys and values. f16 and bf16 take half the bytes per cached token, so twice the tokens
 // fit in the same memory; attention widens them to float32 as it reads them. f16 keeps 11 significant bits to
-// bf16's 8: over 256-token sequences of the fixtures bf16 moves logits up to 0.05, f16 under 0.01 (values beyond
-// f16's range, 65504, are saturated). kAuto: on the CPU f16 when the weight matrices are half-width, float32 with
-// float32 weights; the GPU keeps bf16 (its only choice).
+// bf16's 8: over 256-token sequences of the fixtures bf16 moves logits up to 0.32, f16 up to 0.047
+// (tests/conformance/cpu_kv_half_test.cc; values beyond f16's range, 65504, are saturated). kAuto: on the CPU f16
+// when the weight matrices are narrower than float32, float32 with float32 weights; the GPU keeps bf16.
 enum class KvDTypeChoice { kAuto, kF32, kF16, kBF16 };
 absl::StatusOr<KvDTypeChoice> ParseKvCacheDType(absl::string_view name);  // "auto" | "f32" | "f16" | "bf16"
 absl::string_view KvDTypeChoiceName(KvDTypeChoice choice);

@@ -60,7 +60,7 @@ ABSL_FLAG(std::string, weight_dtype, "auto",
           "else f32)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache: f32, f16 or bf16 (half the bytes per cached token; f16 is the more precise) or auto (f16 with "
-          "half-width weights, else f32)");
+          "weights narrower than f32, else f32)");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
 ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama | mistral | qwen2 | qwen3");
 ABSL_FLAG(std::string, preset, "tiny",

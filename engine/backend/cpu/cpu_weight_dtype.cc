@@ -24,7 +24,7 @@ KvDTypePlan PlanCpuKvDType(KvDTypeChoice choice, DType weight_dtype) {
     case KvDTypeChoice::kAuto: break;
   }
   return weight_dtype == DType::kF32 ? KvDTypePlan{DType::kF32, "auto: float32 weights"}
-                                     : KvDTypePlan{DType::kF16, "auto: half-width weights"};
+                                     : KvDTypePlan{DType::kF16, "auto: weights narrower than float32"};
 }
 
 WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice) {

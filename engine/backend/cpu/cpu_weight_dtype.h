@@ -23,9 +23,9 @@ WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice);
 // Which dtype the CPU backend keeps the KV cache in, and why.
 struct KvDTypePlan {
   DType dtype = DType::kF32;
-  std::string reason;  // e.g. "auto: half-width weights"
+  std::string reason;  // e.g. "auto: weights narrower than float32"
 };
-// kAuto: f16 when the weight matrices are half-width (`weight_dtype` f16 or bf16), else float32.
+// kAuto: f16 when the weight matrices are narrower than float32 (`weight_dtype` f16, bf16 or int8), else float32.
 KvDTypePlan PlanCpuKvDType(KvDTypeChoice choice, DType weight_dtype);
 
 }  // namespace arach

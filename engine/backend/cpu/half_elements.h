@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/core/dtype.h"
+
 namespace arach::cpu {
 
 // bfloat16: the upper half of a float32.
@@ -20,14 +22,9 @@ static_assert(sizeof(BFloat16Bits) == 2 && sizeof(HalfBits) == 2);
 
 inline float Widen(float x) { return x; }
 
-inline float Widen(BFloat16Bits x) {
-  const uint32_t u = static_cast<uint32_t>(x.bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
+inline float Widen(BFloat16Bits x) { return BFloat16ToFloat(x.bits); }
 
-// Exact for every half: exponent and mantissa moved into a float's bits give the value times 2^-112 (subnormal
+// HalfToFloat's value without its branches (so that loops vectorise). Exact for every half: exponent and mantissa moved into a float's bits give the value times 2^-112 (subnormal
 // halves become subnormal floats), a multiply by 2^112 restores it; an all-ones exponent (inf/nan) becomes a
 // float's; the sign is copied.
 inline float Widen(HalfBits x) {
