@@ -92,8 +92,26 @@ void Report(const char* test, int sent, Tally& t, long rss_before, long rss_peak
   std::fflush(stdout);
 }
 
-// Memory may not fall back exactly (allocator caches): allow 64 MiB over the warmed-up baseline.
-constexpr long kRssSlackKib = 64 * 1024;
+// Memory may not fall back exactly (allocator caches): allow 64 MiB over the warmed-up baseline. Under
+// AddressSanitizer (the server is built as this test is) freed blocks wait in its quarantine, 256 MiB by default,
+// before they are reused, so RSS climbs by up to that much without a leak; LeakSanitizer checks for leaks there
+// when the server exits.
+#if defined(__SANITIZE_ADDRESS__)  // g++
+#define ARACH_UNDER_ASAN 1
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define ARACH_UNDER_ASAN 1
+#endif
+#endif
+#if defined(ARACH_UNDER_ASAN)
+constexpr long kAllocatorSlackKib = (64 + 256) * 1024;
+#else
+constexpr long kAllocatorSlackKib = 64 * 1024;
+#endif
+
+void ExpectNoMemoryGrowth(long rss_before, long rss_after) {
+  EXPECT_LT(rss_after, rss_before + kAllocatorSlackKib) << "resident KiB before " << rss_before << ", after " << rss_after;
+}
 
 class Warm : public ::testing::Test {
  protected:
@@ -144,7 +162,7 @@ TEST_F(Warm, ClientsDisconnectingMidStreamLoseNothing) {
   const double finished = after.Sum("arach_requests_total") - before.Sum("arach_requests_total");
   EXPECT_EQ(finished, kClients) << "every request ended exactly once in the engine";
   EXPECT_EQ(after.Value("arach_kv_cache_usage_ratio"), 0);
-  EXPECT_LT(rss_after, rss_before + kRssSlackKib);
+  ExpectNoMemoryGrowth(rss_before, rss_after);
 }
 
 TEST_F(Warm, DeadlinesExpireInTheQueueAndMidGeneration) {
@@ -208,7 +226,7 @@ TEST_F(Warm, FloodPastTheQueueLimitIsRefusedWithoutMemoryGrowth) {
   EXPECT_EQ(after.Sum("arach_requests_rejected_total", {{"code", "resource_exhausted"}}) -
                 before.Sum("arach_requests_rejected_total", {{"code", "resource_exhausted"}}),
             tally[grpc::StatusCode::RESOURCE_EXHAUSTED]);
-  EXPECT_LT(rss_after, rss_before + kRssSlackKib);
+  ExpectNoMemoryGrowth(rss_before, rss_after);
 }
 
 TEST_F(Warm, KvExhaustionPreemptsAndRecomputesWithoutChangingOutputs) {
