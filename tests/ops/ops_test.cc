@@ -160,9 +160,25 @@ TEST_P(Ops, LinearAndEmbedWithHalfWidthWeights) {
   }
 }
 
-// Weight matrices in int8 with one scale per row (the CPU backend's --weight_dtype int8): products of the
-// dequantized values (code * scale), so within summation-order tolerance; the decode kernel (<= 12 rows) scales
-// each dot product, the GEMM path scales the widened rows; an embedding row is its codes times its scale.
+// Weight matrices in int8 with one scale per row (the CPU backend's --weight_dtype int8). Up to kInt8DecodeRows
+// rows (decode) meet activations quantized per row as the kernel does (scale max|x| / 127, codes rounded to
+// nearest, ties away from zero): the integer dot products are exact, so the results are those of the quantized
+// values within float rounding. More rows (prefill) multiply float32 activations by the widened, scaled rows. An
+// embedding row is its codes times its scale.
+constexpr int64_t kInt8DecodeRows = 12;
+
+// `in` ([m, k]) as the decode kernel sees it: each row rounded to 255 levels of max|row| / 127.
+std::vector<float> QuantizedPerRow(const std::vector<float>& in, int64_t m, int64_t k) {
+  std::vector<float> out(in.size());
+  for (int64_t r = 0; r < m; ++r) {
+    float amax = 0.0f;
+    for (int64_t c = 0; c < k; ++c) amax = std::max(amax, std::fabs(in[r * k + c]));
+    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    for (int64_t c = 0; c < k; ++c) out[r * k + c] = static_cast<float>(std::lround(in[r * k + c] * (1.0f / scale))) * scale;
+  }
+  return out;
+}
+
 TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
   if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU keeps bf16 weights";
   const int64_t k = 200;
@@ -172,16 +188,38 @@ TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
     const std::vector<float> bias = Random(n);
     const DeviceMatrix b = Upload(bias, 1, n);
     for (int64_t m : {1, 3, 5, 12, 13, 130}) {
-      const std::vector<float> in = Random(m * k, 0.5f);
+      std::vector<float> in = Random(m * k, 0.5f);
+      if (m == 3) std::fill(in.begin() + k, in.begin() + 2 * k, 0.0f);  // a zero row has no scale to take
       const DeviceMatrix x = Upload(in, m, k), out = Zeros(m, n);
       backend_->Linear(x, w, b, out, /*accumulate=*/false);
-      ExpectClose(out, MatMulT(in, weight, &bias, m, k, n), "int8-weight linear, " + std::to_string(m) + " x " + std::to_string(n));
+      const std::vector<float> seen = m <= kInt8DecodeRows ? QuantizedPerRow(in, m, k) : in;
+      ExpectClose(out, MatMulT(seen, weight, &bias, m, k, n), "int8-weight linear, " + std::to_string(m) + " x " + std::to_string(n));
+      if (m <= kInt8DecodeRows) {  // and the quantized activations stay close to the float32 product
+        ExpectClose(out, MatMulT(in, weight, &bias, m, k, n), "int8-weight linear against float32 activations",
+                    testing::Tolerance{2e-2f, 2e-2f});
+        backend_->Linear(x, w, DeviceMatrix{}, out, /*accumulate=*/true);
+        std::vector<float> twice = MatMulT(seen, weight, &bias, m, k, n);
+        const std::vector<float> product = MatMulT(seen, weight, nullptr, m, k, n);
+        for (size_t i = 0; i < twice.size(); ++i) twice[i] += product[i];
+        ExpectClose(out, twice, "int8-weight linear accumulate");
+      }
     }
     // A row slice keeps its rows' scales (the fused QKV weight is sliced so).
-    const DeviceMatrix x = Upload(Random(2 * k, 0.5f), 2, k), out = Zeros(2, 7);
+    const std::vector<float> two_rows = Random(2 * k, 0.5f);
+    const DeviceMatrix x = Upload(two_rows, 2, k), out = Zeros(2, 7);
     backend_->Linear(x, w.Rows(100, 7), DeviceMatrix{}, out, /*accumulate=*/false);
     const std::vector<float> slice(weight.begin() + 100 * k, weight.begin() + 107 * k);
-    ExpectClose(out, MatMulT(Download(x), slice, nullptr, 2, k, 7), "int8-weight linear of rows 100-106");
+    ExpectClose(out, MatMulT(QuantizedPerRow(two_rows, 2, k), slice, nullptr, 2, k, 7), "int8-weight linear of rows 100-106");
+    // Column counts around the 64-byte vectors of the integer dot products: 1, 63, 64, 65, 130.
+    for (int64_t cols : {1, 63, 64, 65, 130}) {
+      std::vector<float> small_weight;
+      const DeviceMatrix sw = UploadInt8Rows(Random(9 * cols, 0.1f), 9, cols, &small_weight);
+      const std::vector<float> in = Random(5 * cols, 0.5f);
+      const DeviceMatrix sx = Upload(in, 5, cols), sout = Zeros(5, 9);
+      backend_->Linear(sx, sw, DeviceMatrix{}, sout, /*accumulate=*/false);
+      ExpectClose(sout, MatMulT(QuantizedPerRow(in, 5, cols), small_weight, nullptr, 5, cols, 9),
+                  "int8-weight linear over " + std::to_string(cols) + " columns");
+    }
   }
   std::vector<float> table;
   const DeviceMatrix t = UploadInt8Rows(Random(50 * k), 50, k, &table);

@@ -1,12 +1,16 @@
-// Linear layers on CPU, float32, f16, bf16 or int8 weights (narrow weights are widened to float32 in registers:
-// one conversion per vector; int8 rows' scales multiply each dot product; the arithmetic is float32 either way). Few rows (decode): a register-tiled kernel that streams each weight row
-// once, parallel over output features. Many rows (prefill): OpenBLAS sgemm, one single-threaded call per
-// thread on a slice of the output features (the weights are never repacked twice; half-width slices are
-// widened into a per-thread float32 buffer first, a pass that the GEMM's M rows amortise).
+// Linear layers on CPU, float32, f16, bf16 or int8 weights. Few rows (decode): register-tiled kernels that stream
+// each weight row once, parallel over output features: narrow float weights are widened to float32 in registers
+// (one conversion per vector); int8 weights meet int8 activations (each row quantized on the fly with one scale,
+// as W8A8 kernels do) in integer dot products, AVX512-VNNI's vpdpbusd where the build targets it, then the two
+// scales. Many rows (prefill): OpenBLAS sgemm, one single-threaded call per thread on a slice of the output
+// features (the weights are never repacked twice; narrow slices are widened and scaled into a per-thread float32
+// buffer first, a pass that the GEMM's M rows amortise), activations in float32.
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include <immintrin.h>
@@ -64,7 +68,7 @@ inline VecF LoadVec(const HalfBits* p) {
   return v;
 }
 
-// kLanes int8 codes widened to float32 (vpmovsxbd + vcvtdq2ps); the row's scale is applied to the dot product.
+// kLanes int8 codes widened to float32 (vpmovsxbd + vcvtdq2ps), for the GEMM path (WidenRows applies the scale).
 inline VecF LoadVec(const int8_t* p) {
   VecF v;
 #if defined(__AVX512F__)
@@ -124,11 +128,10 @@ constexpr int64_t kChunksPerThread = 4;    // dynamic chunks per thread of one G
 constexpr int64_t kMinGemmColumns = 128;   // columns of one BLAS call at least
 constexpr int64_t kWidenedRows = 256;      // half-width weight rows widened to float32 per GEMM call
 
-// out[i][j] (+)= scale[j] * sum_k x[i][k] * w[j][k] for i < MB, j < NB; W: float, half-width or int8 elements;
-// scales: [NB] (int8 rows) or null (1).
+// out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB; W: float or half-width float elements.
 template <int MB, int NB, typename W>
-inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride, const float* scales, int64_t k_size,
-                 float* out, int64_t out_stride, bool accumulate) {
+inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride, int64_t k_size, float* out,
+                 int64_t out_stride, bool accumulate) {
   VecF acc[MB][NB] = {};
   int64_t k = 0;
   for (; k + kLanes <= k_size; k += kLanes) {
@@ -143,32 +146,217 @@ inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride,
     for (int j = 0; j < NB; ++j) {
       float sum = SumLanes(acc[i][j]);
       for (int64_t kk = k; kk < k_size; ++kk) sum += x[i * x_stride + kk] * Widen(w[j * w_stride + kk]);
-      sum *= RowScale(scales, j);
       float& o = out[i * out_stride + j];
       o = accumulate ? o + sum : sum;
     }
   }
 }
 
-// All rows of x against NB consecutive weight rows (scales: theirs, or null).
+// All rows of x against NB consecutive weight rows.
 template <int NB, typename W>
-void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, const float* scales, float* out, int64_t out_stride,
-             bool accumulate) {
+void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
   const float* x = in.As<float>();
   const int64_t k = in.cols;
   int64_t m = 0;
   for (; m + 4 <= in.rows; m += 4) {
-    Tile<4, NB>(x + m * in.stride, in.stride, w, w_stride, scales, k, out + m * out_stride, out_stride, accumulate);
+    Tile<4, NB>(x + m * in.stride, in.stride, w, w_stride, k, out + m * out_stride, out_stride, accumulate);
   }
   const float* xr = x + m * in.stride;
   float* o = out + m * out_stride;
   switch (in.rows - m) {
-    case 3: Tile<3, NB>(xr, in.stride, w, w_stride, scales, k, o, out_stride, accumulate); break;
-    case 2: Tile<2, NB>(xr, in.stride, w, w_stride, scales, k, o, out_stride, accumulate); break;
-    case 1: Tile<1, NB>(xr, in.stride, w, w_stride, scales, k, o, out_stride, accumulate); break;
+    case 3: Tile<3, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 2: Tile<2, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 1: Tile<1, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate); break;
     default: break;
   }
 }
+
+// Decode rows quantized for the int8 dot products: row i is scales[i] * (codes[i][c] - 128), scales[i] =
+// max|x[i]| / 127 and codes[i][c] = round(x[i][c] / scales[i]) + 128 (ties away from zero), in [1, 255]
+// (unsigned, as vpdpbusd's first operand must be; the offset is taken back out below). A zero row has scale 1;
+// a row holding inf or nan gets a nan scale, so its outputs are nan as float arithmetic would make them.
+struct QuantizedRows {
+  std::vector<uint8_t> codes;  // [rows, cols]
+  std::vector<float> scales;   // [rows]
+  int64_t cols = 0;
+};
+
+void QuantizeActivations(const DeviceMatrix& in, QuantizedRows& q) {
+  q.cols = in.cols;
+  q.codes.resize(static_cast<size_t>(in.rows * in.cols));
+  q.scales.resize(static_cast<size_t>(in.rows));
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float* x = in.As<float>() + r * in.stride;
+    float amax = 0.0f;
+    for (int64_t c = 0; c < in.cols; ++c) amax = std::max(amax, std::fabs(x[c]));
+    uint8_t* codes = q.codes.data() + r * in.cols;
+    if (!std::isfinite(amax) || std::isnan(amax)) {
+      q.scales[r] = std::nanf("");
+      std::fill(codes, codes + in.cols, uint8_t{128});
+      continue;
+    }
+    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float inverse = 1.0f / scale;
+    for (int64_t c = 0; c < in.cols; ++c) {
+      codes[c] = static_cast<uint8_t>(std::clamp(std::lround(x[c] * inverse), -127L, 127L) + 128);
+    }
+    q.scales[r] = scale;
+  }
+}
+
+// out[i][j] (+)= x_scales[i] * w_scales[j] * sum_k (xq[i][k] - 128) * w[j][k] for i < MB, j < NB, the sums exact in
+// int32 (|sum| <= 127 * 127 * k: no overflow below k = 133,000).
+template <int MB, int NB>
+inline void Int8Tile(const uint8_t* xq, int64_t xq_stride, const float* x_scales, const int8_t* w, int64_t w_stride,
+                     const float* w_scales, int64_t k_size, float* out, int64_t out_stride, bool accumulate) {
+  int32_t dots[MB][NB];
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  // Each vpdpbusd adds four adjacent u8 * s8 products into each of 16 int32 lanes; 128 * sum_k w[j][k] (the
+  // offset of the codes) is accumulated the same way and subtracted at the end. Masked loads read the last
+  // partial 64 columns without touching memory past the row.
+  __m512i acc[MB][NB];
+  __m512i offset[NB];
+  for (int j = 0; j < NB; ++j) {
+    offset[j] = _mm512_setzero_si512();
+    for (int i = 0; i < MB; ++i) acc[i][j] = _mm512_setzero_si512();
+  }
+  const __m512i all_128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t k = 0; k < k_size; k += 64) {
+    const __mmask64 mask = k + 64 <= k_size ? ~__mmask64{0} : (__mmask64{1} << (k_size - k)) - 1;
+    __m512i wv[NB];
+    for (int j = 0; j < NB; ++j) {
+      wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k);
+      offset[j] = _mm512_dpbusd_epi32(offset[j], all_128, wv[j]);
+    }
+    for (int i = 0; i < MB; ++i) {
+      const __m512i xv = _mm512_maskz_loadu_epi8(mask, xq + i * xq_stride + k);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) {
+      int32_t lanes[16];  // once per row pair: a plain sum (GCC 12's _mm512_reduce_add_epi32 trips -Wuninitialized)
+      _mm512_storeu_si512(lanes, _mm512_sub_epi32(acc[i][j], offset[j]));
+      int32_t sum = 0;
+      for (int32_t lane : lanes) sum += lane;
+      dots[i][j] = sum;
+    }
+  }
+#else
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < k_size; ++k) sum += (int32_t{xq[i * xq_stride + k]} - 128) * int32_t{w[j * w_stride + k]};
+      dots[i][j] = sum;
+    }
+  }
+#endif
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) {
+      const float value = static_cast<float>(dots[i][j]) * x_scales[i] * w_scales[j];
+      float& o = out[i * out_stride + j];
+      o = accumulate ? o + value : value;
+    }
+  }
+}
+
+// All quantized rows against NB consecutive int8 weight rows.
+template <int NB>
+void Int8AllRows(const QuantizedRows& q, const int8_t* w, int64_t w_stride, const float* w_scales, float* out,
+                 int64_t out_stride, bool accumulate) {
+  const int64_t rows = static_cast<int64_t>(q.scales.size()), k = q.cols;
+  int64_t m = 0;
+  for (; m + 4 <= rows; m += 4) {
+    Int8Tile<4, NB>(q.codes.data() + m * k, k, q.scales.data() + m, w, w_stride, w_scales, k, out + m * out_stride,
+                    out_stride, accumulate);
+  }
+  const uint8_t* xr = q.codes.data() + m * k;
+  const float* sr = q.scales.data() + m;
+  float* o = out + m * out_stride;
+  switch (rows - m) {
+    case 3: Int8Tile<3, NB>(xr, k, sr, w, w_stride, w_scales, k, o, out_stride, accumulate); break;
+    case 2: Int8Tile<2, NB>(xr, k, sr, w, w_stride, w_scales, k, o, out_stride, accumulate); break;
+    case 1: Int8Tile<1, NB>(xr, k, sr, w, w_stride, w_scales, k, o, out_stride, accumulate); break;
+    default: break;
+  }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define ARACH_BF16_SPLIT_LANES 1
+// bf16 weights without shuffles: one 64-byte load holds 32 weights, two per 32-bit lane; shifting each lane left
+// by 16 turns its low half (the even-indexed weight) into a float32, masking off its low half leaves the odd one.
+// The activations are rearranged to match once per call: each 32 columns of a row as their 16 even-indexed
+// values, then their 16 odd-indexed ones, zeros past the last column.
+struct SplitRows {
+  std::vector<float> values;  // [rows, blocks * 32]
+  int64_t rows = 0, blocks = 0;
+};
+
+void SplitActivations(const DeviceMatrix& in, SplitRows& split) {
+  split.rows = in.rows;
+  split.blocks = (in.cols + 31) / 32;
+  split.values.assign(static_cast<size_t>(split.rows * split.blocks * 32), 0.0f);
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float* x = in.As<float>() + r * in.stride;
+    float* out = split.values.data() + r * split.blocks * 32;
+    for (int64_t c = 0; c < in.cols; ++c) out[c / 32 * 32 + (c % 2) * 16 + (c % 32) / 2] = x[c];
+  }
+}
+
+// out[i][j] (+)= sum_k x[i][k] * w[j][k] for i < MB, j < NB, x as SplitRows lays it out.
+template <int MB, int NB>
+inline void BFloat16Tile(const float* x, int64_t x_stride, const BFloat16Bits* w, int64_t w_stride, int64_t k_size,
+                         float* out, int64_t out_stride, bool accumulate) {
+  __m512 acc[MB][NB];
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  const __m512i high_halves = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t k = 0; k < k_size; k += 32) {
+    const __mmask32 mask = k + 32 <= k_size ? ~__mmask32{0} : (__mmask32{1} << (k_size - k)) - 1;
+    __m512 even[NB], odd[NB];
+    for (int j = 0; j < NB; ++j) {
+      const __m512i pairs = _mm512_maskz_loadu_epi16(mask, w + j * w_stride + k);
+      even[j] = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+      odd[j] = _mm512_castsi512_ps(_mm512_and_si512(pairs, high_halves));
+    }
+    for (int i = 0; i < MB; ++i) {
+      const __m512 x_even = _mm512_loadu_ps(x + i * x_stride + k);
+      const __m512 x_odd = _mm512_loadu_ps(x + i * x_stride + k + 16);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_fmadd_ps(x_odd, odd[j], _mm512_fmadd_ps(x_even, even[j], acc[i][j]));
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    for (int j = 0; j < NB; ++j) {
+      VecF lanes;
+      std::memcpy(&lanes, &acc[i][j], sizeof(lanes));
+      const float sum = SumLanes(lanes);
+      float& o = out[i * out_stride + j];
+      o = accumulate ? o + sum : sum;
+    }
+  }
+}
+
+// All split rows against NB consecutive bf16 weight rows.
+template <int NB>
+void BFloat16AllRows(const SplitRows& split, int64_t k, const BFloat16Bits* w, int64_t w_stride, float* out,
+                     int64_t out_stride, bool accumulate) {
+  const int64_t stride = split.blocks * 32;
+  const float* x = split.values.data();
+  int64_t m = 0;
+  for (; m + 4 <= split.rows; m += 4) {
+    BFloat16Tile<4, NB>(x + m * stride, stride, w, w_stride, k, out + m * out_stride, out_stride, accumulate);
+  }
+  const float* xr = x + m * stride;
+  float* o = out + m * out_stride;
+  switch (split.rows - m) {
+    case 3: BFloat16Tile<3, NB>(xr, stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 2: BFloat16Tile<2, NB>(xr, stride, w, w_stride, k, o, out_stride, accumulate); break;
+    case 1: BFloat16Tile<1, NB>(xr, stride, w, w_stride, k, o, out_stride, accumulate); break;
+    default: break;
+  }
+}
+#endif  // __AVX512F__ && __AVX512BW__
 
 // out[:, first:last] += bias[first:last] (bias: [1, N] or null), inside the chunk that computed those columns.
 void AddBias(const float* bias, const DeviceMatrix& out, int64_t first, int64_t last) {
@@ -179,28 +367,57 @@ void AddBias(const float* bias, const DeviceMatrix& out, int64_t first, int64_t 
   }
 }
 
-template <typename W>
-void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
-                     bool accumulate, cpu::ThreadTeam& team) {
-  const int64_t n = weight.rows;
+// Output features [0, n) in tiles of kFeatureTile, about kChunksPerThread chunks per thread handed out
+// dynamically (see ThreadTeam::ForChunks); tile(j, std::integral_constant<int, NB>{}) computes features
+// [j, j + NB) of every row, NB = kFeatureTile or, for the last features, 1. The bias joins in the same chunk.
+template <typename TileFn>
+void ForFeatureTiles(int64_t n, const float* bias, const DeviceMatrix& out, cpu::ThreadTeam& team, const TileFn& tile) {
   const int64_t tiles = (n + kFeatureTile - 1) / kFeatureTile;
-  // About kChunksPerThread chunks per thread, handed out dynamically (see ThreadTeam::ForChunks).
   team.ForChunks(tiles, tiles / (int64_t{team.threads()} * kChunksPerThread), [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const int64_t j0 = t * kFeatureTile;
-      const W* w = weight.As<W>() + j0 * weight.stride;
-      float* o = out.As<float>() + j0;
-      const float* scales = weight.row_scales;
       if (j0 + kFeatureTile <= n) {
-        AllRows<kFeatureTile>(in, w, weight.stride, scales != nullptr ? scales + j0 : nullptr, o, out.stride, accumulate);
+        tile(j0, std::integral_constant<int, kFeatureTile>{});
       } else {
-        for (int64_t j = j0; j < n; ++j) {
-          AllRows<1>(in, weight.As<W>() + j * weight.stride, weight.stride, scales != nullptr ? scales + j : nullptr,
-                     out.As<float>() + j, out.stride, accumulate);
-        }
+        for (int64_t j = j0; j < n; ++j) tile(j, std::integral_constant<int, 1>{});
       }
     }
     AddBias(bias, out, first * kFeatureTile, std::min(n, last * kFeatureTile));
+  });
+}
+
+template <typename W>
+void SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
+                     bool accumulate, cpu::ThreadTeam& team) {
+  ForFeatureTiles(weight.rows, bias, out, team, [&](int64_t j, auto features) {
+    AllRows<decltype(features)::value>(in, weight.As<W>() + j * weight.stride, weight.stride, out.As<float>() + j,
+                                       out.stride, accumulate);
+  });
+}
+
+#if defined(ARACH_BF16_SPLIT_LANES)
+void BFloat16SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias,
+                             const DeviceMatrix& out, bool accumulate, cpu::ThreadTeam& team) {
+  thread_local SplitRows calling_threads_rows;  // named through a reference, as in Int8SmallRowsLinear
+  SplitRows& split = calling_threads_rows;
+  SplitActivations(in, split);
+  ForFeatureTiles(weight.rows, bias, out, team, [&](int64_t j, auto features) {
+    BFloat16AllRows<decltype(features)::value>(split, in.cols, weight.As<BFloat16Bits>() + j * weight.stride,
+                                               weight.stride, out.As<float>() + j, out.stride, accumulate);
+  });
+}
+#endif
+
+void Int8SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
+                         bool accumulate, cpu::ThreadTeam& team) {
+  // The calling thread's buffer, named through a reference: a lambda does not capture a thread_local, so the team's
+  // threads would see their own (empty) copy under its name.
+  thread_local QuantizedRows calling_threads_rows;
+  QuantizedRows& quantized = calling_threads_rows;
+  QuantizeActivations(in, quantized);
+  ForFeatureTiles(weight.rows, bias, out, team, [&](int64_t j, auto features) {
+    Int8AllRows<decltype(features)::value>(quantized, weight.As<int8_t>() + j * weight.stride, weight.stride,
+                                           weight.row_scales + j, out.As<float>() + j, out.stride, accumulate);
   });
 }
 
@@ -248,9 +465,13 @@ void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, 
   const float* b = bias.data != nullptr ? bias.As<float>() : nullptr;
   if (in.rows <= kSmallRows) {
     switch (weight.dtype) {
+#if defined(ARACH_BF16_SPLIT_LANES)
+      case DType::kBF16: BFloat16SmallRowsLinear(in, weight, b, out, accumulate, team_); break;
+#else
       case DType::kBF16: SmallRowsLinear<BFloat16Bits>(in, weight, b, out, accumulate, team_); break;
+#endif
       case DType::kF16: SmallRowsLinear<HalfBits>(in, weight, b, out, accumulate, team_); break;
-      case DType::kI8: SmallRowsLinear<int8_t>(in, weight, b, out, accumulate, team_); break;
+      case DType::kI8: Int8SmallRowsLinear(in, weight, b, out, accumulate, team_); break;
       default: SmallRowsLinear<float>(in, weight, b, out, accumulate, team_); break;
     }
   } else {
