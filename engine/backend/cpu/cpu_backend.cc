@@ -92,8 +92,10 @@ void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
 
 void CpuBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
-  // Tables in the weight dtype: a row is widened into `out`, then the position row added.
-  std::vector<float> position_row(position_table.data != nullptr ? out.cols : 0);
+  // Tables in the weight dtype: a row is widened into `out`, then the position row added. The widened position
+  // row lives in this thread's scratch, grown once to the widest model it has served.
+  thread_local std::vector<float> position_row;
+  if (position_table.data != nullptr) position_row.resize(static_cast<size_t>(out.cols));
   for (int64_t r = 0; r < out.rows; ++r) {
     float* dst = Row(out, r);
     WidenRow(table, ids[r], dst);
@@ -185,7 +187,8 @@ void CpuBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const
   const int64_t slot_bytes = row_elems * static_cast<int64_t>(DTypeSize(kv.dtype));
   // float32 rows stored as kv.dtype: f32 a copy; f16 and bf16 rounded to nearest even, f16 saturated at its
   // largest finite value (an infinite key would turn a whole softmax into NaN).
-  std::vector<float> saturated(kv.dtype == DType::kF16 ? static_cast<size_t>(row_elems) : 0);
+  thread_local std::vector<float> saturated;  // this thread's scratch, grown once: [row_elems] when f16
+  if (kv.dtype == DType::kF16) saturated.resize(static_cast<size_t>(row_elems));
   auto store = [&](const float* row, void* dst) {
     if (kv.dtype == DType::kF16) {
       for (int64_t c = 0; c < row_elems; ++c) saturated[c] = std::clamp(row[c], -kMaxHalf, kMaxHalf);
