@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# arach-cli bench through arach-server on the CPU, once per weight dtype: for each dtype the server is started on
+# MODEL with --weight-dtype D (KV cache dtype auto), then a closed-loop load at each concurrency, then it drains.
+#   bench/cpu_dtype_serving.sh MODEL_DIR [--dtypes f32,f16,bf16,int8] [--concurrency 1,8] [--prompt_len 64]
+#                                        [--output_len 32] [--requests_per_slot 2]
+# Prints one line per dtype and concurrency: output tok/s, TTFT and TPOT medians (arach-cli bench --json).
+# Figures, never assertions. BUILD_DIR locates the binaries (default build).
+set -euo pipefail
+model=${1:?model directory (e.g. one written by arach-run make-model --arch llama --preset 1b)}
+shift
+dtypes=f32,f16,bf16,int8 concurrency=1,8 prompt_len=64 output_len=32 per_slot=2
+while [ $# -gt 0 ]; do case "$1" in
+  --dtypes) dtypes=$2; shift 2;; --concurrency) concurrency=$2; shift 2;; --prompt_len) prompt_len=$2; shift 2;;
+  --output_len) output_len=$2; shift 2;; --requests_per_slot) per_slot=$2; shift 2;;
+  *) echo "unknown argument $1" >&2; exit 2;; esac; done
+build=${BUILD_DIR:-build}
+port=${ARACH_BENCH_PORT:-50071}
+log=$(mktemp)
+server_pid=""
+# One line of arach-cli bench --json: argv[1] the dtype, argv[2] the concurrency.
+summary=$(cat <<'PY'
+import json, sys
+o = json.load(sys.stdin)["overall"]
+print(f"[serving] weights {sys.argv[1]:5s} concurrency {sys.argv[2]:>3s}: {o['output_tokens_per_second']:8.1f} output tok/s, "
+      f"TTFT p50 {o['ttft_seconds']['p50'] * 1e3:7.1f} ms, TPOT p50 {o['tpot_seconds']['p50'] * 1e3:6.1f} ms, "
+      f"{o['completed']}/{o['requests']} completed")
+PY
+)
+stop_server() { [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }
+trap 'stop_server; rm -f "$log"' EXIT
+for dtype in ${dtypes//,/ }; do
+  "$build/server/arach-server" --model "$model" --device cpu --weight-dtype "$dtype" --kv-cache-dtype auto \
+    --kv-cache-bytes 536870912 --listen "127.0.0.1:$port" --http-listen "127.0.0.1:$((port + 1))" > "$log" 2>&1 &
+  server_pid=$!
+  until "$build/client/arach-cli" health --server "127.0.0.1:$port" > /dev/null 2>&1; do
+    kill -0 "$server_pid" 2> /dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.5
+  done
+  for c in ${concurrency//,/ }; do
+    "$build/client/arach-cli" bench --server "127.0.0.1:$port" --concurrency "$c" --num_requests $((c * per_slot)) \
+      --prompt_len "$prompt_len" --output_len "$output_len" --json |
+      /usr/bin/python3 -c "$summary" "$dtype" "$c"
+  done
+  stop_server
+done
