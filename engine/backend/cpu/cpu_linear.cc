@@ -152,24 +152,27 @@ inline void Tile(const float* x, int64_t x_stride, const W* w, int64_t w_stride,
   }
 }
 
-// All rows of x against NB consecutive weight rows; the first row tile prefetches the weight rows ahead.
-template <int NB, typename W>
-void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
-  const float* x = in.As<float>();
-  const int64_t k = in.cols;
+// Rows [0, rows) in tiles of 4, then one tile of the 1-3 left: tile(m, std::integral_constant<int, MB>{}) computes
+// rows [m, m + MB). The tile at row 0 is the one that prefetches the weight rows ahead (the others reread them).
+template <typename TileFn>
+void ForRowTiles(int64_t rows, const TileFn& tile) {
   int64_t m = 0;
-  for (; m + 4 <= in.rows; m += 4) {
-    Tile<4, NB>(x + m * in.stride, in.stride, w, w_stride, k, out + m * out_stride, out_stride, accumulate, m == 0);
-  }
-  const float* xr = x + m * in.stride;
-  float* o = out + m * out_stride;
-  const bool first = m == 0;
-  switch (in.rows - m) {
-    case 3: Tile<3, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate, first); break;
-    case 2: Tile<2, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate, first); break;
-    case 1: Tile<1, NB>(xr, in.stride, w, w_stride, k, o, out_stride, accumulate, first); break;
+  for (; m + 4 <= rows; m += 4) tile(m, std::integral_constant<int, 4>{});
+  switch (rows - m) {
+    case 3: tile(m, std::integral_constant<int, 3>{}); break;
+    case 2: tile(m, std::integral_constant<int, 2>{}); break;
+    case 1: tile(m, std::integral_constant<int, 1>{}); break;
     default: break;
   }
+}
+
+// All rows of x against NB consecutive weight rows.
+template <int NB, typename W>
+void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, float* out, int64_t out_stride, bool accumulate) {
+  ForRowTiles(in.rows, [&](int64_t m, auto rows) {
+    Tile<decltype(rows)::value, NB>(in.As<float>() + m * in.stride, in.stride, w, w_stride, in.cols, out + m * out_stride,
+                                    out_stride, accumulate, m == 0);
+  });
 }
 
 // Rows quantized for the int8 dot products: row i is scales[i] * (codes[i][c] - 128), scales[i] =
@@ -257,26 +260,15 @@ inline void Int8Tile(const uint8_t* xq, int64_t xq_stride, const float* x_scales
   }
 }
 
-// All quantized rows against NB consecutive int8 weight rows; the first row tile prefetches the next NB weight rows.
+// All quantized rows against NB consecutive int8 weight rows.
 template <int NB>
 void Int8AllRows(const QuantizedRows& q, const int8_t* w, int64_t w_stride, const float* w_scales, float* out,
                  int64_t out_stride, bool accumulate) {
-  const int64_t rows = static_cast<int64_t>(q.scales.size()), k = q.cols;
-  int64_t m = 0;
-  for (; m + 4 <= rows; m += 4) {
-    Int8Tile<4, NB>(q.codes.data() + m * k, k, q.scales.data() + m, w, w_stride, w_scales, k, out + m * out_stride,
-                    out_stride, accumulate, m == 0);
-  }
-  const uint8_t* xr = q.codes.data() + m * k;
-  const float* sr = q.scales.data() + m;
-  float* o = out + m * out_stride;
-  const bool first = m == 0;
-  switch (rows - m) {
-    case 3: Int8Tile<3, NB>(xr, k, sr, w, w_stride, w_scales, k, o, out_stride, accumulate, first); break;
-    case 2: Int8Tile<2, NB>(xr, k, sr, w, w_stride, w_scales, k, o, out_stride, accumulate, first); break;
-    case 1: Int8Tile<1, NB>(xr, k, sr, w, w_stride, w_scales, k, o, out_stride, accumulate, first); break;
-    default: break;
-  }
+  const int64_t k = q.cols;
+  ForRowTiles(static_cast<int64_t>(q.scales.size()), [&](int64_t m, auto rows) {
+    Int8Tile<decltype(rows)::value, NB>(q.codes.data() + m * k, k, q.scales.data() + m, w, w_stride, w_scales, k,
+                                        out + m * out_stride, out_stride, accumulate, m == 0);
+  });
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -336,25 +328,15 @@ inline void BFloat16Tile(const float* x, int64_t x_stride, const BFloat16Bits* w
   }
 }
 
-// All split rows against NB consecutive bf16 weight rows; the first row tile prefetches the weight rows ahead.
+// All split rows against NB consecutive bf16 weight rows.
 template <int NB>
 void BFloat16AllRows(const SplitRows& split, int64_t k, const BFloat16Bits* w, int64_t w_stride, float* out,
                      int64_t out_stride, bool accumulate) {
   const int64_t stride = split.blocks * 32;
-  const float* x = split.values.data();
-  int64_t m = 0;
-  for (; m + 4 <= split.rows; m += 4) {
-    BFloat16Tile<4, NB>(x + m * stride, stride, w, w_stride, k, out + m * out_stride, out_stride, accumulate, m == 0);
-  }
-  const float* xr = x + m * stride;
-  float* o = out + m * out_stride;
-  const bool first = m == 0;
-  switch (split.rows - m) {
-    case 3: BFloat16Tile<3, NB>(xr, stride, w, w_stride, k, o, out_stride, accumulate, first); break;
-    case 2: BFloat16Tile<2, NB>(xr, stride, w, w_stride, k, o, out_stride, accumulate, first); break;
-    case 1: BFloat16Tile<1, NB>(xr, stride, w, w_stride, k, o, out_stride, accumulate, first); break;
-    default: break;
-  }
+  ForRowTiles(split.rows, [&](int64_t m, auto rows) {
+    BFloat16Tile<decltype(rows)::value, NB>(split.values.data() + m * stride, stride, w, w_stride, k,
+                                            out + m * out_stride, out_stride, accumulate, m == 0);
+  });
 }
 #endif  // __AVX512F__ && __AVX512BW__
 
@@ -409,7 +391,7 @@ void BFloat16SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight,
 #endif
 
 void Int8Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
-                         bool accumulate, cpu::ThreadTeam& team) {
+                bool accumulate, cpu::ThreadTeam& team) {
   // The calling thread's buffer, named through a reference: a lambda does not capture a thread_local, so the team's
   // threads would see their own (empty) copy under its name.
   thread_local QuantizedRows calling_threads_rows;
