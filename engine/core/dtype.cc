@@ -106,18 +106,25 @@ uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-void QuantizeRowsInt8(const float* src, int64_t rows, int64_t cols, int8_t* codes, float* scales) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* x = src + r * cols;
-    float amax = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(x[c]));
-    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
-    const float inverse = 1.0f / scale;
-    for (int64_t c = 0; c < cols; ++c) {
-      codes[r * cols + c] = static_cast<int8_t>(std::clamp(std::lround(x[c] * inverse), -127L, 127L));
-    }
-    scales[r] = scale;
+float QuantizeRowInt8(const float* x, int64_t cols, int8_t* codes) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t c = 0; c < cols; ++c) {
+    amax = std::max(amax, std::fabs(x[c]));
+    finite = finite && std::isfinite(x[c]);  // std::max would pass over a nan
   }
+  if (!finite) {
+    std::fill(codes, codes + cols, int8_t{0});
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+  const float inverse = 1.0f / scale;
+  for (int64_t c = 0; c < cols; ++c) codes[c] = static_cast<int8_t>(std::clamp(std::lround(x[c] * inverse), -127L, 127L));
+  return scale;
+}
+
+void QuantizeRowsInt8(const float* src, int64_t rows, int64_t cols, int8_t* codes, float* scales) {
+  for (int64_t r = 0; r < rows; ++r) scales[r] = QuantizeRowInt8(src + r * cols, cols, codes + r * cols);
 }
 
 float Float8E4M3ToFloat(uint8_t bits) {

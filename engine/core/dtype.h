@@ -37,8 +37,11 @@ inline float BFloat16ToFloat(uint16_t bits) {
   return f;
 }
 uint16_t FloatToBFloat16(float value);  // round to nearest even
-// Quantizes each row of `src` ([rows, cols]) to int8 with one scale per row: scale = max |x| / 127 (1 for an
-// all-zero row), code = round(x / scale) (to nearest, ties away from zero). codes: [rows, cols], scales: [rows].
+// Quantizes one row `x` ([cols]) to int8 codes with one scale, which it returns: scale = max |x| / 127 (1 for an
+// all-zero row), code = round(x / scale) (to nearest, ties away from zero), in [-127, 127]. A row holding an inf
+// or a nan gets a nan scale and zero codes, so whatever it multiplies comes out nan, as in float arithmetic.
+float QuantizeRowInt8(const float* x, int64_t cols, int8_t* codes);
+// QuantizeRowInt8 on each row of `src` ([rows, cols]): codes [rows, cols], scales [rows].
 void QuantizeRowsInt8(const float* src, int64_t rows, int64_t cols, int8_t* codes, float* scales);
 
 // An e4m3fn byte as float32 (exact; 0x7f and 0xff are NaN).

@@ -1,6 +1,7 @@
 // Every backend op except attention (attention_test.cc), written once and run on every device against a
 // host reference computed in double precision from the same (device-rounded) inputs.
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/backend/backend.h"
@@ -207,6 +208,22 @@ TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
     backend_->Linear(x, w.Rows(100, 7), DeviceMatrix{}, out, /*accumulate=*/false);
     const std::vector<float> slice(weight.begin() + 100 * k, weight.begin() + 107 * k);
     ExpectClose(out, MatMulT(QuantizedPerRow(two_rows, 2, k), slice, nullptr, 2, k, 7), "int8-weight linear of rows 100-106");
+    // A row holding an inf or a nan comes out nan (its quantization scale is nan); the rows beside it are unharmed.
+    {
+      std::vector<float> in = Random(3 * k, 0.5f);
+      in[k + 17] = std::numeric_limits<float>::quiet_NaN();
+      in[2 * k + 5] = std::numeric_limits<float>::infinity();
+      const DeviceMatrix bad = Upload(in, 3, k), bad_out = Zeros(3, n);
+      backend_->Linear(bad, w, DeviceMatrix{}, bad_out, /*accumulate=*/false);
+      const std::vector<float> got = Download(bad_out);
+      const std::vector<float> want = MatMulT(QuantizedPerRow(std::vector<float>(in.begin(), in.begin() + k), 1, k),
+                                              weight, nullptr, 1, k, n);
+      for (int64_t c = 0; c < n; ++c) {
+        EXPECT_NEAR(got[c], want[c], 2e-5f + 2e-5f * std::fabs(want[c])) << "finite row, column " << c;
+        EXPECT_TRUE(std::isnan(got[n + c])) << "row with a nan, column " << c << ": " << got[n + c];
+        EXPECT_TRUE(std::isnan(got[2 * n + c])) << "row with an inf, column " << c << ": " << got[2 * n + c];
+      }
+    }
     // Column counts around the 64-byte vectors of the integer dot products: 1, 63, 64, 65, 130.
     for (int64_t cols : {1, 63, 64, 65, 130}) {
       std::vector<float> small_weight;

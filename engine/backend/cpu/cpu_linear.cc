@@ -175,10 +175,9 @@ void AllRows(const DeviceMatrix& in, const W* w, int64_t w_stride, float* out, i
   });
 }
 
-// Rows quantized for the int8 dot products: row i is scales[i] * (codes[i][c] - 128), scales[i] =
-// max|x[i]| / 127 and codes[i][c] = round(x[i][c] / scales[i]) + 128 (ties away from zero), in [1, 255]
-// (unsigned, as vpdpbusd's first operand must be; the offset is taken back out below). A zero row has scale 1;
-// a row holding inf or nan gets a nan scale, so its outputs are nan as float arithmetic would make them.
+// Rows quantized for the int8 dot products (QuantizeRowInt8, one scale per row), stored as unsigned codes + 128 in
+// [1, 255], as vpdpbusd's first operand must be (the offset is taken back out in Int8Tile). A row holding an inf
+// or a nan has a nan scale, so its outputs are nan.
 struct QuantizedRows {
   std::vector<uint8_t> codes;  // [rows, cols]
   std::vector<float> scales;   // [rows]
@@ -190,21 +189,9 @@ void QuantizeActivations(const DeviceMatrix& in, QuantizedRows& q) {
   q.codes.resize(static_cast<size_t>(in.rows * in.cols));
   q.scales.resize(static_cast<size_t>(in.rows));
   for (int64_t r = 0; r < in.rows; ++r) {
-    const float* x = in.As<float>() + r * in.stride;
-    float amax = 0.0f;
-    for (int64_t c = 0; c < in.cols; ++c) amax = std::max(amax, std::fabs(x[c]));
     uint8_t* codes = q.codes.data() + r * in.cols;
-    if (!std::isfinite(amax) || std::isnan(amax)) {
-      q.scales[r] = std::nanf("");
-      std::fill(codes, codes + in.cols, uint8_t{128});
-      continue;
-    }
-    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
-    const float inverse = 1.0f / scale;
-    for (int64_t c = 0; c < in.cols; ++c) {
-      codes[c] = static_cast<uint8_t>(std::clamp(std::lround(x[c] * inverse), -127L, 127L) + 128);
-    }
-    q.scales[r] = scale;
+    q.scales[r] = QuantizeRowInt8(in.As<float>() + r * in.stride, in.cols, reinterpret_cast<int8_t*>(codes));
+    for (int64_t c = 0; c < in.cols; ++c) codes[c] ^= 0x80;  // two's complement code v -> v + 128
   }
 }
 
