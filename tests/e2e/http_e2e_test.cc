@@ -108,7 +108,7 @@ TEST_F(HttpFixtureServer, ModelsListEveryVariantUnderTheServedName) {
   arach::v1::ModelInfo info;
   ASSERT_TRUE(client_->GetModelInfo(&info).ok());
   EXPECT_EQ(info.model(), "gpt2-tiny") << "GetModelInfo reports the served name, not the folder";
-  // --kv_cache_dtype auto: f16 with the half-width weights of a CPU with F16C, else float32; K and V of every layer.
+  // --kv_cache_dtype auto: f16 beside the half-width weights of a build and CPU with F16C, else float32; K and V of every layer.
   ASSERT_TRUE(info.kv_cache_dtype() == "F16" || info.kv_cache_dtype() == "F32") << info.kv_cache_dtype();
   EXPECT_EQ(info.kv_cache_bytes_per_token(), 2u * info.num_layers() * info.hidden_size() * (info.kv_cache_dtype() == "F32" ? 4 : 2));
   EXPECT_EQ(info.weight_quantization(), "") << "not an FP8 checkpoint";

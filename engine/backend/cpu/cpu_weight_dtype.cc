@@ -4,7 +4,7 @@
 
 namespace arach {
 
-WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c) {
+WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool cpu_has_f16c, bool kernels_use_f16c) {
   switch (choice) {
     case WeightDTypeChoice::kF32: return {DType::kF32, "--weight_dtype f32"};
     case WeightDTypeChoice::kF16: return {DType::kF16, "--weight_dtype f16"};
@@ -12,8 +12,12 @@ WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c) {
     case WeightDTypeChoice::kInt8: return {DType::kI8, "--weight_dtype int8 (one scale per output row)"};
     case WeightDTypeChoice::kAuto: break;
   }
-  return has_f16c ? WeightDTypePlan{DType::kF16, "auto: the CPU converts halves in hardware (F16C)"}
-                  : WeightDTypePlan{DType::kF32, "auto: the CPU has no F16C"};
+  if (!cpu_has_f16c) return {DType::kF32, "auto: the CPU has no F16C"};
+  if (!kernels_use_f16c) {
+    // Halves widened one at a time in software stream half the bytes but run several times slower than float32.
+    return {DType::kF32, "auto: this build's kernels widen halves in software (compiled without F16C: ARACH_CPU_NATIVE=OFF)"};
+  }
+  return {DType::kF16, "auto: the CPU converts halves in hardware (F16C)"};
 }
 
 KvDTypePlan PlanCpuKvDType(KvDTypeChoice choice, DType weight_dtype) {
@@ -31,7 +35,12 @@ WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice) {
   // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports knows no "f16c").
   unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool has_f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
-  return PlanCpuWeightDType(choice, has_f16c);
+#if defined(__AVX512F__) || (defined(__F16C__) && defined(__AVX__))
+  constexpr bool kKernelsUseF16c = true;  // cpu_linear.cc's LoadVec(const HalfBits*) takes the vcvtph2ps branch
+#else
+  constexpr bool kKernelsUseF16c = false;
+#endif
+  return PlanCpuWeightDType(choice, has_f16c, kKernelsUseF16c);
 }
 
 }  // namespace arach

@@ -15,9 +15,10 @@ struct WeightDTypePlan {
   std::string reason;  // e.g. "auto: the CPU converts halves in hardware (F16C)"
 };
 
-// kAuto: f16 when `has_f16c`, else float32; an explicit choice wins.
-WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool has_f16c);
-// The plan on this CPU.
+// kAuto: f16 when the CPU has F16C and the kernels were compiled to use it (`kernels_use_f16c`: a portable
+// build, ARACH_CPU_NATIVE=OFF, widens halves in software), else float32; an explicit choice wins.
+WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool cpu_has_f16c, bool kernels_use_f16c);
+// The plan on this CPU for this build.
 WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice);
 
 // Which dtype the CPU backend keeps the KV cache in, and why.
