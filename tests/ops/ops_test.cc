@@ -224,6 +224,25 @@ TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
         EXPECT_TRUE(std::isnan(got[2 * n + c])) << "row with an inf, column " << c << ": " << got[2 * n + c];
       }
     }
+    // Column counts that are whole 64-byte blocks, which the AMX tiles take from 4 rows on where the CPU has them
+    // (cpu_amx_int8.h): row counts around the 16- and 32-row tiles, features past the last whole 32-row block.
+    for (int64_t cols : {64, 192}) {
+      std::vector<float> tile_weight;
+      const DeviceMatrix tw = UploadInt8Rows(Random(n * cols, 0.1f), n, cols, &tile_weight);
+      for (int64_t m : {4, 15, 16, 17, 33, 64}) {
+        const std::vector<float> in = Random(m * cols, 0.5f);
+        const DeviceMatrix tx = Upload(in, m, cols), tout = Zeros(m, n);
+        backend_->Linear(tx, tw, b, tout, /*accumulate=*/false);
+        const std::vector<float> seen = QuantizedPerRow(in, m, cols);
+        ExpectClose(tout, MatMulT(seen, tile_weight, &bias, m, cols, n),
+                    "int8-weight linear, whole column blocks, " + std::to_string(m) + " x " + std::to_string(n));
+        backend_->Linear(tx, tw, DeviceMatrix{}, tout, /*accumulate=*/true);
+        std::vector<float> twice = MatMulT(seen, tile_weight, &bias, m, cols, n);
+        const std::vector<float> product = MatMulT(seen, tile_weight, nullptr, m, cols, n);
+        for (size_t i = 0; i < twice.size(); ++i) twice[i] += product[i];
+        ExpectClose(tout, twice, "int8-weight linear accumulate, whole column blocks");
+      }
+    }
     // Column counts around the 64-byte vectors of the integer dot products: 1, 63, 64, 65, 130.
     for (int64_t cols : {1, 63, 64, 65, 130}) {
       std::vector<float> small_weight;

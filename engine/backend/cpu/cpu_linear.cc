@@ -17,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include "engine/backend/cpu/cpu_amx_int8.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/backend/cpu/half_elements.h"
@@ -195,52 +196,101 @@ void QuantizeActivations(const DeviceMatrix& in, QuantizedRows& q) {
   }
 }
 
-// out[i][j] (+)= x_scales[i] * w_scales[j] * sum_k (xq[i][k] - 128) * w[j][k] for i < MB, j < NB, the sums exact in
-// int32 (|sum| <= 127 * 127 * k: no overflow below k = 133,000).
-template <int MB, int NB>
-inline void Int8Tile(const uint8_t* xq, int64_t xq_stride, const float* x_scales, const int8_t* w, int64_t w_stride,
-                     const float* w_scales, int64_t k_size, float* out, int64_t out_stride, bool accumulate,
-                     bool prefetch_next) {
-  int32_t dots[MB][NB];
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  // Each vpdpbusd adds four adjacent u8 * s8 products into each of 16 int32 lanes; 128 * sum_k w[j][k] (the
-  // offset of the codes) is accumulated the same way and subtracted at the end. Masked loads read the last
-  // partial 64 columns without touching memory past the row.
-  __m512i acc[MB][NB];
-  __m512i offset[NB];
-  for (int j = 0; j < NB; ++j) {
-    offset[j] = _mm512_setzero_si512();
-    for (int i = 0; i < MB; ++i) acc[i][j] = _mm512_setzero_si512();
+// Lane i of the result holds the sum of the 16 int32 lanes of v[i], for i < N <= 16: a transposing reduction
+// (pairs of vectors interleaved and added, then pairs of 64-bit, then of 128-bit lanes), 3 instructions per pair
+// and level where reducing each vector alone takes ~8; a vector left without a partner pairs with itself.
+template <int N>
+inline __m512i SumEachVector(const __m512i* v) {
+  static_assert(N >= 1 && N <= 16);
+  __m512i level[16];
+  int count = 1;
+  while (count < N) count *= 2;
+  for (int i = 0; i < count; ++i) level[i] = i < N ? v[i] : _mm512_setzero_si512();
+  auto reduce = [&](auto combine) {
+    if (count == 1) {
+      level[0] = combine(level[0], level[0]);
+      return;
+    }
+    for (int i = 0; i < count / 2; ++i) level[i] = combine(level[2 * i], level[2 * i + 1]);
+    count /= 2;
+  };
+  reduce([](__m512i a, __m512i b) { return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)); });
+  reduce([](__m512i a, __m512i b) { return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)); });
+  for (int twice = 0; twice < 2; ++twice) {
+    reduce([](__m512i a, __m512i b) {
+      return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xDD));
+    });
   }
+  return level[0];
+}
+
+// Masked byte loads read the last partial 64 columns without touching memory past the row.
+inline __mmask64 ColumnMask(int64_t k, int64_t k_size) {
+  return k + 64 <= k_size ? ~__mmask64{0} : (__mmask64{1} << (k_size - k)) - 1;
+}
+#endif
+
+// offsets[j] = 128 * sum_k w[j][k] for j < NB: what the activation codes' +128 adds to each dot product, taken
+// back out once per weight row and call. This pass is the one that streams the weight rows from memory (it
+// prefetches kPrefetchTiles tiles ahead); the row tiles after it find them in L1.
+template <int NB>
+inline void WeightOffsets(const int8_t* w, int64_t w_stride, int64_t k_size, int32_t* offsets) {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  __m512i acc[NB];
+  for (int j = 0; j < NB; ++j) acc[j] = _mm512_setzero_si512();
   const __m512i all_128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t k = 0; k < k_size; k += 64) {
-    const __mmask64 mask = k + 64 <= k_size ? ~__mmask64{0} : (__mmask64{1} << (k_size - k)) - 1;
-    __m512i wv[NB];
+    const __mmask64 mask = ColumnMask(k, k_size);
     for (int j = 0; j < NB; ++j) {
-      if (prefetch_next) PrefetchAhead<NB>(w + j * w_stride + k, w_stride);
-      wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k);
-      offset[j] = _mm512_dpbusd_epi32(offset[j], all_128, wv[j]);
+      PrefetchAhead<NB>(w + j * w_stride + k, w_stride);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], all_128, _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k));
     }
+  }
+  _mm512_mask_storeu_epi32(offsets, static_cast<__mmask16>((1u << NB) - 1), SumEachVector<NB>(acc));
+#else
+  for (int j = 0; j < NB; ++j) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < k_size; ++k) sum += w[j * w_stride + k];
+    offsets[j] = 128 * sum;
+  }
+#endif
+}
+
+// out[i][j] (+)= x_scales[i] * w_scales[j] * (sum_k xq[i][k] * w[j][k] - w_offsets[j]) for i < MB, j < NB, with
+// xq the codes + 128 (so the difference is sum_k (xq[i][k] - 128) * w[j][k]), exact in int32 (the u8 x s8 sums
+// stay within 255 * 127 * k: no overflow below k = 66,000 columns).
+template <int MB, int NB>
+inline void Int8Tile(const uint8_t* xq, int64_t xq_stride, const float* x_scales, const int8_t* w, int64_t w_stride,
+                     const float* w_scales, const int32_t* w_offsets, int64_t k_size, float* out, int64_t out_stride,
+                     bool accumulate) {
+  int32_t dots[MB * NB];  // [MB, NB]
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  // Each vpdpbusd adds four adjacent u8 * s8 products into each of 16 int32 lanes.
+  __m512i acc[MB * NB];
+  for (int t = 0; t < MB * NB; ++t) acc[t] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < k_size; k += 64) {
+    const __mmask64 mask = ColumnMask(k, k_size);
+    __m512i wv[NB];
+    for (int j = 0; j < NB; ++j) wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k);
     for (int i = 0; i < MB; ++i) {
       const __m512i xv = _mm512_maskz_loadu_epi8(mask, xq + i * xq_stride + k);
-      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
+      for (int j = 0; j < NB; ++j) acc[i * NB + j] = _mm512_dpbusd_epi32(acc[i * NB + j], xv, wv[j]);
     }
   }
-  for (int i = 0; i < MB; ++i) {
-    for (int j = 0; j < NB; ++j) dots[i][j] = _mm512_reduce_add_epi32(_mm512_sub_epi32(acc[i][j], offset[j]));
-  }
+  _mm512_mask_storeu_epi32(dots, static_cast<__mmask16>((1u << (MB * NB)) - 1), SumEachVector<MB * NB>(acc));
 #else
   for (int i = 0; i < MB; ++i) {
     for (int j = 0; j < NB; ++j) {
       int32_t sum = 0;
-      for (int64_t k = 0; k < k_size; ++k) sum += (int32_t{xq[i * xq_stride + k]} - 128) * int32_t{w[j * w_stride + k]};
-      dots[i][j] = sum;
+      for (int64_t k = 0; k < k_size; ++k) sum += int32_t{xq[i * xq_stride + k]} * int32_t{w[j * w_stride + k]};
+      dots[i * NB + j] = sum;
     }
   }
 #endif
   for (int i = 0; i < MB; ++i) {
     for (int j = 0; j < NB; ++j) {
-      const float value = static_cast<float>(dots[i][j]) * x_scales[i] * w_scales[j];
+      const float value = static_cast<float>(dots[i * NB + j] - w_offsets[j]) * x_scales[i] * w_scales[j];
       float& o = out[i * out_stride + j];
       o = accumulate ? o + value : value;
     }
@@ -252,9 +302,11 @@ template <int NB>
 void Int8AllRows(const QuantizedRows& q, const int8_t* w, int64_t w_stride, const float* w_scales, float* out,
                  int64_t out_stride, bool accumulate) {
   const int64_t k = q.cols;
+  int32_t offsets[NB];
+  WeightOffsets<NB>(w, w_stride, k, offsets);
   ForRowTiles(static_cast<int64_t>(q.scales.size()), [&](int64_t m, auto rows) {
-    Int8Tile<decltype(rows)::value, NB>(q.codes.data() + m * k, k, q.scales.data() + m, w, w_stride, w_scales, k,
-                                        out + m * out_stride, out_stride, accumulate, m == 0);
+    Int8Tile<decltype(rows)::value, NB>(q.codes.data() + m * k, k, q.scales.data() + m, w, w_stride, w_scales, offsets,
+                                        k, out + m * out_stride, out_stride, accumulate);
   });
 }
 
@@ -378,7 +430,14 @@ void BFloat16SmallRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight,
 #endif
 
 void Int8Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const float* bias, const DeviceMatrix& out,
-                bool accumulate, cpu::ThreadTeam& team) {
+                bool accumulate, bool amx, cpu::ThreadTeam& team) {
+#if defined(ARACH_AMX_INT8)
+  if (amx && cpu::AmxInt8Fits(in)) {
+    cpu::AmxInt8Linear(in, weight, out, accumulate, team);
+    AddBias(bias, out, 0, weight.rows);
+    return;
+  }
+#endif
   // The calling thread's buffer, named through a reference: a lambda does not capture a thread_local, so the team's
   // threads would see their own (empty) copy under its name.
   thread_local QuantizedRows calling_threads_rows;
@@ -431,7 +490,7 @@ void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, 
   if (in.rows == 0) return;
   const float* b = bias.data != nullptr ? bias.As<float>() : nullptr;
   if (weight.dtype == DType::kI8) {
-    Int8Linear(in, weight, b, out, accumulate, team_);
+    Int8Linear(in, weight, b, out, accumulate, amx_.available, team_);
   } else if (in.rows <= kSmallRows) {
     switch (weight.dtype) {
 #if defined(ARACH_BF16_SPLIT_LANES)
