@@ -231,60 +231,54 @@ inline __mmask64 ColumnMask(int64_t k, int64_t k_size) {
 }
 #endif
 
-// offsets[j] = 128 * sum_k w[j][k] for j < NB: what the activation codes' +128 adds to each dot product, taken
-// back out once per weight row and call. This pass is the one that streams the weight rows from memory (it
-// prefetches kPrefetchTiles tiles ahead); the row tiles after it find them in L1.
-template <int NB>
-inline void WeightOffsets(const int8_t* w, int64_t w_stride, int64_t k_size, int32_t* offsets) {
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  __m512i acc[NB];
-  for (int j = 0; j < NB; ++j) acc[j] = _mm512_setzero_si512();
-  const __m512i all_128 = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t k = 0; k < k_size; k += 64) {
-    const __mmask64 mask = ColumnMask(k, k_size);
-    for (int j = 0; j < NB; ++j) {
-      PrefetchAhead<NB>(w + j * w_stride + k, w_stride);
-      acc[j] = _mm512_dpbusd_epi32(acc[j], all_128, _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k));
-    }
-  }
-  _mm512_mask_storeu_epi32(offsets, static_cast<__mmask16>((1u << NB) - 1), SumEachVector<NB>(acc));
-#else
-  for (int j = 0; j < NB; ++j) {
-    int32_t sum = 0;
-    for (int64_t k = 0; k < k_size; ++k) sum += w[j * w_stride + k];
-    offsets[j] = 128 * sum;
-  }
-#endif
-}
-
 // out[i][j] (+)= x_scales[i] * w_scales[j] * (sum_k xq[i][k] * w[j][k] - w_offsets[j]) for i < MB, j < NB, with
 // xq the codes + 128 (so the difference is sum_k (xq[i][k] - 128) * w[j][k]), exact in int32 (the u8 x s8 sums
-// stay within 255 * 127 * k: no overflow below k = 66,000 columns).
-template <int MB, int NB>
+// stay within 255 * 127 * k: no overflow below k = 66,000 columns). w_offsets[j] = 128 * sum_k w[j][k] is what
+// the +128 adds: the first row tile of a call (kFirstTile) computes it in the same loop, which is also the one
+// that streams the weight rows from memory (prefetching kPrefetchTiles tiles ahead), and stores it for the
+// other row tiles, which find the weight rows in L1.
+template <int MB, int NB, bool kFirstTile>
 inline void Int8Tile(const uint8_t* xq, int64_t xq_stride, const float* x_scales, const int8_t* w, int64_t w_stride,
-                     const float* w_scales, const int32_t* w_offsets, int64_t k_size, float* out, int64_t out_stride,
+                     const float* w_scales, int32_t* w_offsets, int64_t k_size, float* out, int64_t out_stride,
                      bool accumulate) {
   int32_t dots[MB * NB];  // [MB, NB]
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   // Each vpdpbusd adds four adjacent u8 * s8 products into each of 16 int32 lanes.
   __m512i acc[MB * NB];
+  __m512i offsets[NB];
   for (int t = 0; t < MB * NB; ++t) acc[t] = _mm512_setzero_si512();
+  for (int j = 0; j < NB; ++j) offsets[j] = _mm512_setzero_si512();
+  const __m512i all_128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t k = 0; k < k_size; k += 64) {
     const __mmask64 mask = ColumnMask(k, k_size);
     __m512i wv[NB];
-    for (int j = 0; j < NB; ++j) wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k);
+    for (int j = 0; j < NB; ++j) {
+      if constexpr (kFirstTile) PrefetchAhead<NB>(w + j * w_stride + k, w_stride);
+      wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * w_stride + k);
+      if constexpr (kFirstTile) offsets[j] = _mm512_dpbusd_epi32(offsets[j], all_128, wv[j]);
+    }
     for (int i = 0; i < MB; ++i) {
       const __m512i xv = _mm512_maskz_loadu_epi8(mask, xq + i * xq_stride + k);
       for (int j = 0; j < NB; ++j) acc[i * NB + j] = _mm512_dpbusd_epi32(acc[i * NB + j], xv, wv[j]);
     }
   }
   _mm512_mask_storeu_epi32(dots, static_cast<__mmask16>((1u << (MB * NB)) - 1), SumEachVector<MB * NB>(acc));
+  if constexpr (kFirstTile) {
+    _mm512_mask_storeu_epi32(w_offsets, static_cast<__mmask16>((1u << NB) - 1), SumEachVector<NB>(offsets));
+  }
 #else
   for (int i = 0; i < MB; ++i) {
     for (int j = 0; j < NB; ++j) {
       int32_t sum = 0;
       for (int64_t k = 0; k < k_size; ++k) sum += int32_t{xq[i * xq_stride + k]} * int32_t{w[j * w_stride + k]};
       dots[i * NB + j] = sum;
+    }
+  }
+  if constexpr (kFirstTile) {
+    for (int j = 0; j < NB; ++j) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < k_size; ++k) sum += w[j * w_stride + k];
+      w_offsets[j] = 128 * sum;
     }
   }
 #endif
@@ -302,11 +296,16 @@ template <int NB>
 void Int8AllRows(const QuantizedRows& q, const int8_t* w, int64_t w_stride, const float* w_scales, float* out,
                  int64_t out_stride, bool accumulate) {
   const int64_t k = q.cols;
-  int32_t offsets[NB];
-  WeightOffsets<NB>(w, w_stride, k, offsets);
+  int32_t offsets[NB];  // 128 * sum_k w[j][k], from the first row tile
   ForRowTiles(static_cast<int64_t>(q.scales.size()), [&](int64_t m, auto rows) {
-    Int8Tile<decltype(rows)::value, NB>(q.codes.data() + m * k, k, q.scales.data() + m, w, w_stride, w_scales, offsets,
-                                        k, out + m * out_stride, out_stride, accumulate);
+    constexpr int kRows = decltype(rows)::value;
+    const uint8_t* xq = q.codes.data() + m * k;
+    if (m == 0) {
+      Int8Tile<kRows, NB, true>(xq, k, q.scales.data(), w, w_stride, w_scales, offsets, k, out, out_stride, accumulate);
+    } else {
+      Int8Tile<kRows, NB, false>(xq, k, q.scales.data() + m, w, w_stride, w_scales, offsets, k, out + m * out_stride,
+                                 out_stride, accumulate);
+    }
   });
 }
 
