@@ -94,15 +94,18 @@ void FeatureBlock(const PackedRows& p, const int8_t* w, int64_t w_stride, const 
     _tile_zero(5);
     _tile_zero(6);
     _tile_zero(7);
+    const bool second_half = t0 + kTileRows < p.rows;  // B tile 3 holds real rows (not so in a batch of <= 16)
     for (int64_t s = 0; s < steps; ++s) {
       _tile_loadd(0, w + s * kTileBytes, w_stride);
       _tile_loadd(1, w + kTileRows * w_stride + s * kTileBytes, w_stride);
       _tile_loadd(2, b0 + s * kTileRows * kTileBytes, kTileBytes);
-      _tile_loadd(3, b1 + s * kTileRows * kTileBytes, kTileBytes);
       _tile_dpbssd(4, 0, 2);
-      _tile_dpbssd(5, 0, 3);
       _tile_dpbssd(6, 1, 2);
-      _tile_dpbssd(7, 1, 3);
+      if (second_half) {
+        _tile_loadd(3, b1 + s * kTileRows * kTileBytes, kTileBytes);
+        _tile_dpbssd(5, 0, 3);
+        _tile_dpbssd(7, 1, 3);
+      }
     }
     _tile_stored(4, dots[0], kTileRows * 4);
     _tile_stored(5, dots[1], kTileRows * 4);
