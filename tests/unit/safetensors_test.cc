@@ -1,6 +1,11 @@
 #include "engine/model/safetensors.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
+#include <random>
+#include <vector>
 
 #include "engine/model/checkpoint.h"
 #include "gmock/gmock.h"
@@ -130,6 +135,36 @@ TEST(DType, HalfAndBFloat16RoundTrip) {
   EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
   EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);
+}
+
+// QuantizeRowInt8 (int8 weights at load, activations per call) against std::lround, ties included.
+TEST(DType, Int8RowQuantizationRoundsAsLroundAndFlagsNonFiniteRows) {
+  // max |x| = 127, so the scale is 1 and each code is x rounded: halves go away from zero.
+  const std::vector<float> ties = {127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 126.5f, -126.5f, 0.49999997f, -1.5f, 0.0f, -0.0f};
+  std::vector<int8_t> codes(ties.size());
+  EXPECT_EQ(QuantizeRowInt8(ties.data(), static_cast<int64_t>(ties.size()), codes.data()), 1.0f);
+  EXPECT_EQ(codes, (std::vector<int8_t>{127, 3, -3, 1, -1, 127, -127, 0, -2, 0, 0}));
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> row(1000);
+  for (float& v : row) v = normal(random);
+  codes.resize(row.size());
+  const float scale = QuantizeRowInt8(row.data(), static_cast<int64_t>(row.size()), codes.data());
+  float amax = 0.0f;
+  for (float v : row) amax = std::max(amax, std::fabs(v));
+  EXPECT_EQ(scale, amax / 127.0f);
+  for (size_t c = 0; c < row.size(); ++c) {
+    EXPECT_EQ(codes[c], std::clamp(std::lround(row[c] * (1.0f / scale)), -127L, 127L)) << "column " << c << ": " << row[c];
+  }
+  const std::vector<float> zeros(5, 0.0f);
+  EXPECT_EQ(QuantizeRowInt8(zeros.data(), 5, codes.data()), 1.0f) << "an all-zero row has scale 1";
+  for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    std::vector<float> with_bad = {1.0f, bad, -3.0f};
+    std::vector<int8_t> bad_codes(3, 9);
+    EXPECT_TRUE(std::isnan(QuantizeRowInt8(with_bad.data(), 3, bad_codes.data()))) << bad;
+    EXPECT_EQ(bad_codes, (std::vector<int8_t>{0, 0, 0})) << bad;
+  }
 }
 
 }  // namespace
