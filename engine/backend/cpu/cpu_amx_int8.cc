@@ -27,7 +27,6 @@ constexpr int64_t kTileBytes = 64;      // columns of k per tile row (int8), and
 constexpr int64_t kTileRows = 16;       // rows of a tile: 16 weight rows (A) or 16 groups of 4 columns (B)
 constexpr int64_t kFeatureBlock = 32;   // weight rows per block: two A tiles
 constexpr int64_t kTokenBlock = 32;     // activation rows per block: two B tiles
-constexpr int64_t kChunksPerThread = 4;
 
 // The tile registers' shapes (palette 1): tiles 0-1 A (16 weight rows x 64 codes), 2-3 B (16 groups of 4
 // columns x 16 tokens x 4 codes), 4-7 C (16 weight rows x 16 tokens of int32).

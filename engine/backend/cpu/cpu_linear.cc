@@ -5,8 +5,9 @@
 //   repacked twice; narrow slices are widened into a per-thread float32 buffer first, a pass that the GEMM's M rows
 //   amortise).
 // - int8 weights, any number of rows: the activations are quantized per row on the fly (one scale, as W8A8 kernels
-//   do) and meet the codes in exact integer dot products, AVX512-VNNI's vpdpbusd where the build targets it, then
-//   the two scales (measured on the llama/1b preset: prefill 70 -> 112 tokens/s against widening into sgemm).
+//   do) and meet the codes in exact integer dot products, then the two scales: on AMX tiles from kAmxMinRows rows
+//   where the CPU, build and kernel allow (cpu_amx_int8.h), else AVX512-VNNI's vpdpbusd where the build targets
+//   it, else a portable integer loop.
 #include <cblas.h>
 
 #include <algorithm>
@@ -122,7 +123,6 @@ inline void PrefetchAhead(const W* at, int64_t w_stride) {
 constexpr int64_t kSmallRows = 12;
 // Output features per task of the tiled kernel.
 constexpr int64_t kFeatureTile = 4;
-constexpr int64_t kChunksPerThread = 4;    // dynamic chunks per thread of one GEMM (work taken over when one stalls)
 constexpr int64_t kMinGemmColumns = 128;   // columns of one BLAS call at least
 constexpr int64_t kWidenedRows = 256;      // half-width weight rows widened to float32 per GEMM call
 
@@ -387,13 +387,13 @@ void AddBias(const float* bias, const DeviceMatrix& out, int64_t first, int64_t 
   }
 }
 
-// Output features [0, n) in tiles of kFeatureTile, about kChunksPerThread chunks per thread handed out
+// Output features [0, n) in tiles of kFeatureTile, about cpu::kChunksPerThread chunks per thread handed out
 // dynamically (see ThreadTeam::ForChunks); tile(j, std::integral_constant<int, NB>{}) computes features
 // [j, j + NB) of every row, NB = kFeatureTile or, for the last features, 1. The bias joins in the same chunk.
 template <typename TileFn>
 void ForFeatureTiles(int64_t n, const float* bias, const DeviceMatrix& out, cpu::ThreadTeam& team, const TileFn& tile) {
   const int64_t tiles = (n + kFeatureTile - 1) / kFeatureTile;
-  team.ForChunks(tiles, tiles / (int64_t{team.threads()} * kChunksPerThread), [&](int64_t first, int64_t last) {
+  team.ForChunks(tiles, tiles / (int64_t{team.threads()} * cpu::kChunksPerThread), [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const int64_t j0 = t * kFeatureTile;
       if (j0 + kFeatureTile <= n) {
@@ -452,7 +452,7 @@ void LargeRowsLinear(const DeviceMatrix& in, const DeviceMatrix& weight, const f
                      bool accumulate, cpu::ThreadTeam& team) {
   const int64_t n = weight.rows;
   // Column blocks of at least kMinGemmColumns (smaller GEMM calls lose more to packing than balance gains).
-  const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{team.threads()} * kChunksPerThread));
+  const int64_t grain = std::max(kMinGemmColumns, n / (int64_t{team.threads()} * cpu::kChunksPerThread));
   team.ForChunks(n, grain, [&](int64_t first, int64_t last) {
     // out[:, b:e] (m x cols) = in (m x k) . W[b:e]^T (k x cols)
     auto gemm = [&](const float* w, int64_t w_stride, int64_t b, int64_t e) {

@@ -39,6 +39,10 @@ class WaitWord {
   mutable std::atomic<int> sleepers_{0};  // waiters inside the futex call (or about to be): Store wakes only then
 };
 
+// Chunks per thread a kernel's loop is cut into (ForChunks' grain = items / (threads * kChunksPerThread)): with
+// chunks claimed dynamically, a thread that stalls has its share taken over by the others.
+inline constexpr int64_t kChunksPerThread = 4;
+
 class ThreadTeam {
  public:
   // `threads` counts the calling thread: threads - 1 workers are started. With one thread every loop runs on

@@ -2,6 +2,8 @@
 
 #include <cpuid.h>
 
+#include "engine/backend/cpu/half_elements.h"
+
 namespace arach {
 
 WeightDTypePlan PlanCpuWeightDType(WeightDTypeChoice choice, bool cpu_has_f16c, bool kernels_use_f16c) {
@@ -35,12 +37,7 @@ WeightDTypePlan ResolveCpuWeightDType(WeightDTypeChoice choice) {
   // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports knows no "f16c").
   unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool has_f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
-#if defined(__AVX512F__) || (defined(__F16C__) && defined(__AVX__))
-  constexpr bool kKernelsUseF16c = true;  // cpu_linear.cc's LoadVec(const HalfBits*) takes the vcvtph2ps branch
-#else
-  constexpr bool kKernelsUseF16c = false;
-#endif
-  return PlanCpuWeightDType(choice, has_f16c, kKernelsUseF16c);
+  return PlanCpuWeightDType(choice, has_f16c, cpu::kHardwareHalfWidening);
 }
 
 }  // namespace arach

@@ -20,6 +20,14 @@ struct HalfBits {
 };
 static_assert(sizeof(BFloat16Bits) == 2 && sizeof(HalfBits) == 2);
 
+// Whether this build's vector loads of halves (cpu_linear.cc's LoadVec) convert them in hardware: AVX-512's or
+// F16C's vcvtph2ps. A portable build (ARACH_CPU_NATIVE=OFF) widens them one at a time with Widen below.
+#if defined(__AVX512F__) || (defined(__F16C__) && defined(__AVX__))
+inline constexpr bool kHardwareHalfWidening = true;
+#else
+inline constexpr bool kHardwareHalfWidening = false;
+#endif
+
 inline float Widen(float x) { return x; }
 
 inline float Widen(BFloat16Bits x) { return BFloat16ToFloat(x.bits); }
