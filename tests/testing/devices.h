@@ -1,6 +1,8 @@
 // Op tests written once for every device (the CTranslate2 pattern): a test suite parameterised over the
 // device runs on the CPU backend (float32) always and on the CUDA backend (bf16) where a GPU is present,
 // each with the tolerance of its dtype, against float32/double references computed on the host.
+// Compiled with ARACH_TEST_CUDA_SIM (the *_cuda_sim_test executables, label cuda-sim), the same suites run once,
+// on the CUDA backend's own kernels executed by the SIMT simulator (tests/cuda_sim) on the CPU.
 #pragma once
 
 #include <memory>
@@ -14,6 +16,9 @@
 #include "engine/backend/cuda/cuda_device.h"
 #include "engine/core/dtype.h"
 #include "gtest/gtest.h"
+#if defined(ARACH_TEST_CUDA_SIM)
+#include "tests/cuda_sim/simulated_cuda_backend.h"
+#endif
 
 namespace arach {
 // gtest prints a test's device by name.
@@ -33,8 +38,13 @@ inline bool HaveCudaDevice() {
   } while (0)
 
 // The devices an op suite is instantiated for.
+#if defined(ARACH_TEST_CUDA_SIM)
+inline std::vector<DeviceKind> AllDevices() { return {DeviceKind::kCuda}; }
+inline std::string DeviceName(const ::testing::TestParamInfo<DeviceKind>&) { return "cuda_sim"; }
+#else
 inline std::vector<DeviceKind> AllDevices() { return {DeviceKind::kCpu, DeviceKind::kCuda}; }
 inline std::string DeviceName(const ::testing::TestParamInfo<DeviceKind>& info) { return std::string(DeviceKindName(info.param)); }
+#endif
 
 // How close a device's output must be to the host reference: |got - want| <= atol + rtol |want|.
 struct Tolerance {
@@ -57,6 +67,11 @@ inline float WorstToleranceRatio(const std::vector<float>& got, const std::vecto
 class DeviceFixture : public ::testing::TestWithParam<DeviceKind> {
  protected:
   void SetUp() override {
+#if defined(ARACH_TEST_CUDA_SIM)
+    backend_ = CreateSimulatedCudaBackend();
+    dtype_ = backend_->activation_dtype();
+    return;
+#endif
     if (GetParam() == DeviceKind::kCuda && !HaveCudaDevice()) GTEST_SKIP() << "no CUDA device: GPU case skipped";
     auto backend = CreateBackend(GetParam());
     ASSERT_TRUE(backend.ok()) << backend.status();

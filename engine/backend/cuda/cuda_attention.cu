@@ -208,7 +208,7 @@ void LaunchAttention(const AttentionParams& params, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(params.num_verbal_rows) * params.num_heads;
   if (items == 0) return;
   AttentionArgs args{params, static_cast<int64_t>(params.kv.num_kv_heads) * params.kv.head_dim};
-  PagedAttentionKernel<<<Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream>>>(args);
+  ARACH_LAUNCH(PagedAttentionKernel, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(args);
 }
 
 }  // namespace arach::cuda

@@ -41,6 +41,17 @@ __device__ __forceinline__ float BlockSum(float v, float* shared /* [32] */) {
   return WarpSum(v);
 }
 
+// Launches `kernel` (a __global__ function) over `grid` x `block` threads on `stream`:
+//   ARACH_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...);
+// nvcc turns it into kernel<<<...>>>(args...); compiled as C++ by the tests' SIMT simulator (tests/cuda_sim), it
+// runs the kernel's blocks and threads on the CPU.
+#if defined(__CUDACC__)
+#define ARACH_LAUNCH(kernel, grid, block, shared_bytes, stream) kernel<<<grid, block, shared_bytes, stream>>>
+#else
+#define ARACH_LAUNCH(kernel, grid, block, shared_bytes, stream) \
+  ::simt::Launch(kernel, #kernel, grid, block, shared_bytes, stream)
+#endif
+
 inline unsigned Blocks(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 }  // namespace arach::cuda

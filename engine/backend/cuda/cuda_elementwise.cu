@@ -145,64 +145,64 @@ void LaunchEmbed(const int32_t* ids, const int32_t* positions, const DeviceMatri
                  const DeviceMatrix& out, cudaStream_t stream) {
   if (out.rows == 0) return;
   const bool with_positions = position_table.data != nullptr;
-  EmbedKernel<<<static_cast<unsigned>(out.rows), kThreads, 0, stream>>>(
+  ARACH_LAUNCH(EmbedKernel, static_cast<unsigned>(out.rows), kThreads, 0, stream)(
       ids, positions, Rows(table), with_positions ? Rows(position_table) : Rows(table), with_positions, Rows(out));
 }
 
 void LaunchNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps, bool rms,
                 const DeviceMatrix& out, cudaStream_t stream) {
   if (in.rows == 0) return;
-  NormKernel<<<static_cast<unsigned>(in.rows), kThreads, 0, stream>>>(Rows(in), static_cast<const bf16*>(weight.data),
+  ARACH_LAUNCH(NormKernel, static_cast<unsigned>(in.rows), kThreads, 0, stream)(Rows(in), static_cast<const bf16*>(weight.data),
                                                                        static_cast<const bf16*>(bias.data), eps, rms, Rows(out));
 }
 
 void LaunchRmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps, cudaStream_t stream) {
   if (x.rows == 0) return;
-  RmsNormHeadsKernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream>>>(Rows(x), heads, head_dim,
+  ARACH_LAUNCH(RmsNormHeadsKernel, static_cast<unsigned>(x.rows), kThreads, 0, stream)(Rows(x), heads, head_dim,
                                                                               static_cast<const bf16*>(weight.data), eps);
 }
 
 void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq,
                 cudaStream_t stream) {
   if (x.rows == 0) return;
-  RopeKernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream>>>(Rows(x), heads, head_dim, rotary_dim, positions, inv_freq);
+  ARACH_LAUNCH(RopeKernel, static_cast<unsigned>(x.rows), kThreads, 0, stream)(Rows(x), heads, head_dim, rotary_dim, positions, inv_freq);
 }
 
 void LaunchActivate(Activation act, const DeviceMatrix& x, cudaStream_t stream) {
   if (x.rows == 0) return;
-  ActivateKernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream>>>(act, Rows(x));
+  ARACH_LAUNCH(ActivateKernel, static_cast<unsigned>(x.rows), kThreads, 0, stream)(act, Rows(x));
 }
 
 void LaunchGatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out, cudaStream_t stream) {
   if (in.rows == 0) return;
-  GatedActivateKernel<<<static_cast<unsigned>(in.rows), kThreads, 0, stream>>>(act, Rows(in), Rows(out));
+  ARACH_LAUNCH(GatedActivateKernel, static_cast<unsigned>(in.rows), kThreads, 0, stream)(act, Rows(in), Rows(out));
 }
 
 void LaunchAdd(const DeviceMatrix& x, const DeviceMatrix& y, cudaStream_t stream) {
   if (x.rows == 0) return;
-  AddKernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream>>>(Rows(x), Rows(y));
+  ARACH_LAUNCH(AddKernel, static_cast<unsigned>(x.rows), kThreads, 0, stream)(Rows(x), Rows(y));
 }
 
 void LaunchWriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv, cudaStream_t stream) {
   if (k.rows == 0) return;
-  WriteKvKernel<<<static_cast<unsigned>(k.rows), kThreads, 0, stream>>>(Rows(k), Rows(v), slots, static_cast<bf16*>(kv.k),
+  ARACH_LAUNCH(WriteKvKernel, static_cast<unsigned>(k.rows), kThreads, 0, stream)(Rows(k), Rows(v), slots, static_cast<bf16*>(kv.k),
                                                                          static_cast<bf16*>(kv.v),
                                                                          static_cast<int64_t>(kv.num_kv_heads) * kv.head_dim);
 }
 
 void LaunchGatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, cudaStream_t stream) {
   if (dst.rows == 0) return;
-  GatherRowsKernel<<<static_cast<unsigned>(dst.rows), kThreads, 0, stream>>>(Rows(src), rows, Rows(dst));
+  ARACH_LAUNCH(GatherRowsKernel, static_cast<unsigned>(dst.rows), kThreads, 0, stream)(Rows(src), rows, Rows(dst));
 }
 
 void LaunchScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate, cudaStream_t stream) {
   if (src.rows == 0) return;
-  ScatterRowsKernel<<<static_cast<unsigned>(src.rows), kThreads, 0, stream>>>(Rows(src), rows, Rows(dst), accumulate);
+  ARACH_LAUNCH(ScatterRowsKernel, static_cast<unsigned>(src.rows), kThreads, 0, stream)(Rows(src), rows, Rows(dst), accumulate);
 }
 
 void LaunchFillRows(const DeviceMatrix& row, const DeviceMatrix& out, cudaStream_t stream) {
   if (out.rows == 0) return;
-  FillRowsKernel<<<static_cast<unsigned>(out.rows), kThreads, 0, stream>>>(static_cast<const bf16*>(row.data), Rows(out));
+  ARACH_LAUNCH(FillRowsKernel, static_cast<unsigned>(out.rows), kThreads, 0, stream)(static_cast<const bf16*>(row.data), Rows(out));
 }
 
 }  // namespace arach::cuda

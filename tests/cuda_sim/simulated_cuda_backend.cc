@@ -1,0 +1,156 @@
+#include "tests/cuda_sim/simulated_cuda_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cuda/cuda_kernels.h"
+
+namespace arach::testing {
+namespace {
+
+constexpr size_t kSimulatedMemoryBytes = size_t{1} << 30;
+
+class HostBuffer final : public DeviceBuffer {
+ public:
+  explicit HostBuffer(size_t bytes) : bytes_(bytes), data_(std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64)) {}
+  ~HostBuffer() override { std::free(data_); }
+  void* data() override { return data_; }
+  size_t size() const override { return bytes_; }
+
+ private:
+  size_t bytes_;
+  void* data_;
+};
+
+float ElementAt(const DeviceMatrix& m, int64_t r, int64_t c) {
+  const int64_t i = r * m.stride + c;
+  if (m.dtype == DType::kF32) return m.As<const float>()[i];
+  return BFloat16ToFloat(m.As<const uint16_t>()[i]);
+}
+
+void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {
+  const int64_t i = r * m.stride + c;
+  if (m.dtype == DType::kF32) {
+    m.As<float>()[i] = v;
+  } else {
+    m.As<uint16_t>()[i] = FloatToBFloat16(v);
+  }
+}
+
+class SimulatedCudaBackend final : public Backend {
+ public:
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  std::string Describe() const override { return "cuda kernels on the SIMT simulator (bf16)"; }
+  DType activation_dtype() const override { return DType::kBF16; }
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
+    if (bytes > kSimulatedMemoryBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("simulated cuda: cannot allocate ", bytes, " bytes"));
+    }
+    return std::unique_ptr<DeviceBuffer>(new HostBuffer(bytes));
+  }
+  void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override { std::memcpy(device_dst, host_src, bytes); }
+  void CopyToHost(void* host_dst, const void* device_src, size_t bytes) override { std::memcpy(host_dst, device_src, bytes); }
+  void Fill(void* device_dst, size_t bytes, unsigned char value) override { std::memset(device_dst, value, bytes); }
+  void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override {
+    ConvertFromFloat(dtype, host_src, count, device_dst);
+  }
+  void DownloadFloat(float* host_dst, const DeviceMatrix& src) override {
+    for (int64_t r = 0; r < src.rows; ++r) {
+      for (int64_t c = 0; c < src.cols; ++c) host_dst[r * src.cols + c] = ElementAt(src, r, c);
+    }
+  }
+  absl::StatusOr<MemoryBudget> AvailableMemory() override { return MemoryBudget{kSimulatedMemoryBytes, "simulated device"}; }
+  int max_attention_head_dim() const override { return cuda::kMaxAttentionHeadDim; }
+
+ protected:
+  absl::Status SynchronizeImpl() override {
+    absl::Status status = std::move(pending_error_);
+    pending_error_ = absl::OkStatus();
+    return status;
+  }
+  void EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table, const DeviceMatrix& position_table,
+                 const DeviceMatrix& out) override {
+    cuda::LaunchEmbed(ids, positions, table, position_table, out, nullptr);
+    Check("embed");
+  }
+  void LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
+                     const DeviceMatrix& out) override {
+    cuda::LaunchNorm(in, weight, bias, eps, /*rms=*/false, out, nullptr);
+    Check("layer norm");
+  }
+  void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override {
+    cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, nullptr);
+    Check("rms norm");
+  }
+  void RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) override {
+    cuda::LaunchRmsNormHeads(x, heads, head_dim, weight, eps, nullptr);
+    Check("head rms norm");
+  }
+  void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+                  bool accumulate) override {
+    for (int64_t m = 0; m < in.rows; ++m) {
+      for (int64_t n = 0; n < weight.rows; ++n) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < in.cols; ++k) sum += ElementAt(in, m, k) * ElementAt(weight, n, k);
+        if (bias.data != nullptr) sum += ElementAt(bias, 0, n);
+        if (accumulate) sum += ElementAt(out, m, n);
+        SetElement(out, m, n, sum);
+      }
+    }
+  }
+  void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                const float* inv_freq) override {
+    cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, nullptr);
+    Check("rope");
+  }
+  void ActivateImpl(Activation act, const DeviceMatrix& x) override {
+    cuda::LaunchActivate(act, x, nullptr);
+    Check("activation");
+  }
+  void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override {
+    cuda::LaunchGatedActivate(act, in, out, nullptr);
+    Check("gated activation");
+  }
+  void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override {
+    cuda::LaunchAdd(x, y, nullptr);
+    Check("add");
+  }
+  void WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override {
+    cuda::LaunchWriteKv(k, v, slots, kv, nullptr);
+    Check("kv write");
+  }
+  void AttentionImpl(const AttentionParams& params) override {
+    cuda::LaunchAttention(params, nullptr);
+    Check("attention");
+  }
+  void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override {
+    cuda::LaunchGatherRows(src, rows, dst, nullptr);
+    Check("gather rows");
+  }
+  void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override {
+    cuda::LaunchScatterRows(src, rows, dst, accumulate, nullptr);
+    Check("scatter rows");
+  }
+  void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override {
+    cuda::LaunchFillRows(row, out, nullptr);
+    Check("fill rows");
+  }
+
+ private:
+  // Keeps the first failed launch until Synchronize, as CudaBackend keeps the first asynchronous error.
+  void Check(const char* op) {
+    const std::string failure = simt::TakeFailure();
+    if (!failure.empty() && pending_error_.ok()) pending_error_ = absl::InternalError(absl::StrCat("cuda ", op, ": ", failure));
+  }
+
+  absl::Status pending_error_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateSimulatedCudaBackend() { return std::make_unique<SimulatedCudaBackend>(); }
+
+}  // namespace arach::testing
