@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
+
 #include "engine/backend/device_matrix.h"
 
 namespace arach {
@@ -67,6 +69,21 @@ struct AttentionParams {
   // Diagnostics: [num_seqs, kAttentionMassKinds, num_heads] float32 device sums, added to (the caller
   // zeroes them); null = not computed.
   float* attention_mass = nullptr;
+};
+
+// The host's view of one step's batch: the same arrays AttentionParams points to on the device, for devices
+// that schedule attention on the host once per step (Backend::PlanAttention: the CUDA backend builds
+// FlashInfer's schedule from it). Spans into the caller's vectors, valid for the call.
+struct AttentionBatchLayout {
+  absl::Span<const int32_t> query_start;        // [num_seqs + 1]
+  absl::Span<const int32_t> positions;          // [num_verbal_rows]
+  absl::Span<const int32_t> block_table_start;  // [num_seqs + 1]
+  absl::Span<const int32_t> block_tables;       // block ids
+  absl::Span<const int32_t> hub_start;          // [num_seqs + 1]
+  int block_size = 16;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
 };
 
 // The attention-mass diagnostics of one step (AttentionMassKind), for every layer and sequence:

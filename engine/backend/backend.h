@@ -93,6 +93,11 @@ class Backend {
   void Add(const DeviceMatrix& x, const DeviceMatrix& y);
   // Writes k[i], v[i] ([rows, kv_heads * head_dim]) into the cache slot slots[i] (block * block_size + offset).
   void WriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv);
+  // Called once per forward, before the layers' Attention calls, with the host's copy of the step's layout:
+  // devices that schedule attention on the host (CUDA: FlashInfer's plan) do it here; the CPU needs nothing.
+  // INVALID_ARGUMENT when the layout breaks AttentionParams' rules (rows of a sequence at positions that do not
+  // end its cached context, hub rows not paired one to one).
+  virtual absl::Status PlanAttention(const AttentionBatchLayout& /*layout*/) { return absl::OkStatus(); }
   void Attention(const AttentionParams& params);
   // dst[i] = src[rows[i]], rows: [dst.rows] device.
   void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst);

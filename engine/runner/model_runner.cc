@@ -256,6 +256,17 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   attention.num_hub_rows = num_hub;
   attention.hub_start = hub_start;
   attention.hub_logit_offset = hub_offsets;
+  AttentionBatchLayout layout;
+  layout.query_start = flat.query_start;
+  layout.positions = flat.positions;
+  layout.block_table_start = flat.block_table_start;
+  layout.block_tables = flat.block_tables;
+  layout.hub_start = flat.hub_start;
+  layout.block_size = kv_cache_->block_size();
+  layout.num_heads = c.num_heads;
+  layout.num_kv_heads = c.num_kv_heads;
+  layout.head_dim = c.head_dim;
+  ARACH_RETURN_IF_ERROR(b.PlanAttention(layout));
   for (int l = 0; l < c.num_layers; ++l) {
     ARACH_RETURN_IF_ERROR(RunLayer(l, hidden, attention, in));
   }

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/paged_attention_plan.h"
+#include "tests/cuda_sim/flashinfer_stand_in.h"
 
 namespace arach::testing {
 namespace {
@@ -64,6 +66,12 @@ class SimulatedCudaBackend final : public Backend {
   }
   absl::StatusOr<MemoryBudget> AvailableMemory() override { return MemoryBudget{kSimulatedMemoryBytes, "simulated device"}; }
   int max_attention_head_dim() const override { return cuda::kMaxAttentionHeadDim; }
+  absl::Status PlanAttention(const AttentionBatchLayout& layout) override {
+    absl::StatusOr<cuda::PagedAttentionPlan> plan = cuda::BuildPagedAttentionPlan(layout);
+    if (!plan.ok()) return plan.status();
+    plan_ = std::move(*plan);
+    return absl::OkStatus();
+  }
 
  protected:
   absl::Status SynchronizeImpl() override {
@@ -122,9 +130,18 @@ class SimulatedCudaBackend final : public Backend {
     cuda::LaunchWriteKv(k, v, slots, kv, nullptr);
     Check("kv write");
   }
+  // As CudaBackend: FlashInfer (here its stand-in) over the cache, then our hub merge, for the head sizes
+  // FlashInfer is compiled for; our own paged kernel for the others.
   void AttentionImpl(const AttentionParams& params) override {
-    cuda::LaunchAttention(params, nullptr);
-    Check("attention");
+    if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim)) {
+      cuda::LaunchAttention(params, nullptr);
+      Check("attention");
+      return;
+    }
+    std::vector<float> lse(static_cast<size_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads);
+    FlashInferStandIn(plan_, params, params.sliding_window > 0 ? params.sliding_window - 1 : -1, lse.data());
+    cuda::LaunchHubMerge(params, lse.data(), nullptr);
+    Check("hub merge");
   }
   void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override {
     cuda::LaunchGatherRows(src, rows, dst, nullptr);
@@ -147,6 +164,7 @@ class SimulatedCudaBackend final : public Backend {
   }
 
   absl::Status pending_error_;
+  cuda::PagedAttentionPlan plan_;  // from the last PlanAttention
 };
 
 }  // namespace

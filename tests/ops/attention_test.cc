@@ -95,6 +95,18 @@ void PagedAttention::RunCase(const Shape& shape, const std::vector<SeqSpec>& seq
   const size_t mass_size = seqs.size() * kAttentionMassKinds * shape.heads;
   const DeviceMatrix mass = Upload(std::vector<float>(mass_size, 1.0f), 1, static_cast<int64_t>(mass_size), DType::kF32);
   if (with_mass) p.attention_mass = mass.As<float>();
+  AttentionBatchLayout layout;
+  layout.query_start = query_start;
+  layout.positions = positions;
+  layout.block_table_start = table_start;
+  layout.block_tables = tables;
+  layout.hub_start = hub_start;
+  layout.block_size = shape.block_size;
+  layout.num_heads = shape.heads;
+  layout.num_kv_heads = shape.kv_heads;
+  layout.head_dim = hd;
+  const absl::Status planned = backend_->PlanAttention(layout);
+  ASSERT_TRUE(planned.ok()) << planned;
   backend_->Attention(p);
   std::vector<double> want_mass(mass_size, 1.0);
   auto mass_at = [&](size_t s, int kind, int h) -> double& { return want_mass[(s * kAttentionMassKinds + kind) * shape.heads + h]; };

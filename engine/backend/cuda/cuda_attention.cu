@@ -25,16 +25,6 @@ __device__ __forceinline__ float WarpMax(float v) {
   return v;
 }
 
-// Index of the segment of `starts` ([count + 1], non-decreasing) that holds `value`.
-__device__ __forceinline__ int FindSegment(const int32_t* starts, int count, int value) {
-  int lo = 0, hi = count - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (starts[mid] <= value) lo = mid; else hi = mid - 1;
-  }
-  return lo;
-}
-
 // Running softmax state of one query over the keys seen so far; lane-owned slice of the output.
 struct Running {
   float max_logit;

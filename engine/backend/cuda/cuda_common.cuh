@@ -29,6 +29,17 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
+// Index of the segment of `starts` ([count + 1], non-decreasing) that holds `value`: the last s with
+// starts[s] <= value, so empty segments are skipped.
+__device__ __forceinline__ int FindSegment(const int32_t* starts, int count, int value) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (starts[mid] <= value) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
 __device__ __forceinline__ float BlockSum(float v, float* shared /* [32] */) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;

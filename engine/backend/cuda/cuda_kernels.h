@@ -35,5 +35,10 @@ void LaunchFillRows(const DeviceMatrix& row, const DeviceMatrix& out, cudaStream
 // The largest head size the kernel takes (even sizes only).
 constexpr int kMaxAttentionHeadDim = 256;
 void LaunchAttention(const AttentionParams& params, cudaStream_t stream);
+// After attention over the cache alone has written params.out and `lse` ([rows, num_heads] float32, log2 of
+// each row's softmax denominator in log2 units, as FlashInfer returns it): merges each hub row's and each
+// hub-bearing verbal row's hub key/value in by log-sum-exp, and adds the attention-mass diagnostics when
+// params.attention_mass is set (cuda_hub_merge.cu). Does nothing for a step with neither.
+void LaunchHubMerge(const AttentionParams& params, const float* lse, cudaStream_t stream);
 
 }  // namespace arach::cuda

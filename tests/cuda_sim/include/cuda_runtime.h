@@ -17,7 +17,7 @@
 // cudaGetLastError.
 #pragma once
 
-#include <cmath>
+#include <cmath>  // expf, exp2f, log2f, sincosf, erff, tanhf, fmaxf: the same names as CUDA's device maths
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -136,7 +136,6 @@ inline int atomicAdd(int* address, int value) {
 }
 
 inline float __expf(float x) { return std::exp(x); }
-inline float exp2f(float x) { return std::exp2(x); }
 inline float __log2f(float x) { return std::log2(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __fdividef(float a, float b) { return a / b; }

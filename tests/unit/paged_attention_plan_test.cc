@@ -1,0 +1,149 @@
+// The plan that maps a step onto FlashInfer's paged kernels, on random block tables: every query row
+// (verbal and hub) must see, through FlashInfer's rules (request pages, last page length, causal offset,
+// window), exactly the cache slots AttentionParams' rules give it; malformed layouts are refused naming the
+// sequence.
+#include "engine/backend/cuda/paged_attention_plan.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace arach::cuda {
+namespace {
+
+struct Layout {
+  std::vector<int32_t> query_start{0}, positions, block_table_start{0}, block_tables, hub_start{0};
+  int block_size = 16;
+  AttentionBatchLayout View() const {
+    AttentionBatchLayout v;
+    v.query_start = query_start;
+    v.positions = positions;
+    v.block_table_start = block_table_start;
+    v.block_tables = block_tables;
+    v.hub_start = hub_start;
+    v.block_size = block_size;
+    v.num_heads = 4;
+    v.num_kv_heads = 2;
+    v.head_dim = 64;
+    return v;
+  }
+};
+
+// Random sequences (context 1..200, a decode row or a prefill chunk ending the context, hub on some) over
+// shuffled blocks; some tables hold spare blocks past the context.
+Layout RandomLayout(std::mt19937& rng) {
+  Layout l;
+  l.block_size = std::vector<int>{1, 4, 16, 32}[rng() % 4];
+  std::vector<int32_t> pool(4000);
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  size_t next_block = 0;
+  const int num_seqs = 1 + static_cast<int>(rng() % 8);
+  for (int s = 0; s < num_seqs; ++s) {
+    const int context = 1 + static_cast<int>(rng() % 200);
+    const int rows = rng() % 2 == 0 ? 1 : 1 + static_cast<int>(rng() % context);
+    for (int i = 0; i < rows; ++i) l.positions.push_back(context - rows + i);
+    l.query_start.push_back(l.query_start.back() + rows);
+    l.hub_start.push_back(l.hub_start.back() + (rng() % 2 == 0 ? rows : 0));
+    const int blocks = (context + l.block_size - 1) / l.block_size + static_cast<int>(rng() % 2);
+    for (int b = 0; b < blocks; ++b) l.block_tables.push_back(pool[next_block++]);
+    l.block_table_start.push_back(static_cast<int32_t>(l.block_tables.size()));
+  }
+  return l;
+}
+
+// The slots (block * block_size + offset) FlashInfer's rules give row `i` of request `r`.
+std::vector<int64_t> FlashInferSlots(const PagedAttentionPlan& plan, int r, int i, int block_size, int window) {
+  const int64_t kv_len = plan.KvLength(r, block_size);
+  const int64_t qo_len = plan.qo_indptr[r + 1] - plan.qo_indptr[r];
+  const int64_t last = kv_len - qo_len + i;
+  const int64_t first = window > 0 ? std::max<int64_t>(0, last - (window - 1)) : 0;  // window_left = window - 1
+  std::vector<int64_t> slots;
+  for (int64_t j = first; j <= last; ++j) {
+    slots.push_back(static_cast<int64_t>(plan.kv_indices[plan.kv_indptr[r] + j / block_size]) * block_size + j % block_size);
+  }
+  return slots;
+}
+
+// The slots AttentionParams' rules give verbal row `row` of sequence `s` (and its hub row).
+std::vector<int64_t> OurSlots(const Layout& l, int s, int row, int window) {
+  const int limit = l.positions[row];
+  const int first = window > 0 ? std::max(0, limit - window + 1) : 0;
+  std::vector<int64_t> slots;
+  for (int j = first; j <= limit; ++j) {
+    slots.push_back(static_cast<int64_t>(l.block_tables[l.block_table_start[s] + j / l.block_size]) * l.block_size + j % l.block_size);
+  }
+  return slots;
+}
+
+TEST(PagedAttentionPlan, EveryRowSeesTheSlotsOfItsRowOnRandomTables) {
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937 rng(seed);
+    const Layout l = RandomLayout(rng);
+    const int window = seed % 3 == 0 ? 1 + static_cast<int>(rng() % 50) : 0;
+    auto plan = BuildPagedAttentionPlan(l.View());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const int num_seqs = static_cast<int>(l.query_start.size()) - 1, num_verbal = l.query_start.back();
+    ASSERT_EQ(plan->num_verbal_requests, num_seqs);
+    ASSERT_EQ(plan->qo_indptr.back(), num_verbal + l.hub_start.back()) << "every row of q is some request's";
+    int max_rows = 0;
+    std::vector<int> rows_seen(num_verbal + l.hub_start.back(), 0);
+    for (int r = 0; r < plan->num_requests(); ++r) {
+      const int s = plan->request_sequence[r];
+      const bool hub = r >= plan->num_verbal_requests;
+      ASSERT_EQ(plan->kv_last_page_len[r] >= 1 && plan->kv_last_page_len[r] <= l.block_size, true) << seed;
+      max_rows = std::max(max_rows, plan->qo_indptr[r + 1] - plan->qo_indptr[r]);
+      for (int q = plan->qo_indptr[r]; q < plan->qo_indptr[r + 1]; ++q) {
+        const int i = q - plan->qo_indptr[r];
+        // The q row FlashInfer reads must be this sequence's verbal row i, or its hub row i.
+        const int expected_q = hub ? num_verbal + l.hub_start[s] + i : l.query_start[s] + i;
+        ASSERT_EQ(q, expected_q) << "seed " << seed << " request " << r;
+        ++rows_seen[q];
+        EXPECT_EQ(FlashInferSlots(*plan, r, i, l.block_size, window), OurSlots(l, s, l.query_start[s] + i, window))
+            << "seed " << seed << " request " << r << " row " << i << (hub ? " (hub)" : "");
+      }
+    }
+    EXPECT_EQ(plan->max_query_rows, max_rows);
+    EXPECT_THAT(rows_seen, ::testing::Each(1)) << "each row in exactly one request, seed " << seed;
+  }
+}
+
+TEST(PagedAttentionPlan, MalformedLayoutsAreRefusedNamingTheSequence) {
+  Layout good;
+  good.block_size = 4;
+  good.positions = {5, 6, 7, 2};  // sequence 0: 3 rows ending context 8; sequence 1: a decode row at position 2
+  good.query_start = {0, 3, 4};
+  good.block_tables = {9, 3, 7};
+  good.block_table_start = {0, 2, 3};
+  good.hub_start = {0, 3, 3};
+  ASSERT_TRUE(BuildPagedAttentionPlan(good.View()).ok());
+
+  Layout gap = good;
+  gap.positions = {5, 7, 8, 2};
+  Layout short_table = good;
+  short_table.positions = {6, 7, 8, 2};  // context 9 needs 3 blocks of 4
+  Layout half_hub = good;
+  half_hub.hub_start = {0, 2, 2};
+  Layout empty = good;
+  empty.query_start = {0, 4, 4};
+  empty.positions = {4, 5, 6, 7};
+  empty.hub_start = {0, 4, 4};
+  const std::vector<std::pair<Layout, std::string>> cases = {
+      {gap, "sequence 0: row 1 is at position 7, expected 6"},
+      {short_table, "sequence 0: block table [0, 2) does not cover 9 positions"},
+      {half_hub, "sequence 0: 2 hub rows for 3 rows"},
+      {empty, "sequence 1: query rows [4, 4)"},
+  };
+  for (const auto& [layout, message] : cases) {
+    const absl::StatusOr<PagedAttentionPlan> plan = BuildPagedAttentionPlan(layout.View());
+    ASSERT_FALSE(plan.ok()) << message;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(plan.status().message()), ::testing::HasSubstr(message));
+  }
+}
+
+}  // namespace
+}  // namespace arach::cuda
