@@ -10,7 +10,7 @@ ABSL_FLAG(std::vector<std::string>, presets, std::vector<std::string>({"gpt2/124
 ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (variant_bench writes it with a random adapter)");
 ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
 ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where make-model presets are written");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
 ABSL_FLAG(std::string, weight_dtype, "auto", "CPU weight matrices: f32 | f16 | bf16 | int8 | auto (f16 where the CPU has F16C)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto", "KV cache: f32 | f16 | bf16 | auto (f16 with weights narrower than f32, else f32)");
 

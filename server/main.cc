@@ -46,7 +46,7 @@ ABSL_FLAG(int, shadow_tokens_beside_live, 0, "shadow-scoring tokens in an engine
 ABSL_FLAG(int, shadow_tokens_per_step, 8, "shadow-scoring tokens in any engine step (bounds how long a shadow step can "
           "delay a live request arriving during it)");
 ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at most; more are dropped (arach_shadow_dropped_total)");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(std::string, weight_dtype, "auto",
           "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise), int8 "

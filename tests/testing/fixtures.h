@@ -2,6 +2,7 @@
 // which skips the test with a clear message where the folder is absent.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +75,8 @@ struct FixtureOptions {
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // the CPU backend's weight matrices
   KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // float32 beside the default float32 weights
   std::string model_dir;  // load this folder (a converted copy of the fixture) instead of the fixture's own
+  // Makes the backend instead of CreateBackend(device, ...) (the cuda-sim suites' simulated CUDA backend).
+  std::function<std::unique_ptr<Backend>()> make_backend;
 };
 
 // Loads fixture model `name` (e.g. "gpt2-tiny") onto options.device (the CPU backend by default).

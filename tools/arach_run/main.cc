@@ -32,7 +32,7 @@
 #include "tools/arach_run/commands.h"
 
 ABSL_FLAG(std::string, model, "", "model folder (Hugging Face layout)");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
 ABSL_FLAG(std::string, prompt, "", "generate: prompt text");
 ABSL_FLAG(std::string, ids, "", "token ids, comma separated");
 ABSL_FLAG(int, max_new_tokens, 32, "generate: tokens to generate");

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/paged_attention_plan.h"
 #include "engine/backend/cuda/cuda_status.h"
 #include "engine/core/status.h"
 
@@ -42,9 +43,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_inde
   cudaDeviceProp prop{};
   ARACH_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device_index), "cudaGetDeviceProperties");
   backend->description_ = absl::StrCat("cuda:", device_index, " (", prop.name, ", sm_", prop.major, prop.minor,
-                                       "; bf16, cuBLASLt)");
+                                       "; bf16, cuBLASLt GEMMs, FlashInfer attention for head sizes 64 and 128)");
   ARACH_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&backend->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   ARACH_ASSIGN_OR_RETURN(backend->gemm_, cuda::CublasLtGemm::Create(kGemmWorkspaceBytes));
+  ARACH_ASSIGN_OR_RETURN(backend->flashinfer_, cuda::FlashInferAttention::Create(backend->stream_));
   return backend;
 }
 
@@ -52,6 +54,7 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
     gemm_.reset();
+    flashinfer_.reset();
     cudaStreamDestroy(stream_);
   }
 }
@@ -178,9 +181,26 @@ void CudaBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, cons
   CheckLaunch("kv write");
 }
 
+absl::Status CudaBackend::PlanAttention(const AttentionBatchLayout& layout) {
+  if (!cuda::AttentionRunsOnFlashInfer(layout.head_dim)) return absl::OkStatus();  // our own kernel needs no plan
+  ARACH_ASSIGN_OR_RETURN(const cuda::PagedAttentionPlan plan, cuda::BuildPagedAttentionPlan(layout));
+  return flashinfer_->Plan(plan, layout);
+}
+
 void CudaBackend::AttentionImpl(const AttentionParams& params) {
-  cuda::LaunchAttention(params, stream_);
+  if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim)) {
+    cuda::LaunchAttention(params, stream_);
+    CheckLaunch("attention");
+    return;
+  }
+  absl::StatusOr<const float*> lse = flashinfer_->Run(params);  // attention over the cache, FlashInfer's
+  if (!lse.ok()) {
+    Record(lse.status());
+    return;
+  }
   CheckLaunch("attention");
+  cuda::LaunchHubMerge(params, *lse, stream_);  // + the hub, + the diagnostics
+  CheckLaunch("hub merge");
 }
 
 void CudaBackend::GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {

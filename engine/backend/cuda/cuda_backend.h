@@ -1,5 +1,7 @@
 // The CUDA backend: bf16 weights, activations and KV cache (float32 arithmetic inside kernels and GEMMs),
-// GEMMs through cuBLASLt, own kernels for the rest (cuda_elementwise.cu, cuda_attention.cu). All work is
+// GEMMs through cuBLASLt, attention through FlashInfer for head sizes 64 and 128 with the ARACH hub merged in
+// by our kernel (cuda_hub_merge.cu; our own paged kernel, cuda_attention.cu, for other head sizes), own
+// kernels for the rest (cuda_elementwise.cu). All work is
 // queued on one stream; ops return at once and their errors surface at Synchronize().
 #pragma once
 
@@ -11,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cublaslt_gemm.h"
+#include "engine/backend/cuda/flashinfer_attention.h"
 
 namespace arach {
 
@@ -32,6 +35,7 @@ class CudaBackend final : public Backend {
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
   absl::StatusOr<MemoryBudget> AvailableMemory() override;
   int max_attention_head_dim() const override;
+  absl::Status PlanAttention(const AttentionBatchLayout& layout) override;
 
  protected:
   absl::Status SynchronizeImpl() override;
@@ -66,6 +70,7 @@ class CudaBackend final : public Backend {
   std::string description_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  std::unique_ptr<cuda::FlashInferAttention> flashinfer_;
   absl::Status pending_error_;
 };
 

@@ -4,7 +4,7 @@
 namespace arach {
 
 absl::StatusOr<std::vector<CudaDeviceInfo>> ListCudaDevices() {
-  return absl::FailedPreconditionError("cuda: this build has no CUDA support (nvcc was not found at configure time)");
+  return absl::FailedPreconditionError("cuda: this build has no CUDA backend (" ARACH_CUDA_BUILD_NOTE ")");
 }
 
 }  // namespace arach

@@ -1,0 +1,139 @@
+#include "engine/backend/cuda/flashinfer_attention.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cuda/cuda_status.h"
+#include "engine/core/status.h"
+
+namespace arach::cuda {
+namespace {
+
+// FlashInfer's own defaults (its Python wrappers): 128 MiB for split-KV partial outputs, 8 MiB of schedule.
+constexpr size_t kFloatWorkspaceBytes = size_t{128} << 20;
+constexpr size_t kIntWorkspaceBytes = size_t{8} << 20;
+
+absl::Status FromMessage(const std::string& message) {
+  return message.empty() ? absl::OkStatus() : absl::InternalError(absl::StrCat("cuda attention: ", message));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FlashInferAttention>> FlashInferAttention::Create(cudaStream_t stream) {
+  std::unique_ptr<FlashInferAttention> a(new FlashInferAttention(stream));
+  FlashInferWorkspace& w = a->workspace_;
+  w.float_bytes = kFloatWorkspaceBytes;
+  w.int_bytes = kIntWorkspaceBytes;
+  ARACH_CUDA_RETURN_IF_ERROR(cudaMalloc(&w.float_buffer, w.float_bytes), "FlashInfer float workspace");
+  ARACH_CUDA_RETURN_IF_ERROR(cudaMalloc(&w.int_buffer, w.int_bytes), "FlashInfer int workspace");
+  ARACH_CUDA_RETURN_IF_ERROR(cudaMallocHost(&w.pinned_int_buffer, w.int_bytes), "FlashInfer page-locked workspace");
+  ARACH_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&a->staged_, cudaEventDisableTiming), "cudaEventCreate");
+  return a;
+}
+
+FlashInferAttention::~FlashInferAttention() {
+  if (staged_ != nullptr) cudaEventSynchronize(staged_);
+  cudaFree(workspace_.float_buffer);
+  cudaFree(workspace_.int_buffer);
+  cudaFreeHost(workspace_.pinned_int_buffer);
+  cudaFree(arrays_);
+  cudaFreeHost(arrays_pinned_);
+  cudaFree(lse_);
+  if (staged_ != nullptr) cudaEventDestroy(staged_);
+}
+
+absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* capacity, void** pinned) {
+  if (bytes <= *capacity) return absl::OkStatus();
+  const size_t grown = std::max(bytes, *capacity * 2);
+  ARACH_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "attention scratch");  // the old buffers may be in use
+  cudaFree(*device);
+  *device = nullptr;
+  *capacity = 0;
+  ARACH_CUDA_RETURN_IF_ERROR(cudaMalloc(device, grown), "attention scratch");
+  if (pinned != nullptr) {
+    cudaFreeHost(*pinned);
+    *pinned = nullptr;
+    ARACH_CUDA_RETURN_IF_ERROR(cudaMallocHost(pinned, grown), "attention scratch (page-locked)");
+  }
+  *capacity = grown;
+  return absl::OkStatus();
+}
+
+absl::Status FlashInferAttention::Plan(const PagedAttentionPlan& plan, const AttentionBatchLayout& layout) {
+  planned_ = false;
+  if (!AttentionRunsOnFlashInfer(layout.head_dim)) {
+    return absl::InternalError(absl::StrCat("cuda attention: FlashInfer is not built for head size ", layout.head_dim));
+  }
+  // The page-locked buffers are rewritten below: the previous step's copies from them must have finished.
+  ARACH_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_), "attention plan");
+  const size_t requests = static_cast<size_t>(plan.num_requests());
+  // [qo_indptr (requests + 1) | kv_indptr (requests + 1) | kv_indices | kv_last_page_len (requests)] int32.
+  const size_t elements = 2 * (requests + 1) + plan.kv_indices.size() + requests;
+  ARACH_RETURN_IF_ERROR(Reserve(elements * sizeof(int32_t), &arrays_, &arrays_capacity_, &arrays_pinned_));
+  int32_t* staging = static_cast<int32_t*>(arrays_pinned_);
+  int32_t* device = static_cast<int32_t*>(arrays_);
+  size_t at = 0;
+  auto place = [&](const std::vector<int32_t>& values) {
+    std::memcpy(staging + at, values.data(), values.size() * sizeof(int32_t));
+    int32_t* where = device + at;
+    at += values.size();
+    return where;
+  };
+  batch_.qo_indptr = place(plan.qo_indptr);
+  batch_.kv_indptr = place(plan.kv_indptr);
+  batch_.kv_indices = place(plan.kv_indices);
+  batch_.kv_last_page_len = place(plan.kv_last_page_len);
+  ARACH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arrays_, arrays_pinned_, at * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+                             "attention plan");
+  qo_indptr_host_ = plan.qo_indptr;
+  kv_indptr_host_ = plan.kv_indptr;
+  batch_.qo_indptr_host = qo_indptr_host_.data();
+  batch_.kv_indptr_host = kv_indptr_host_.data();
+  batch_.num_requests = static_cast<int>(requests);
+  batch_.total_rows = plan.qo_indptr.back();
+  batch_.num_qo_heads = layout.num_heads;
+  batch_.num_kv_heads = layout.num_kv_heads;
+  batch_.page_size = layout.block_size;
+  ARACH_RETURN_IF_ERROR(Reserve(static_cast<size_t>(batch_.total_rows) * layout.num_heads * sizeof(float), &lse_, &lse_capacity_));
+  decode_ = plan.max_query_rows <= 1;
+  head_dim_ = layout.head_dim;
+  std::string error;
+  if (requests > 0) {
+    if (decode_) {
+      error = head_dim_ == 64 ? PlanFlashInferDecode<64>(workspace_, batch_, &plan_info_, stream_)
+                              : PlanFlashInferDecode<128>(workspace_, batch_, &plan_info_, stream_);
+    } else {
+      error = head_dim_ == 64 ? PlanFlashInferPrefill<64>(workspace_, batch_, &plan_info_, stream_)
+                              : PlanFlashInferPrefill<128>(workspace_, batch_, &plan_info_, stream_);
+    }
+  }
+  ARACH_CUDA_RETURN_IF_ERROR(cudaEventRecord(staged_, stream_), "attention plan");
+  ARACH_RETURN_IF_ERROR(FromMessage(error));
+  planned_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const float*> FlashInferAttention::Run(const AttentionParams& params) {
+  if (!planned_ || params.kv.head_dim != head_dim_ || params.num_heads != batch_.num_qo_heads ||
+      params.num_verbal_rows + params.num_hub_rows != batch_.total_rows) {
+    return absl::InternalError("cuda attention: the step was not planned for this call (Backend::PlanAttention)");
+  }
+  if (params.out.stride != params.out.cols) {
+    return absl::InternalError("cuda attention: FlashInfer writes a dense output");
+  }
+  float* lse = static_cast<float*>(lse_);
+  if (batch_.num_requests == 0) return lse;
+  std::string error;
+  if (decode_) {
+    error = head_dim_ == 64 ? RunFlashInferDecode<64>(workspace_, batch_, plan_info_, params, lse, stream_)
+                            : RunFlashInferDecode<128>(workspace_, batch_, plan_info_, params, lse, stream_);
+  } else {
+    error = head_dim_ == 64 ? RunFlashInferPrefill<64>(workspace_, batch_, plan_info_, params, lse, stream_)
+                            : RunFlashInferPrefill<128>(workspace_, batch_, plan_info_, params, lse, stream_);
+  }
+  ARACH_RETURN_IF_ERROR(FromMessage(error));
+  return static_cast<const float*>(lse);
+}
+
+}  // namespace arach::cuda

@@ -1,0 +1,54 @@
+// Paged attention over the cache through FlashInfer, for the CUDA backend: a step is planned once (our rows
+// mapped onto FlashInfer's requests, paged_attention_plan.h; the arrays copied to the device in one transfer
+// from page-locked memory; FlashInfer's decode or prefill schedule built), then every layer runs on that plan
+// and leaves its output and each row's log-sum-exp for the hub merge (cuda_hub_merge.cu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/attention_params.h"
+#include "engine/backend/cuda/flashinfer_kernels.h"
+#include "engine/backend/cuda/paged_attention_plan.h"
+
+namespace arach::cuda {
+
+class FlashInferAttention {
+ public:
+  static absl::StatusOr<std::unique_ptr<FlashInferAttention>> Create(cudaStream_t stream);
+  ~FlashInferAttention();
+  FlashInferAttention(const FlashInferAttention&) = delete;
+  FlashInferAttention& operator=(const FlashInferAttention&) = delete;
+
+  // Plans one step (layout.head_dim must satisfy AttentionRunsOnFlashInfer): decode kernels when every request
+  // has one row, prefill kernels otherwise.
+  absl::Status Plan(const PagedAttentionPlan& plan, const AttentionBatchLayout& layout);
+  // Attention of every q row over its cached positions (no hub): writes params.out and returns the log-sum-exp,
+  // [rows, num_heads] float32 in device memory, valid until the next Run.
+  absl::StatusOr<const float*> Run(const AttentionParams& params);
+
+ private:
+  explicit FlashInferAttention(cudaStream_t stream) : stream_(stream) {}
+  // Grows a device buffer (and, with `pinned`, its page-locked mirror) to `bytes`.
+  absl::Status Reserve(size_t bytes, void** device, size_t* capacity, void** pinned = nullptr);
+
+  cudaStream_t stream_;
+  FlashInferWorkspace workspace_;
+  void* arrays_ = nullptr;         // device: qo_indptr | kv_indptr | kv_indices | kv_last_page_len
+  void* arrays_pinned_ = nullptr;  // their page-locked staging
+  size_t arrays_capacity_ = 0;
+  void* lse_ = nullptr;            // device: [rows, num_heads] float32
+  size_t lse_capacity_ = 0;
+  cudaEvent_t staged_ = nullptr;   // the last plan's copies from page-locked memory are done
+  std::vector<int32_t> qo_indptr_host_, kv_indptr_host_;
+  FlashInferBatch batch_;
+  std::vector<int64_t> plan_info_;
+  bool decode_ = true;
+  int head_dim_ = 0;
+  bool planned_ = false;
+};
+
+}  // namespace arach::cuda

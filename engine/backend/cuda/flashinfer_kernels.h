@@ -1,0 +1,65 @@
+// Our entry points into FlashInfer's batched paged-KV attention (v0.6.9, header-only), one explicit
+// instantiation per head size and kind (flashinfer_{decode,prefill}_{64,128}.cu), so that each heavy kernel
+// family compiles in its own translation unit. This header is plain C++: FlashInfer's own headers are seen only
+// by those .cu files; its plan is carried between Plan and Run as the vector its PlanInfo types convert to.
+//
+// What we ask of FlashInfer: bf16 q, K/V pages in our layout ([blocks, block_size, kv_heads, head_dim], NHD) and
+// bf16 output, the default softmax attention with the sliding-window mask compiled in (window_left -1 = none:
+// one kernel family serves both kinds of layer), no RoPE inside the kernel (ours is applied before), and the
+// log-sum-exp of every row and head (base 2) for the hub merge.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backend/attention_params.h"
+
+namespace arach::cuda {
+
+// Scratch FlashInfer's plans and split-KV runs use (sizes in flashinfer_attention.cc).
+struct FlashInferWorkspace {
+  void* float_buffer = nullptr;  // device: partial outputs of split-KV runs
+  size_t float_bytes = 0;
+  void* int_buffer = nullptr;  // device: the schedule
+  void* pinned_int_buffer = nullptr;  // page-locked host mirror of int_buffer (the schedule is built there)
+  size_t int_bytes = 0;
+};
+
+// One step's batch in FlashInfer's terms (paged_attention_plan.h), on the device and, for planning, on the host.
+struct FlashInferBatch {
+  const int32_t* qo_indptr_host = nullptr;  // [num_requests + 1]
+  const int32_t* kv_indptr_host = nullptr;  // [num_requests + 1]
+  int32_t* qo_indptr = nullptr;             // device copies of the plan's arrays
+  int32_t* kv_indptr = nullptr;
+  int32_t* kv_indices = nullptr;
+  int32_t* kv_last_page_len = nullptr;
+  int num_requests = 0;
+  int total_rows = 0;
+  int num_qo_heads = 0;
+  int num_kv_heads = 0;
+  int page_size = 0;
+};
+
+// Decode: every request has one query row. Plan once per step; Run once per layer. Errors (a CUDA error or
+// FlashInfer's own checks) come back as a message; "" = success.
+template <int kHeadDim>
+std::string PlanFlashInferDecode(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
+                                 std::vector<int64_t>* plan_info, cudaStream_t stream);
+template <int kHeadDim>
+std::string RunFlashInferDecode(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
+                                const std::vector<int64_t>& plan_info, const AttentionParams& params, float* lse,
+                                cudaStream_t stream);
+// Prefill (any rows per request, causal within each request's last rows).
+template <int kHeadDim>
+std::string PlanFlashInferPrefill(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
+                                  std::vector<int64_t>* plan_info, cudaStream_t stream);
+template <int kHeadDim>
+std::string RunFlashInferPrefill(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
+                                 const std::vector<int64_t>& plan_info, const AttentionParams& params, float* lse,
+                                 cudaStream_t stream);
+
+}  // namespace arach::cuda
