@@ -129,26 +129,40 @@ absl::string_view KvDTypeChoiceName(KvDTypeChoice choice) {
   return "?";
 }
 
+absl::StatusOr<DType> PlanCudaDType(const BackendOptions& options) {
+  DType element = options.checkpoint_dtype == DType::kBF16 || options.checkpoint_dtype == DType::kF8E4M3 ? DType::kBF16
+                                                                                                       : DType::kF16;
+  switch (options.weight_dtype) {
+    case WeightDTypeChoice::kAuto:
+    case WeightDTypeChoice::kF32: break;
+    case WeightDTypeChoice::kF16: element = DType::kF16; break;
+    case WeightDTypeChoice::kBF16: element = DType::kBF16; break;
+    case WeightDTypeChoice::kInt8:
+      return absl::InvalidArgumentError("--weight_dtype int8: the CUDA backend computes in f16 or bf16 (use auto, f16 or bf16)");
+  }
+  const bool kv_matches = options.kv_cache_dtype == KvDTypeChoice::kAuto ||
+                          (options.kv_cache_dtype == KvDTypeChoice::kF16 && element == DType::kF16) ||
+                          (options.kv_cache_dtype == KvDTypeChoice::kBF16 && element == DType::kBF16);
+  if (!kv_matches) {
+    return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype ", KvDTypeChoiceName(options.kv_cache_dtype),
+                                                   ": the CUDA backend caches K/V in its compute type, ", DTypeName(element),
+                                                   " here (use auto)"));
+  }
+  return element;
+}
+
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const BackendOptions& options) {
   if (kind == DeviceKind::kCpu) {
     WeightDTypePlan weights = ResolveCpuWeightDType(options.weight_dtype);
     KvDTypePlan kv = PlanCpuKvDType(options.kv_cache_dtype, weights.dtype);
     return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads), std::move(weights), std::move(kv)));
   }
-  // The GPU computes in bf16: f32 (the library's default) and auto mean that; f16 and int8 storage it has not.
-  if (options.weight_dtype == WeightDTypeChoice::kF16 || options.weight_dtype == WeightDTypeChoice::kInt8) {
-    return absl::InvalidArgumentError(absl::StrCat("weight dtype ", WeightDTypeChoiceName(options.weight_dtype),
-                                                   ": the CUDA backend keeps its weights in bf16 (use auto or bf16)"));
-  }
-  if (options.kv_cache_dtype == KvDTypeChoice::kF32 || options.kv_cache_dtype == KvDTypeChoice::kF16) {
-    return absl::InvalidArgumentError(absl::StrCat("KV cache dtype ", KvDTypeChoiceName(options.kv_cache_dtype),
-                                                   ": the CUDA backend keeps its KV cache in bf16 (use auto or bf16)"));
-  }
+  ARACH_ASSIGN_OR_RETURN(const DType element, PlanCudaDType(options));
   auto devices = ListCudaDevices();  // FAILED_PRECONDITION in builds without CUDA
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return absl::FailedPreconditionError("cuda: no CUDA device is present");
 #if ARACH_WITH_CUDA
-  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::Create(/*device_index=*/0));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::Create(/*device_index=*/0, element));
   return std::unique_ptr<Backend>(std::move(cuda));
 #else
   return absl::FailedPreconditionError("cuda: this build has no CUDA backend (" ARACH_CUDA_BUILD_NOTE ")");

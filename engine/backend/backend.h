@@ -143,7 +143,8 @@ class Backend {
 
 // How the CPU backend stores weight matrices. f16 and bf16 halve the bytes that bound a decode step; f16 keeps
 // 11 significant bits to bf16's 8 (measured: bf16 weights move the fixtures' logits up to 0.084, f16 within
-// 0.05). kAuto: f16 where the CPU converts halves in hardware (F16C), else float32.
+// 0.05). kAuto: on the CPU f16 where the CPU converts halves in hardware (F16C), else float32; on the GPU see
+// PlanCudaDType.
 // kInt8: a quarter of the bytes, one float scale per output row (max |w| / 127), widened and scaled in registers
 // (CPU only).
 enum class WeightDTypeChoice { kAuto, kF32, kF16, kBF16, kInt8 };
@@ -161,9 +162,19 @@ absl::string_view KvDTypeChoiceName(KvDTypeChoice choice);
 
 struct BackendOptions {
   int cpu_threads = 0;  // CPU: threads of the parallel loops; 0 = OMP_NUM_THREADS, else what the process may use
-  WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // CPU only (the binaries default to auto); the GPU keeps bf16
-  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // CPU: f32, f16 or bf16 (auto: f32 beside f32 weights); GPU: bf16
+  // CPU: the weight matrices' storage (the binaries default to auto). GPU: the one 16-bit type of weights,
+  // activations and KV cache (PlanCudaDType).
+  WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;
+  KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // CPU: f32, f16 or bf16 (auto: f32 beside f32 weights)
+  DType checkpoint_dtype = DType::kF32;  // what the checkpoint stores its matrices in (Checkpoint::MatrixDType)
 };
+
+// The GPU computes in one 16-bit type, weights, activations and KV cache alike. f16 / bf16 ask for it; auto (and
+// f32, the library's default choice) follows the checkpoint: bf16 for bf16 (and FP8) checkpoints, f16 for f16 and
+// float32 ones, whose weights bf16 would round to 8 significant bits (on the fixtures that alone moves logits
+// past 5e-2; f16 keeps 11, like the CPU's f16 weights). int8 weights and f32 or f16/bf16-mismatched KV caches are
+// INVALID_ARGUMENT naming the flag.
+absl::StatusOr<DType> PlanCudaDType(const BackendOptions& options);
 
 // Creates the backend for `kind`; CUDA fails with FAILED_PRECONDITION where it was not built or no GPU is present.
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const BackendOptions& options = {});

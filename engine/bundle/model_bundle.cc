@@ -50,9 +50,12 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   ARACH_ASSIGN_OR_RETURN(model.chat_template, LoadChatTemplate(dir, model.tokenizer->config(), options.chat_template));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
+  const DType checkpoint_dtype = checkpoint->MatrixDType();
   checkpoint.reset();  // unmap the files; the weights are copied
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(model.config, weights, options));
-  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.device, BackendOptions{options.cpu_threads, options.weight_dtype, options.kv_cache_dtype}));
+  ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                         CreateBackend(options.device, BackendOptions{options.cpu_threads, options.weight_dtype,
+                                                                      options.kv_cache_dtype, checkpoint_dtype}));
   KvCacheConfig kv;
   kv.block_size = options.block_size;
   if (options.kv_blocks > 0) {

@@ -125,4 +125,21 @@ absl::StatusOr<std::vector<float>> Checkpoint::ReadFloat(const std::string& name
   return out;
 }
 
+DType Checkpoint::MatrixDType() const {
+  std::map<DType, int64_t> elements;  // by dtype, over the 2-D tensors
+  for (const auto& [name, file] : index_) {
+    const TensorInfo* info = files_[file]->Find(name);
+    if (info != nullptr && info->shape.size() == 2) elements[info->dtype] += info->NumElements();
+  }
+  DType most = DType::kF32;
+  int64_t most_elements = 0;
+  for (const auto& [dtype, count] : elements) {
+    if (count > most_elements) {
+      most = dtype;
+      most_elements = count;
+    }
+  }
+  return most;
+}
+
 }  // namespace arach

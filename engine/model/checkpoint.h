@@ -25,6 +25,9 @@ class Checkpoint {
   std::string FileOf(const std::string& name) const;
   // All tensor names, sorted.
   std::vector<std::string> Names() const;
+  // The dtype most of the checkpoint's weight matrices (2-D tensors) are stored in: what "the checkpoint's
+  // dtype" means when a device picks its own (F32 for a checkpoint without matrices).
+  DType MatrixDType() const;
   // Where the weights came from (folder or file), for messages.
   const std::string& source() const { return source_; }
 

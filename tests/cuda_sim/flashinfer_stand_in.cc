@@ -7,7 +7,12 @@
 namespace arach::testing {
 namespace {
 
-float Bf16At(const void* base, int64_t index) { return BFloat16ToFloat(static_cast<const uint16_t*>(base)[index]); }
+// Element `index` of a bf16 or f16 array.
+float HalfAt(DType dtype, const void* base, int64_t index) {
+  float v;
+  ConvertToFloat(dtype, static_cast<const uint16_t*>(base) + index, 1, &v);
+  return v;
+}
 
 }  // namespace
 
@@ -31,7 +36,8 @@ void FlashInferStandIn(const cuda::PagedAttentionPlan& plan, const AttentionPara
         for (int64_t j = first; j <= last; ++j) {
           const int64_t slot = static_cast<int64_t>(plan.kv_indices[plan.kv_indptr[r] + j / page]) * page + j % page;
           double dot = 0.0;
-          for (int d = 0; d < hd; ++d) dot += Bf16At(params.q.data, q_base + d) * Bf16At(params.kv.k, slot * slot_elems + kv_head + d);
+          for (int d = 0; d < hd; ++d) dot += HalfAt(params.q.dtype, params.q.data, q_base + d) *
+                                              HalfAt(params.kv.dtype, params.kv.k, slot * slot_elems + kv_head + d);
           scores.push_back(dot * params.scale * log2e);
           slots.push_back(slot);
         }
@@ -42,8 +48,9 @@ void FlashInferStandIn(const cuda::PagedAttentionPlan& plan, const AttentionPara
         uint16_t* out = static_cast<uint16_t*>(params.out.data) + row * params.out.stride + static_cast<int64_t>(h) * hd;
         for (int d = 0; d < hd; ++d) {
           double acc = 0.0;
-          for (size_t j = 0; j < slots.size(); ++j) acc += scores[j] * Bf16At(params.kv.v, slots[j] * slot_elems + kv_head + d);
-          out[d] = FloatToBFloat16(static_cast<float>(acc / sum));
+          for (size_t j = 0; j < slots.size(); ++j) acc += scores[j] * HalfAt(params.kv.dtype, params.kv.v, slots[j] * slot_elems + kv_head + d);
+          const float value = static_cast<float>(acc / sum);
+          ConvertFromFloat(params.out.dtype, &value, 1, &out[d]);
         }
       }
     }

@@ -11,7 +11,7 @@
 
 namespace arach::testing {
 
-// q, out: params.q / params.out (bf16); K/V: params.kv (bf16 NHD pages); lse: [rows, num_heads].
+// q, out: params.q / params.out; K/V: params.kv (NHD pages); all bf16 or f16. lse: [rows, num_heads].
 // window_left < 0: no window.
 void FlashInferStandIn(const cuda::PagedAttentionPlan& plan, const AttentionParams& params, int window_left, float* lse);
 

@@ -27,25 +27,21 @@ class HostBuffer final : public DeviceBuffer {
 };
 
 float ElementAt(const DeviceMatrix& m, int64_t r, int64_t c) {
-  const int64_t i = r * m.stride + c;
-  if (m.dtype == DType::kF32) return m.As<const float>()[i];
-  return BFloat16ToFloat(m.As<const uint16_t>()[i]);
+  float v;
+  ConvertToFloat(m.dtype, static_cast<const char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype), 1, &v);
+  return v;
 }
 
 void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {
-  const int64_t i = r * m.stride + c;
-  if (m.dtype == DType::kF32) {
-    m.As<float>()[i] = v;
-  } else {
-    m.As<uint16_t>()[i] = FloatToBFloat16(v);
-  }
+  ConvertFromFloat(m.dtype, &v, 1, static_cast<char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype));
 }
 
 class SimulatedCudaBackend final : public Backend {
  public:
+  explicit SimulatedCudaBackend(DType element) : element_(element) {}
   DeviceKind kind() const override { return DeviceKind::kCuda; }
-  std::string Describe() const override { return "cuda kernels on the SIMT simulator (bf16)"; }
-  DType activation_dtype() const override { return DType::kBF16; }
+  std::string Describe() const override { return absl::StrCat("cuda kernels on the SIMT simulator (", DTypeName(element_), ")"); }
+  DType activation_dtype() const override { return element_; }
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
     if (bytes > kSimulatedMemoryBytes) {
@@ -163,12 +159,19 @@ class SimulatedCudaBackend final : public Backend {
     if (!failure.empty() && pending_error_.ok()) pending_error_ = absl::InternalError(absl::StrCat("cuda ", op, ": ", failure));
   }
 
+  DType element_;
   absl::Status pending_error_;
   cuda::PagedAttentionPlan plan_;  // from the last PlanAttention
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> CreateSimulatedCudaBackend() { return std::make_unique<SimulatedCudaBackend>(); }
+std::unique_ptr<Backend> CreateSimulatedCudaBackend(DType element) { return std::make_unique<SimulatedCudaBackend>(element); }
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateSimulatedCudaBackendFor(const BackendOptions& options) {
+  absl::StatusOr<DType> element = PlanCudaDType(options);
+  if (!element.ok()) return element.status();
+  return CreateSimulatedCudaBackend(*element);
+}
 
 }  // namespace arach::testing

@@ -18,21 +18,12 @@ namespace {
 constexpr float kLogitTolerance = testing::kReducedPrecisionLogitTolerance;
 
 #if defined(ARACH_TEST_CUDA_SIM)
-// A known defect, found by this suite on the simulator: the CUDA backend rounds every weight to bf16, and on the
-// fixtures whose checkpoints hold float32 (llama-stories260k) or float16 (gpt2-tiny) weights that moves these
-// cases' logits past the references' 5e-2 (measured 0.057 on gpt2-tiny arach's all-position logits, 0.077-0.25
-// on llama-stories260k). A GPU will show the same; the fix (serving such checkpoints in f16) is open in issue 23.
-// These cases skip on the simulator, saying so; the GPU suite keeps them.
-bool KnownBf16WeightOvershoot(const std::string& test, const testing::RefCase& c) {
-  if (c.model == "llama-stories260k") return test == "LastLogitsOfP7AndP48" || test == "AllPositionLogitsOfP7WhereReferenced";
-  return c.model == "gpt2-tiny" && c.variant == "arach" && test == "AllPositionLogitsOfP7WhereReferenced";
-}
 #define ARACH_REQUIRE_CUDA_OR_SIMULATOR() \
   do {                                    \
   } while (0)
 void UseCuda(testing::FixtureOptions& options) {
   options.device = DeviceKind::kCuda;
-  options.make_backend = testing::CreateSimulatedCudaBackend;
+  options.make_backend = testing::CreateSimulatedCudaBackendFor;
 }
 #else
 #define ARACH_REQUIRE_CUDA_OR_SIMULATOR() ARACH_REQUIRE_GPU()
@@ -44,12 +35,6 @@ class CudaConformance : public ::testing::TestWithParam<testing::RefCase> {
   void SetUp() override {
     ARACH_REQUIRE_CUDA_OR_SIMULATOR();
     ARACH_REQUIRE_FIXTURES();
-#if defined(ARACH_TEST_CUDA_SIM)
-    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    if (KnownBf16WeightOvershoot(test.substr(0, test.find('/')), GetParam())) {
-      GTEST_SKIP() << "known defect: bf16 weights of a float32/float16 checkpoint exceed 5e-2 (issue 23)";
-    }
-#endif
     testing::FixtureOptions options;
     options.adapter = GetParam().model != "llama-stories260k";
     UseCuda(options);

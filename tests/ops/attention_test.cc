@@ -185,12 +185,12 @@ TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
   }
 }
 
-// Half-width caches (--kv_cache_dtype f16 / bf16; bf16 is the GPU's only kind): decode rows read them directly,
+// Half-width caches (--kv_cache_dtype f16 / bf16; the GPU's is its compute type): decode rows read them directly,
 // prefill chunks gather them, both widened to float32; against the reference on the same rounded keys and values.
 TEST_P(PagedAttention, HalfWidthCachesOnRandomBatches) {
   const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {8, 4, 16, 1}};
   for (const DType cache_dtype : {DType::kF16, DType::kBF16}) {
-    if (GetParam() == DeviceKind::kCuda && cache_dtype == DType::kF16) continue;  // the GPU caches bf16 only
+    if (GetParam() == DeviceKind::kCuda && cache_dtype != dtype_) continue;  // the GPU caches in its compute type
     for (uint32_t seed = 11; seed <= 13; ++seed) {
       std::mt19937 rng(seed * 104729);
       for (const Shape& shape : shapes) {

@@ -125,12 +125,12 @@ TEST_P(Ops, LinearShapesBiasAccumulateAndColumnSlices) {
   }
 }
 
-// Weight matrices in f16 or bf16 (the CPU backend's --weight_dtype; bf16 is the GPU's own): products of the
+// Weight matrices in f16 or bf16 (the CPU backend's --weight_dtype; the GPU's compute type): products of the
 // exact half-width values, so a float32 device stays within summation-order tolerance. Row counts cover the
 // decode kernel (<= 12) and the GEMM path; K and N leave tails.
 TEST_P(Ops, LinearAndEmbedWithHalfWidthWeights) {
   for (DType weight_dtype : {DType::kBF16, DType::kF16}) {
-    if (GetParam() == DeviceKind::kCuda && weight_dtype == DType::kF16) continue;  // the GPU keeps bf16 weights
+    if (GetParam() == DeviceKind::kCuda && weight_dtype != dtype_) continue;  // the GPU's weights are in its compute type
     auto round = [weight_dtype](std::vector<float> v) {
       for (float& x : v) x = weight_dtype == DType::kBF16 ? BFloat16ToFloat(FloatToBFloat16(x)) : HalfToFloat(FloatToHalf(x));
       return v;
@@ -178,7 +178,7 @@ std::vector<float> QuantizedPerRow(const std::vector<float>& in, int64_t m, int6
 }
 
 TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
-  if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU keeps bf16 weights";
+  if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU keeps f16 or bf16 weights";
   const int64_t k = 200;
   for (int64_t n : {195, 2100}) {
     std::vector<float> weight;
@@ -370,6 +370,7 @@ TEST_P(Ops, WriteKvLandsInTheNamedSlots) {
 }
 
 TEST_P(Ops, WriteKvIntoABf16CacheRoundsToNearestEven) {
+  if (GetParam() == DeviceKind::kCuda && dtype_ != DType::kBF16) GTEST_SKIP() << "the GPU caches in its compute type, f16 here";
   const int kv_heads = 2, head_dim = 16, block_size = 4, num_blocks = 3;
   const int64_t slot_elems = kv_heads * head_dim;
   std::vector<float> k = Random(3 * slot_elems), v = Random(3 * slot_elems);
@@ -395,7 +396,7 @@ TEST_P(Ops, WriteKvIntoABf16CacheRoundsToNearestEven) {
 }
 
 TEST_P(Ops, WriteKvIntoAnF16CacheSaturatesBeyondItsRange) {
-  if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU caches bf16 only";
+  if (GetParam() == DeviceKind::kCuda) GTEST_SKIP() << "the GPU caches in its compute type (its f16 overflows to inf)";
   const int kv_heads = 1, head_dim = 4, block_size = 2;
   const std::vector<float> k = {1e6f, -1e6f, 0.1f, 65504.0f}, v = {3.0f, -70000.0f, 1e-8f, 2.5f};
   const DeviceMatrix k_cache = Zeros(block_size, head_dim, DType::kF16), v_cache = Zeros(block_size, head_dim, DType::kF16);

@@ -39,8 +39,16 @@ inline bool HaveCudaDevice() {
 
 // The devices an op suite is instantiated for.
 #if defined(ARACH_TEST_CUDA_SIM)
+// The simulated backend's type: f16 where the executable is built with ARACH_TEST_CUDA_SIM_F16, else bf16.
+#if defined(ARACH_TEST_CUDA_SIM_F16)
+inline constexpr DType kSimulatedDType = DType::kF16;
+#else
+inline constexpr DType kSimulatedDType = DType::kBF16;
+#endif
 inline std::vector<DeviceKind> AllDevices() { return {DeviceKind::kCuda}; }
-inline std::string DeviceName(const ::testing::TestParamInfo<DeviceKind>&) { return "cuda_sim"; }
+inline std::string DeviceName(const ::testing::TestParamInfo<DeviceKind>&) {
+  return kSimulatedDType == DType::kF16 ? "cuda_sim_f16" : "cuda_sim_bf16";
+}
 #else
 inline std::vector<DeviceKind> AllDevices() { return {DeviceKind::kCpu, DeviceKind::kCuda}; }
 inline std::string DeviceName(const ::testing::TestParamInfo<DeviceKind>& info) { return std::string(DeviceKindName(info.param)); }
@@ -68,7 +76,7 @@ class DeviceFixture : public ::testing::TestWithParam<DeviceKind> {
  protected:
   void SetUp() override {
 #if defined(ARACH_TEST_CUDA_SIM)
-    backend_ = CreateSimulatedCudaBackend();
+    backend_ = CreateSimulatedCudaBackend(kSimulatedDType);
     dtype_ = backend_->activation_dtype();
     return;
 #endif
@@ -87,7 +95,11 @@ class DeviceFixture : public ::testing::TestWithParam<DeviceKind> {
     for (float& v : values) v = RoundToDevice(normal(rng_));
     return values;
   }
-  float RoundToDevice(float v) const { return dtype_ == DType::kBF16 ? BFloat16ToFloat(FloatToBFloat16(v)) : v; }
+  float RoundToDevice(float v) const {
+    if (dtype_ == DType::kBF16) return BFloat16ToFloat(FloatToBFloat16(v));
+    if (dtype_ == DType::kF16) return HalfToFloat(FloatToHalf(v));
+    return v;
+  }
 
   // A [rows, cols] matrix of the device's dtype (or `dtype`) holding `host`.
   DeviceMatrix Upload(const std::vector<float>& host, int64_t rows, int64_t cols, std::optional<DType> dtype = std::nullopt) {

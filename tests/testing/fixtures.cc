@@ -142,11 +142,12 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string
   if (options.reference_hub) load.hub_embedding = FixturePath(RefsFileFor(name)) + ":" + name + ".hub_embedding";
   if (options.adapter) load.adapter = FixturePath(name) + "/preproj.safetensors";
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(config, weights, load));
+  const BackendOptions backend_options{0, options.weight_dtype, options.kv_cache_dtype, checkpoint->MatrixDType()};
   std::unique_ptr<Backend> backend;
   if (options.make_backend) {
-    backend = options.make_backend();
+    ARACH_ASSIGN_OR_RETURN(backend, options.make_backend(backend_options));
   } else {
-    ARACH_ASSIGN_OR_RETURN(backend, CreateBackend(options.device, BackendOptions{0, options.weight_dtype, options.kv_cache_dtype}));
+    ARACH_ASSIGN_OR_RETURN(backend, CreateBackend(options.device, backend_options));
   }
   KvCacheConfig kv;
   kv.num_blocks = options.num_blocks;

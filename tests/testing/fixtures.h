@@ -76,7 +76,7 @@ struct FixtureOptions {
   KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // float32 beside the default float32 weights
   std::string model_dir;  // load this folder (a converted copy of the fixture) instead of the fixture's own
   // Makes the backend instead of CreateBackend(device, ...) (the cuda-sim suites' simulated CUDA backend).
-  std::function<std::unique_ptr<Backend>()> make_backend;
+  std::function<absl::StatusOr<std::unique_ptr<Backend>>(const BackendOptions&)> make_backend;
 };
 
 // Loads fixture model `name` (e.g. "gpt2-tiny") onto options.device (the CPU backend by default).

@@ -23,7 +23,9 @@ struct CublasLtGemm::Plan {
 
 namespace {
 
-cudaDataType_t CudaType(DType dtype) { return dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF; }
+cudaDataType_t CudaType(DType dtype) {
+  return dtype == DType::kF32 ? CUDA_R_32F : dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
+}
 
 // The largest power of two, at most 256, dividing the address (cuBLASLt assumes 256 unless told).
 int Alignment(const void* pointer) {
@@ -54,7 +56,8 @@ CublasLtGemm::~CublasLtGemm() {
 absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second.get();
-  const auto [m_rows, n_out, k_in, lda, ldb, ldc, out_dtype, has_bias, align_a, align_b, align_c] = key;
+  const auto [m_rows, n_out, k_in, lda, ldb, ldc, in_dtype, out_dtype, has_bias, align_a, align_b, align_c] = key;
+  const cudaDataType_t ab_type = CudaType(static_cast<DType>(in_dtype));
   auto plan = std::make_unique<Plan>();
   ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
   const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
@@ -66,15 +69,15 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     ARACH_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "EPILOGUE");
-    const cudaDataType_t bias_type = CUDA_R_16BF;
+    const cudaDataType_t bias_type = ab_type;
     ARACH_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
         "BIAS_DATA_TYPE");
   }
   const cudaDataType_t c_type = CudaType(static_cast<DType>(out_dtype));
   // Column-major views: A = W as K x N (ld lda), B = in as K x M (ld ldb), C = out as N x M (ld ldc).
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, k_in, n_out, lda), "layout A");
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, k_in, m_rows, ldb), "layout B");
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, ab_type, k_in, n_out, lda), "layout A");
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, ab_type, k_in, m_rows, ldb), "layout B");
   ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->c, c_type, n_out, m_rows, ldc), "layout C");
 
   cublasLtMatmulPreference_t preference = nullptr;
@@ -94,7 +97,7 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
   ARACH_CUBLAS_RETURN_IF_ERROR(heuristic, "AlgoGetHeuristic");
   if (found_algos == 0) {
     return absl::InternalError(absl::StrCat("cublasLt: no algorithm for a ", m_rows, "x", k_in, " by ", n_out, "x", k_in,
-                                            " GEMM (out ", c_type == CUDA_R_32F ? "f32" : "bf16", has_bias ? ", bias" : "", ")"));
+                                            " GEMM (", DTypeName(static_cast<DType>(in_dtype)), " in, ", DTypeName(static_cast<DType>(out_dtype)), " out", has_bias ? ", bias" : "", ")"));
   }
   plan->algo = result.algo;
   Plan* raw = plan.get();
@@ -105,12 +108,16 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
 absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                                   const DeviceMatrix& out, bool accumulate, cudaStream_t stream) {
   if (in.rows == 0) return absl::OkStatus();
-  if (in.dtype != DType::kBF16 || weight.dtype != DType::kBF16 || (out.dtype != DType::kBF16 && out.dtype != DType::kF32)) {
-    return absl::InvalidArgumentError("cublasLt Linear: inputs must be bf16 and the output bf16 or f32");
+  const bool half_inputs = in.dtype == DType::kBF16 || in.dtype == DType::kF16;
+  if (!half_inputs || weight.dtype != in.dtype || (out.dtype != in.dtype && out.dtype != DType::kF32) ||
+      (bias.data != nullptr && bias.dtype != in.dtype)) {
+    return absl::InvalidArgumentError(
+        "cublasLt Linear: input, weight and bias must share one 16-bit type (bf16 or f16), the output that type or f32");
   }
   const bool has_bias = bias.data != nullptr;
-  const ShapeKey key{in.rows,    weight.rows,        in.cols,          weight.stride, in.stride, out.stride, static_cast<int>(out.dtype),
-                     has_bias,   Alignment(weight.data), Alignment(in.data), Alignment(out.data)};
+  const ShapeKey key{in.rows,   weight.rows, in.cols,  weight.stride,          in.stride,          out.stride,
+                     static_cast<int>(in.dtype), static_cast<int>(out.dtype), has_bias, Alignment(weight.data),
+                     Alignment(in.data), Alignment(out.data)};
   ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanFor(key));
   if (has_bias) {
     const void* bias_pointer = bias.data;

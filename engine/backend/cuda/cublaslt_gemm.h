@@ -24,7 +24,8 @@ class CublasLtGemm {
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
-  // in: [M, K] bf16, weight: [N, K] bf16 (contiguous), bias: [1, N] bf16 or empty, out: [M, N] bf16 or f32.
+  // in: [M, K], weight: [N, K] (contiguous), bias: [1, N] or empty, all bf16 or all f16; out: [M, N] of that type
+  // or f32.
   // accumulate adds to what `out` holds (beta = 1).
   absl::Status Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                       const DeviceMatrix& out, bool accumulate, cudaStream_t stream);
@@ -33,8 +34,9 @@ class CublasLtGemm {
 
  private:
   // Everything that selects an algorithm.
-  // M N K, lda ldb ldc, out dtype, bias, alignment (bytes, <= 256) of the weight, input and output pointers.
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, int, int, int>;
+  // M N K, lda ldb ldc, input and output dtypes, bias, alignment (bytes, <= 256) of the weight, input and output
+  // pointers.
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool, int, int, int>;
   struct Plan;
 
   CublasLtGemm() = default;

@@ -1,4 +1,4 @@
-// Paged attention over bf16 K/V pages with the optional ARACH hub term (rules in attention_params.h).
+// Paged attention over T K/V pages with the optional ARACH hub term (rules in attention_params.h).
 //
 // One warp owns one (verbal row, query head). When the row's sequence has ARACH on, the same warp also
 // computes the paired hub row's query for that head, so verbal and hub queries read each KV page once.
@@ -47,13 +47,13 @@ struct WarpTask {
 };
 
 // kQueries: 1 (verbal only) or 2 (verbal + hub, sharing every key and value read).
-template <int kQueries>
+template <typename T, int kQueries>
 __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float (*q_shared)[kMaxHeadDim]) {
   const AttentionParams& p = args.p;
   const int head_dim = p.kv.head_dim;
   const int lane = threadIdx.x % 32;
   for (int qi = 0; qi < kQueries; ++qi) {
-    const bf16* q = static_cast<const bf16*>(p.q.data) + task.q_rows[qi] * p.q.stride + static_cast<int64_t>(task.head) * head_dim;
+    const T* q = static_cast<const T*>(p.q.data) + task.q_rows[qi] * p.q.stride + static_cast<int64_t>(task.head) * head_dim;
     for (int d = lane; d < head_dim; d += 32) q_shared[qi][d] = ToFloat(q[d]);
   }
   __syncwarp();
@@ -71,8 +71,8 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
   }
   if (kQueries == 2) {  // the hub term opens the softmax: logit q.hub_k * scale + b, value hub_v
     const int64_t head_offset = static_cast<int64_t>(task.kv_head) * head_dim;
-    const bf16* hub_k = static_cast<const bf16*>(p.hub_k.data) + task.hub_index * p.hub_k.stride + head_offset;
-    const bf16* hub_v = static_cast<const bf16*>(p.hub_v.data) + task.hub_index * p.hub_v.stride + head_offset;
+    const T* hub_k = static_cast<const T*>(p.hub_k.data) + task.hub_index * p.hub_k.stride + head_offset;
+    const T* hub_v = static_cast<const T*>(p.hub_v.data) + task.hub_index * p.hub_v.stride + head_offset;
 #pragma unroll
     for (int qi = 0; qi < kQueries; ++qi) {
       float partial = 0.0f;
@@ -88,8 +88,8 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
     }
   }
 
-  const bf16* k_cache = static_cast<const bf16*>(p.kv.k);
-  const bf16* v_cache = static_cast<const bf16*>(p.kv.v);
+  const T* k_cache = static_cast<const T*>(p.kv.k);
+  const T* v_cache = static_cast<const T*>(p.kv.v);
   const int32_t* blocks = p.block_tables + p.block_table_start[task.seq];
   const int block_size = p.kv.block_size;
   for (int chunk = task.first; chunk <= task.limit; chunk += 32) {
@@ -103,10 +103,10 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
     if (valid) {
       const int64_t slot = static_cast<int64_t>(blocks[j / block_size]) * block_size + j % block_size;
       offset = slot * args.slot_elems + static_cast<int64_t>(task.kv_head) * head_dim;
-      const __nv_bfloat162* key = reinterpret_cast<const __nv_bfloat162*>(k_cache + offset);
+      const T* key = k_cache + offset;
       float dot[kQueries] = {};
       for (int d2 = 0; d2 < head_dim / 2; ++d2) {
-        const float2 kf = __bfloat1622float2(key[d2]);
+        const float2 kf = LoadPair(key + 2 * d2);
 #pragma unroll
         for (int qi = 0; qi < kQueries; ++qi) dot[qi] += q_shared[qi][2 * d2] * kf.x + q_shared[qi][2 * d2 + 1] * kf.y;
       }
@@ -131,7 +131,7 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
     }
     const int chunk_keys = min(32, task.limit + 1 - chunk);
     for (int k = 0; k < chunk_keys; ++k) {
-      const bf16* value = v_cache + __shfl_sync(0xffffffffu, offset, k);
+      const T* value = v_cache + __shfl_sync(0xffffffffu, offset, k);
       float w[kQueries];
 #pragma unroll
       for (int qi = 0; qi < kQueries; ++qi) w[qi] = __shfl_sync(0xffffffffu, weights[qi], k);
@@ -149,12 +149,12 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
 
 #pragma unroll
   for (int qi = 0; qi < kQueries; ++qi) {
-    bf16* out = static_cast<bf16*>(p.out.data) + task.q_rows[qi] * p.out.stride + static_cast<int64_t>(task.head) * head_dim;
+    T* out = static_cast<T*>(p.out.data) + task.q_rows[qi] * p.out.stride + static_cast<int64_t>(task.head) * head_dim;
     const float inv_sum = 1.0f / state[qi].sum;
 #pragma unroll
     for (int t = 0; t < kMaxDimsPerLane; ++t) {
       const int d = lane + 32 * t;
-      if (d < head_dim) out[d] = ToBf16(state[qi].acc[t] * inv_sum);
+      if (d < head_dim) out[d] = FromFloat<T>(state[qi].acc[t] * inv_sum);
     }
     if (p.attention_mass != nullptr && lane == 0) {
       const int sink_kind = qi == 0 ? kVerbalRowsOnSink : kHubRowsOnSink;
@@ -165,6 +165,7 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
   }
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(AttentionArgs args) {
   const AttentionParams& p = args.p;
   const int warp = threadIdx.x / 32;
@@ -186,9 +187,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(Atte
   // q of this warp's queries in float32: [kWarpsPerBlock][2][kMaxHeadDim].
   __shared__ float q_shared[kWarpsPerBlock][2][kMaxHeadDim];
   if (has_hub) {
-    AttendRow<2>(args, task, q_shared[warp]);
+    AttendRow<T, 2>(args, task, q_shared[warp]);
   } else {
-    AttendRow<1>(args, task, q_shared[warp]);
+    AttendRow<T, 1>(args, task, q_shared[warp]);
   }
 }
 
@@ -198,7 +199,9 @@ void LaunchAttention(const AttentionParams& params, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(params.num_verbal_rows) * params.num_heads;
   if (items == 0) return;
   AttentionArgs args{params, static_cast<int64_t>(params.kv.num_kv_heads) * params.kv.head_dim};
-  ARACH_LAUNCH(PagedAttentionKernel, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(args);
+  ARACH_DISPATCH_HALF(params.kv.dtype, T, {
+    ARACH_LAUNCH(PagedAttentionKernel<T>, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(args);
+  })
 }
 
 }  // namespace arach::cuda

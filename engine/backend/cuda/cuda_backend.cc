@@ -28,7 +28,7 @@ class CudaBuffer final : public DeviceBuffer {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_index) {
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_index, DType element) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || device_index < 0 || device_index >= count) {
@@ -39,14 +39,15 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_inde
   }
   std::unique_ptr<CudaBackend> backend(new CudaBackend());
   backend->device_ = device_index;
+  backend->element_ = element;
   ARACH_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index), "cudaSetDevice");
   cudaDeviceProp prop{};
   ARACH_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device_index), "cudaGetDeviceProperties");
   backend->description_ = absl::StrCat("cuda:", device_index, " (", prop.name, ", sm_", prop.major, prop.minor,
-                                       "; bf16, cuBLASLt GEMMs, FlashInfer attention for head sizes 64 and 128)");
+                                       "; ", DTypeName(element), ", cuBLASLt GEMMs, FlashInfer attention for head sizes 64 and 128)");
   ARACH_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&backend->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   ARACH_ASSIGN_OR_RETURN(backend->gemm_, cuda::CublasLtGemm::Create(kGemmWorkspaceBytes));
-  ARACH_ASSIGN_OR_RETURN(backend->flashinfer_, cuda::FlashInferAttention::Create(backend->stream_));
+  ARACH_ASSIGN_OR_RETURN(backend->flashinfer_, cuda::FlashInferAttention::Create(element, backend->stream_));
   return backend;
 }
 

@@ -1,4 +1,5 @@
-// The CUDA backend: bf16 weights, activations and KV cache (float32 arithmetic inside kernels and GEMMs),
+// The CUDA backend: weights, activations and KV cache in one 16-bit type, bf16 or f16 (PlanCudaDType; float32
+// arithmetic inside kernels and GEMMs),
 // GEMMs through cuBLASLt, attention through FlashInfer for head sizes 64 and 128 with the ARACH hub merged in
 // by our kernel (cuda_hub_merge.cu; our own paged kernel, cuda_attention.cu, for other head sizes), own
 // kernels for the rest (cuda_elementwise.cu). All work is
@@ -19,13 +20,14 @@ namespace arach {
 
 class CudaBackend final : public Backend {
  public:
-  // Uses device `device_index`; FAILED_PRECONDITION where it does not exist.
-  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(int device_index);
+  // Uses device `device_index`, computing in `element` (kBF16 or kF16); FAILED_PRECONDITION where the device does
+  // not exist.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(int device_index, DType element);
   ~CudaBackend() override;
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   std::string Describe() const override { return description_; }
-  DType activation_dtype() const override { return DType::kBF16; }
+  DType activation_dtype() const override { return element_; }
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
@@ -67,6 +69,7 @@ class CudaBackend final : public Backend {
   void CheckLaunch(const char* op);
 
   int device_ = 0;
+  DType element_ = DType::kBF16;
   std::string description_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;

@@ -20,13 +20,14 @@ namespace {
 constexpr int kWarpsPerBlock = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 
-// q . x over one head (x: bf16, head_dim dims), summed over the warp; every lane gets it.
-__device__ __forceinline__ float HeadDot(const bf16* q, const bf16* x, int head_dim) {
+// q . x over one head (head_dim dims), summed over the warp; every lane gets it.
+template <typename T>
+__device__ __forceinline__ float HeadDot(const T* q, const T* x, int head_dim) {
   const int lane = threadIdx.x % 32;
   float partial = 0.0f;
   for (int d = 2 * lane; d < head_dim; d += 64) {
-    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q + d));
-    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(x + d));
+    const float2 a = LoadPair(q + d);
+    const float2 b = LoadPair(x + d);
     partial += a.x * b.x + a.y * b.y;
   }
   return WarpSum(partial);
@@ -37,6 +38,7 @@ struct MergeArgs {
   const float* lse;  // [rows, num_heads], base 2
 };
 
+template <typename T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs args) {
   const AttentionParams& p = args.p;
   const int warp = threadIdx.x / 32;
@@ -64,23 +66,22 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs 
   const int kv_head = head / (p.num_heads / p.kv.num_kv_heads);
   const int64_t head_offset = static_cast<int64_t>(head) * head_dim;
   const int64_t kv_offset = static_cast<int64_t>(kv_head) * head_dim;
-  const bf16* q = static_cast<const bf16*>(p.q.data) + row * p.q.stride + head_offset;
+  const T* q = static_cast<const T*>(p.q.data) + row * p.q.stride + head_offset;
   const float cache_lse = args.lse[static_cast<int64_t>(row) * p.num_heads + head];
   float hub_logit = -FLT_MAX, total = cache_lse;  // log2 units
   if (has_hub) {
-    const bf16* hub_k = static_cast<const bf16*>(p.hub_k.data) + hub_index * p.hub_k.stride + kv_offset;
+    const T* hub_k = static_cast<const T*>(p.hub_k.data) + hub_index * p.hub_k.stride + kv_offset;
     hub_logit = (HeadDot(q, hub_k, head_dim) * p.scale + p.hub_logit_offset[seq]) * kLog2e;
     const float top = fmaxf(cache_lse, hub_logit);
     total = top + log2f(exp2f(cache_lse - top) + exp2f(hub_logit - top));
     const float cache_weight = exp2f(cache_lse - total), hub_weight = exp2f(hub_logit - total);
-    const bf16* hub_v = static_cast<const bf16*>(p.hub_v.data) + hub_index * p.hub_v.stride + kv_offset;
-    bf16* out = static_cast<bf16*>(p.out.data) + row * p.out.stride + head_offset;
+    const T* hub_v = static_cast<const T*>(p.hub_v.data) + hub_index * p.hub_v.stride + kv_offset;
+    T* out = static_cast<T*>(p.out.data) + row * p.out.stride + head_offset;
     const int lane = threadIdx.x % 32;
     for (int d = 2 * lane; d < head_dim; d += 64) {
-      const float2 o = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(out + d));
-      const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(hub_v + d));
-      *reinterpret_cast<__nv_bfloat162*>(out + d) =
-          __floats2bfloat162_rn(o.x * cache_weight + v.x * hub_weight, o.y * cache_weight + v.y * hub_weight);
+      const float2 o = LoadPair(out + d);
+      const float2 v = LoadPair(hub_v + d);
+      StorePair(out + d, o.x * cache_weight + v.x * hub_weight, o.y * cache_weight + v.y * hub_weight);
     }
   }
   if (p.attention_mass == nullptr) return;
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs 
   float sink_probability = 0.0f;
   if (sink_visible) {  // position 0: the first slot of the sequence's first block
     const int64_t slot = static_cast<int64_t>(p.block_tables[p.block_table_start[seq]]) * p.kv.block_size;
-    const bf16* k0 = static_cast<const bf16*>(p.kv.k) + slot * p.kv.num_kv_heads * head_dim + kv_offset;
+    const T* k0 = static_cast<const T*>(p.kv.k) + slot * p.kv.num_kv_heads * head_dim + kv_offset;
     sink_probability = exp2f(HeadDot(q, k0, head_dim) * p.scale * kLog2e - total);
   }
   if (threadIdx.x % 32 != 0) return;
@@ -103,7 +104,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs 
 void LaunchHubMerge(const AttentionParams& params, const float* lse, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads;
   if (items == 0 || (params.num_hub_rows == 0 && params.attention_mass == nullptr)) return;
-  ARACH_LAUNCH(HubMergeKernel, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(MergeArgs{params, lse});
+  ARACH_DISPATCH_HALF(params.q.dtype, T, {
+    ARACH_LAUNCH(HubMergeKernel<T>, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(MergeArgs{params, lse});
+  })
 }
 
 }  // namespace arach::cuda

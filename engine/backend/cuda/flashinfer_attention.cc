@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_status.h"
@@ -14,14 +15,29 @@ namespace {
 constexpr size_t kFloatWorkspaceBytes = size_t{128} << 20;
 constexpr size_t kIntWorkspaceBytes = size_t{8} << 20;
 
+// Calls `call(element, head_dim)` with both as compile-time constants (std::integral_constant), for the
+// instantiations flashinfer_kernels.h declares.
+template <typename Call>
+std::string WithKernelConstants(DType element, int head_dim, Call&& call) {
+  using F16 = std::integral_constant<DType, DType::kF16>;
+  using BF16 = std::integral_constant<DType, DType::kBF16>;
+  using D64 = std::integral_constant<int, 64>;
+  using D128 = std::integral_constant<int, 128>;
+  if (element == DType::kF16) return head_dim == 64 ? call(F16{}, D64{}) : call(F16{}, D128{});
+  return head_dim == 64 ? call(BF16{}, D64{}) : call(BF16{}, D128{});
+}
+
 absl::Status FromMessage(const std::string& message) {
   return message.empty() ? absl::OkStatus() : absl::InternalError(absl::StrCat("cuda attention: ", message));
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<FlashInferAttention>> FlashInferAttention::Create(cudaStream_t stream) {
-  std::unique_ptr<FlashInferAttention> a(new FlashInferAttention(stream));
+absl::StatusOr<std::unique_ptr<FlashInferAttention>> FlashInferAttention::Create(DType element, cudaStream_t stream) {
+  if (element != DType::kBF16 && element != DType::kF16) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda attention: no FlashInfer kernels for ", DTypeName(element)));
+  }
+  std::unique_ptr<FlashInferAttention> a(new FlashInferAttention(element, stream));
   FlashInferWorkspace& w = a->workspace_;
   w.float_bytes = kFloatWorkspaceBytes;
   w.int_bytes = kIntWorkspaceBytes;
@@ -100,13 +116,10 @@ absl::Status FlashInferAttention::Plan(const PagedAttentionPlan& plan, const Att
   head_dim_ = layout.head_dim;
   std::string error;
   if (requests > 0) {
-    if (decode_) {
-      error = head_dim_ == 64 ? PlanFlashInferDecode<64>(workspace_, batch_, &plan_info_, stream_)
-                              : PlanFlashInferDecode<128>(workspace_, batch_, &plan_info_, stream_);
-    } else {
-      error = head_dim_ == 64 ? PlanFlashInferPrefill<64>(workspace_, batch_, &plan_info_, stream_)
-                              : PlanFlashInferPrefill<128>(workspace_, batch_, &plan_info_, stream_);
-    }
+    error = WithKernelConstants(element_, head_dim_, [&](auto element, auto head_dim) {
+      return decode_ ? PlanFlashInferDecode<element.value, head_dim.value>(workspace_, batch_, &plan_info_, stream_)
+                     : PlanFlashInferPrefill<element.value, head_dim.value>(workspace_, batch_, &plan_info_, stream_);
+    });
   }
   ARACH_CUDA_RETURN_IF_ERROR(cudaEventRecord(staged_, stream_), "attention plan");
   ARACH_RETURN_IF_ERROR(FromMessage(error));
@@ -115,7 +128,7 @@ absl::Status FlashInferAttention::Plan(const PagedAttentionPlan& plan, const Att
 }
 
 absl::StatusOr<const float*> FlashInferAttention::Run(const AttentionParams& params) {
-  if (!planned_ || params.kv.head_dim != head_dim_ || params.num_heads != batch_.num_qo_heads ||
+  if (!planned_ || params.kv.head_dim != head_dim_ || params.q.dtype != element_ || params.kv.dtype != element_ || params.num_heads != batch_.num_qo_heads ||
       params.num_verbal_rows + params.num_hub_rows != batch_.total_rows) {
     return absl::InternalError("cuda attention: the step was not planned for this call (Backend::PlanAttention)");
   }
@@ -124,14 +137,10 @@ absl::StatusOr<const float*> FlashInferAttention::Run(const AttentionParams& par
   }
   float* lse = static_cast<float*>(lse_);
   if (batch_.num_requests == 0) return lse;
-  std::string error;
-  if (decode_) {
-    error = head_dim_ == 64 ? RunFlashInferDecode<64>(workspace_, batch_, plan_info_, params, lse, stream_)
-                            : RunFlashInferDecode<128>(workspace_, batch_, plan_info_, params, lse, stream_);
-  } else {
-    error = head_dim_ == 64 ? RunFlashInferPrefill<64>(workspace_, batch_, plan_info_, params, lse, stream_)
-                            : RunFlashInferPrefill<128>(workspace_, batch_, plan_info_, params, lse, stream_);
-  }
+  const std::string error = WithKernelConstants(element_, head_dim_, [&](auto element, auto head_dim) {
+    return decode_ ? RunFlashInferDecode<element.value, head_dim.value>(workspace_, batch_, plan_info_, params, lse, stream_)
+                   : RunFlashInferPrefill<element.value, head_dim.value>(workspace_, batch_, plan_info_, params, lse, stream_);
+  });
   ARACH_RETURN_IF_ERROR(FromMessage(error));
   return static_cast<const float*>(lse);
 }

@@ -18,7 +18,8 @@ namespace arach::cuda {
 
 class FlashInferAttention {
  public:
-  static absl::StatusOr<std::unique_ptr<FlashInferAttention>> Create(cudaStream_t stream);
+  // Kernels for q, K/V and outputs of `element` (kBF16 or kF16).
+  static absl::StatusOr<std::unique_ptr<FlashInferAttention>> Create(DType element, cudaStream_t stream);
   ~FlashInferAttention();
   FlashInferAttention(const FlashInferAttention&) = delete;
   FlashInferAttention& operator=(const FlashInferAttention&) = delete;
@@ -31,10 +32,11 @@ class FlashInferAttention {
   absl::StatusOr<const float*> Run(const AttentionParams& params);
 
  private:
-  explicit FlashInferAttention(cudaStream_t stream) : stream_(stream) {}
+  FlashInferAttention(DType element, cudaStream_t stream) : element_(element), stream_(stream) {}
   // Grows a device buffer (and, with `pinned`, its page-locked mirror) to `bytes`.
   absl::Status Reserve(size_t bytes, void** device, size_t* capacity, void** pinned = nullptr);
 
+  DType element_;
   cudaStream_t stream_;
   FlashInferWorkspace workspace_;
   void* arrays_ = nullptr;         // device: qo_indptr | kv_indptr | kv_indices | kv_last_page_len

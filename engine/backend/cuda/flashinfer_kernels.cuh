@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <type_traits>
 
 #include "engine/backend/cuda/flashinfer_kernels.h"
 #include "flashinfer/attention/decode.cuh"
@@ -15,12 +16,16 @@
 namespace arach::cuda::flashinfer_glue {
 
 using flashinfer::GetPtrFromBaseOffset;
-using Bf16 = nv_bfloat16;
+// The element type of DType kElement (kBF16 or kF16).
+template <DType kElement>
+using Element = std::conditional_t<kElement == DType::kF16, half, nv_bfloat16>;
 // Softmax attention, the sliding-window mask compiled in (window_left < 0 disables it), no soft cap, no ALiBi.
 using Variant = flashinfer::DefaultAttention</*use_custom_mask=*/false, /*use_sliding_window=*/true,
                                              /*use_logits_soft_cap=*/false, /*use_alibi=*/false>;
-using DecodeParams = flashinfer::BatchDecodeParams<Bf16, Bf16, Bf16, int32_t>;
-using PrefillParams = flashinfer::BatchPrefillPagedParams<Bf16, Bf16, Bf16, int32_t>;
+template <typename E>
+using DecodeParams = flashinfer::BatchDecodeParams<E, E, E, int32_t>;
+template <typename E>
+using PrefillParams = flashinfer::BatchPrefillPagedParams<E, E, E, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
 
 inline std::string ErrorText(cudaError_t error, const char* what) {
@@ -28,25 +33,27 @@ inline std::string ErrorText(cudaError_t error, const char* what) {
 }
 
 // Our pages as FlashInfer's paged_kv_t (NHD: [blocks, block_size, kv_heads, head_dim]).
-inline flashinfer::paged_kv_t<Bf16, int32_t> PagedKv(const FlashInferBatch& batch, const AttentionParams& p) {
-  return flashinfer::paged_kv_t<Bf16, int32_t>(
+template <typename E>
+flashinfer::paged_kv_t<E, int32_t> PagedKv(const FlashInferBatch& batch, const AttentionParams& p) {
+  return flashinfer::paged_kv_t<E, int32_t>(
       static_cast<uint32_t>(batch.num_kv_heads), static_cast<uint32_t>(batch.page_size), static_cast<uint32_t>(p.kv.head_dim),
-      static_cast<uint32_t>(batch.num_requests), flashinfer::QKVLayout::kNHD, static_cast<Bf16*>(p.kv.k),
-      static_cast<Bf16*>(p.kv.v), batch.kv_indices, batch.kv_indptr, batch.kv_last_page_len);
+      static_cast<uint32_t>(batch.num_requests), flashinfer::QKVLayout::kNHD, static_cast<E*>(p.kv.k),
+      static_cast<E*>(p.kv.v), batch.kv_indices, batch.kv_indptr, batch.kv_last_page_len);
 }
 
 inline int32_t WindowLeft(const AttentionParams& p) { return p.sliding_window > 0 ? p.sliding_window - 1 : -1; }
 
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string PlanDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch, std::vector<int64_t>* plan_info,
                        cudaStream_t stream) {
+  using E = Element<kElement>;
   try {
     flashinfer::DecodePlanInfo info;
     cudaError_t status = cudaSuccess;
     DISPATCH_GQA_GROUP_SIZE(static_cast<uint32_t>(batch.num_qo_heads / batch.num_kv_heads), kGroupSize, {
       auto estimate = flashinfer::BatchDecodeWithPagedKVCacheWorkEstimationDispatched<kGroupSize, kHeadDim, kNoRope,
-                                                                                       Variant, DecodeParams>;
-      status = flashinfer::DecodePlan<kHeadDim, kNoRope, Variant, DecodeParams>(
+                                                                                       Variant, DecodeParams<E>>;
+      status = flashinfer::DecodePlan<kHeadDim, kNoRope, Variant, DecodeParams<E>>(
           w.float_buffer, w.float_bytes, w.int_buffer, w.pinned_int_buffer, w.int_bytes, info,
           const_cast<int32_t*>(batch.kv_indptr_host), static_cast<uint32_t>(batch.num_requests),
           static_cast<uint32_t>(batch.num_qo_heads), static_cast<uint32_t>(batch.page_size),
@@ -59,14 +66,15 @@ std::string PlanDecode(const FlashInferWorkspace& w, const FlashInferBatch& batc
   }
 }
 
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string RunDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch, const std::vector<int64_t>& plan_info,
                       const AttentionParams& p, float* lse, cudaStream_t stream) {
+  using E = Element<kElement>;
   try {
     flashinfer::DecodePlanInfo info;
     info.FromVector(plan_info);
-    DecodeParams params(static_cast<Bf16*>(p.q.data), /*q_rope_offset=*/nullptr, PagedKv(batch, p),
-                        static_cast<Bf16*>(p.out.data), lse, /*maybe_alibi_slopes=*/nullptr,
+    DecodeParams<E> params(static_cast<E*>(p.q.data), /*q_rope_offset=*/nullptr, PagedKv<E>(batch, p),
+                        static_cast<E*>(p.out.data), lse, /*maybe_alibi_slopes=*/nullptr,
                         static_cast<uint32_t>(p.num_heads), static_cast<int32_t>(p.q.stride), kHeadDim, WindowLeft(p),
                         /*logits_soft_cap=*/0.0f, p.scale, /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
     params.request_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.request_indices_offset);
@@ -74,10 +82,10 @@ std::string RunDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch
     params.o_indptr = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.o_indptr_offset);
     params.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.kv_chunk_size_ptr_offset);
     params.padded_batch_size = static_cast<uint32_t>(info.padded_batch_size);
-    Bf16* tmp_v = nullptr;
+    E* tmp_v = nullptr;
     float* tmp_s = nullptr;
     if (info.split_kv) {
-      tmp_v = GetPtrFromBaseOffset<Bf16>(w.float_buffer, info.v_offset);
+      tmp_v = GetPtrFromBaseOffset<E>(w.float_buffer, info.v_offset);
       tmp_s = GetPtrFromBaseOffset<float>(w.float_buffer, info.s_offset);
     }
     return ErrorText(flashinfer::BatchDecodeWithPagedKVCacheDispatched<kHeadDim, kNoRope, Variant>(
@@ -88,9 +96,10 @@ std::string RunDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch
   }
 }
 
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string PlanPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batch, std::vector<int64_t>* plan_info,
                         cudaStream_t stream) {
+  using E = Element<kElement>;
   try {
     flashinfer::PrefillPlanInfo info;
     const cudaError_t status = flashinfer::PrefillPlan<int32_t>(
@@ -98,7 +107,7 @@ std::string PlanPrefill(const FlashInferWorkspace& w, const FlashInferBatch& bat
         const_cast<int32_t*>(batch.qo_indptr_host), const_cast<int32_t*>(batch.kv_indptr_host),
         static_cast<uint32_t>(batch.total_rows), static_cast<uint32_t>(batch.num_requests),
         static_cast<uint32_t>(batch.num_qo_heads), static_cast<uint32_t>(batch.num_kv_heads), kHeadDim, kHeadDim,
-        static_cast<uint32_t>(batch.page_size), /*enable_cuda_graph=*/false, sizeof(Bf16), /*window_left=*/-1,
+        static_cast<uint32_t>(batch.page_size), /*enable_cuda_graph=*/false, sizeof(E), /*window_left=*/-1,
         /*fixed_split_size=*/-1, /*disable_split_kv=*/false, /*num_colocated_ctas=*/0, stream);
     *plan_info = info.ToVector();
     return ErrorText(status, "FlashInfer prefill plan");
@@ -107,14 +116,15 @@ std::string PlanPrefill(const FlashInferWorkspace& w, const FlashInferBatch& bat
   }
 }
 
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batch, const std::vector<int64_t>& plan_info,
                        const AttentionParams& p, float* lse, cudaStream_t stream) {
+  using E = Element<kElement>;
   try {
     flashinfer::PrefillPlanInfo info;
     info.FromVector(plan_info);
-    PrefillParams params(static_cast<Bf16*>(p.q.data), PagedKv(batch, p), /*maybe_custom_mask=*/nullptr, batch.qo_indptr,
-                         /*maybe_mask_indptr=*/nullptr, /*maybe_q_rope_offset=*/nullptr, static_cast<Bf16*>(p.out.data), lse,
+    PrefillParams<E> params(static_cast<E*>(p.q.data), PagedKv<E>(batch, p), /*maybe_custom_mask=*/nullptr, batch.qo_indptr,
+                         /*maybe_mask_indptr=*/nullptr, /*maybe_q_rope_offset=*/nullptr, static_cast<E*>(p.out.data), lse,
                          /*maybe_alibi_slopes=*/nullptr, static_cast<uint32_t>(p.num_heads), static_cast<int32_t>(p.q.stride),
                          kHeadDim, WindowLeft(p), /*logits_soft_cap=*/0.0f, p.scale, /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
     params.request_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.request_indices_offset);
@@ -124,11 +134,11 @@ std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batc
     params.kv_chunk_size_ptr = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.kv_chunk_size_ptr_offset);
     params.padded_batch_size = static_cast<uint32_t>(info.padded_batch_size);
     params.max_total_num_rows = static_cast<uint32_t>(info.total_num_rows);
-    Bf16* tmp_v = nullptr;
+    E* tmp_v = nullptr;
     float* tmp_s = nullptr;
     if (info.split_kv) {
       params.merge_indptr = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.merge_indptr_offset);
-      tmp_v = GetPtrFromBaseOffset<Bf16>(w.float_buffer, info.v_offset);
+      tmp_v = GetPtrFromBaseOffset<E>(w.float_buffer, info.v_offset);
       tmp_s = GetPtrFromBaseOffset<float>(w.float_buffer, info.s_offset);
     }
     cudaError_t status = cudaSuccess;
@@ -148,34 +158,35 @@ std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batc
 
 namespace arach::cuda {
 
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string PlanFlashInferDecode(const FlashInferWorkspace& w, const FlashInferBatch& b, std::vector<int64_t>* info,
                                  cudaStream_t s) {
-  return flashinfer_glue::PlanDecode<kHeadDim>(w, b, info, s);
+  return flashinfer_glue::PlanDecode<kElement, kHeadDim>(w, b, info, s);
 }
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string RunFlashInferDecode(const FlashInferWorkspace& w, const FlashInferBatch& b, const std::vector<int64_t>& info,
                                 const AttentionParams& p, float* lse, cudaStream_t s) {
-  return flashinfer_glue::RunDecode<kHeadDim>(w, b, info, p, lse, s);
+  return flashinfer_glue::RunDecode<kElement, kHeadDim>(w, b, info, p, lse, s);
 }
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string PlanFlashInferPrefill(const FlashInferWorkspace& w, const FlashInferBatch& b, std::vector<int64_t>* info,
                                   cudaStream_t s) {
-  return flashinfer_glue::PlanPrefill<kHeadDim>(w, b, info, s);
+  return flashinfer_glue::PlanPrefill<kElement, kHeadDim>(w, b, info, s);
 }
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string RunFlashInferPrefill(const FlashInferWorkspace& w, const FlashInferBatch& b, const std::vector<int64_t>& info,
                                  const AttentionParams& p, float* lse, cudaStream_t s) {
-  return flashinfer_glue::RunPrefill<kHeadDim>(w, b, info, p, lse, s);
+  return flashinfer_glue::RunPrefill<kElement, kHeadDim>(w, b, info, p, lse, s);
 }
 
 }  // namespace arach::cuda
 
-// Instantiates flashinfer_kernels.h's entry points of one kind (Decode or Prefill) for one head size.
-#define ARACH_FLASHINFER_ENTRY_POINTS(kind, head_dim)                                                          \
-  template std::string arach::cuda::PlanFlashInfer##kind<head_dim>(                                            \
-      const arach::cuda::FlashInferWorkspace&, const arach::cuda::FlashInferBatch&, std::vector<int64_t>*,     \
-      cudaStream_t);                                                                                           \
-  template std::string arach::cuda::RunFlashInfer##kind<head_dim>(                                             \
-      const arach::cuda::FlashInferWorkspace&, const arach::cuda::FlashInferBatch&, const std::vector<int64_t>&, \
+// Instantiates flashinfer_kernels.h's entry points of one kind (Decode or Prefill) for one element type (kBF16 or
+// kF16) and head size.
+#define ARACH_FLASHINFER_ENTRY_POINTS(kind, element, head_dim)                                                     \
+  template std::string arach::cuda::PlanFlashInfer##kind<arach::DType::element, head_dim>(                        \
+      const arach::cuda::FlashInferWorkspace&, const arach::cuda::FlashInferBatch&, std::vector<int64_t>*,         \
+      cudaStream_t);                                                                                               \
+  template std::string arach::cuda::RunFlashInfer##kind<arach::DType::element, head_dim>(                         \
+      const arach::cuda::FlashInferWorkspace&, const arach::cuda::FlashInferBatch&, const std::vector<int64_t>&,   \
       const arach::AttentionParams&, float*, cudaStream_t);

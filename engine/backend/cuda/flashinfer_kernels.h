@@ -1,12 +1,14 @@
 // Our entry points into FlashInfer's batched paged-KV attention (v0.6.9, header-only), one explicit
-// instantiation per head size and kind (flashinfer_{decode,prefill}_{64,128}.cu), so that each heavy kernel
-// family compiles in its own translation unit. This header is plain C++: FlashInfer's own headers are seen only
-// by those .cu files; its plan is carried between Plan and Run as the vector its PlanInfo types convert to.
+// instantiation per element type, head size and kind (flashinfer_{decode,prefill}_{bf16,f16}_{64,128}.cu), so
+// that each heavy kernel family compiles in its own translation unit. This header is plain C++: FlashInfer's own
+// headers are seen only by those .cu files; its plan is carried between Plan and Run as the vector its PlanInfo
+// types convert to.
 //
-// What we ask of FlashInfer: bf16 q, K/V pages in our layout ([blocks, block_size, kv_heads, head_dim], NHD) and
-// bf16 output, the default softmax attention with the sliding-window mask compiled in (window_left -1 = none:
-// one kernel family serves both kinds of layer), no RoPE inside the kernel (ours is applied before), and the
-// log-sum-exp of every row and head (base 2) for the hub merge.
+// What we ask of FlashInfer: q, K/V and output all of the backend's 16-bit type (kElement: kBF16 or kF16), K/V
+// pages in our layout ([blocks, block_size, kv_heads, head_dim], NHD), the default softmax attention with the
+// sliding-window mask compiled in (window_left -1 = none: one kernel family serves both kinds of layer), no RoPE
+// inside the kernel (ours is applied before), and the log-sum-exp of every row and head (base 2) for the hub
+// merge.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "engine/backend/attention_params.h"
+#include "engine/core/dtype.h"
 
 namespace arach::cuda {
 
@@ -46,18 +49,18 @@ struct FlashInferBatch {
 
 // Decode: every request has one query row. Plan once per step; Run once per layer. Errors (a CUDA error or
 // FlashInfer's own checks) come back as a message; "" = success.
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string PlanFlashInferDecode(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                  std::vector<int64_t>* plan_info, cudaStream_t stream);
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string RunFlashInferDecode(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                 const std::vector<int64_t>& plan_info, const AttentionParams& params, float* lse,
                                 cudaStream_t stream);
 // Prefill (any rows per request, causal within each request's last rows).
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string PlanFlashInferPrefill(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                   std::vector<int64_t>* plan_info, cudaStream_t stream);
-template <int kHeadDim>
+template <DType kElement, int kHeadDim>
 std::string RunFlashInferPrefill(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                  const std::vector<int64_t>& plan_info, const AttentionParams& params, float* lse,
                                  cudaStream_t stream);

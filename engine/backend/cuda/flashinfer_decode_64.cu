@@ -1,4 +1,0 @@
-// FlashInfer decode attention for head size 64 (flashinfer_kernels.h).
-#include "engine/backend/cuda/flashinfer_kernels.cuh"
-
-ARACH_FLASHINFER_ENTRY_POINTS(Decode, 64)

@@ -1,4 +1,0 @@
-// FlashInfer prefill attention for head size 128 (flashinfer_kernels.h).
-#include "engine/backend/cuda/flashinfer_kernels.cuh"
-
-ARACH_FLASHINFER_ENTRY_POINTS(Prefill, 128)

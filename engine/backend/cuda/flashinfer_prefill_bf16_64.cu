@@ -1,0 +1,4 @@
+// FlashInfer prefill attention, bf16, head size 64 (flashinfer_kernels.h).
+#include "engine/backend/cuda/flashinfer_kernels.cuh"
+
+ARACH_FLASHINFER_ENTRY_POINTS(Prefill, kBF16, 64)

@@ -1,0 +1,4 @@
+// FlashInfer prefill attention, f16, head size 64 (flashinfer_kernels.h).
+#include "engine/backend/cuda/flashinfer_kernels.cuh"
+
+ARACH_FLASHINFER_ENTRY_POINTS(Prefill, kF16, 64)
