@@ -1,5 +1,6 @@
 #include "engine/backend/backend.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -127,6 +128,25 @@ absl::string_view KvDTypeChoiceName(KvDTypeChoice choice) {
     case KvDTypeChoice::kBF16: return "bf16";
   }
   return "?";
+}
+
+namespace {
+
+class HostStagingBuffer final : public DeviceBuffer {
+ public:
+  explicit HostStagingBuffer(size_t bytes) : bytes_(bytes), data_(new char[std::max<size_t>(bytes, 1)]) {}
+  void* data() override { return data_.get(); }
+  size_t size() const override { return bytes_; }
+
+ private:
+  size_t bytes_;
+  std::unique_ptr<char[]> data_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> Backend::AllocateStaging(size_t bytes) {
+  return std::unique_ptr<DeviceBuffer>(new HostStagingBuffer(bytes));
 }
 
 absl::StatusOr<DType> PlanCudaDType(const BackendOptions& options) {

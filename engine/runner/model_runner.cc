@@ -215,21 +215,25 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   const int num_hub = flat.num_hub_rows();
   const int rows = num_verbal + num_hub;
 
-  ARACH_ASSIGN_OR_RETURN(const int32_t* ids, workspace_->Upload(Scratch::kIds, flat.ids));
-  ARACH_ASSIGN_OR_RETURN(const int32_t* positions, workspace_->Upload(Scratch::kPositions, flat.positions));
-  ARACH_ASSIGN_OR_RETURN(const int32_t* slots, workspace_->Upload(Scratch::kSlots, flat.slots));
-  ARACH_ASSIGN_OR_RETURN(const int32_t* query_start, workspace_->Upload(Scratch::kQueryStart, flat.query_start));
-  ARACH_ASSIGN_OR_RETURN(const int32_t* table_start, workspace_->Upload(Scratch::kBlockTableStart, flat.block_table_start));
-  ARACH_ASSIGN_OR_RETURN(const int32_t* tables, workspace_->Upload(Scratch::kBlockTables, flat.block_tables));
+  // Every metadata array of the step in one transfer (on a GPU, one DMA from page-locked memory).
+  using W = Workspace;
+  ARACH_ASSIGN_OR_RETURN(const std::vector<const void*> uploaded,
+                         workspace_->UploadTogether({W::Of(flat.ids), W::Of(flat.positions), W::Of(flat.slots),
+                                                     W::Of(flat.query_start), W::Of(flat.block_table_start),
+                                                     W::Of(flat.block_tables), W::Of(flat.rope_positions),
+                                                     W::Of(flat.skip_rows), W::Of(flat.hub_start), W::Of(flat.hub_offsets),
+                                                     W::Of(flat.logit_rows)}));
+  const auto ints = [&uploaded](size_t i) { return static_cast<const int32_t*>(uploaded[i]); };
+  const int32_t *ids = ints(0), *positions = ints(1), *slots = ints(2), *query_start = ints(3), *table_start = ints(4),
+                *tables = ints(5), *hub_start = ints(8), *selected = ints(10);
+  const float* hub_offsets = static_cast<const float*>(uploaded[9]);
 
   StepInputs in;
   in.num_verbal_rows = num_verbal;
   in.num_skip_rows = static_cast<int>(flat.skip_rows.size());
   in.slots = slots;
-  ARACH_ASSIGN_OR_RETURN(in.rope_positions, workspace_->Upload(Scratch::kRopePositions, flat.rope_positions));
-  ARACH_ASSIGN_OR_RETURN(in.skip_rows, workspace_->Upload(Scratch::kSkipRows, flat.skip_rows));
-  ARACH_ASSIGN_OR_RETURN(const int32_t* hub_start, workspace_->Upload(Scratch::kHubStart, flat.hub_start));
-  ARACH_ASSIGN_OR_RETURN(const float* hub_offsets, workspace_->Upload(Scratch::kHubOffsets, flat.hub_offsets));
+  in.rope_positions = ints(6);
+  in.skip_rows = ints(7);
   const int num_seqs = static_cast<int>(batch.sequences.size());
   const bool want_mass = std::any_of(batch.sequences.begin(), batch.sequences.end(),
                                      [](const SequenceInput& s) { return s.attention_diagnostics; });
@@ -276,7 +280,6 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   output.row_start = flat.logit_row_start;
   const int logit_rows = static_cast<int>(flat.logit_rows.size());
   if (logit_rows > 0) {
-    ARACH_ASSIGN_OR_RETURN(const int32_t* selected, workspace_->Upload(Scratch::kLogitRows, flat.logit_rows));
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
     // Logits stay float32 on every device: sampling and log-probabilities need more than bf16's 8 bits.

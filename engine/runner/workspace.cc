@@ -1,5 +1,7 @@
 #include "engine/runner/workspace.h"
 
+#include <cstring>
+
 #include "engine/core/status.h"
 
 namespace arach {
@@ -23,16 +25,28 @@ absl::StatusOr<DeviceMatrix> Workspace::Matrix(Scratch slot, int64_t rows, int64
   return DeviceMatrix::Dense(data, dtype, rows, cols);
 }
 
-absl::StatusOr<const int32_t*> Workspace::Upload(Scratch slot, const std::vector<int32_t>& values) {
-  ARACH_ASSIGN_OR_RETURN(void* data, Reserve(slot, values.size() * sizeof(int32_t)));
-  backend_.CopyToDevice(data, values.data(), values.size() * sizeof(int32_t));
-  return static_cast<const int32_t*>(data);
-}
-
-absl::StatusOr<const float*> Workspace::Upload(Scratch slot, const std::vector<float>& values) {
-  ARACH_ASSIGN_OR_RETURN(void* data, Reserve(slot, values.size() * sizeof(float)));
-  backend_.CopyToDevice(data, values.data(), values.size() * sizeof(float));
-  return static_cast<const float*>(data);
+absl::StatusOr<std::vector<const void*>> Workspace::UploadTogether(const std::vector<HostArray>& arrays) {
+  constexpr size_t kAlign = 64;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const HostArray& array : arrays) {
+    offsets.push_back(total);
+    total += (array.bytes + kAlign - 1) / kAlign * kAlign;
+  }
+  if (staging_ == nullptr || staging_->size() < total) {
+    const size_t grown = staging_ == nullptr ? total : std::max(total, staging_->size() + staging_->size() / 2);
+    staging_.reset();
+    ARACH_ASSIGN_OR_RETURN(staging_, backend_.AllocateStaging(grown));
+  }
+  ARACH_ASSIGN_OR_RETURN(void* device, Reserve(Scratch::kStepMetadata, std::max(total, staging_->size())));
+  char* host = static_cast<char*>(staging_->data());
+  std::vector<const void*> addresses;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    if (arrays[i].bytes > 0) std::memcpy(host + offsets[i], arrays[i].data, arrays[i].bytes);
+    addresses.push_back(static_cast<const char*>(device) + offsets[i]);
+  }
+  backend_.CopyToDevice(device, host, total);
+  return addresses;
 }
 
 size_t Workspace::bytes() const {

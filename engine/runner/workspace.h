@@ -22,17 +22,7 @@ enum class Scratch : int {
   kLogitHidden,   // [logit rows, d]
   kLogitNormed,   // [logit rows, d]
   kLogits,        // [logit rows, V]
-  kIds,           // int32 metadata ...
-  kPositions,
-  kSlots,
-  kQueryStart,
-  kBlockTableStart,
-  kBlockTables,
-  kLogitRows,
-  kRopePositions,  // [rows]: verbal positions, then 0 for hub rows
-  kHubStart,
-  kHubOffsets,     // float [num_seqs]
-  kSkipRows,       // rows of skip-on sequences
+  kStepMetadata,  // the step's int32 / float32 arrays (UploadTogether)
   kAdapterX,       // [skip rows, d]: x^ then x~
   kAdapterInner,   // [skip rows, E]
   kAdapterSkip,    // [skip rows, d]
@@ -47,9 +37,19 @@ class Workspace {
   // A dense [rows, cols] matrix in scratch `slot`, of the backend's activation dtype or of `dtype`.
   absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols);
   absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols, DType dtype);
-  // Copies `values` into scratch `slot`; returns the device pointer.
-  absl::StatusOr<const int32_t*> Upload(Scratch slot, const std::vector<int32_t>& values);
-  absl::StatusOr<const float*> Upload(Scratch slot, const std::vector<float>& values);
+  // Copies `arrays` to the device in one transfer (scratch kStepMetadata, each array at a 64-byte-aligned offset),
+  // through a staging buffer of Backend::AllocateStaging; returns their device addresses in order. The staging
+  // buffer is rewritten by the next call: the caller synchronises the backend in between (every forward step ends
+  // with Synchronize).
+  struct HostArray {
+    const void* data;
+    size_t bytes;
+  };
+  template <typename T>
+  static HostArray Of(const std::vector<T>& values) {
+    return HostArray{values.data(), values.size() * sizeof(T)};
+  }
+  absl::StatusOr<std::vector<const void*>> UploadTogether(const std::vector<HostArray>& arrays);
   // Total bytes held.
   size_t bytes() const;
 
@@ -57,6 +57,7 @@ class Workspace {
   absl::StatusOr<void*> Reserve(Scratch slot, size_t bytes);
 
   Backend& backend_;
+  std::unique_ptr<DeviceBuffer> staging_;  // host side of UploadTogether
   std::array<std::unique_ptr<DeviceBuffer>, static_cast<size_t>(Scratch::kCount)> buffers_;
 };
 

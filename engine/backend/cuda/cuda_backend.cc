@@ -26,6 +26,18 @@ class CudaBuffer final : public DeviceBuffer {
   size_t size_;
 };
 
+class PinnedBuffer final : public DeviceBuffer {
+ public:
+  PinnedBuffer(void* data, size_t size) : data_(data), size_(size) {}
+  ~PinnedBuffer() override { cudaFreeHost(data_); }
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_;
+  size_t size_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_index, DType element) {
@@ -74,6 +86,17 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes
     return absl::ResourceExhaustedError(absl::StrCat("cuda: cannot allocate ", bytes, " bytes: ", cudaGetErrorString(err)));
   }
   return std::unique_ptr<DeviceBuffer>(new CudaBuffer(data, bytes));
+}
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::AllocateStaging(size_t bytes) {
+  void* data = nullptr;
+  const cudaError_t err = cudaMallocHost(&data, std::max<size_t>(bytes, 1));
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return absl::ResourceExhaustedError(absl::StrCat("cuda: cannot allocate ", bytes, " bytes of page-locked memory: ",
+                                                     cudaGetErrorString(err)));
+  }
+  return std::unique_ptr<DeviceBuffer>(new PinnedBuffer(data, bytes));
 }
 
 void CudaBackend::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {

@@ -30,6 +30,7 @@ class CudaBackend final : public Backend {
   DType activation_dtype() const override { return element_; }
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateStaging(size_t bytes) override;
   void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
   void CopyToHost(void* host_dst, const void* device_src, size_t bytes) override;
   void Fill(void* device_dst, size_t bytes, unsigned char value) override;
