@@ -7,7 +7,8 @@
 # There (the GPU machine, repository root, .gpu carried):  bash scripts/gpu-check.sh run [tests|bench|peers|all]
 #   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs) and a generation;
 #   bench: our engine on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, and
-#          the variant costs; peers: the PyTorch peers on the same shapes. Output also goes to $OUT.
+#          the variant costs; peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
+#   Output also goes to $OUT.
 #   Worst-case times: tests 4.5 min, bench 4 min, peers 4 min; split across calls to fit the 10-minute limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ case "$mode" in
     # The GPU suites read the original fixtures' references only (refs_modern.safetensors, 41 MiB, is for the
     # modern families the CPU suites cover).
     rm -f "$staging"/fixtures/refs/refs_modern.safetensors
-    cp bench/torch_peer_bench.py "$staging"/
+    cp bench/torch_peer_bench.py ../shared/tools/compiled_peer.py "$staging"/
     mkdir -p .gpu
     tar -C "$staging" -cf - . | xz -9 -T0 > .gpu/bundle.tar.xz
     ls -l .gpu/bundle.tar.xz
@@ -75,6 +76,9 @@ case "$mode" in
     if [ "$part" = peers ] || [ "$part" = all ]; then
       echo "== torch peers"
       timeout 240 python3 $bundle/torch_peer_bench.py --models gpt2-124m,pythia-410m --batches 1,32,256 2>&1 | tee "$out/torch_peers.txt"
+      echo "== compiled peer (torch.compile, CUDA graphs)"
+      timeout 240 python3 $bundle/compiled_peer.py --shape 124m --batches 1,32,256 --prompt 128 --new 128 2>&1 |
+        tee "$out/compiled_peer.txt"
     fi
     exit $status
     ;;
