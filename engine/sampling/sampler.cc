@@ -23,19 +23,18 @@ double CounterUniform(uint64_t seed, uint64_t counter) {
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
-SampledToken Sampler::Sample(const SamplerInput& in) {
+void ApplyLogitProcessors(const SamplerInput& in, std::vector<float>& work) {
   const SamplingParams& p = *in.params;
   const size_t vocab = in.logits.size();
-  work_.assign(in.logits.begin(), in.logits.end());
-
+  work.assign(in.logits.begin(), in.logits.end());
   for (const auto& [token, bias] : p.logit_bias) {
-    if (token >= 0 && static_cast<size_t>(token) < vocab) work_[token] += bias;
+    if (token >= 0 && static_cast<size_t>(token) < vocab) work[token] += bias;
   }
   if (p.repetition_penalty != 1.0f) {
     std::unordered_set<int32_t> seen(in.context.begin(), in.context.end());
     for (int32_t t : seen) {
       if (t < 0 || static_cast<size_t>(t) >= vocab) continue;
-      work_[t] = work_[t] > 0.0f ? work_[t] / p.repetition_penalty : work_[t] * p.repetition_penalty;
+      work[t] = work[t] > 0.0f ? work[t] / p.repetition_penalty : work[t] * p.repetition_penalty;
     }
   }
   if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {  // over the generated tokens only
@@ -43,32 +42,39 @@ SampledToken Sampler::Sample(const SamplerInput& in) {
     const size_t generated = std::min(in.context.size(), static_cast<size_t>(std::max(0, in.num_generated)));
     for (int32_t t : in.context.last(generated)) ++counts[t];
     for (const auto& [t, count] : counts) {
-      if (t >= 0 && static_cast<size_t>(t) < vocab) work_[t] -= p.frequency_penalty * static_cast<float>(count) + p.presence_penalty;
+      if (t >= 0 && static_cast<size_t>(t) < vocab) work[t] -= p.frequency_penalty * static_cast<float>(count) + p.presence_penalty;
     }
   }
   if (!in.allowed.empty()) {
     for (size_t t = 0; t < vocab; ++t) {
       const bool ok = t / 32 < in.allowed.size() && ((in.allowed[t / 32] >> (t % 32)) & 1u) != 0;
-      if (!ok) work_[t] = kMasked;
+      if (!ok) work[t] = kMasked;
     }
   }
   if (in.num_generated < p.min_tokens) {
     std::vector<std::pair<int32_t, float>> saved;  // to undo when the constraint allows only these
     bool other_left = false;
     for (int32_t t : in.suppressed) {
-      if (t >= 0 && static_cast<size_t>(t) < vocab && work_[t] != kMasked) saved.push_back({t, work_[t]});
+      if (t >= 0 && static_cast<size_t>(t) < vocab && work[t] != kMasked) saved.push_back({t, work[t]});
     }
-    for (const auto& [t, w] : saved) work_[t] = kMasked;
-    for (float w : work_) {
+    for (const auto& [t, w] : saved) work[t] = kMasked;
+    for (float w : work) {
       if (w != kMasked) {
         other_left = true;
         break;
       }
     }
     if (!other_left) {
-      for (const auto& [t, w] : saved) work_[t] = w;
+      for (const auto& [t, w] : saved) work[t] = w;
     }
   }
+
+}
+
+SampledToken Sampler::Sample(const SamplerInput& in) {
+  const SamplingParams& p = *in.params;
+  const size_t vocab = in.logits.size();
+  ApplyLogitProcessors(in, work_);
 
   int32_t chosen;
   if (p.greedy()) {

@@ -27,6 +27,12 @@ struct SamplerInput {
   std::span<const uint32_t> allowed;
 };
 
+// The logit processors, in Sample's order, into `work` ([vocab]): logit bias, repetition penalty (each distinct
+// context token once), presence / frequency penalties (generated tokens), the structured-output mask, min_tokens
+// suppression (undone where it would leave nothing). Masked tokens are -inf. The GPU's kernel
+// (engine/backend/cuda/cuda_logit_processing.cu) is tested against this.
+void ApplyLogitProcessors(const SamplerInput& input, std::vector<float>& work);
+
 class Sampler {
  public:
   // Picks the next token. Reuses internal scratch: one Sampler per thread.

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/backend/attention_params.h"
+#include "engine/backend/cuda/logit_processing_args.h"
 #include "engine/backend/device_matrix.h"
 #include "engine/core/activation.h"
 
@@ -40,5 +41,8 @@ void LaunchAttention(const AttentionParams& params, cudaStream_t stream);
 // hub-bearing verbal row's hub key/value in by log-sum-exp, and adds the attention-mass diagnostics when
 // params.attention_mass is set (cuda_hub_merge.cu). Does nothing for a step with neither.
 void LaunchHubMerge(const AttentionParams& params, const float* lse, cudaStream_t stream);
+
+// The sampler's logit processors on float32 `logits` ([args.rows, args.vocab], in place; cuda_logit_processing.cu).
+void LaunchProcessLogits(const LogitProcessingArgs& args, float* logits, cudaStream_t stream);
 
 }  // namespace arach::cuda
