@@ -148,6 +148,27 @@ TEST_P(Ops, LinearAndEmbedWithHalfWidthWeights) {
                     name + "-weight linear, " + std::to_string(m) + " x " + std::to_string(n));
       }
     }
+    // Column counts of whole 32-value blocks, which bf16 weights take to the AMX tiles from 4 rows on where the
+    // CPU has them (cpu_amx.h): row counts around the 16- and 32-row tiles, features past the last whole 32-row
+    // block, plain and accumulating. The tiles split each activation into two bf16 parts (within 2^-17), so the
+    // float32 tolerance holds.
+    for (int64_t cols : {64, 96}) {
+      const int64_t n = 195;
+      const std::vector<float> weight = round(Random(n * cols, 0.1f)), bias = Random(n);
+      const DeviceMatrix w = Upload(weight, n, cols, weight_dtype), b = Upload(bias, 1, n);
+      for (int64_t m : {4, 15, 16, 17, 33, 64}) {
+        const std::vector<float> in = Random(m * cols, 0.5f);
+        const DeviceMatrix x = Upload(in, m, cols), out = Zeros(m, n);
+        const std::string what = name + "-weight linear, whole column blocks, " + std::to_string(m) + " x " + std::to_string(cols);
+        backend_->Linear(x, w, b, out, /*accumulate=*/false);
+        const std::vector<float> want = MatMulT(in, weight, &bias, m, cols, n);
+        ExpectClose(out, want, what);
+        backend_->Linear(x, w, DeviceMatrix{}, out, /*accumulate=*/true);
+        std::vector<float> twice = MatMulT(in, weight, &bias, m, cols, n);
+        for (size_t i = 0; i < twice.size(); ++i) twice[i] = want[i] + (twice[i] - bias[i % n]);
+        ExpectClose(out, twice, what + ", accumulating");
+      }
+    }
     const std::vector<float> table = round(Random(50 * k)), positions_table = round(Random(40 * k));
     const std::vector<int32_t> ids = {3, 0, 49, 7}, positions = {0, 1, 39, 5};
     const DeviceMatrix out = Zeros(4, k);
@@ -225,7 +246,7 @@ TEST_P(Ops, LinearAndEmbedWithInt8Weights) {
       }
     }
     // Column counts that are whole 64-byte blocks, which the AMX tiles take from 4 rows on where the CPU has them
-    // (cpu_amx_int8.h): row counts around the 16- and 32-row tiles, features past the last whole 32-row block.
+    // (cpu_amx.h): row counts around the 16- and 32-row tiles, features past the last whole 32-row block.
     for (int64_t cols : {64, 192}) {
       std::vector<float> tile_weight;
       const DeviceMatrix tw = UploadInt8Rows(Random(n * cols, 0.1f), n, cols, &tile_weight);

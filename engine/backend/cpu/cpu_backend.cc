@@ -50,15 +50,16 @@ CpuBackend::CpuBackend(CpuThreadPlan threads, WeightDTypePlan weights, KvDTypePl
     : thread_reason_(std::move(threads.reason)), weights_(std::move(weights)), kv_(std::move(kv)), team_(threads.threads) {
   // The backend parallelises its kernels itself (cpu_parallel.h) and calls OpenBLAS inside them.
   openblas_set_num_threads(1);
-  amx_ = cpu::RequestAmxInt8();
+  amx_ = cpu::RequestAmx();
 }
 
 std::string CpuBackend::Describe() const {
   return absl::StrCat("cpu (", team_.threads(), " threads: ", thread_reason_, "; ", DTypeName(weights_.dtype), " weights: ",
                       weights_.reason,
-                      weights_.dtype != DType::kI8 ? ""
-                      : amx_.available         ? absl::StrCat(", products on ", amx_.reason, " from ", cpu::kAmxMinRows, " rows")
-                                               : absl::StrCat(", ", amx_.reason),
+                      weights_.dtype != DType::kI8 && weights_.dtype != DType::kBF16 ? ""
+                      : (weights_.dtype == DType::kI8 ? amx_.int8 : amx_.bf16)
+                          ? absl::StrCat(", products on ", amx_.reason, " from ", cpu::kAmxMinRows, " rows")
+                          : absl::StrCat(", ", amx_.reason),
                       "; ", DTypeName(kv_.dtype), " KV cache: ", kv_.reason, "; OpenBLAS ",
                       openblas_get_corename(), " kernels)");
 }

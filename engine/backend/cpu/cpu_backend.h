@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/cpu/cpu_amx_int8.h"
+#include "engine/backend/cpu/cpu_amx.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/backend/cpu/cpu_threads.h"
 #include "engine/backend/cpu/cpu_weight_dtype.h"
@@ -61,7 +61,7 @@ class CpuBackend final : public Backend {
   std::string thread_reason_;  // why the team has its size (CpuThreadPlan::reason)
   WeightDTypePlan weights_;
   KvDTypePlan kv_;
-  cpu::AmxSupport amx_;  // int8 products on AMX tiles where it is available (cpu_amx_int8.h)
+  cpu::AmxSupport amx_;  // int8 and bf16 products on AMX tiles where available (cpu_amx.h)
   cpu::ThreadTeam team_;
 };
 

@@ -6,7 +6,7 @@
 //   amortise).
 // - int8 weights, any number of rows: the activations are quantized per row on the fly (one scale, as W8A8 kernels
 //   do) and meet the codes in exact integer dot products, then the two scales: on AMX tiles from kAmxMinRows rows
-//   where the CPU, build and kernel allow (cpu_amx_int8.h), else AVX512-VNNI's vpdpbusd where the build targets
+//   where the CPU, build and kernel allow (cpu_amx.h), else AVX512-VNNI's vpdpbusd where the build targets
 //   it, else a portable integer loop.
 #include <cblas.h>
 
@@ -18,7 +18,7 @@
 
 #include <immintrin.h>
 
-#include "engine/backend/cpu/cpu_amx_int8.h"
+#include "engine/backend/cpu/cpu_amx.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/backend/cpu/half_elements.h"
@@ -489,7 +489,12 @@ void CpuBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, 
   if (in.rows == 0) return;
   const float* b = bias.data != nullptr ? bias.As<float>() : nullptr;
   if (weight.dtype == DType::kI8) {
-    Int8Linear(in, weight, b, out, accumulate, amx_.available, team_);
+    Int8Linear(in, weight, b, out, accumulate, amx_.int8, team_);
+#if defined(ARACH_AMX_BF16)
+  } else if (weight.dtype == DType::kBF16 && amx_.bf16 && cpu::AmxBf16Fits(in)) {
+    cpu::AmxBf16Linear(in, weight, out, accumulate, team_);
+    AddBias(b, out, 0, weight.rows);
+#endif
   } else if (in.rows <= kSmallRows) {
     switch (weight.dtype) {
 #if defined(ARACH_BF16_SPLIT_LANES)
