@@ -129,7 +129,7 @@ class SimulatedCudaBackend final : public Backend {
   // As CudaBackend: FlashInfer (here its stand-in) over the cache, then our hub merge, for the head sizes
   // FlashInfer is compiled for; our own paged kernel for the others.
   void AttentionImpl(const AttentionParams& params) override {
-    if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim)) {
+    if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim, params.num_heads, params.kv.num_kv_heads)) {
       cuda::LaunchAttention(params, nullptr);
       Check("attention");
       return;

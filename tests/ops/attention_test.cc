@@ -188,7 +188,9 @@ TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
 // Half-width caches (--kv_cache_dtype f16 / bf16; the GPU's is its compute type): decode rows read them directly,
 // prefill chunks gather them, both widened to float32; against the reference on the same rounded keys and values.
 TEST_P(PagedAttention, HalfWidthCachesOnRandomBatches) {
-  const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {8, 4, 16, 1}};
+  // {10, 2, 64, 16}: a group of 5 query heads per KV head, which FlashInfer's decode is not built for (the CUDA
+  // backend's own kernel takes it).
+  const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {8, 4, 16, 1}, {10, 2, 64, 16}};
   for (const DType cache_dtype : {DType::kF16, DType::kBF16}) {
     if (GetParam() == DeviceKind::kCuda && cache_dtype != dtype_) continue;  // the GPU caches in its compute type
     for (uint32_t seed = 11; seed <= 13; ++seed) {

@@ -206,13 +206,13 @@ void CudaBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, cons
 }
 
 absl::Status CudaBackend::PlanAttention(const AttentionBatchLayout& layout) {
-  if (!cuda::AttentionRunsOnFlashInfer(layout.head_dim)) return absl::OkStatus();  // our own kernel needs no plan
+  if (!cuda::AttentionRunsOnFlashInfer(layout.head_dim, layout.num_heads, layout.num_kv_heads)) return absl::OkStatus();  // our own kernel needs no plan
   ARACH_ASSIGN_OR_RETURN(const cuda::PagedAttentionPlan plan, cuda::BuildPagedAttentionPlan(layout));
   return flashinfer_->Plan(plan, layout);
 }
 
 void CudaBackend::AttentionImpl(const AttentionParams& params) {
-  if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim)) {
+  if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim, params.num_heads, params.kv.num_kv_heads)) {
     cuda::LaunchAttention(params, stream_);
     CheckLaunch("attention");
     return;

@@ -78,8 +78,9 @@ absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* c
 
 absl::Status FlashInferAttention::Plan(const PagedAttentionPlan& plan, const AttentionBatchLayout& layout) {
   planned_ = false;
-  if (!AttentionRunsOnFlashInfer(layout.head_dim)) {
-    return absl::InternalError(absl::StrCat("cuda attention: FlashInfer is not built for head size ", layout.head_dim));
+  if (!AttentionRunsOnFlashInfer(layout.head_dim, layout.num_heads, layout.num_kv_heads)) {
+    return absl::InternalError(absl::StrCat("cuda attention: FlashInfer is not built for head size ", layout.head_dim, " with ",
+                                                   layout.num_heads, " query heads over ", layout.num_kv_heads, " KV heads"));
   }
   // The page-locked buffers are rewritten below: the previous step's copies from them must have finished.
   ARACH_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_), "attention plan");

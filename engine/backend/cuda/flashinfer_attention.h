@@ -24,7 +24,7 @@ class FlashInferAttention {
   FlashInferAttention(const FlashInferAttention&) = delete;
   FlashInferAttention& operator=(const FlashInferAttention&) = delete;
 
-  // Plans one step (layout.head_dim must satisfy AttentionRunsOnFlashInfer): decode kernels when every request
+  // Plans one step (the layout must satisfy AttentionRunsOnFlashInfer): decode kernels when every request
   // has one row, prefill kernels otherwise.
   absl::Status Plan(const PagedAttentionPlan& plan, const AttentionBatchLayout& layout);
   // Attention of every q row over its cached positions (no hub): writes params.out and returns the log-sum-exp,

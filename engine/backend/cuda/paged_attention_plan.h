@@ -19,9 +19,15 @@
 
 namespace arach::cuda {
 
-// The head sizes FlashInfer's kernels are compiled for in this project (bf16, NHD pages); other head sizes use
-// our own paged kernel (cuda_attention.cu).
-constexpr bool AttentionRunsOnFlashInfer(int head_dim) { return head_dim == 64 || head_dim == 128; }
+// Whether FlashInfer's kernels as this project compiles them take a layer: head sizes 64 and 128, and query heads
+// per KV head 1, 2, 3, 4 or 8 (the group sizes its decode kernel is dispatched for). Other layers use our own
+// paged kernel (cuda_attention.cu).
+constexpr bool AttentionRunsOnFlashInfer(int head_dim, int num_heads, int num_kv_heads) {
+  if (head_dim != 64 && head_dim != 128) return false;
+  if (num_kv_heads <= 0 || num_heads % num_kv_heads != 0) return false;
+  const int group = num_heads / num_kv_heads;
+  return group == 1 || group == 2 || group == 3 || group == 4 || group == 8;
+}
 
 struct PagedAttentionPlan {
   std::vector<int32_t> qo_indptr;         // [requests + 1] rows of q / out
