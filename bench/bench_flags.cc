@@ -1,6 +1,7 @@
 #include "bench/bench_flags.h"
 
 #include "absl/flags/flag.h"
+#include "engine/bundle/model_bundle.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "extra model folders");
 ABSL_FLAG(std::vector<std::string>, fixtures, std::vector<std::string>({"gpt2-tiny", "neox-tiny", "llama-stories260k"}),
@@ -11,8 +12,8 @@ ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (varian
 ABSL_FLAG(std::string, model, "", "a model folder instead of the preset");
 ABSL_FLAG(std::string, scratch, "/tmp/arach-bench-models", "where make-model presets are written");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
-ABSL_FLAG(std::string, weight_dtype, "auto", "CPU weight matrices: f32 | f16 | bf16 | int8 | auto (f16 where the CPU has F16C)");
-ABSL_FLAG(std::string, kv_cache_dtype, "auto", "KV cache: f32 | f16 | bf16 | auto (f16 with weights narrower than f32, else f32)");
+ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
+ABSL_FLAG(std::string, kv_cache_dtype, "auto", arach::kKvCacheDTypeFlagHelp);
 
 ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes");
 ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");

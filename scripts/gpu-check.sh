@@ -67,10 +67,10 @@ case "$mode" in
     fi
     if [ "$part" = bench ] || [ "$part" = all ]; then
       echo "== forward_bench (ours)"
-      timeout 150 $bundle/bin/forward_bench --device cuda --fixtures= --presets gpt2/124m,gpt_neox/410m --batches 1,32,256 \
+      timeout 150 $bundle/bin/forward_bench --device cuda --weight_dtype bf16 --fixtures= --presets gpt2/124m,gpt_neox/410m --batches 1,32,256 \
         --prompt_len 128 --decode_steps 128 --repeats 3 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/forward_bench.txt"
       echo "== variant_bench (ours)"
-      timeout 90 $bundle/bin/variant_bench --device cuda --preset gpt2/124m --prefill_batch 32 --decode_batch 32 \
+      timeout 90 $bundle/bin/variant_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --prefill_batch 32 --decode_batch 32 \
         --decode_steps 128 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/variant_bench.txt"
     fi
     if [ "$part" = peers ] || [ "$part" = all ]; then

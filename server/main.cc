@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "engine/bundle/model_bundle.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
@@ -48,13 +49,8 @@ ABSL_FLAG(int, shadow_tokens_per_step, 8, "shadow-scoring tokens in any engine s
 ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at most; more are dropped (arach_shadow_dropped_total)");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
-ABSL_FLAG(std::string, weight_dtype, "auto",
-          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise), int8 "
-          "(a quarter of the bytes, one scale per output row) or auto (f16 where the CPU converts halves in hardware, "
-          "else f32)");
-ABSL_FLAG(std::string, kv_cache_dtype, "auto",
-          "KV cache: f32, f16 or bf16 (half the bytes per cached token, so twice the tokens fit; f16 is the more "
-          "precise) or auto (CPU: f16 with weights narrower than f32, f32 with f32 weights; GPU: bf16)");
+ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
+ABSL_FLAG(std::string, kv_cache_dtype, "auto", arach::kKvCacheDTypeFlagHelp);
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
 ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");

@@ -40,6 +40,15 @@ struct LoadModelOptions {
 
 // The command-line spellings of the storage dtypes (--weight_dtype, --kv_cache_dtype), resolved into `load`; an
 // unknown value is INVALID_ARGUMENT naming the flag. Shared by arach-server, arach-run and the benchmarks.
+// The help of --weight_dtype and --kv_cache_dtype, for every executable that takes them.
+inline constexpr char kWeightDTypeFlagHelp[] =
+    "weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise), int8 (CPU: a "
+    "quarter of the bytes, one scale per output row) or auto (CPU: f16 where the CPU converts halves in hardware, else "
+    "f32; GPU: the one 16-bit type it computes in, bf16 for bf16 and FP8 checkpoints, f16 for f16 and f32 ones)";
+inline constexpr char kKvCacheDTypeFlagHelp[] =
+    "KV cache: f32, f16 or bf16 (half the bytes per cached token, so twice the tokens fit; f16 is the more precise) "
+    "or auto (CPU: f16 with weights narrower than f32, f32 with f32 weights; GPU: its compute type)";
+
 absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load);
 
 struct ModelBundle {

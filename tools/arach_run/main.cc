@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "engine/bundle/model_bundle.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
@@ -54,13 +55,8 @@ ABSL_FLAG(bool, per_token, false, "score: print every token's log-prob");
 ABSL_FLAG(std::string, out, "", "logits: output file; make-model: output folder");
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
-ABSL_FLAG(std::string, weight_dtype, "auto",
-          "CPU weight matrices: f32, f16 or bf16 (half the bytes; float32 arithmetic; f16 is the more precise), int8 "
-          "(a quarter of the bytes, one scale per output row) or auto (f16 where the CPU converts halves in hardware, "
-          "else f32)");
-ABSL_FLAG(std::string, kv_cache_dtype, "auto",
-          "KV cache: f32, f16 or bf16 (half the bytes per cached token; f16 is the more precise) or auto (f16 with "
-          "weights narrower than f32, else f32)");
+ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
+ABSL_FLAG(std::string, kv_cache_dtype, "auto", arach::kKvCacheDTypeFlagHelp);
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool size in bytes (0 = room for a few full-context sequences)");
 ABSL_FLAG(std::string, arch, "gpt2", "make-model: gpt2 | gpt_neox | llama | mistral | qwen2 | qwen3");
 ABSL_FLAG(std::string, preset, "tiny",
