@@ -38,7 +38,7 @@ absl::StatusOr<std::vector<const void*>> Workspace::UploadTogether(const std::ve
     staging_.reset();
     ARACH_ASSIGN_OR_RETURN(staging_, backend_.AllocateStaging(grown));
   }
-  ARACH_ASSIGN_OR_RETURN(void* device, Reserve(Scratch::kStepMetadata, std::max(total, staging_->size())));
+  ARACH_ASSIGN_OR_RETURN(void* device, Reserve(Scratch::kStepMetadata, total));
   char* host = static_cast<char*>(staging_->data());
   std::vector<const void*> addresses;
   for (size_t i = 0; i < arrays.size(); ++i) {

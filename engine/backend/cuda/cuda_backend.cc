@@ -1,6 +1,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -207,8 +208,8 @@ void CudaBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, cons
 
 absl::Status CudaBackend::PlanAttention(const AttentionBatchLayout& layout) {
   if (!cuda::AttentionRunsOnFlashInfer(layout.head_dim, layout.num_heads, layout.num_kv_heads)) return absl::OkStatus();  // our own kernel needs no plan
-  ARACH_ASSIGN_OR_RETURN(const cuda::PagedAttentionPlan plan, cuda::BuildPagedAttentionPlan(layout));
-  return flashinfer_->Plan(plan, layout);
+  ARACH_ASSIGN_OR_RETURN(cuda::PagedAttentionPlan plan, cuda::BuildPagedAttentionPlan(layout));
+  return flashinfer_->Plan(std::move(plan), layout);
 }
 
 void CudaBackend::AttentionImpl(const AttentionParams& params) {

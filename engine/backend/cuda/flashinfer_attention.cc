@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_status.h"
@@ -76,7 +77,7 @@ absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* c
   return absl::OkStatus();
 }
 
-absl::Status FlashInferAttention::Plan(const PagedAttentionPlan& plan, const AttentionBatchLayout& layout) {
+absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionBatchLayout& layout) {
   planned_ = false;
   if (!AttentionRunsOnFlashInfer(layout.head_dim, layout.num_heads, layout.num_kv_heads)) {
     return absl::InternalError(absl::StrCat("cuda attention: FlashInfer is not built for head size ", layout.head_dim, " with ",
@@ -103,17 +104,16 @@ absl::Status FlashInferAttention::Plan(const PagedAttentionPlan& plan, const Att
   batch_.kv_last_page_len = place(plan.kv_last_page_len);
   ARACH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arrays_, arrays_pinned_, at * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
                              "attention plan");
-  qo_indptr_host_ = plan.qo_indptr;
-  kv_indptr_host_ = plan.kv_indptr;
-  batch_.qo_indptr_host = qo_indptr_host_.data();
-  batch_.kv_indptr_host = kv_indptr_host_.data();
+  plan_ = std::move(plan);
+  batch_.qo_indptr_host = plan_.qo_indptr.data();
+  batch_.kv_indptr_host = plan_.kv_indptr.data();
   batch_.num_requests = static_cast<int>(requests);
-  batch_.total_rows = plan.qo_indptr.back();
+  batch_.total_rows = plan_.qo_indptr.back();
   batch_.num_qo_heads = layout.num_heads;
   batch_.num_kv_heads = layout.num_kv_heads;
   batch_.page_size = layout.block_size;
   ARACH_RETURN_IF_ERROR(Reserve(static_cast<size_t>(batch_.total_rows) * layout.num_heads * sizeof(float), &lse_, &lse_capacity_));
-  decode_ = plan.max_query_rows <= 1;
+  decode_ = plan_.max_query_rows <= 1;
   head_dim_ = layout.head_dim;
   std::string error;
   if (requests > 0) {

@@ -26,7 +26,7 @@ class FlashInferAttention {
 
   // Plans one step (the layout must satisfy AttentionRunsOnFlashInfer): decode kernels when every request
   // has one row, prefill kernels otherwise.
-  absl::Status Plan(const PagedAttentionPlan& plan, const AttentionBatchLayout& layout);
+  absl::Status Plan(PagedAttentionPlan plan, const AttentionBatchLayout& layout);
   // Attention of every q row over its cached positions (no hub): writes params.out and returns the log-sum-exp,
   // [rows, num_heads] float32 in device memory, valid until the next Run.
   absl::StatusOr<const float*> Run(const AttentionParams& params);
@@ -45,7 +45,7 @@ class FlashInferAttention {
   void* lse_ = nullptr;            // device: [rows, num_heads] float32
   size_t lse_capacity_ = 0;
   cudaEvent_t staged_ = nullptr;   // the last plan's copies from page-locked memory are done
-  std::vector<int32_t> qo_indptr_host_, kv_indptr_host_;
+  PagedAttentionPlan plan_;  // the step's plan: FlashInfer's planning reads its host indptrs
   FlashInferBatch batch_;
   std::vector<int64_t> plan_info_;
   bool decode_ = true;
