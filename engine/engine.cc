@@ -266,31 +266,46 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   r.observer->OnFinish(info);
 }
 
-void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits) {
-  Sequence& seq = r.seq;
-  const SamplingParams& sp = r.request.sampling;
+absl::StatusOr<SamplerInput> Engine::SamplerInputFor(RequestState& r) {
   SamplerInput in;
-  in.logits = logits;
-  in.params = &sp;
-  in.context = seq.tokens;
-  in.num_generated = seq.num_generated();
+  in.params = &r.request.sampling;
+  in.context = r.seq.tokens;
+  in.num_generated = r.seq.num_generated();
   in.seed = r.seed;
   in.suppressed = r.stop_ids;
   if (r.constraint) {
-    absl::StatusOr<std::span<const uint32_t>> allowed = r.constraint->AllowedTokens();
-    if (!allowed.ok()) {
-      Finish(r, FinishReason::kError, allowed.status());
+    ARACH_ASSIGN_OR_RETURN(in.allowed, r.constraint->AllowedTokens());
+  }
+  return in;
+}
+
+bool Engine::NeedsHostLogits(const RequestState& r) const {
+  return r.request.sampling.top_logprobs > 0 || r.generated.has_value();
+}
+
+void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, DevicePick device) {
+  Sequence& seq = r.seq;
+  const SamplingParams& sp = r.request.sampling;
+  SampledToken sampled;
+  if (device.token >= 0) {
+    sampled.token = device.token;
+    sampled.logprob = device.logprob;
+    if (sp.top_logprobs > 0) sampled.top = RawLogprobs(logits, device.token, sp.top_logprobs).top;
+  } else {
+    absl::StatusOr<SamplerInput> in = SamplerInputFor(r);
+    if (!in.ok()) {
+      Finish(r, FinishReason::kError, in.status());
       return;
     }
-    in.allowed = *allowed;
+    in->logits = logits;
+    sampled = sampler_.Sample(*in);
   }
-  SampledToken sampled = sampler_.Sample(in);
   if (r.constraint && !r.constraint->Accept(sampled.token)) {
     Finish(r, FinishReason::kError, absl::InternalError(absl::StrCat("the structured-output constraint refused token ", sampled.token,
                                                                      " that its own mask allowed")));
     return;
   }
-  if (config_.always_compute_logprobs && !sp.logprobs && sp.top_logprobs == 0) {
+  if (config_.always_compute_logprobs && !sp.logprobs && sp.top_logprobs == 0 && device.token < 0) {
     sampled.logprob = RawLogprobs(logits, sampled.token, 0).logprob;  // for the quality metrics only
   }
   if (config_.always_compute_logprobs || sp.logprobs || sp.top_logprobs > 0) {
@@ -354,6 +369,9 @@ void Engine::Step() {
   }
   ForwardBatch forward;
   std::vector<LogitsMode> modes;
+  const bool device_sampling = config_.sample_on_device && model_.runner->samples_on_device();
+  std::vector<SamplerInput> device_inputs;  // read by Execute through SequenceInput::sample: no reallocation
+  device_inputs.reserve(batch.chunks.size());
   for (const ScheduledChunk& chunk : batch.chunks) {
     const Sequence& seq = *chunk.seq;
     SequenceInput input;
@@ -369,6 +387,14 @@ void Engine::Step() {
     // Until the prompt has been counted once; a chunk of an uncounted prompt never holds generated tokens.
     const RequestState& r = *requests_.at(seq.id);
     input.attention_diagnostics = r.diagnostics && r.diagnostics->rows() < seq.prompt_len;
+    if (device_sampling && chunk.completes && r.request.kind == RequestKind::kGenerate) {
+      // A request whose input cannot be built samples on the host path, which reports why.
+      if (absl::StatusOr<SamplerInput> sample = SamplerInputFor(*requests_.at(seq.id)); sample.ok()) {
+        device_inputs.push_back(*sample);
+        input.sample = &device_inputs.back();
+        if (input.logits == LogitsMode::kLast && !NeedsHostLogits(r)) input.logits = LogitsMode::kNone;
+      }
+    }
     modes.push_back(input.logits);
     forward.sequences.push_back(input);
   }
@@ -401,12 +427,14 @@ void Engine::Step() {
         }
       }
     }
-    if (!chunk.completes || rows == 0) continue;
+    DevicePick device;
+    if (!out->sampled_tokens.empty()) device = DevicePick{out->sampled_tokens[i], out->sampled_logprobs[i]};
+    if (!chunk.completes || (rows == 0 && device.token < 0)) continue;
     if (r.request.kind == RequestKind::kScore) {  // the prompt is all there is
       Finish(r, FinishReason::kLength);
       continue;
     }
-    SampleAndEmit(r, out->Row(static_cast<int>(i), rows - 1));
+    SampleAndEmit(r, rows > 0 ? out->Row(static_cast<int>(i), rows - 1) : std::span<const float>(), device);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

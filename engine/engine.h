@@ -42,6 +42,10 @@ struct EngineConfig {
   double priority_aging_seconds = 0;
   // Compute each generated token's log-prob even when the request did not ask (for quality metrics).
   bool always_compute_logprobs = false;
+  // Where the backend can (CUDA), pick generated tokens on the device, so that a step copies back only their ids
+  // (and the logits of requests that want log-probs); false: every sampled row's logits come back and the host's
+  // Sampler picks (its draws are the reference; the device's may differ at rounding boundaries).
+  bool sample_on_device = true;
   // Structured output: how long one constraint may take to compile before the request is refused.
   std::chrono::milliseconds constraint_compile_timeout{10000};
   // Called on the step thread after every step that ran a forward; must be quick and must not block.
@@ -108,7 +112,20 @@ class Engine {
   void Adopt(std::vector<std::unique_ptr<RequestState>>& arrived);
   void ExpireDeadlines();
   void Finish(RequestState& request, FinishReason reason, absl::Status status = absl::OkStatus());
-  void SampleAndEmit(RequestState& request, std::span<const float> logits);
+  // The sampler's input for `request`'s next token (its logits left empty): parameters, context, seed, stop tokens
+  // and the structured-output mask.
+  absl::StatusOr<SamplerInput> SamplerInputFor(RequestState& request);
+  // Whether the step must copy `request`'s logits back even where its token is picked on the device (the top
+  // log-probs, the kept generation of shadow scoring).
+  bool NeedsHostLogits(const RequestState& request) const;
+  // What the device picked for a request (token < 0: nothing, the host samples from the logits).
+  struct DevicePick {
+    int32_t token = -1;
+    float logprob = 0.0f;  // under the model's distribution
+  };
+  // Picks the next token (the device's pick, or from `logits` on the host), emits it and ends the request where
+  // it stops.
+  void SampleAndEmit(RequestState& request, std::span<const float> logits, DevicePick device);
   void PublishStats();
 
   ModelBundle model_;

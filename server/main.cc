@@ -33,6 +33,8 @@ ABSL_FLAG(double, arach_offset, -0.5, "default ARACH logit offset b");
 ABSL_FLAG(std::string, default_variant, "base", "variant of requests that do not choose: base | arach | skip | arach+skip");
 ABSL_FLAG(std::string, experiment, "", "A/B split of requests that choose no variant, e.g. base=50,arach=50");
 ABSL_FLAG(std::string, experiment_file, "", "A/B experiment as JSON (name, arms with variant, arach_offset, weight)");
+ABSL_FLAG(bool, sample_on_device, true, "on the GPU, pick generated tokens there and copy back only ids and log-probs; "
+          "false: copy every sampled row's logits back and sample on the host (the CPU sampler's exact draws)");
 ABSL_FLAG(bool, quality_metrics, true, "compute each generated token's log-prob for arach_generated_token_logprob");
 ABSL_FLAG(bool, prompt_perplexity, false, "score every Generate prompt under its variant (arach_prompt_perplexity; "
           "costs a full-vocabulary softmax per prompt token and bypasses the prefix cache)");
@@ -123,6 +125,7 @@ ServerOptions OptionsFromFlags() {
   o.engine.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   o.engine.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   o.engine.always_compute_logprobs = absl::GetFlag(FLAGS_quality_metrics);
+  o.engine.sample_on_device = absl::GetFlag(FLAGS_sample_on_device);
   o.prompt_perplexity = absl::GetFlag(FLAGS_prompt_perplexity);
   o.diagnostics_sample_rate = absl::GetFlag(FLAGS_diagnostics_sample_rate);
   o.shadow_rate = absl::GetFlag(FLAGS_shadow_rate);

@@ -84,6 +84,10 @@ struct AttentionBatchLayout {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
+  // The step's ops will be recorded or replayed as a step graph (Backend::BeginStepGraph): plan so that what the
+  // kernels are launched with depends only on the batch's shape, and the schedule lives at the same device
+  // addresses (CUDA: FlashInfer's plan with enable_cuda_graph).
+  bool for_step_graph = false;
 };
 
 // The attention-mass diagnostics of one step (AttentionMassKind), for every layer and sequence:

@@ -92,6 +92,26 @@ void Backend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
   if (Passes(op_checks::CheckRowCopy("fill rows", row, out))) FillRowsImpl(row, out);
 }
 
+absl::Status Backend::SampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
+                                   std::span<float> logprobs) {
+  ARACH_RETURN_IF_ERROR(op_checks::CheckSampleTokens(logits, rows, tokens.size(), logprobs.size()));
+  return SampleTokensImpl(logits, rows, tokens, logprobs);
+}
+
+absl::Status Backend::SampleTokensImpl(const DeviceMatrix&, std::span<const SamplerInput>, std::span<int32_t>, std::span<float>) {
+  return absl::UnimplementedError(absl::StrCat(Describe(), " samples on the host"));
+}
+
+absl::Status Backend::BeginStepGraph() { return absl::UnimplementedError(absl::StrCat(Describe(), " records no step graphs")); }
+
+absl::StatusOr<std::unique_ptr<StepGraph>> Backend::EndStepGraph() {
+  return absl::UnimplementedError(absl::StrCat(Describe(), " records no step graphs"));
+}
+
+absl::Status Backend::ReplayStepGraph(StepGraph&) {
+  return absl::UnimplementedError(absl::StrCat(Describe(), " records no step graphs"));
+}
+
 absl::StatusOr<WeightDTypeChoice> ParseWeightDType(absl::string_view name) {
   if (name == "auto") return WeightDTypeChoice::kAuto;
   if (name == "f32") return WeightDTypeChoice::kF32;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -20,6 +21,7 @@
 #include "engine/backend/attention_params.h"
 #include "engine/backend/device_matrix.h"
 #include "engine/core/activation.h"
+#include "engine/sampling/sampler.h"
 
 namespace arach {
 
@@ -40,6 +42,12 @@ class DeviceBuffer {
   virtual ~DeviceBuffer() = default;
   virtual void* data() = 0;
   virtual size_t size() const = 0;
+};
+
+// A recorded sequence of ops (Backend::BeginStepGraph); replayed by Backend::ReplayStepGraph.
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
 };
 
 class Backend {
@@ -109,6 +117,32 @@ class Backend {
   // Every row of out = row ([1, out.cols]).
   void FillRows(const DeviceMatrix& row, const DeviceMatrix& out);
 
+  // ---- sampling on the device
+  // Whether SampleTokens picks tokens on this device (CUDA). Elsewhere callers download the logits and sample on the
+  // host with Sampler, the reference the device's sampling is tested against (cuda/device_sampling.h says where
+  // their tokens may differ).
+  virtual bool samples_on_device() const { return false; }
+  // Picks the next token of rows[i] (its parameters, context, counter, seed and masks; its logits span is not
+  // read) from row i of `logits` ([rows.size(), vocab] float32, dense, left unchanged) and copies only the ids back
+  // into `tokens` ([rows.size()]), and where `logprobs` is not empty ([rows.size()]) each id's log-prob under the
+  // model's distribution (the unprocessed logits). Waits for the device and returns the step's errors.
+  // UNIMPLEMENTED where samples_on_device() is false.
+  absl::Status SampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
+                            std::span<float> logprobs = {});
+
+  // ---- step graphs (CUDA graphs): the ops of a step recorded once and replayed, so that a decode step costs one
+  // launch instead of one per op. Every pointer and launch shape an op is given is recorded as it was: a replay
+  // reads the memory those pointers point to now (the caller rewrites its metadata there before replaying).
+  // Whether this device records step graphs.
+  virtual bool records_step_graphs() const { return false; }
+  // From here until EndStepGraph the ops are recorded, not run. No copies to the host, no Synchronize in between.
+  virtual absl::Status BeginStepGraph();
+  // The ops recorded since BeginStepGraph.
+  virtual absl::StatusOr<std::unique_ptr<StepGraph>> EndStepGraph();
+  // Queues `graph`'s ops again. FAILED_PRECONDITION when the device's own scratch the graph points into has moved
+  // since it was recorded (the caller records it again).
+  virtual absl::Status ReplayStepGraph(StepGraph& graph);
+
   // Waits for queued work; reports the first failed op check, then asynchronous device errors.
   absl::Status Synchronize();
   // The largest attention head size the device's kernels take (even sizes only).
@@ -134,6 +168,8 @@ class Backend {
   virtual void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) = 0;
   virtual void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) = 0;
   virtual void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
+  virtual absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
+                                        std::span<int32_t> tokens, std::span<float> logprobs);
   // Waits for the device; reports its asynchronous errors.
   virtual absl::Status SynchronizeImpl() = 0;
 

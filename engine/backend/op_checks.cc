@@ -113,4 +113,16 @@ absl::Status CheckRowCopy(const char* op, const DeviceMatrix& src, const DeviceM
   return absl::OkStatus();
 }
 
+absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, size_t tokens, size_t logprobs) {
+  if (logits.dtype != DType::kF32 || logits.stride != logits.cols || logits.rows != static_cast<int64_t>(rows.size()) ||
+      tokens != rows.size() || (logprobs != 0 && logprobs != rows.size())) {
+    return Mismatch("sample tokens", absl::StrCat("logits ", Shape(logits), " (", DTypeName(logits.dtype), ") vs ", rows.size(),
+                                                  " rows, ", tokens, " token slots and ", logprobs, " log-prob slots"));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].params == nullptr) return Mismatch("sample tokens", absl::StrCat("row ", i, " has no sampling parameters"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace arach::op_checks

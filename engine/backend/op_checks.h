@@ -4,11 +4,14 @@
 // Each returns INTERNAL naming the op and the mismatching shapes (a caller bug, never user input).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "absl/status/status.h"
 #include "engine/backend/attention_params.h"
 #include "engine/backend/device_matrix.h"
+#include "engine/sampling/sampler.h"
 
 namespace arach::op_checks {
 
@@ -25,5 +28,8 @@ absl::Status CheckWriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const Pa
 absl::Status CheckAttention(const AttentionParams& params, int max_head_dim);
 absl::Status CheckAttentionHeadDim(int head_dim, int max_head_dim);
 absl::Status CheckRowCopy(const char* op, const DeviceMatrix& src, const DeviceMatrix& dst);
+// Backend::SampleTokens: dense float32 logits with one row per sampled row, one token slot each (and one log-prob
+// slot each, or none); every row has parameters.
+absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, size_t tokens, size_t logprobs);
 
 }  // namespace arach::op_checks

@@ -5,13 +5,27 @@
 #include <cmath>
 #include <cstdint>
 
+// Functions the GPU's kernels share with the host (the sampler's draw): __host__ __device__ under nvcc.
+#if defined(__CUDACC__)
+#define ARACH_HOST_DEVICE __host__ __device__
+#else
+#define ARACH_HOST_DEVICE
+#endif
+
 namespace arach {
 
 // The splitmix64 finaliser: a fast, well-mixing bijection on 64-bit values (hashing, counter-based draws).
-inline uint64_t Mix64(uint64_t z) {
+ARACH_HOST_DEVICE inline uint64_t Mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+// A uniform value in [0, 1) determined by (seed, counter): the sampler's draw for token `counter` of a request
+// seeded `seed`, on the CPU (engine/sampling/sampler.cc) and on the GPU (engine/backend/cuda/cuda_sampling.cu).
+ARACH_HOST_DEVICE inline double CounterUniform(uint64_t seed, uint64_t counter) {
+  const uint64_t bits = Mix64(Mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 1));
+  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
 class NormalSampler {

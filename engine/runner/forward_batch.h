@@ -8,10 +8,11 @@
 #include "engine/backend/attention_params.h"
 #include "engine/variant/variant.h"
 #include "engine/kv/block_allocator.h"
+#include "engine/sampling/sampler.h"
 
 namespace arach {
 
-// Which logits a sequence wants back from the step.
+// Which logits of a sequence come back to the host from the step.
 enum class LogitsMode {
   kNone,  // a prefill chunk that is not the last one
   kLast,  // the last new token (generation)
@@ -25,6 +26,10 @@ struct SequenceInput {
   LogitsMode logits = LogitsMode::kLast;
   Variant variant;                        // ARACH adds one hub row per new token; skip runs the adapter
   bool attention_diagnostics = false;     // return this step's attention-mass sums
+  // Where the backend samples on the device (ModelRunner::samples_on_device): pick the next token from the last
+  // new token's logits there (ForwardOutput::sampled_tokens), with these parameters (its logits span is not read;
+  // it must live until Execute returns). `logits` still says which rows come back to the host. Ignored elsewhere.
+  const SamplerInput* sample = nullptr;
 };
 
 struct ForwardBatch {
@@ -37,6 +42,9 @@ struct ForwardOutput {
   std::vector<float> logits;      // [num_rows, vocab_size]
   std::vector<int> row_start;     // [num_sequences + 1]: sequence s owns rows [row_start[s], row_start[s+1])
   StepAttentionDiagnostics attention_diagnostics;  // when some sequence set SequenceInput::attention_diagnostics
+  // [num_sequences] when some sequence was sampled on the device: its token, or -1 for the others; else empty.
+  std::vector<int32_t> sampled_tokens;
+  std::vector<float> sampled_logprobs;  // beside sampled_tokens: each token's log-prob under the model's distribution
 
   int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
   // Logits of row `i` of sequence `seq`.

@@ -61,6 +61,7 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   flat.hub_start.push_back(0);
   flat.block_table_start.push_back(0);
   flat.logit_row_start.push_back(0);
+  std::vector<int32_t> returned_rows;
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
     const int n = static_cast<int>(seq.tokens.size());
@@ -94,12 +95,17 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     flat.block_tables.insert(flat.block_tables.end(), blocks.begin(), blocks.begin() + used_blocks);
     flat.block_table_start.push_back(static_cast<int32_t>(flat.block_tables.size()));
     if (seq.logits == LogitsMode::kLast) {
-      flat.logit_rows.push_back(first_row + n - 1);
+      returned_rows.push_back(first_row + n - 1);
     } else if (seq.logits == LogitsMode::kAll) {
-      for (int i = 0; i < n; ++i) flat.logit_rows.push_back(first_row + i);
+      for (int i = 0; i < n; ++i) returned_rows.push_back(first_row + i);
     }
-    flat.logit_row_start.push_back(static_cast<int>(flat.logit_rows.size()));
+    flat.logit_row_start.push_back(static_cast<int>(returned_rows.size()));
+    if (seq.sample != nullptr && backend_->samples_on_device()) {
+      flat.logit_rows.push_back(first_row + n - 1);
+      flat.sampled_seqs.push_back(static_cast<int>(s));
+    }
   }
+  flat.logit_rows.insert(flat.logit_rows.end(), returned_rows.begin(), returned_rows.end());
   // Hub rows follow all verbal rows; they sit at position 0.
   const int num_verbal = static_cast<int>(flat.ids.size());
   flat.rope_positions = flat.positions;
@@ -279,6 +285,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   output.vocab_size = c.vocab_size;
   output.row_start = flat.logit_row_start;
   const int logit_rows = static_cast<int>(flat.logit_rows.size());
+  const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
   if (logit_rows > 0) {
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
@@ -291,8 +298,22 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
       b.RmsNorm(gathered, weights_->final_norm_weight, c.norm_eps, normed);
     }
     b.Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
-    output.logits.resize(static_cast<size_t>(logit_rows) * c.vocab_size);
-    b.DownloadFloat(output.logits.data(), logits);
+    const DeviceMatrix returned = logits.Rows(num_sampled, logit_rows - num_sampled);
+    output.logits.resize(static_cast<size_t>(returned.rows) * c.vocab_size);
+    if (returned.rows > 0) b.DownloadFloat(output.logits.data(), returned);
+    if (num_sampled > 0) {
+      std::vector<SamplerInput> inputs;
+      for (int seq : flat.sampled_seqs) inputs.push_back(*batch.sequences[seq].sample);
+      std::vector<int32_t> tokens(num_sampled);
+      std::vector<float> logprobs(num_sampled);
+      ARACH_RETURN_IF_ERROR(b.SampleTokens(logits.Rows(0, num_sampled), inputs, tokens, logprobs));
+      output.sampled_tokens.assign(num_seqs, -1);
+      output.sampled_logprobs.assign(num_seqs, 0.0f);
+      for (int i = 0; i < num_sampled; ++i) {
+        output.sampled_tokens[flat.sampled_seqs[i]] = tokens[i];
+        output.sampled_logprobs[flat.sampled_seqs[i]] = logprobs[i];
+      }
+    }
   }
   if (want_mass) {
     output.attention_diagnostics.num_layers = c.num_layers;

@@ -35,6 +35,8 @@ class ModelRunner {
   const ModelConfig& config() const { return config_; }
   const KvCache& kv_cache() const { return *kv_cache_; }
   Backend& backend() { return *backend_; }
+  // Whether Execute picks the tokens that sequences ask for with SequenceInput::sample (Backend::samples_on_device).
+  bool samples_on_device() const { return backend_->samples_on_device(); }
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
   int adapter_expansion() const { return weights_->adapter_expansion; }
@@ -56,8 +58,11 @@ class ModelRunner {
     std::vector<int32_t> block_table_start;  // [S + 1]
     std::vector<int32_t> block_tables;       // flattened block ids
     std::vector<int32_t> skip_rows;          // rows (verbal and hub) of skip-on sequences
-    std::vector<int32_t> logit_rows;         // verbal rows whose logits are returned
-    std::vector<int> logit_row_start;        // [S + 1]
+    // Verbal rows whose logits are computed: first the last row of each sequence sampled on the device
+    // ([0, num_sampled)), then the rows whose logits are returned (the same row may be in both parts).
+    std::vector<int32_t> logit_rows;
+    std::vector<int> logit_row_start;        // [S + 1] into the returned rows
+    std::vector<int> sampled_seqs;           // [num_sampled]: the sequence of each sampled row
     int num_hub_rows() const { return hub_start.back(); }
   };
   absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch) const;

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/staged_upload.h"
 
 namespace arach {
 
@@ -22,7 +23,6 @@ enum class Scratch : int {
   kLogitHidden,   // [logit rows, d]
   kLogitNormed,   // [logit rows, d]
   kLogits,        // [logit rows, V]
-  kStepMetadata,  // the step's int32 / float32 arrays (UploadTogether)
   kAdapterX,       // [skip rows, d]: x^ then x~
   kAdapterInner,   // [skip rows, E]
   kAdapterSkip,    // [skip rows, d]
@@ -32,24 +32,21 @@ enum class Scratch : int {
 
 class Workspace {
  public:
-  explicit Workspace(Backend& backend) : backend_(backend) {}
+  explicit Workspace(Backend& backend) : backend_(backend), metadata_(backend) {}
 
   // A dense [rows, cols] matrix in scratch `slot`, of the backend's activation dtype or of `dtype`.
   absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols);
   absl::StatusOr<DeviceMatrix> Matrix(Scratch slot, int64_t rows, int64_t cols, DType dtype);
-  // Copies `arrays` to the device in one transfer (scratch kStepMetadata, each array at a 64-byte-aligned offset),
-  // through a staging buffer of Backend::AllocateStaging; returns their device addresses in order. The staging
-  // buffer is rewritten by the next call: the caller synchronises the backend in between (every forward step ends
-  // with Synchronize).
-  struct HostArray {
-    const void* data;
-    size_t bytes;
-  };
+  // Copies `arrays` to the device in one transfer (StagedUpload::Upload); the next call rewrites them, so the
+  // caller synchronises the backend in between (every forward step ends with Synchronize).
+  using HostArray = StagedUpload::HostArray;
   template <typename T>
   static HostArray Of(const std::vector<T>& values) {
-    return HostArray{values.data(), values.size() * sizeof(T)};
+    return StagedUpload::Of(values);
   }
-  absl::StatusOr<std::vector<const void*>> UploadTogether(const std::vector<HostArray>& arrays);
+  absl::StatusOr<std::vector<const void*>> UploadTogether(const std::vector<HostArray>& arrays) {
+    return metadata_.Upload(arrays);
+  }
   // Total bytes held.
   size_t bytes() const;
 
@@ -57,7 +54,7 @@ class Workspace {
   absl::StatusOr<void*> Reserve(Scratch slot, size_t bytes);
 
   Backend& backend_;
-  std::unique_ptr<DeviceBuffer> staging_;  // host side of UploadTogether
+  StagedUpload metadata_;  // the step's int32 / float32 arrays
   std::array<std::unique_ptr<DeviceBuffer>, static_cast<size_t>(Scratch::kCount)> buffers_;
 };
 

@@ -18,11 +18,6 @@ constexpr size_t kTopPPreselect = 1024;
 
 }  // namespace
 
-double CounterUniform(uint64_t seed, uint64_t counter) {
-  const uint64_t bits = Mix64(Mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 1));
-  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
-}
-
 void ApplyLogitProcessors(const SamplerInput& in, std::vector<float>& work) {
   const SamplingParams& p = *in.params;
   const size_t vocab = in.logits.size();

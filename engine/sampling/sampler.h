@@ -43,7 +43,4 @@ class Sampler {
   std::vector<int32_t> candidates_;  // token ids under consideration
 };
 
-// A uniform value in [0, 1) determined by (seed, counter).
-double CounterUniform(uint64_t seed, uint64_t counter);
-
 }  // namespace arach

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/device_sampling.h"
 #include "engine/backend/cuda/paged_attention_plan.h"
 #include "tests/cuda_sim/flashinfer_stand_in.h"
 
@@ -38,7 +39,8 @@ void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {
 
 class SimulatedCudaBackend final : public Backend {
  public:
-  explicit SimulatedCudaBackend(DType element) : element_(element) {}
+  explicit SimulatedCudaBackend(DType element)
+      : element_(element), sampler_(*this, /*stream=*/nullptr, cuda::DeviceSamplingKernels()) {}
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   std::string Describe() const override { return absl::StrCat("cuda kernels on the SIMT simulator (", DTypeName(element_), ")"); }
   DType activation_dtype() const override { return element_; }
@@ -68,8 +70,14 @@ class SimulatedCudaBackend final : public Backend {
     plan_ = std::move(*plan);
     return absl::OkStatus();
   }
+  bool samples_on_device() const override { return true; }
 
  protected:
+  // As CudaBackend: our kernels and FlashInfer's sampling stages (here their host stand-ins).
+  absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
+                                std::span<int32_t> tokens, std::span<float> logprobs) override {
+    return sampler_.Sample(logits, rows, tokens, logprobs);
+  }
   absl::Status SynchronizeImpl() override {
     absl::Status status = std::move(pending_error_);
     pending_error_ = absl::OkStatus();
@@ -162,6 +170,7 @@ class SimulatedCudaBackend final : public Backend {
   DType element_;
   absl::Status pending_error_;
   cuda::PagedAttentionPlan plan_;  // from the last PlanAttention
+  cuda::DeviceSampler sampler_;
 };
 
 }  // namespace

@@ -9,23 +9,48 @@
 
 namespace arach::testing {
 
-std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks) {
+namespace {
+
+std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config, int kv_blocks,
+                                   const decltype(FixtureOptions::make_backend)& make_backend) {
 #ifdef ARACH_SANITIZED_BUILD
   // A sanitized build compiles a constraint over Qwen's 152k-token vocabulary 5-10x slower, beside other tests.
   config.constraint_compile_timeout = std::max(config.constraint_compile_timeout, std::chrono::milliseconds(180000));
 #endif
   LoadModelOptions load;
   load.kv_blocks = kv_blocks;
-  if (const std::string adapter = FixturePath(model + "/preproj.safetensors"); std::filesystem::exists(adapter)) {
-    load.adapter = adapter;
-  }
+  const bool has_adapter = std::filesystem::exists(FixturePath(model + "/preproj.safetensors"));
+  if (has_adapter) load.adapter = FixturePath(model + "/preproj.safetensors");
   load.hub_embedding = FixturePath(RefsFileFor(model)) + ":" + model + ".hub_embedding";
   absl::StatusOr<ModelBundle> bundle = LoadModelBundle(FixturePath(model), load);
   EXPECT_TRUE(bundle.ok()) << bundle.status();
   if (!bundle.ok()) return nullptr;
+  if (make_backend) {  // the same weights, hub embedding and adapter on the given backend
+    FixtureOptions options;
+    options.num_blocks = kv_blocks;
+    options.block_size = load.block_size;
+    options.adapter = has_adapter;
+    options.device = DeviceKind::kCuda;
+    options.make_backend = make_backend;
+    absl::StatusOr<std::unique_ptr<ModelRunner>> runner = LoadFixtureRunner(model, options);
+    EXPECT_TRUE(runner.ok()) << runner.status();
+    if (!runner.ok()) return nullptr;
+    bundle->runner = std::move(*runner);
+  }
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*bundle), config);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks) {
+  return MakeEngine(model, std::move(config), kv_blocks, nullptr);
+}
+
+std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
+                                            const std::string& model, EngineConfig config, int kv_blocks) {
+  return MakeEngine(model, std::move(config), kv_blocks, make_backend);
 }
 
 }  // namespace arach::testing

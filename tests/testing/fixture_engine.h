@@ -7,9 +7,14 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "tests/testing/fixtures.h"
 
 namespace arach::testing {
 
 std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model = "gpt2-tiny", EngineConfig config = {}, int kv_blocks = 256);
+// The same engine with its runner on the backend `make_backend` builds as the CUDA backend (the cuda-sim suites'
+// simulated CUDA backend).
+std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
+                                            const std::string& model, EngineConfig config = {}, int kv_blocks = 256);
 
 }  // namespace arach::testing

@@ -13,6 +13,8 @@ struct CublasLtGemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  int64_t rows = 0;                   // what the B and C layouts are set to now
+  std::map<int64_t, bool> rows_taken;  // row counts checked against the algorithm (cublasLtMatmulAlgoCheck)
   ~Plan() {
     if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
     if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
@@ -100,9 +102,42 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
                                             " GEMM (", DTypeName(static_cast<DType>(in_dtype)), " in, ", DTypeName(static_cast<DType>(out_dtype)), " out", has_bias ? ", bias" : "", ")"));
   }
   plan->algo = result.algo;
+  plan->rows = m_rows;
   Plan* raw = plan.get();
   plans_.emplace(key, std::move(plan));
   return raw;
+}
+
+int64_t CublasLtGemm::RowBucket(int64_t rows) {
+  int64_t bucket = 1;
+  while (bucket < rows) bucket *= 2;
+  return bucket;
+}
+
+absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanForRows(ShapeKey key, int64_t rows) {
+  std::get<0>(key) = RowBucket(rows);
+  absl::StatusOr<Plan*> bucket = PlanFor(key);
+  if (bucket.ok()) {
+    Plan* plan = *bucket;
+    if (plan->rows != rows) {
+      const uint64_t cols = static_cast<uint64_t>(rows);  // the row-major rows are the column-major views' columns
+      ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(plan->b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+                                   "layout B rows");
+      ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(plan->c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+                                   "layout C rows");
+      plan->rows = rows;
+    }
+    auto [checked, inserted] = plan->rows_taken.emplace(rows, false);
+    if (inserted) {
+      cublasLtMatmulHeuristicResult_t result{};
+      checked->second = cublasLtMatmulAlgoCheck(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c, &plan->algo, &result) ==
+                            CUBLAS_STATUS_SUCCESS &&
+                        result.workspaceSize <= workspace_bytes_;
+    }
+    if (checked->second) return plan;
+  }
+  std::get<0>(key) = rows;  // a plan of its own for this count
+  return PlanFor(key);
 }
 
 absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
@@ -118,7 +153,7 @@ absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& we
   const ShapeKey key{in.rows,   weight.rows, in.cols,  weight.stride,          in.stride,          out.stride,
                      static_cast<int>(in.dtype), static_cast<int>(out.dtype), has_bias, Alignment(weight.data),
                      Alignment(in.data), Alignment(out.data)};
-  ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanFor(key));
+  ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanForRows(key, in.rows));
   if (has_bias) {
     const void* bias_pointer = bias.data;
     ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,

@@ -1,5 +1,8 @@
 // Row-major GEMMs `out = in W^T (+ bias) (+ out)` through cuBLASLt, with one handle per backend and a
-// plan (descriptors, layouts, algorithm) cached per shape: the heuristic runs once per shape, never per call.
+// plan (descriptors, layouts, algorithm) cached per shape with the row count rounded up to its bucket (a power of
+// two): the heuristic runs once per bucket, never for each new token count of a step; a call sets its own row
+// count in the plan's layouts, checked once per count with cublasLtMatmulAlgoCheck (a count the bucket's algorithm
+// does not take gets a plan of its own).
 #pragma once
 
 #include <cublasLt.h>
@@ -32,15 +35,21 @@ class CublasLtGemm {
 
   size_t cached_plans() const { return plans_.size(); }
 
+  // The row count a plan is made for: the next power of two (rows >= 1).
+  static int64_t RowBucket(int64_t rows);
+
  private:
   // Everything that selects an algorithm.
-  // M N K, lda ldb ldc, input and output dtypes, bias, alignment (bytes, <= 256) of the weight, input and output
-  // pointers.
+  // M (its bucket, or the exact count where the bucket's algorithm does not take it) N K, lda ldb ldc, input and
+  // output dtypes, bias, alignment (bytes, <= 256) of the weight, input and output pointers.
   using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool, int, int, int>;
   struct Plan;
 
   CublasLtGemm() = default;
   absl::StatusOr<Plan*> PlanFor(const ShapeKey& key);
+  // The plan of `key`'s bucket with its layouts set to `rows` rows, if its algorithm takes them; else (or when the
+  // bucket's plan cannot be made) a plan for exactly `rows`.
+  absl::StatusOr<Plan*> PlanForRows(ShapeKey key, int64_t rows);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

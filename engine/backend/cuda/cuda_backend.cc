@@ -61,12 +61,14 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_inde
   ARACH_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&backend->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   ARACH_ASSIGN_OR_RETURN(backend->gemm_, cuda::CublasLtGemm::Create(kGemmWorkspaceBytes));
   ARACH_ASSIGN_OR_RETURN(backend->flashinfer_, cuda::FlashInferAttention::Create(element, backend->stream_));
+  backend->sampler_ = std::make_unique<cuda::DeviceSampler>(*backend, backend->stream_, cuda::DeviceSamplingKernels());
   return backend;
 }
 
 CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
+    sampler_.reset();
     gemm_.reset();
     flashinfer_.reset();
     cudaStreamDestroy(stream_);
@@ -144,6 +146,11 @@ absl::StatusOr<MemoryBudget> CudaBackend::AvailableMemory() {
 }
 
 int CudaBackend::max_attention_head_dim() const { return cuda::kMaxAttentionHeadDim; }
+
+absl::Status CudaBackend::SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
+                                           std::span<int32_t> tokens, std::span<float> logprobs) {
+  return sampler_->Sample(logits, rows, tokens, logprobs);
+}
 
 absl::Status CudaBackend::SynchronizeImpl() {
   Record(cuda::CudaStatus(cudaStreamSynchronize(stream_), "synchronize"));

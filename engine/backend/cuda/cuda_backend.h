@@ -2,7 +2,7 @@
 // arithmetic inside kernels and GEMMs),
 // GEMMs through cuBLASLt, attention through FlashInfer for head sizes 64 and 128 with the ARACH hub merged in
 // by our kernel (cuda_hub_merge.cu; our own paged kernel, cuda_attention.cu, for other head sizes), own
-// kernels for the rest (cuda_elementwise.cu). All work is
+// kernels for the rest (cuda_elementwise.cu), sampling on the device (device_sampling.h). All work is
 // queued on one stream; ops return at once and their errors surface at Synchronize().
 #pragma once
 
@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cublaslt_gemm.h"
+#include "engine/backend/cuda/device_sampling.h"
 #include "engine/backend/cuda/flashinfer_attention.h"
 
 namespace arach {
@@ -39,8 +40,11 @@ class CudaBackend final : public Backend {
   absl::StatusOr<MemoryBudget> AvailableMemory() override;
   int max_attention_head_dim() const override;
   absl::Status PlanAttention(const AttentionBatchLayout& layout) override;
+  bool samples_on_device() const override { return true; }
 
  protected:
+  absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
+                                std::span<int32_t> tokens, std::span<float> logprobs) override;
   absl::Status SynchronizeImpl() override;
 
   void EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
@@ -75,6 +79,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
   std::unique_ptr<cuda::FlashInferAttention> flashinfer_;
+  std::unique_ptr<cuda::DeviceSampler> sampler_;
   absl::Status pending_error_;
 };
 

@@ -42,7 +42,8 @@ void LaunchAttention(const AttentionParams& params, cudaStream_t stream);
 // params.attention_mass is set (cuda_hub_merge.cu). Does nothing for a step with neither.
 void LaunchHubMerge(const AttentionParams& params, const float* lse, cudaStream_t stream);
 
-// The sampler's logit processors on float32 `logits` ([args.rows, args.vocab], in place; cuda_logit_processing.cu).
-void LaunchProcessLogits(const LogitProcessingArgs& args, float* logits, cudaStream_t stream);
+// The sampler's logit processors: `processed` = float32 `logits` ([args.rows, args.vocab]) after them
+// (cuda_logit_processing.cu). `processed` may be `logits`.
+void LaunchProcessLogits(const LogitProcessingArgs& args, const float* logits, float* processed, cudaStream_t stream);
 
 }  // namespace arach::cuda

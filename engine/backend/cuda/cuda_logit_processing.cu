@@ -1,7 +1,7 @@
 // The sampler's logit processors on the GPU, one block per row, in the CPU sampler's order (ApplyLogitProcessors
 // in engine/sampling/sampler.h, the reference of its tests): logit bias, repetition penalty, presence and
 // frequency penalties, the structured-output mask, min_tokens suppression of stop tokens unless that would leave
-// nothing. The host has packed each row's lists (logit_processing.h), every token in a list once, so the threads
+// nothing, from the raw logits into `processed` (which may be the same memory). The host has packed each row's lists (logit_processing.h), every token in a list once, so the threads
 // of a phase never touch the same logit; a barrier separates the phases.
 #include <cmath>
 
@@ -13,12 +13,15 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) ProcessLogitsKernel(LogitProcessingArgs a, float* logits) {
+__global__ void __launch_bounds__(kThreads) ProcessLogitsKernel(LogitProcessingArgs a, const float* logits, float* processed) {
   __shared__ float shared[32];
   const int r = blockIdx.x;
-  float* row = logits + static_cast<int64_t>(r) * a.vocab;
+  const float* raw = logits + static_cast<int64_t>(r) * a.vocab;
+  float* row = processed + static_cast<int64_t>(r) * a.vocab;
   const float masked = -INFINITY;
 
+  for (int t = threadIdx.x; t < a.vocab; t += blockDim.x) row[t] = raw[t];
+  __syncthreads();
   for (int i = a.bias_start[r] + threadIdx.x; i < a.bias_start[r + 1]; i += blockDim.x) row[a.bias_token[i]] += a.bias_value[i];
   __syncthreads();
   const float penalty = a.repetition_penalty[r];
@@ -54,9 +57,9 @@ __global__ void __launch_bounds__(kThreads) ProcessLogitsKernel(LogitProcessingA
 
 }  // namespace
 
-void LaunchProcessLogits(const LogitProcessingArgs& args, float* logits, cudaStream_t stream) {
+void LaunchProcessLogits(const LogitProcessingArgs& args, const float* logits, float* processed, cudaStream_t stream) {
   if (args.rows == 0) return;
-  ARACH_LAUNCH(ProcessLogitsKernel, static_cast<unsigned>(args.rows), kThreads, 0, stream)(args, logits);
+  ARACH_LAUNCH(ProcessLogitsKernel, static_cast<unsigned>(args.rows), kThreads, 0, stream)(args, logits, processed);
 }
 
 }  // namespace arach::cuda

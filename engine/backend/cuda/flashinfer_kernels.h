@@ -1,6 +1,7 @@
-// Our entry points into FlashInfer's batched paged-KV attention (v0.6.9, header-only), one explicit
-// instantiation per element type, head size and kind (flashinfer_{decode,prefill}_{bf16,f16}_{64,128}.cu), so
-// that each heavy kernel family compiles in its own translation unit. This header is plain C++: FlashInfer's own
+// Our entry points into FlashInfer (v0.6.9, header-only): its sampling stages (flashinfer_sampling.cu, at the end)
+// and its batched paged-KV attention, one explicit instantiation per element type, head size and kind
+// (flashinfer_{decode,prefill}_{bf16,f16}_{64,128}.cu), so that each heavy kernel family compiles in its own
+// translation unit. This header is plain C++: FlashInfer's own
 // headers are seen only by those .cu files; its plan is carried between Plan and Run as the vector its PlanInfo
 // types convert to.
 //
@@ -64,5 +65,21 @@ template <DType kElement, int kHeadDim>
 std::string RunFlashInferPrefill(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                  const std::vector<int64_t>& plan_info, const AttentionParams& params, float* lse,
                                  cudaStream_t stream);
+
+// Sampling stages (flashinfer_sampling.cu) on float32 rows of `vocab` values, for the GPU's sampler
+// (device_sampling.h). Errors come back as a message; "" = success.
+//
+// probs = softmax(logits / temperature[row]); `workspace` holds FlashInferSoftmaxWorkspaceBytes(rows, vocab).
+size_t FlashInferSoftmaxWorkspaceBytes(int rows, int vocab);
+std::string FlashInferSoftmax(const float* logits, float* probs, int rows, int vocab, const float* temperature,
+                              void* workspace, size_t workspace_bytes, cudaStream_t stream);
+// out = probs restricted to each row's top_k[row] largest (those tied with the k-th kept too; top_k >= vocab keeps
+// all), renormalised. row_states: FlashInferTopKStateBytes() of device memory, zeroed before the first call.
+size_t FlashInferTopKStateBytes();
+std::string FlashInferTopKRenorm(const float* probs, float* out, int rows, int vocab, const int32_t* top_k, void* row_states,
+                                 cudaStream_t stream);
+// out = probs restricted to the largest ones whose sum reaches top_p[row] (those tied with the last one kept too;
+// top_p >= 1 keeps all), renormalised.
+std::string FlashInferTopPRenorm(const float* probs, float* out, int rows, int vocab, const float* top_p, cudaStream_t stream);
 
 }  // namespace arach::cuda

@@ -6,9 +6,9 @@
 
 namespace arach::cuda {
 
-void LogitProcessingBatch::Add(const SamplerInput& in) {
+void LogitProcessingBatch::Add(const SamplerInput& in, int vocab_size) {
   const SamplingParams& p = *in.params;
-  vocab = static_cast<int>(in.logits.size());
+  vocab = vocab_size;
   ++rows;
   auto in_vocab = [this](int32_t t) { return t >= 0 && t < vocab; };
 

@@ -27,8 +27,9 @@ struct LogitProcessingBatch {
   std::vector<uint32_t> allowed_words;
   std::vector<int32_t> suppressed_start{0}, suppressed_token;  // min_tokens not reached yet: distinct stop tokens
 
-  // Appends one row (input.logits gives the vocabulary size; every row must have the same).
-  void Add(const SamplerInput& input);
+  // Appends one row over a vocabulary of `vocab_size` tokens (every row must have the same; input.logits is not
+  // read).
+  void Add(const SamplerInput& input, int vocab_size);
 };
 
 }  // namespace arach::cuda
