@@ -33,6 +33,8 @@ ABSL_FLAG(double, arach_offset, -0.5, "default ARACH logit offset b");
 ABSL_FLAG(std::string, default_variant, "base", "variant of requests that do not choose: base | arach | skip | arach+skip");
 ABSL_FLAG(std::string, experiment, "", "A/B split of requests that choose no variant, e.g. base=50,arach=50");
 ABSL_FLAG(std::string, experiment_file, "", "A/B experiment as JSON (name, arms with variant, arach_offset, weight)");
+ABSL_FLAG(bool, cuda_graphs, true, "on the GPU, record each decode batch shape's kernels once as a CUDA graph and replay "
+          "it (one launch per step instead of one per op)");
 ABSL_FLAG(bool, sample_on_device, true, "on the GPU, pick generated tokens there and copy back only ids and log-probs; "
           "false: copy every sampled row's logits back and sample on the host (the CPU sampler's exact draws)");
 ABSL_FLAG(bool, quality_metrics, true, "compute each generated token's log-prob for arach_generated_token_logprob");
@@ -112,6 +114,7 @@ ServerOptions OptionsFromFlags() {
   o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.load.kv_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_kv_cache_bytes)));
   o.load.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  o.load.step_graphs = absl::GetFlag(FLAGS_cuda_graphs);
   o.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);
   o.load.hub_seed = absl::GetFlag(FLAGS_hub_seed);
   o.load.adapter = absl::GetFlag(FLAGS_adapter);

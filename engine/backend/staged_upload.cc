@@ -14,11 +14,13 @@ size_t Grown(const std::unique_ptr<DeviceBuffer>& buffer, size_t bytes) {
 
 }  // namespace
 
-absl::StatusOr<void*> GrowDeviceBuffer(Backend& backend, std::unique_ptr<DeviceBuffer>& buffer, size_t bytes) {
+absl::StatusOr<void*> GrowDeviceBuffer(Backend& backend, std::unique_ptr<DeviceBuffer>& buffer, size_t bytes,
+                                       uint64_t* allocations) {
   if (buffer == nullptr || buffer->size() < bytes) {
     const size_t grown = Grown(buffer, bytes);
     buffer.reset();
     ARACH_ASSIGN_OR_RETURN(buffer, backend.Allocate(grown));
+    if (allocations != nullptr) ++*allocations;
   }
   return buffer->data();
 }
@@ -36,7 +38,7 @@ absl::StatusOr<std::vector<const void*>> StagedUpload::Upload(const std::vector<
     staging_.reset();
     ARACH_ASSIGN_OR_RETURN(staging_, backend_.AllocateStaging(grown));
   }
-  ARACH_ASSIGN_OR_RETURN(void* device, GrowDeviceBuffer(backend_, device_, total));
+  ARACH_ASSIGN_OR_RETURN(void* device, GrowDeviceBuffer(backend_, device_, total, &device_allocations_));
   char* host = static_cast<char*>(staging_->data());
   std::vector<const void*> addresses;
   for (size_t i = 0; i < arrays.size(); ++i) {

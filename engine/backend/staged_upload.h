@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -13,8 +14,10 @@
 namespace arach {
 
 // Makes `buffer` hold at least `bytes` (Backend::Allocate), growing by at least half its size so that slowly
-// growing steps do not reallocate each time; returns its data. The old contents are not kept.
-absl::StatusOr<void*> GrowDeviceBuffer(Backend& backend, std::unique_ptr<DeviceBuffer>& buffer, size_t bytes);
+// growing steps do not reallocate each time; returns its data. The old contents are not kept. Counts each
+// allocation in `*allocations` when given (recorded step graphs point into such buffers).
+absl::StatusOr<void*> GrowDeviceBuffer(Backend& backend, std::unique_ptr<DeviceBuffer>& buffer, size_t bytes,
+                                       uint64_t* allocations = nullptr);
 
 class StagedUpload {
  public:
@@ -37,11 +40,15 @@ class StagedUpload {
 
   // Bytes held on the device.
   size_t device_bytes() const { return device_ == nullptr ? 0 : device_->size(); }
+  // How many times the device buffer was (re)allocated: while it is unchanged, an array of the same place in the
+  // list, after arrays of the same sizes, is uploaded to the same address.
+  uint64_t device_allocations() const { return device_allocations_; }
 
  private:
   Backend& backend_;
   std::unique_ptr<DeviceBuffer> staging_;  // host side
   std::unique_ptr<DeviceBuffer> device_;
+  uint64_t device_allocations_ = 0;
 };
 
 }  // namespace arach

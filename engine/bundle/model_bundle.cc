@@ -72,6 +72,7 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   }
   ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights),
                                                            std::move(features), kv));
+  model.runner->set_step_graphs(options.step_graphs);
   return model;
 }
 

@@ -28,6 +28,7 @@ struct LoadModelOptions {
   // else: room for this many sequences of the model's context (at most kDefaultKvTokensPerSequence each)
   int default_kv_sequences = 4;
   std::string hub_embedding;    // "FILE.safetensors:KEY"; empty = derived from the embeddings (seed below)
+  bool step_graphs = true;      // record decode steps as graphs where the device can (ModelRunner::set_step_graphs)
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own

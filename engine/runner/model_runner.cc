@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/op_checks.h"
@@ -219,30 +221,31 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   Backend& b = *backend_;
   const int num_verbal = static_cast<int>(flat.ids.size());
   const int num_hub = flat.num_hub_rows();
-  const int rows = num_verbal + num_hub;
+  const int num_seqs = static_cast<int>(batch.sequences.size());
+  const bool want_mass = std::any_of(batch.sequences.begin(), batch.sequences.end(),
+                                     [](const SequenceInput& s) { return s.attention_diagnostics; });
+  const std::optional<StepGraphKey> graph_key = StepGraphKeyFor(flat, want_mass);
 
-  // Every metadata array of the step in one transfer (on a GPU, one DMA from page-locked memory).
+  // Every metadata array of the step in one transfer (on a GPU, one DMA from page-locked memory). The block tables
+  // go last: they are the one array whose length changes from one decode step to the next, so every other array
+  // stays at its address (a recorded step graph reads them there).
   using W = Workspace;
   ARACH_ASSIGN_OR_RETURN(const std::vector<const void*> uploaded,
                          workspace_->UploadTogether({W::Of(flat.ids), W::Of(flat.positions), W::Of(flat.slots),
                                                      W::Of(flat.query_start), W::Of(flat.block_table_start),
-                                                     W::Of(flat.block_tables), W::Of(flat.rope_positions),
-                                                     W::Of(flat.skip_rows), W::Of(flat.hub_start), W::Of(flat.hub_offsets),
-                                                     W::Of(flat.logit_rows)}));
+                                                     W::Of(flat.rope_positions), W::Of(flat.skip_rows), W::Of(flat.hub_start),
+                                                     W::Of(flat.hub_offsets), W::Of(flat.logit_rows), W::Of(flat.block_tables)}));
   const auto ints = [&uploaded](size_t i) { return static_cast<const int32_t*>(uploaded[i]); };
-  const int32_t *ids = ints(0), *positions = ints(1), *slots = ints(2), *query_start = ints(3), *table_start = ints(4),
-                *tables = ints(5), *hub_start = ints(8), *selected = ints(10);
-  const float* hub_offsets = static_cast<const float*>(uploaded[9]);
-
-  StepInputs in;
+  StepDevicePointers d;
+  d.ids = ints(0);
+  d.positions = ints(1);
+  d.selected = ints(9);
+  StepInputs& in = d.inputs;
   in.num_verbal_rows = num_verbal;
   in.num_skip_rows = static_cast<int>(flat.skip_rows.size());
-  in.slots = slots;
-  in.rope_positions = ints(6);
-  in.skip_rows = ints(7);
-  const int num_seqs = static_cast<int>(batch.sequences.size());
-  const bool want_mass = std::any_of(batch.sequences.begin(), batch.sequences.end(),
-                                     [](const SequenceInput& s) { return s.attention_diagnostics; });
+  in.slots = ints(2);
+  in.rope_positions = ints(5);
+  in.skip_rows = ints(6);
   DeviceMatrix mass_sums;  // [L * S * kAttentionMassKinds, H] float32, zeroed
   if (want_mass) {
     const int64_t mass_rows = static_cast<int64_t>(c.num_layers) * num_seqs * kAttentionMassKinds;
@@ -251,21 +254,17 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
     in.attention_mass = mass_sums.As<float>();
   }
 
-  ARACH_ASSIGN_OR_RETURN(DeviceMatrix hidden, workspace_->Matrix(Scratch::kHidden, rows, c.hidden_size));
-  b.Embed(ids, positions, weights_->token_embedding, weights_->position_embedding, hidden.Rows(0, num_verbal));
-  if (num_hub > 0) b.FillRows(weights_->hub_input, hidden.Rows(num_verbal, num_hub));
-
-  AttentionParams attention;
+  AttentionParams& attention = d.attention;
   attention.num_heads = c.num_heads;
   attention.num_seqs = num_seqs;
   attention.num_verbal_rows = num_verbal;
-  attention.query_start = query_start;
-  attention.positions = positions;
-  attention.block_table_start = table_start;
-  attention.block_tables = tables;
+  attention.query_start = ints(3);
+  attention.positions = d.positions;
+  attention.block_table_start = ints(4);
+  attention.block_tables = ints(10);
   attention.num_hub_rows = num_hub;
-  attention.hub_start = hub_start;
-  attention.hub_logit_offset = hub_offsets;
+  attention.hub_start = ints(7);
+  attention.hub_logit_offset = static_cast<const float*>(uploaded[8]);
   AttentionBatchLayout layout;
   layout.query_start = flat.query_start;
   layout.positions = flat.positions;
@@ -276,29 +275,20 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   layout.num_heads = c.num_heads;
   layout.num_kv_heads = c.num_kv_heads;
   layout.head_dim = c.head_dim;
+  layout.for_step_graph = graph_key.has_value();
   ARACH_RETURN_IF_ERROR(b.PlanAttention(layout));
-  for (int l = 0; l < c.num_layers; ++l) {
-    ARACH_RETURN_IF_ERROR(RunLayer(l, hidden, attention, in));
-  }
+
+  const int logit_rows = static_cast<int>(flat.logit_rows.size());
+  const auto enqueue = [&] { return EnqueueForward(d, num_hub, logit_rows); };
+  absl::StatusOr<DeviceMatrix> logits = graph_key ? RunAsStepGraph(*graph_key, enqueue) : enqueue();
+  if (!logits.ok()) return logits.status();
 
   ForwardOutput output;
   output.vocab_size = c.vocab_size;
   output.row_start = flat.logit_row_start;
-  const int logit_rows = static_cast<int>(flat.logit_rows.size());
   const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
   if (logit_rows > 0) {
-    ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
-    ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
-    // Logits stay float32 on every device: sampling and log-probabilities need more than bf16's 8 bits.
-    ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(Scratch::kLogits, logit_rows, c.vocab_size, DType::kF32));
-    b.GatherRows(hidden, selected, gathered);
-    if (c.norm == NormKind::kLayerNorm) {
-      b.LayerNorm(gathered, weights_->final_norm_weight, weights_->final_norm_bias, c.norm_eps, normed);
-    } else {
-      b.RmsNorm(gathered, weights_->final_norm_weight, c.norm_eps, normed);
-    }
-    b.Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
-    const DeviceMatrix returned = logits.Rows(num_sampled, logit_rows - num_sampled);
+    const DeviceMatrix returned = logits->Rows(num_sampled, logit_rows - num_sampled);
     output.logits.resize(static_cast<size_t>(returned.rows) * c.vocab_size);
     if (returned.rows > 0) b.DownloadFloat(output.logits.data(), returned);
     if (num_sampled > 0) {
@@ -306,7 +296,11 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
       for (int seq : flat.sampled_seqs) inputs.push_back(*batch.sequences[seq].sample);
       std::vector<int32_t> tokens(num_sampled);
       std::vector<float> logprobs(num_sampled);
-      ARACH_RETURN_IF_ERROR(b.SampleTokens(logits.Rows(0, num_sampled), inputs, tokens, logprobs));
+      absl::Status sampled = b.SampleTokens(logits->Rows(0, num_sampled), inputs, tokens, logprobs);
+      if (!sampled.ok()) {
+        if (graph_key) step_graphs_.erase(*graph_key);
+        return sampled;
+      }
       output.sampled_tokens.assign(num_seqs, -1);
       output.sampled_logprobs.assign(num_seqs, 0.0f);
       for (int i = 0; i < num_sampled; ++i) {
@@ -322,8 +316,79 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
     output.attention_diagnostics.sums.resize(static_cast<size_t>(mass_sums.rows * mass_sums.cols));
     b.DownloadFloat(output.attention_diagnostics.sums.data(), mass_sums);
   }
-  ARACH_RETURN_IF_ERROR(b.Synchronize());
+  if (absl::Status done = b.Synchronize(); !done.ok()) {
+    if (graph_key) step_graphs_.erase(*graph_key);  // a failed op check may have left an op out of the recording
+    return done;
+  }
   return output;
+}
+
+absl::StatusOr<DeviceMatrix> ModelRunner::EnqueueForward(const StepDevicePointers& d, int num_hub, int logit_rows) {
+  const ModelConfig& c = config_;
+  Backend& b = *backend_;
+  const int num_verbal = d.inputs.num_verbal_rows;
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix hidden, workspace_->Matrix(Scratch::kHidden, num_verbal + num_hub, c.hidden_size));
+  b.Embed(d.ids, d.positions, weights_->token_embedding, weights_->position_embedding, hidden.Rows(0, num_verbal));
+  if (num_hub > 0) b.FillRows(weights_->hub_input, hidden.Rows(num_verbal, num_hub));
+  for (int l = 0; l < c.num_layers; ++l) {
+    ARACH_RETURN_IF_ERROR(RunLayer(l, hidden, d.attention, d.inputs));
+  }
+  if (logit_rows == 0) return DeviceMatrix{};
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
+  // Logits stay float32 on every device: sampling and log-probabilities need more than bf16's 8 bits.
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(Scratch::kLogits, logit_rows, c.vocab_size, DType::kF32));
+  b.GatherRows(hidden, d.selected, gathered);
+  if (c.norm == NormKind::kLayerNorm) {
+    b.LayerNorm(gathered, weights_->final_norm_weight, weights_->final_norm_bias, c.norm_eps, normed);
+  } else {
+    b.RmsNorm(gathered, weights_->final_norm_weight, c.norm_eps, normed);
+  }
+  b.Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
+  return logits;
+}
+
+std::optional<ModelRunner::StepGraphKey> ModelRunner::StepGraphKeyFor(const FlatBatch& flat, bool want_mass) const {
+  const int num_seqs = static_cast<int>(flat.query_start.size()) - 1;
+  const int num_verbal = static_cast<int>(flat.ids.size());
+  // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
+  // the diagnostics' extra buffer.
+  if (!step_graphs_enabled_ || !backend_->records_step_graphs() || want_mass || num_seqs == 0 || num_verbal != num_seqs ||
+      num_seqs > kMaxStepGraphSequences) {
+    return std::nullopt;
+  }
+  return StepGraphKey{num_seqs, flat.num_hub_rows(), static_cast<int>(flat.skip_rows.size()), static_cast<int>(flat.logit_rows.size())};
+}
+
+absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key,
+                                                         const std::function<absl::StatusOr<DeviceMatrix>()>& enqueue) {
+  if (auto found = step_graphs_.find(key); found != step_graphs_.end()) {
+    RecordedStep& step = found->second;
+    if (step.workspace_generation == workspace_->generation()) {
+      const absl::Status replayed = backend_->ReplayStepGraph(*step.graph);
+      if (replayed.ok()) {
+        ++graph_stats_.replayed;
+        return step.logits;
+      }
+      if (!absl::IsFailedPrecondition(replayed)) return replayed;
+    }
+    step_graphs_.erase(found);  // its scratch moved: record it again
+  }
+  // The first step of a shape runs as it is, sizing the scratch; the next one is recorded.
+  if (warmed_up_.size() >= 16 * kMaxStepGraphs) warmed_up_.clear();
+  if (warmed_up_.insert(key).second) return enqueue();
+  const uint64_t generation = workspace_->generation();
+  ARACH_RETURN_IF_ERROR(backend_->BeginStepGraph());
+  absl::StatusOr<DeviceMatrix> logits = enqueue();
+  absl::StatusOr<std::unique_ptr<StepGraph>> graph = backend_->EndStepGraph();  // always ends the recording
+  if (!logits.ok()) return logits.status();
+  if (!graph.ok()) return graph.status();
+  if (workspace_->generation() != generation) return enqueue();  // scratch moved while recording: run it as it is
+  if (step_graphs_.size() >= kMaxStepGraphs) step_graphs_.clear();
+  ARACH_RETURN_IF_ERROR(backend_->ReplayStepGraph(**graph));  // recording ran nothing
+  ++graph_stats_.recorded;
+  step_graphs_[key] = RecordedStep{std::move(*graph), generation, *logits};
+  return logits;
 }
 
 }  // namespace arach

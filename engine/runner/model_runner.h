@@ -6,7 +6,12 @@
 // token of each ARACH sequence. Only verbal rows write K/V to the cache; hub K/V exist for the step only.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +42,17 @@ class ModelRunner {
   Backend& backend() { return *backend_; }
   // Whether Execute picks the tokens that sequences ask for with SequenceInput::sample (Backend::samples_on_device).
   bool samples_on_device() const { return backend_->samples_on_device(); }
+
+  // Step graphs (where the backend records them, Backend::records_step_graphs): a decode step's ops, from the
+  // embeddings to the logits, are recorded the second time a batch shape (sequences, hub rows, skip rows, logit
+  // rows) comes, and replayed for every later step of that shape, its metadata uploaded to the same addresses
+  // first. On by default.
+  void set_step_graphs(bool enabled) { step_graphs_enabled_ = enabled; }
+  struct StepGraphStats {
+    int64_t recorded = 0;
+    int64_t replayed = 0;
+  };
+  const StepGraphStats& step_graph_stats() const { return graph_stats_; }
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
   int adapter_expansion() const { return weights_->adapter_expansion; }
@@ -76,6 +92,32 @@ class ModelRunner {
     int num_verbal_rows = 0;
     int num_skip_rows = 0;
   };
+  // The device addresses of one step's metadata, and what the layers read of them.
+  struct StepDevicePointers {
+    const int32_t* ids = nullptr;        // [N_v]
+    const int32_t* positions = nullptr;  // [N_v]
+    const int32_t* selected = nullptr;   // the logit rows
+    StepInputs inputs;
+    AttentionParams attention;  // without the per-layer fields (RunLayer fills them)
+  };
+  // Queues the forward from the embeddings to the logits ([logit_rows, V] float32; empty without logit rows).
+  absl::StatusOr<DeviceMatrix> EnqueueForward(const StepDevicePointers& step, int num_hub, int logit_rows);
+
+  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows): the shape every launch of a decode step
+  // follows from.
+  using StepGraphKey = std::tuple<int, int, int, int>;
+  static constexpr int kMaxStepGraphs = 64;            // recorded shapes kept at most (then all are dropped)
+  static constexpr int kMaxStepGraphSequences = 256;  // larger decode batches run without a graph
+  struct RecordedStep {
+    std::unique_ptr<StepGraph> graph;
+    uint64_t workspace_generation = 0;  // the scratch addresses it was recorded with
+    DeviceMatrix logits;                // where it writes the logits
+  };
+  // The step's key where it may run as a graph.
+  std::optional<StepGraphKey> StepGraphKeyFor(const FlatBatch& flat, bool want_mass) const;
+  // Replays the graph recorded for `key`, or runs `enqueue` (recording it when the shape has come before).
+  absl::StatusOr<DeviceMatrix> RunAsStepGraph(const StepGraphKey& key, const std::function<absl::StatusOr<DeviceMatrix>()>& enqueue);
+
   // Runs layer `l` on the rows of `hidden`.
   absl::Status RunLayer(int l, const DeviceMatrix& hidden, const AttentionParams& attention_template, const StepInputs& in);
   // Pre-projection + skip on the skip rows of `normed`: replaces them by x~ and returns skip_proj(x~)
@@ -89,6 +131,10 @@ class ModelRunner {
   std::string kv_memory_note_;
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<DeviceBuffer> inv_freq_;  // [rotary_dim / 2] float32, RoPE models only
+  bool step_graphs_enabled_ = true;
+  std::map<StepGraphKey, RecordedStep> step_graphs_;
+  std::set<StepGraphKey> warmed_up_;  // shapes run once already
+  StepGraphStats graph_stats_;
 };
 
 }  // namespace arach

@@ -5,7 +5,7 @@
 namespace arach {
 
 absl::StatusOr<void*> Workspace::Reserve(Scratch slot, size_t bytes) {
-  return GrowDeviceBuffer(backend_, buffers_[static_cast<size_t>(slot)], bytes);
+  return GrowDeviceBuffer(backend_, buffers_[static_cast<size_t>(slot)], bytes, &allocations_);
 }
 
 absl::StatusOr<DeviceMatrix> Workspace::Matrix(Scratch slot, int64_t rows, int64_t cols) {

@@ -49,12 +49,16 @@ class Workspace {
   }
   // Total bytes held.
   size_t bytes() const;
+  // Changes whenever a buffer is (re)allocated: while it is unchanged, Matrix and UploadTogether give the same
+  // addresses for the same sizes (what a recorded step graph relies on).
+  uint64_t generation() const { return allocations_ + metadata_.device_allocations(); }
 
  private:
   absl::StatusOr<void*> Reserve(Scratch slot, size_t bytes);
 
   Backend& backend_;
   StagedUpload metadata_;  // the step's int32 / float32 arrays
+  uint64_t allocations_ = 0;
   std::array<std::unique_ptr<DeviceBuffer>, static_cast<size_t>(Scratch::kCount)> buffers_;
 };
 

@@ -28,11 +28,11 @@ std::unique_ptr<Engine> SimulatedEngine(bool sample_on_device) {
 
 EngineRequest Request(int i, bool sampled) {
   EngineRequest request;
-  for (int t = 0; t < 5 + 3 * i; ++t) request.prompt.push_back(static_cast<int32_t>((37 * t + 11 * i + 5) % 200 + 10));
+  for (int t = 0; t < 4 + 2 * i; ++t) request.prompt.push_back(static_cast<int32_t>((37 * t + 11 * i + 5) % 200 + 10));
   request.variant.arach = i % 2 == 1;
   request.variant.skip = (i / 2) % 2 == 1;
   SamplingParams& sp = request.sampling;
-  sp.max_tokens = 10;
+  sp.max_tokens = 6;
   sp.ignore_eos = true;
   sp.logprobs = true;
   if (!sampled) {

@@ -8,7 +8,7 @@
 #include "engine/backend/cuda/cuda_kernels.h"
 #include "engine/backend/cuda/logit_processing.h"
 #include "gtest/gtest.h"
-#include "tests/cuda_sim/sampler_rows.h"
+#include "tests/testing/sampler_rows.h"
 
 namespace arach {
 namespace {

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,10 @@ void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {
   ConvertFromFloat(m.dtype, &v, 1, static_cast<char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype));
 }
 
+struct RecordedOps final : StepGraph {
+  std::vector<std::function<void()>> ops;
+};
+
 class SimulatedCudaBackend final : public Backend {
  public:
   explicit SimulatedCudaBackend(DType element)
@@ -71,6 +76,22 @@ class SimulatedCudaBackend final : public Backend {
     return absl::OkStatus();
   }
   bool samples_on_device() const override { return true; }
+  // Step graphs as closures: while recording, each op's kernel launch is kept with its arguments (the pointers
+  // and shapes it was given, as a CUDA graph keeps a kernel's parameters) instead of run.
+  bool records_step_graphs() const override { return true; }
+  absl::Status BeginStepGraph() override {
+    if (recording_ != nullptr) return absl::FailedPreconditionError("simulated cuda: already recording a step graph");
+    recording_ = std::make_unique<RecordedOps>();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<StepGraph>> EndStepGraph() override {
+    if (recording_ == nullptr) return absl::FailedPreconditionError("simulated cuda: not recording a step graph");
+    return std::unique_ptr<StepGraph>(std::move(recording_));
+  }
+  absl::Status ReplayStepGraph(StepGraph& graph) override {
+    for (const std::function<void()>& op : static_cast<RecordedOps&>(graph).ops) op();
+    return absl::OkStatus();
+  }
 
  protected:
   // As CudaBackend: our kernels and FlashInfer's sampling stages (here their host stand-ins).
@@ -85,82 +106,118 @@ class SimulatedCudaBackend final : public Backend {
   }
   void EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table, const DeviceMatrix& position_table,
                  const DeviceMatrix& out) override {
-    cuda::LaunchEmbed(ids, positions, table, position_table, out, nullptr);
-    Check("embed");
+    Enqueue([=, this] {
+      cuda::LaunchEmbed(ids, positions, table, position_table, out, nullptr);
+      Check("embed");
+    });
   }
   void LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, float eps,
                      const DeviceMatrix& out) override {
-    cuda::LaunchNorm(in, weight, bias, eps, /*rms=*/false, out, nullptr);
-    Check("layer norm");
+    Enqueue([=, this] {
+      cuda::LaunchNorm(in, weight, bias, eps, /*rms=*/false, out, nullptr);
+      Check("layer norm");
+    });
   }
   void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override {
-    cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, nullptr);
-    Check("rms norm");
+    Enqueue([=, this] {
+      cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, nullptr);
+      Check("rms norm");
+    });
   }
   void RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) override {
-    cuda::LaunchRmsNormHeads(x, heads, head_dim, weight, eps, nullptr);
-    Check("head rms norm");
+    Enqueue([=, this] {
+      cuda::LaunchRmsNormHeads(x, heads, head_dim, weight, eps, nullptr);
+      Check("head rms norm");
+    });
   }
   void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
                   bool accumulate) override {
-    for (int64_t m = 0; m < in.rows; ++m) {
-      for (int64_t n = 0; n < weight.rows; ++n) {
-        float sum = 0.0f;
-        for (int64_t k = 0; k < in.cols; ++k) sum += ElementAt(in, m, k) * ElementAt(weight, n, k);
-        if (bias.data != nullptr) sum += ElementAt(bias, 0, n);
-        if (accumulate) sum += ElementAt(out, m, n);
-        SetElement(out, m, n, sum);
+    Enqueue([=, this] {
+      for (int64_t m = 0; m < in.rows; ++m) {
+        for (int64_t n = 0; n < weight.rows; ++n) {
+          float sum = 0.0f;
+          for (int64_t k = 0; k < in.cols; ++k) sum += ElementAt(in, m, k) * ElementAt(weight, n, k);
+          if (bias.data != nullptr) sum += ElementAt(bias, 0, n);
+          if (accumulate) sum += ElementAt(out, m, n);
+          SetElement(out, m, n, sum);
+        }
       }
-    }
+    });
   }
   void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
                 const float* inv_freq) override {
-    cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, nullptr);
-    Check("rope");
+    Enqueue([=, this] {
+      cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, nullptr);
+      Check("rope");
+    });
   }
   void ActivateImpl(Activation act, const DeviceMatrix& x) override {
-    cuda::LaunchActivate(act, x, nullptr);
-    Check("activation");
+    Enqueue([=, this] {
+      cuda::LaunchActivate(act, x, nullptr);
+      Check("activation");
+    });
   }
   void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override {
-    cuda::LaunchGatedActivate(act, in, out, nullptr);
-    Check("gated activation");
+    Enqueue([=, this] {
+      cuda::LaunchGatedActivate(act, in, out, nullptr);
+      Check("gated activation");
+    });
   }
   void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override {
-    cuda::LaunchAdd(x, y, nullptr);
-    Check("add");
+    Enqueue([=, this] {
+      cuda::LaunchAdd(x, y, nullptr);
+      Check("add");
+    });
   }
   void WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* slots, const PagedKvLayer& kv) override {
-    cuda::LaunchWriteKv(k, v, slots, kv, nullptr);
-    Check("kv write");
+    Enqueue([=, this] {
+      cuda::LaunchWriteKv(k, v, slots, kv, nullptr);
+      Check("kv write");
+    });
   }
   // As CudaBackend: FlashInfer (here its stand-in) over the cache, then our hub merge, for the head sizes
   // FlashInfer is compiled for; our own paged kernel for the others.
   void AttentionImpl(const AttentionParams& params) override {
-    if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim, params.num_heads, params.kv.num_kv_heads)) {
-      cuda::LaunchAttention(params, nullptr);
-      Check("attention");
-      return;
-    }
-    std::vector<float> lse(static_cast<size_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads);
-    FlashInferStandIn(plan_, params, params.sliding_window > 0 ? params.sliding_window - 1 : -1, lse.data());
-    cuda::LaunchHubMerge(params, lse.data(), nullptr);
-    Check("hub merge");
+    Enqueue([=, this] {
+      if (!cuda::AttentionRunsOnFlashInfer(params.kv.head_dim, params.num_heads, params.kv.num_kv_heads)) {
+        cuda::LaunchAttention(params, nullptr);
+        Check("attention");
+        return;
+      }
+      std::vector<float> lse(static_cast<size_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads);
+      FlashInferStandIn(plan_, params, params.sliding_window > 0 ? params.sliding_window - 1 : -1, lse.data());
+      cuda::LaunchHubMerge(params, lse.data(), nullptr);
+      Check("hub merge");
+    });
   }
   void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override {
-    cuda::LaunchGatherRows(src, rows, dst, nullptr);
-    Check("gather rows");
+    Enqueue([=, this] {
+      cuda::LaunchGatherRows(src, rows, dst, nullptr);
+      Check("gather rows");
+    });
   }
   void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override {
-    cuda::LaunchScatterRows(src, rows, dst, accumulate, nullptr);
-    Check("scatter rows");
+    Enqueue([=, this] {
+      cuda::LaunchScatterRows(src, rows, dst, accumulate, nullptr);
+      Check("scatter rows");
+    });
   }
   void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override {
-    cuda::LaunchFillRows(row, out, nullptr);
-    Check("fill rows");
+    Enqueue([=, this] {
+      cuda::LaunchFillRows(row, out, nullptr);
+      Check("fill rows");
+    });
   }
 
  private:
+  // Runs `op`, or keeps it in the step graph being recorded.
+  void Enqueue(std::function<void()> op) {
+    if (recording_ != nullptr) {
+      recording_->ops.push_back(std::move(op));
+    } else {
+      op();
+    }
+  }
   // Keeps the first failed launch until Synchronize, as CudaBackend keeps the first asynchronous error.
   void Check(const char* op) {
     const std::string failure = simt::TakeFailure();
@@ -171,6 +228,7 @@ class SimulatedCudaBackend final : public Backend {
   absl::Status pending_error_;
   cuda::PagedAttentionPlan plan_;  // from the last PlanAttention
   cuda::DeviceSampler sampler_;
+  std::unique_ptr<RecordedOps> recording_;  // while recording a step graph
 };
 
 }  // namespace

@@ -27,6 +27,23 @@ class CudaBuffer final : public DeviceBuffer {
   size_t size_;
 };
 
+// An instantiated CUDA graph, and the FlashInfer scratch epoch it was captured with.
+class CudaStepGraph final : public StepGraph {
+ public:
+  CudaStepGraph(cudaGraph_t graph, cudaGraphExec_t exec, uint64_t epoch) : graph_(graph), exec_(exec), epoch_(epoch) {}
+  ~CudaStepGraph() override {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  cudaGraphExec_t exec() const { return exec_; }
+  uint64_t epoch() const { return epoch_; }
+
+ private:
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  uint64_t epoch_;
+};
+
 class PinnedBuffer final : public DeviceBuffer {
  public:
   PinnedBuffer(void* data, size_t size) : data_(data), size_(size) {}
@@ -146,6 +163,33 @@ absl::StatusOr<MemoryBudget> CudaBackend::AvailableMemory() {
 }
 
 int CudaBackend::max_attention_head_dim() const { return cuda::kMaxAttentionHeadDim; }
+
+absl::Status CudaBackend::BeginStepGraph() {
+  // Thread-local mode: only this thread's CUDA calls are checked against the capture (the engine's step thread
+  // owns the backend).
+  ARACH_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin step graph");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<StepGraph>> CudaBackend::EndStepGraph() {
+  cudaGraph_t graph = nullptr;
+  ARACH_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph), "end step graph");
+  cudaGraphExec_t exec = nullptr;
+  if (const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0); err != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    return cuda::CudaStatus(err, "instantiate step graph");
+  }
+  return std::unique_ptr<StepGraph>(new CudaStepGraph(graph, exec, flashinfer_->epoch()));
+}
+
+absl::Status CudaBackend::ReplayStepGraph(StepGraph& graph) {
+  const auto& step = static_cast<const CudaStepGraph&>(graph);
+  if (step.epoch() != flashinfer_->epoch()) {
+    return absl::FailedPreconditionError("cuda: the attention scratch moved since the step graph was captured");
+  }
+  ARACH_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(step.exec(), stream_), "replay step graph");
+  return absl::OkStatus();
+}
 
 absl::Status CudaBackend::SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
                                            std::span<int32_t> tokens, std::span<float> logprobs) {

@@ -41,6 +41,11 @@ class CudaBackend final : public Backend {
   int max_attention_head_dim() const override;
   absl::Status PlanAttention(const AttentionBatchLayout& layout) override;
   bool samples_on_device() const override { return true; }
+  // CUDA graphs, captured from the backend's stream.
+  bool records_step_graphs() const override { return true; }
+  absl::Status BeginStepGraph() override;
+  absl::StatusOr<std::unique_ptr<StepGraph>> EndStepGraph() override;
+  absl::Status ReplayStepGraph(StepGraph& graph) override;
 
  protected:
   absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,

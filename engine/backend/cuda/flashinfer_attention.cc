@@ -74,6 +74,7 @@ absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* c
     ARACH_CUDA_RETURN_IF_ERROR(cudaMallocHost(pinned, grown), "attention scratch (page-locked)");
   }
   *capacity = grown;
+  ++epoch_;
   return absl::OkStatus();
 }
 
@@ -86,7 +87,7 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
   // The page-locked buffers are rewritten below: the previous step's copies from them must have finished.
   ARACH_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_), "attention plan");
   const size_t requests = static_cast<size_t>(plan.num_requests());
-  // [qo_indptr (requests + 1) | kv_indptr (requests + 1) | kv_indices | kv_last_page_len (requests)] int32.
+  // [qo_indptr (requests + 1) | kv_indptr (requests + 1) | kv_last_page_len (requests) | kv_indices] int32.
   const size_t elements = 2 * (requests + 1) + plan.kv_indices.size() + requests;
   ARACH_RETURN_IF_ERROR(Reserve(elements * sizeof(int32_t), &arrays_, &arrays_capacity_, &arrays_pinned_));
   int32_t* staging = static_cast<int32_t*>(arrays_pinned_);
@@ -100,8 +101,8 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
   };
   batch_.qo_indptr = place(plan.qo_indptr);
   batch_.kv_indptr = place(plan.kv_indptr);
-  batch_.kv_indices = place(plan.kv_indices);
   batch_.kv_last_page_len = place(plan.kv_last_page_len);
+  batch_.kv_indices = place(plan.kv_indices);
   ARACH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arrays_, arrays_pinned_, at * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
                              "attention plan");
   plan_ = std::move(plan);
@@ -114,6 +115,10 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
   batch_.page_size = layout.block_size;
   ARACH_RETURN_IF_ERROR(Reserve(static_cast<size_t>(batch_.total_rows) * layout.num_heads * sizeof(float), &lse_, &lse_capacity_));
   decode_ = plan_.max_query_rows <= 1;
+  batch_.for_step_graph = layout.for_step_graph;
+  if (layout.for_step_graph && !decode_) {
+    return absl::InternalError("cuda attention: a step graph was asked for a step with more than one row per request");
+  }
   head_dim_ = layout.head_dim;
   std::string error;
   if (requests > 0) {

@@ -30,6 +30,8 @@ class FlashInferAttention {
   // Attention of every q row over its cached positions (no hub): writes params.out and returns the log-sum-exp,
   // [rows, num_heads] float32 in device memory, valid until the next Run.
   absl::StatusOr<const float*> Run(const AttentionParams& params);
+  // Changes whenever a device buffer a recorded step graph points into (the plan's arrays, the log-sum-exp) moves.
+  uint64_t epoch() const { return epoch_; }
 
  private:
   FlashInferAttention(DType element, cudaStream_t stream) : element_(element), stream_(stream) {}
@@ -39,7 +41,9 @@ class FlashInferAttention {
   DType element_;
   cudaStream_t stream_;
   FlashInferWorkspace workspace_;
-  void* arrays_ = nullptr;         // device: qo_indptr | kv_indptr | kv_indices | kv_last_page_len
+  // device: qo_indptr | kv_indptr | kv_last_page_len | kv_indices (the one whose length changes between decode
+  // steps of the same batch goes last, so the others keep their addresses)
+  void* arrays_ = nullptr;
   void* arrays_pinned_ = nullptr;  // their page-locked staging
   size_t arrays_capacity_ = 0;
   void* lse_ = nullptr;            // device: [rows, num_heads] float32
@@ -51,6 +55,7 @@ class FlashInferAttention {
   bool decode_ = true;
   int head_dim_ = 0;
   bool planned_ = false;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace arach::cuda

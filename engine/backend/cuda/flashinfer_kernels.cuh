@@ -57,7 +57,7 @@ std::string PlanDecode(const FlashInferWorkspace& w, const FlashInferBatch& batc
           w.float_buffer, w.float_bytes, w.int_buffer, w.pinned_int_buffer, w.int_bytes, info,
           const_cast<int32_t*>(batch.kv_indptr_host), static_cast<uint32_t>(batch.num_requests),
           static_cast<uint32_t>(batch.num_qo_heads), static_cast<uint32_t>(batch.page_size),
-          /*enable_cuda_graph=*/false, stream, estimate);
+          /*enable_cuda_graph=*/batch.for_step_graph, stream, estimate);
     });
     *plan_info = info.ToVector();
     return ErrorText(status, "FlashInfer decode plan");
@@ -107,7 +107,7 @@ std::string PlanPrefill(const FlashInferWorkspace& w, const FlashInferBatch& bat
         const_cast<int32_t*>(batch.qo_indptr_host), const_cast<int32_t*>(batch.kv_indptr_host),
         static_cast<uint32_t>(batch.total_rows), static_cast<uint32_t>(batch.num_requests),
         static_cast<uint32_t>(batch.num_qo_heads), static_cast<uint32_t>(batch.num_kv_heads), kHeadDim, kHeadDim,
-        static_cast<uint32_t>(batch.page_size), /*enable_cuda_graph=*/false, sizeof(E), /*window_left=*/-1,
+        static_cast<uint32_t>(batch.page_size), /*enable_cuda_graph=*/batch.for_step_graph, sizeof(E), /*window_left=*/-1,
         /*fixed_split_size=*/-1, /*disable_split_kv=*/false, /*num_colocated_ctas=*/0, stream);
     *plan_info = info.ToVector();
     return ErrorText(status, "FlashInfer prefill plan");

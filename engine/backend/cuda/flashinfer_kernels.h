@@ -46,6 +46,9 @@ struct FlashInferBatch {
   int num_qo_heads = 0;
   int num_kv_heads = 0;
   int page_size = 0;
+  // Plan for a CUDA graph (enable_cuda_graph): the launch shapes and the schedule's layout depend only on the
+  // number of requests.
+  bool for_step_graph = false;
 };
 
 // Decode: every request has one query row. Plan once per step; Run once per layer. Errors (a CUDA error or

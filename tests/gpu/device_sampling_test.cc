@@ -1,6 +1,7 @@
-// The GPU's sampling (DeviceSampler through the simulated CUDA backend: our packing, logit-processing and draw
-// kernels on the SIMT simulator, FlashInfer's softmax and renormalisations by their host stand-ins) against the
-// CPU sampler, the reference: greedy rows pick the same token under every logit processor; sampled rows draw the
+// The GPU's sampling (Backend::SampleTokens of the CUDA backend: our packing, logit-processing and draw kernels,
+// FlashInfer's softmax and renormalisations) against the CPU sampler, the reference. Built twice: on a GPU
+// (cuda_conformance_test, label gpu; skipped without one) and, with ARACH_TEST_CUDA_SIM, on the SIMT simulator
+// with FlashInfer's stages by their host stand-ins (device_sampling_cuda_sim_test, label cuda-sim). Checked: greedy rows pick the same token under every logit processor; sampled rows draw the
 // same token for (nearly) every counter, with the CPU's uniform, and as often as their probabilities say; a row's
 // token does not depend on its batch; the log-probs are the model's; the logits are left as they were.
 #include <algorithm>
@@ -12,8 +13,8 @@
 
 #include "engine/backend/backend.h"
 #include "gtest/gtest.h"
-#include "tests/cuda_sim/sampler_rows.h"
-#include "tests/cuda_sim/simulated_cuda_backend.h"
+#include "tests/testing/devices.h"
+#include "tests/testing/sampler_rows.h"
 
 namespace arach {
 namespace {
@@ -23,7 +24,18 @@ using testing::Row;
 
 class DeviceSampling : public ::testing::Test {
  protected:
-  void SetUp() override { backend_ = testing::CreateSimulatedCudaBackend(DType::kF16); }
+  void SetUp() override {
+#if defined(ARACH_TEST_CUDA_SIM)
+    backend_ = testing::CreateSimulatedCudaBackend(DType::kF16);
+#else
+    ARACH_REQUIRE_GPU();
+    BackendOptions options;
+    options.weight_dtype = WeightDTypeChoice::kF16;
+    absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(DeviceKind::kCuda, options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+#endif
+  }
 
   // Samples every row on the (simulated) device; `logprobs` gets each token's log-prob when given. Expects the
   // logits left as they were.
