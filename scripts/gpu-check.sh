@@ -5,7 +5,8 @@
 #   builds with CUDA for sm_90a and packs the GPU tests, benches and arach-run with the fixtures they need
 #   into .gpu/bundle.tar.xz (see ../shared/tools/device-bundle); add /.gpu/ to .git/info/exclude.
 # There (the GPU machine, repository root, .gpu carried):  bash scripts/gpu-check.sh run [tests|bench|peers|all]
-#   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs) and a generation;
+#   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs, sampling on the device vs the
+#          CPU sampler, CUDA-graph decode steps vs steps run op by op) and a generation;
 #   bench: our engine on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, and
 #          the variant costs; peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
 #   Output also goes to $OUT.
