@@ -306,10 +306,10 @@ TEST(Priority, AHighPriorityRequestSubmittedLastFinishesBeforeLowPriorityOnesSub
   std::mutex mutex;
   std::vector<std::string> finished;
   std::atomic<int> first_tokens{0};
-  auto run = [&](const std::string& name, int priority) {
+  auto run = [&](const std::string& name, int priority, int max_tokens) {
     arach::v1::GenerateRequest r;
     for (int id : {11, 12, 13, 14}) r.mutable_token_ids()->add_ids(id);
-    r.set_max_tokens(12);
+    r.set_max_tokens(max_tokens);
     r.set_ignore_eos(true);
     r.set_priority(priority);
     const grpc::Status s = client->Generate(r, [&](const arach::v1::GenerateResponse& m) { if (m.token_ids_size() > 0) ++first_tokens; });
@@ -318,13 +318,15 @@ TEST(Priority, AHighPriorityRequestSubmittedLastFinishesBeforeLowPriorityOnesSub
     finished.push_back(name);
   };
   std::vector<std::thread> threads;
-  threads.emplace_back(run, "low0", 5);
+  // low0 generates long enough to be still running when the high one comes, however slow the build (under
+  // ASan on a busy 2-core machine 12 tokens were done before the four others were seen waiting).
+  threads.emplace_back(run, "low0", 5, 64);
   while (first_tokens == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // low0 is running
-  for (int i = 1; i <= 4; ++i) threads.emplace_back(run, absl::StrCat("low", i), 5);
+  for (int i = 1; i <= 4; ++i) threads.emplace_back(run, absl::StrCat("low", i), 5, 12);
   ASSERT_TRUE(testing::EventuallyMetrics(*server, [](const testing::PrometheusText& m) {
     return m.Value("arach_num_requests_waiting") == 4;
   }));
-  threads.emplace_back(run, "high", -5);
+  threads.emplace_back(run, "high", -5, 12);
   for (std::thread& t : threads) t.join();
   ASSERT_EQ(finished.size(), 6u);
   EXPECT_EQ(finished.front(), "high") << "the order: " << ::testing::PrintToString(finished);
