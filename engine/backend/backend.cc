@@ -57,9 +57,20 @@ void Backend::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const D
   if (Passes(op_checks::CheckLinear(in, weight, bias, out))) LinearImpl(in, weight, bias, out, accumulate);
 }
 
+void Backend::LinearActivate(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                             const DeviceMatrix& out) {
+  if (Passes(op_checks::CheckLinear(in, weight, bias, out))) LinearActivateImpl(in, weight, bias, act, out);
+}
+
+void Backend::LinearActivateImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                                 const DeviceMatrix& out) {
+  LinearImpl(in, weight, bias, out, /*accumulate=*/false);
+  ActivateImpl(act, out);
+}
+
 void Backend::Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                   const float* inv_freq) {
-  if (Passes(op_checks::CheckRope(x, heads, head_dim, rotary_dim))) RopeImpl(x, heads, head_dim, rotary_dim, positions, inv_freq);
+                   const float* cos_sin) {
+  if (Passes(op_checks::CheckRope(x, heads, head_dim, rotary_dim))) RopeImpl(x, heads, head_dim, rotary_dim, positions, cos_sin);
 }
 
 void Backend::Activate(Activation act, const DeviceMatrix& x) { ActivateImpl(act, x); }

@@ -93,9 +93,14 @@ class Backend {
   // out = in W^T + bias (+ out when accumulate). in: [M, K], weight: [N, K], bias: [1, N] or empty, out: [M, N].
   void Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
               bool accumulate);
-  // Rotates, in place, the first rotary_dim dims of every head of `x` ([rows, heads * head_dim]) by
-  // positions[row] * inv_freq (rotate-half convention). positions: [rows] device; inv_freq: [rotary_dim/2] device.
-  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq);
+  // out = act(in W^T + bias): Linear, then Activate on out, as one op so that a device may apply the activation in
+  // its GEMM's epilogue (CUDA: cuBLASLt's for GELU-tanh and ReLU).
+  void LinearActivate(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                      const DeviceMatrix& out);
+  // Rotates, in place, the first rotary_dim dims of every head of `x` ([rows, heads * head_dim]) by the angles of
+  // positions[row] (rotate-half convention). positions: [rows] device; cos_sin: device float32 [any position + 1,
+  // rotary_dim], row p = cos of p's rotary_dim / 2 angles, then their sines (RopeConfig::CosSinTable).
+  void Rope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* cos_sin);
   // x = act(x) in place.
   void Activate(Activation act, const DeviceMatrix& x);
   // out = act(in[:, :I]) * in[:, I:], in: [M, 2I], out: [M, I].
@@ -158,8 +163,11 @@ class Backend {
   virtual void RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) = 0;
   virtual void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
                           const DeviceMatrix& out, bool accumulate) = 0;
+  // Default: LinearImpl, then ActivateImpl.
+  virtual void LinearActivateImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                                  const DeviceMatrix& out);
   virtual void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                        const float* inv_freq) = 0;
+                        const float* cos_sin) = 0;
   virtual void ActivateImpl(Activation act, const DeviceMatrix& x) = 0;
   virtual void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) = 0;
   virtual void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) = 0;

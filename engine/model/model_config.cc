@@ -333,6 +333,21 @@ std::vector<float> RopeConfig::InverseFrequencies() const {
   return inv;
 }
 
+std::vector<float> RopeConfig::CosSinTable(int positions) const {
+  const std::vector<float> inv = InverseFrequencies();
+  const int half = rotary_dim / 2;
+  std::vector<float> table(static_cast<size_t>(positions) * rotary_dim);
+  for (int p = 0; p < positions; ++p) {
+    float* row = &table[static_cast<size_t>(p) * rotary_dim];
+    for (int i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(p) * inv[i];
+      row[i] = std::cos(angle);
+      row[half + i] = std::sin(angle);
+    }
+  }
+  return table;
+}
+
 float ModelConfig::AttentionScale(int layer) const {
   float scale = scale_attn_weights ? 1.0f / std::sqrt(static_cast<float>(head_dim)) : 1.0f;
   if (scale_attn_by_inverse_layer_idx) scale /= static_cast<float>(layer + 1);

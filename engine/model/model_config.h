@@ -37,6 +37,10 @@ struct RopeConfig {
 
   // The rotary_dim / 2 inverse frequencies, after any scaling.
   std::vector<float> InverseFrequencies() const;
+  // The rotation of every position in [0, positions): [positions, rotary_dim] float32, row p = cos(p * f_i) for the
+  // rotary_dim / 2 inverse frequencies f_i, then sin(p * f_i) (the angle p * f_i rounded to float32 first, as
+  // torch computes it). The table Backend::Rope reads (FlashInfer's cos/sin cache layout).
+  std::vector<float> CosSinTable(int positions) const;
 };
 
 struct ModelConfig {

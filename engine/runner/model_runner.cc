@@ -48,10 +48,10 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
                                          DescribeBytes(available.bytes), " available: ", available.source);
   ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, sized));
   runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
-  if (config.use_rope) {
-    const std::vector<float> inv_freq = config.rope.InverseFrequencies();
-    ARACH_ASSIGN_OR_RETURN(runner->inv_freq_, runner->backend_->Allocate(inv_freq.size() * sizeof(float)));
-    runner->backend_->CopyToDevice(runner->inv_freq_->data(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  if (config.use_rope) {  // every position a sequence may reach (Flatten refuses the ones past max_positions)
+    const std::vector<float> cos_sin = config.rope.CosSinTable(config.max_positions);
+    ARACH_ASSIGN_OR_RETURN(runner->rope_table_, runner->backend_->Allocate(cos_sin.size() * sizeof(float)));
+    runner->backend_->CopyToDevice(runner->rope_table_->data(), cos_sin.data(), cos_sin.size() * sizeof(float));
   }
   return runner;
 }
@@ -128,8 +128,7 @@ absl::StatusOr<DeviceMatrix> ModelRunner::ApplyAdapter(int l, const DeviceMatrix
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix inner, workspace_->Matrix(Scratch::kAdapterInner, rows, weights_->adapter_expansion));
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix skip, workspace_->Matrix(Scratch::kAdapterSkip, rows, d));
   b.GatherRows(normed, in.skip_rows, x);                            // x^
-  b.Linear(x, a.up, DeviceMatrix{}, inner, /*accumulate=*/false);   // up(x^)
-  b.Activate(Activation::kSilu, inner);
+  b.LinearActivate(x, a.up, DeviceMatrix{}, Activation::kSilu, inner);  // SiLU(up(x^))
   b.Linear(inner, a.down, DeviceMatrix{}, x, /*accumulate=*/true);  // x~ = x^ + down(SiLU(up(x^)))
   b.Linear(x, a.skip, DeviceMatrix{}, skip, /*accumulate=*/false);  // skip_proj(x~)
   b.ScatterRows(x, in.skip_rows, normed, /*accumulate=*/false);     // Q, K, V read x~
@@ -173,9 +172,9 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
     b.RmsNormHeads(k, c.num_kv_heads, c.head_dim, w.k_norm_weight, c.norm_eps);
   }
   if (c.use_rope) {
-    const float* inv_freq = static_cast<const float*>(inv_freq_->data());
-    b.Rope(q, c.num_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, inv_freq);
-    b.Rope(k, c.num_kv_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, inv_freq);
+    const float* cos_sin = static_cast<const float*>(rope_table_->data());
+    b.Rope(q, c.num_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, cos_sin);
+    b.Rope(k, c.num_kv_heads, c.head_dim, c.rope.rotary_dim, in.rope_positions, cos_sin);
   }
   const PagedKvLayer kv = kv_cache_->layer(l);
   const int num_verbal = in.num_verbal_rows;
@@ -208,8 +207,7 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
     b.Linear(act, w.mlp_out_weight, w.mlp_out_bias, hidden, /*accumulate=*/true);
   } else {
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix act, workspace_->Matrix(Scratch::kMlpIn, rows, inner));
-    b.Linear(mlp_input, w.mlp_in_weight, w.mlp_in_bias, act, /*accumulate=*/false);
-    b.Activate(c.activation, act);
+    b.LinearActivate(mlp_input, w.mlp_in_weight, w.mlp_in_bias, c.activation, act);
     b.Linear(act, w.mlp_out_weight, w.mlp_out_bias, hidden, /*accumulate=*/true);
   }
   return absl::OkStatus();
@@ -368,6 +366,7 @@ absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key
       const absl::Status replayed = backend_->ReplayStepGraph(*step.graph);
       if (replayed.ok()) {
         ++graph_stats_.replayed;
+        step.last_used = ++graph_clock_;
         return step.logits;
       }
       if (!absl::IsFailedPrecondition(replayed)) return replayed;
@@ -384,10 +383,14 @@ absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key
   if (!logits.ok()) return logits.status();
   if (!graph.ok()) return graph.status();
   if (workspace_->generation() != generation) return enqueue();  // scratch moved while recording: run it as it is
-  if (step_graphs_.size() >= kMaxStepGraphs) step_graphs_.clear();
+  if (step_graphs_.size() >= kMaxStepGraphs) {  // the least recently used shape makes room
+    step_graphs_.erase(std::min_element(step_graphs_.begin(), step_graphs_.end(), [](const auto& a, const auto& b) {
+      return a.second.last_used < b.second.last_used;
+    }));
+  }
   ARACH_RETURN_IF_ERROR(backend_->ReplayStepGraph(**graph));  // recording ran nothing
   ++graph_stats_.recorded;
-  step_graphs_[key] = RecordedStep{std::move(*graph), generation, *logits};
+  step_graphs_[key] = RecordedStep{std::move(*graph), generation, *logits, ++graph_clock_};
   return logits;
 }
 

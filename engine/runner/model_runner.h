@@ -106,12 +106,13 @@ class ModelRunner {
   // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows): the shape every launch of a decode step
   // follows from.
   using StepGraphKey = std::tuple<int, int, int, int>;
-  static constexpr int kMaxStepGraphs = 64;            // recorded shapes kept at most (then all are dropped)
+  static constexpr int kMaxStepGraphs = 64;            // recorded shapes kept at most (then the least recently replayed goes)
   static constexpr int kMaxStepGraphSequences = 256;  // larger decode batches run without a graph
   struct RecordedStep {
     std::unique_ptr<StepGraph> graph;
     uint64_t workspace_generation = 0;  // the scratch addresses it was recorded with
     DeviceMatrix logits;                // where it writes the logits
+    uint64_t last_used = 0;             // graph_clock_ when it was last recorded or replayed
   };
   // The step's key where it may run as a graph.
   std::optional<StepGraphKey> StepGraphKeyFor(const FlatBatch& flat, bool want_mass) const;
@@ -130,10 +131,11 @@ class ModelRunner {
   std::unique_ptr<KvCache> kv_cache_;
   std::string kv_memory_note_;
   std::unique_ptr<Workspace> workspace_;
-  std::unique_ptr<DeviceBuffer> inv_freq_;  // [rotary_dim / 2] float32, RoPE models only
+  std::unique_ptr<DeviceBuffer> rope_table_;  // [max_positions, rotary_dim] float32 (RopeConfig::CosSinTable), RoPE models only
   bool step_graphs_enabled_ = true;
   std::map<StepGraphKey, RecordedStep> step_graphs_;
   std::set<StepGraphKey> warmed_up_;  // shapes run once already
+  uint64_t graph_clock_ = 0;          // counts the steps run as graphs
   StepGraphStats graph_stats_;
 };
 

@@ -3,13 +3,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/elementwise_ops.h"
+#include "engine/backend/cuda/gemm_epilogue.h"
 #include "engine/backend/cuda/device_sampling.h"
 #include "engine/backend/cuda/paged_attention_plan.h"
 #include "tests/cuda_sim/flashinfer_stand_in.h"
+#include "tests/cuda_sim/host_elements.h"
 
 namespace arach::testing {
 namespace {
@@ -28,14 +32,20 @@ class HostBuffer final : public DeviceBuffer {
   void* data_;
 };
 
-float ElementAt(const DeviceMatrix& m, int64_t r, int64_t c) {
-  float v;
-  ConvertToFloat(m.dtype, static_cast<const char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype), 1, &v);
-  return v;
-}
-
-void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {
-  ConvertFromFloat(m.dtype, &v, 1, static_cast<char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype));
+// cuBLASLt as CudaBackend configures it: float32 products and sums of the 16-bit inputs, the bias added in float32,
+// then the epilogue's activation, the result rounded once to the output's type.
+void Gemm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
+          bool accumulate, std::optional<Activation> epilogue) {
+  for (int64_t m = 0; m < in.rows; ++m) {
+    for (int64_t n = 0; n < weight.rows; ++n) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < in.cols; ++k) sum += ElementAt(in, m, k) * ElementAt(weight, n, k);
+      if (bias.data != nullptr) sum += ElementAt(bias, 0, n);
+      if (accumulate) sum += ElementAt(out, m, n);
+      if (epilogue.has_value()) sum = FloatActivation(*epilogue, sum);
+      SetElement(out, m, n, sum);
+    }
+  }
 }
 
 struct RecordedOps final : StepGraph {
@@ -119,37 +129,27 @@ class SimulatedCudaBackend final : public Backend {
     });
   }
   void RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) override {
-    Enqueue([=, this] {
-      cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, nullptr);
-      Check("rms norm");
-    });
+    Enqueue([=, this] { Check("rms norm", cuda::RunRmsNorm(in, weight, eps, out, nullptr)); });
   }
   void RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) override {
-    Enqueue([=, this] {
-      cuda::LaunchRmsNormHeads(x, heads, head_dim, weight, eps, nullptr);
-      Check("head rms norm");
-    });
+    Enqueue([=, this] { Check("head rms norm", cuda::RunRmsNormHeads(x, heads, head_dim, weight, eps, nullptr)); });
   }
   void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
                   bool accumulate) override {
-    Enqueue([=, this] {
-      for (int64_t m = 0; m < in.rows; ++m) {
-        for (int64_t n = 0; n < weight.rows; ++n) {
-          float sum = 0.0f;
-          for (int64_t k = 0; k < in.cols; ++k) sum += ElementAt(in, m, k) * ElementAt(weight, n, k);
-          if (bias.data != nullptr) sum += ElementAt(bias, 0, n);
-          if (accumulate) sum += ElementAt(out, m, n);
-          SetElement(out, m, n, sum);
-        }
-      }
-    });
+    Enqueue([=] { Gemm(in, weight, bias, out, accumulate, std::nullopt); });
+  }
+  // As CudaBackend: the activations cuBLASLt has an epilogue for are applied to the float32 sum before its one rounding.
+  void LinearActivateImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                          const DeviceMatrix& out) override {
+    if (!cuda::GemmEpilogueFor(act).has_value()) {
+      Backend::LinearActivateImpl(in, weight, bias, act, out);
+      return;
+    }
+    Enqueue([=] { Gemm(in, weight, bias, out, /*accumulate=*/false, act); });
   }
   void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                const float* inv_freq) override {
-    Enqueue([=, this] {
-      cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, nullptr);
-      Check("rope");
-    });
+                const float* cos_sin) override {
+    Enqueue([=, this] { Check("rope", cuda::RunRope(x, heads, head_dim, rotary_dim, positions, cos_sin, nullptr)); });
   }
   void ActivateImpl(Activation act, const DeviceMatrix& x) override {
     Enqueue([=, this] {
@@ -158,10 +158,7 @@ class SimulatedCudaBackend final : public Backend {
     });
   }
   void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override {
-    Enqueue([=, this] {
-      cuda::LaunchGatedActivate(act, in, out, nullptr);
-      Check("gated activation");
-    });
+    Enqueue([=, this] { Check("gated activation", cuda::RunGatedActivate(act, in, out, nullptr)); });
   }
   void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override {
     Enqueue([=, this] {
@@ -219,8 +216,9 @@ class SimulatedCudaBackend final : public Backend {
     }
   }
   // Keeps the first failed launch until Synchronize, as CudaBackend keeps the first asynchronous error.
-  void Check(const char* op) {
-    const std::string failure = simt::TakeFailure();
+  // Records the first failure of `op`: the message an elementwise_ops.h dispatch returned, else the simulator's.
+  void Check(const char* op, std::string failure = {}) {
+    if (failure.empty()) failure = simt::TakeFailure();
     if (!failure.empty() && pending_error_.ok()) pending_error_ = absl::InternalError(absl::StrCat("cuda ", op, ": ", failure));
   }
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
 #include "gtest/gtest.h"
 #include "tests/testing/devices.h"
@@ -68,14 +69,18 @@ TEST_P(Ops, LayerNormAndRmsNorm) {
 }
 
 TEST_P(Ops, RmsNormOfEachHeadInAColumnSlice) {
-  const int rows = 5, heads = 3, head_dim = 32, width = 200;  // the heads sit at columns [8, 104) of the rows
+  // The heads sit at columns [first, first + 96) of the rows: from column 8 they are 16-byte aligned (FlashInfer's
+  // kernel on the GPU), from column 3 not (ours).
+  for (const int first : {8, 3}) {
+  SCOPED_TRACE(::testing::Message() << "heads from column " << first);
+  const int rows = 5, heads = 3, head_dim = 32, width = 200;
   const std::vector<float> host = Random(rows * width, 2.0f), weight = Random(head_dim);
   const DeviceMatrix all = Upload(host, rows, width);
-  backend_->RmsNormHeads(all.Cols(8, heads * head_dim), heads, head_dim, Upload(weight, 1, head_dim), 1e-6f);
+  backend_->RmsNormHeads(all.Cols(first, heads * head_dim), heads, head_dim, Upload(weight, 1, head_dim), 1e-6f);
   std::vector<float> want = host;
   for (int r = 0; r < rows; ++r) {
     for (int h = 0; h < heads; ++h) {
-      float* v = &want[r * width + 8 + h * head_dim];
+      float* v = &want[r * width + first + h * head_dim];
       double square = 0;
       for (int c = 0; c < head_dim; ++c) square += static_cast<double>(v[c]) * v[c];
       const double inv = 1.0 / std::sqrt(square / head_dim + 1e-6);
@@ -83,6 +88,7 @@ TEST_P(Ops, RmsNormOfEachHeadInAColumnSlice) {
     }
   }
   ExpectClose(all, want, "head rms norm (other columns untouched)");
+  }
 }
 
 // in [m, k] x weight [n, k]^T + bias, in double precision.
@@ -122,6 +128,23 @@ TEST_P(Ops, LinearShapesBiasAccumulateAndColumnSlices) {
     std::vector<float> want(m * 400, 0.0f);
     for (int64_t r = 0; r < m; ++r) std::copy(&slice[r * 192], &slice[r * 192] + 192, &want[r * 400 + 100]);
     ExpectClose(wide, want, "linear on slices");
+  }
+}
+
+// LinearActivate is Linear, then the activation (on the GPU GELU-tanh and ReLU run in cuBLASLt's epilogue, rounded once).
+TEST_P(Ops, LinearActivateIsLinearThenTheActivation) {
+  for (Activation act : {Activation::kGeluTanh, Activation::kGeluErf, Activation::kSilu, Activation::kRelu}) {
+    for (int64_t m : {1, 9}) {
+      const std::vector<float> in = Random(m * 128, 1.0f), weight = Random(96 * 128, 0.2f), bias = Random(96);
+      const DeviceMatrix out = Zeros(m, 96);
+      for (bool with_bias : {true, false}) {
+        backend_->LinearActivate(Upload(in, m, 128), Upload(weight, 96, 128), with_bias ? Upload(bias, 1, 96) : DeviceMatrix{},
+                                 act, out);
+        std::vector<float> want = MatMulT(in, weight, with_bias ? &bias : nullptr, m, 128, 96);
+        for (float& v : want) v = static_cast<float>(ActivationOf(act, v));
+        ExpectClose(out, want, absl::StrCat("linear + activation ", static_cast<int>(act), with_bias ? " with bias" : ""));
+      }
+    }
   }
 }
 
@@ -295,27 +318,43 @@ TEST_P(Ops, LinearIntoFloat32Logits) {
 }
 
 TEST_P(Ops, RopeRotatesTheLeadingDimsOfEveryHead) {
-  const int heads = 3, head_dim = 64, rotary_dim = 32, rows = 6;
-  const std::vector<float> host = Random(rows * heads * head_dim);
-  const std::vector<int32_t> positions = {0, 1, 5, 100, 2047, 7};
-  std::vector<float> inv_freq(rotary_dim / 2);
-  for (int i = 0; i < rotary_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rotary_dim);
-  const DeviceMatrix x = Upload(host, rows, heads * head_dim);
-  backend_->Rope(x, heads, head_dim, rotary_dim, UploadInts(positions), UploadFloats(inv_freq));
-  std::vector<float> want = host;
-  for (int r = 0; r < rows; ++r) {
-    for (int h = 0; h < heads; ++h) {
-      float* v = &want[(r * heads + h) * head_dim];
-      const float* src = &host[(r * heads + h) * head_dim];
-      for (int i = 0; i < rotary_dim / 2; ++i) {
-        const double angle = static_cast<double>(positions[r]) * inv_freq[i];
-        v[i] = static_cast<float>(src[i] * std::cos(angle) - src[i + rotary_dim / 2] * std::sin(angle));
-        v[i + rotary_dim / 2] = static_cast<float>(src[i + rotary_dim / 2] * std::cos(angle) + src[i] * std::sin(angle));
+  // Head sizes and rotary widths FlashInfer's kernel takes on the GPU (64 and 128 with rotary halves of 8n) and
+  // ones it does not (ours then): 64 with 24 rotating, 32; whole rows and heads inside a wider row (q of qkv).
+  struct Case {
+    int heads, head_dim, rotary_dim, row_width, first_col;
+  };
+  for (const Case& c : {Case{3, 64, 32, 192, 0}, Case{2, 64, 16, 256, 64}, Case{2, 128, 128, 384, 128}, Case{2, 64, 24, 128, 0},
+                        Case{3, 32, 32, 160, 32}}) {
+    SCOPED_TRACE(::testing::Message() << c.heads << " heads of " << c.head_dim << ", " << c.rotary_dim << " rotating");
+    const int rows = 6, half = c.rotary_dim / 2, table_rows = 2048;
+    const std::vector<float> host = Random(rows * c.row_width);
+    const std::vector<int32_t> positions = {0, 1, 5, 100, 2047, 7};
+    std::vector<float> inv_freq(half);
+    for (int i = 0; i < half; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / c.rotary_dim);
+    std::vector<float> cos_sin(static_cast<size_t>(table_rows) * c.rotary_dim);  // RopeConfig::CosSinTable's layout
+    for (int p = 0; p < table_rows; ++p) {
+      for (int i = 0; i < half; ++i) {
+        cos_sin[p * c.rotary_dim + i] = std::cos(static_cast<float>(p) * inv_freq[i]);
+        cos_sin[p * c.rotary_dim + half + i] = std::sin(static_cast<float>(p) * inv_freq[i]);
       }
     }
+    const DeviceMatrix all = Upload(host, rows, c.row_width);
+    backend_->Rope(all.Cols(c.first_col, c.heads * c.head_dim), c.heads, c.head_dim, c.rotary_dim, UploadInts(positions),
+                   UploadFloats(cos_sin));
+    std::vector<float> want = host;
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < c.heads; ++h) {
+        const int64_t at = static_cast<int64_t>(r) * c.row_width + c.first_col + h * c.head_dim;
+        for (int i = 0; i < half; ++i) {
+          const double angle = static_cast<double>(positions[r]) * inv_freq[i];
+          want[at + i] = static_cast<float>(host[at + i] * std::cos(angle) - host[at + i + half] * std::sin(angle));
+          want[at + i + half] = static_cast<float>(host[at + i + half] * std::cos(angle) + host[at + i] * std::sin(angle));
+        }
+      }
+    }
+    // Angles up to 2047 rad: float32 argument reduction costs a few ulps of the angle.
+    ExpectClose(all, want, "rope", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-3f), testing::ToleranceOf(dtype_).rtol});
   }
-  // Angles up to 2047 rad: float32 argument reduction costs a few ulps of the angle.
-  ExpectClose(x, want, "rope", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-3f), testing::ToleranceOf(dtype_).rtol});
 }
 
 TEST_P(Ops, ActivationsAndGatedActivation) {
@@ -327,13 +366,19 @@ TEST_P(Ops, ActivationsAndGatedActivation) {
     for (float v : host) want.push_back(static_cast<float>(ActivationOf(act, v)));
     // The CPU kernels use vectorised (fast-math) transcendentals: a few float32 ulps.
     ExpectClose(x, want, "activation", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-5f), std::max(testing::ToleranceOf(dtype_).rtol, 1e-4f)});
-    const DeviceMatrix out = Zeros(4, 300);
-    backend_->GatedActivate(act, Upload(gate_up, 4, 600), out);
-    std::vector<float> gated;
-    for (int r = 0; r < 4; ++r) {
-      for (int c = 0; c < 300; ++c) gated.push_back(static_cast<float>(ActivationOf(act, gate_up[r * 600 + c]) * gate_up[r * 600 + 300 + c]));
+    // Widths of 8n take FlashInfer's act-and-mul kernel on the GPU (16-byte loads), others ours.
+    for (int inner : {300, 256}) {
+      const DeviceMatrix out = Zeros(4, inner);
+      backend_->GatedActivate(act, Upload(gate_up, 4, 2 * inner), out);
+      std::vector<float> gated;
+      for (int r = 0; r < 4; ++r) {
+        for (int c = 0; c < inner; ++c) {
+          gated.push_back(static_cast<float>(ActivationOf(act, gate_up[r * 2 * inner + c]) * gate_up[r * 2 * inner + inner + c]));
+        }
+      }
+      ExpectClose(out, gated, absl::StrCat("gated activation of width ", inner).c_str(),
+                  testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-5f), std::max(testing::ToleranceOf(dtype_).rtol, 1e-4f)});
     }
-    ExpectClose(out, gated, "gated activation", testing::Tolerance{std::max(testing::ToleranceOf(dtype_).atol, 1e-5f), std::max(testing::ToleranceOf(dtype_).rtol, 1e-4f)});
   }
 }
 

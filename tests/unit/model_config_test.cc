@@ -54,6 +54,16 @@ TEST(ModelConfig, LlamaGqaAndRopeScaling) {
   ASSERT_EQ(inv.size(), 32u);
   EXPECT_FLOAT_EQ(inv[0], 1.0f);                  // high frequencies unchanged
   EXPECT_LT(inv[31], 1.0 / std::pow(500000.0, 62.0 / 64) / 31);  // low frequencies divided by ~factor
+  // The cos/sin table RoPE reads: row p = cos(p * f_i) for the 32 frequencies, then sin(p * f_i).
+  const std::vector<float> table = c->rope.CosSinTable(3000);
+  ASSERT_EQ(table.size(), 3000u * 64);
+  for (int p : {0, 1, 17, 2999}) {
+    for (int i : {0, 5, 31}) {
+      const double angle = static_cast<double>(static_cast<float>(p) * inv[i]);
+      EXPECT_NEAR(table[p * 64 + i], std::cos(angle), 1e-6) << "position " << p << ", frequency " << i;
+      EXPECT_NEAR(table[p * 64 + 32 + i], std::sin(angle), 1e-6) << "position " << p << ", frequency " << i;
+    }
+  }
 }
 
 TEST(ModelConfig, MistralAndQwenFamiliesAndTheirSlidingWindows) {

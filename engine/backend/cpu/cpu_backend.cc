@@ -158,16 +158,11 @@ void CpuBackend::RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim
 }
 
 void CpuBackend::RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                      const float* inv_freq) {
+                      const float* cos_sin) {
   const int half = rotary_dim / 2;
-  std::vector<float> cos_table(half), sin_table(half);
   for (int64_t r = 0; r < x.rows; ++r) {
-    const float position = static_cast<float>(positions[r]);
-    for (int i = 0; i < half; ++i) {
-      const float angle = position * inv_freq[i];
-      cos_table[i] = std::cos(angle);
-      sin_table[i] = std::sin(angle);
-    }
+    const float* cos_table = cos_sin + static_cast<int64_t>(positions[r]) * rotary_dim;
+    const float* sin_table = cos_table + half;
     float* row = Row(x, r);
     for (int h = 0; h < heads; ++h) {
       float* head = row + static_cast<int64_t>(h) * head_dim;

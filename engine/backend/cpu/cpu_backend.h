@@ -47,7 +47,7 @@ class CpuBackend final : public Backend {
   void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
               bool accumulate) override;  // cpu_linear.cc
   void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-            const float* inv_freq) override;
+            const float* cos_sin) override;
   void ActivateImpl(Activation act, const DeviceMatrix& x) override;  // cpu_activation.cc
   void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;  // cpu_activation.cc
   void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override;

@@ -29,6 +29,17 @@ cudaDataType_t CudaType(DType dtype) {
   return dtype == DType::kF32 ? CUDA_R_32F : dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
+cublasLtEpilogue_t EpilogueOf(bool has_bias, GemmEpilogue epilogue) {
+  switch (epilogue) {
+    case GemmEpilogue::kNone: return has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::kGeluTanh: return has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    case GemmEpilogue::kRelu: return has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool HasBias(cublasLtEpilogue_t epilogue) { return (epilogue & CUBLASLT_EPILOGUE_BIAS) != 0; }
+
 // The largest power of two, at most 256, dividing the address (cuBLASLt assumes 256 unless told).
 int Alignment(const void* pointer) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
@@ -58,7 +69,8 @@ CublasLtGemm::~CublasLtGemm() {
 absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second.get();
-  const auto [m_rows, n_out, k_in, lda, ldb, ldc, in_dtype, out_dtype, has_bias, align_a, align_b, align_c] = key;
+  const auto [m_rows, n_out, k_in, lda, ldb, ldc, in_dtype, out_dtype, epilogue_code, align_a, align_b, align_c] = key;
+  const cublasLtEpilogue_t epilogue = static_cast<cublasLtEpilogue_t>(epilogue_code);
   const cudaDataType_t ab_type = CudaType(static_cast<DType>(in_dtype));
   auto plan = std::make_unique<Plan>();
   ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
@@ -67,10 +79,9 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "TRANSA");
   ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
                                "TRANSB");
-  if (has_bias) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    ARACH_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "EPILOGUE");
+  ARACH_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "EPILOGUE");
+  if (HasBias(epilogue)) {
     const cudaDataType_t bias_type = ab_type;
     ARACH_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
@@ -99,7 +110,7 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
   ARACH_CUBLAS_RETURN_IF_ERROR(heuristic, "AlgoGetHeuristic");
   if (found_algos == 0) {
     return absl::InternalError(absl::StrCat("cublasLt: no algorithm for a ", m_rows, "x", k_in, " by ", n_out, "x", k_in,
-                                            " GEMM (", DTypeName(static_cast<DType>(in_dtype)), " in, ", DTypeName(static_cast<DType>(out_dtype)), " out", has_bias ? ", bias" : "", ")"));
+                                            " GEMM (", DTypeName(static_cast<DType>(in_dtype)), " in, ", DTypeName(static_cast<DType>(out_dtype)), " out, epilogue ", epilogue_code, ")"));
   }
   plan->algo = result.algo;
   plan->rows = m_rows;
@@ -141,7 +152,7 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanForRows(ShapeKey key, int6
 }
 
 absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
-                                  const DeviceMatrix& out, bool accumulate, cudaStream_t stream) {
+                                  const DeviceMatrix& out, bool accumulate, cudaStream_t stream, GemmEpilogue epilogue) {
   if (in.rows == 0) return absl::OkStatus();
   const bool half_inputs = in.dtype == DType::kBF16 || in.dtype == DType::kF16;
   if (!half_inputs || weight.dtype != in.dtype || (out.dtype != in.dtype && out.dtype != DType::kF32) ||
@@ -149,9 +160,13 @@ absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& we
     return absl::InvalidArgumentError(
         "cublasLt Linear: input, weight and bias must share one 16-bit type (bf16 or f16), the output that type or f32");
   }
+  if (accumulate && epilogue != GemmEpilogue::kNone) {
+    return absl::InvalidArgumentError("cublasLt Linear: an activation epilogue would apply to the accumulated sum");
+  }
   const bool has_bias = bias.data != nullptr;
   const ShapeKey key{in.rows,   weight.rows, in.cols,  weight.stride,          in.stride,          out.stride,
-                     static_cast<int>(in.dtype), static_cast<int>(out.dtype), has_bias, Alignment(weight.data),
+                     static_cast<int>(in.dtype), static_cast<int>(out.dtype), static_cast<int>(EpilogueOf(has_bias, epilogue)),
+                     Alignment(weight.data),
                      Alignment(in.data), Alignment(out.data)};
   ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanForRows(key, in.rows));
   if (has_bias) {

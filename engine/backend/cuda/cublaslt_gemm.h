@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/backend/cuda/gemm_epilogue.h"
 #include "engine/backend/device_matrix.h"
 
 namespace arach::cuda {
@@ -29,9 +30,10 @@ class CublasLtGemm {
 
   // in: [M, K], weight: [N, K] (contiguous), bias: [1, N] or empty, all bf16 or all f16; out: [M, N] of that type
   // or f32.
-  // accumulate adds to what `out` holds (beta = 1).
+  // accumulate adds to what `out` holds (beta = 1); an epilogue (not with accumulate) applies its function to the
+  // sum of the product and the bias.
   absl::Status Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
-                      const DeviceMatrix& out, bool accumulate, cudaStream_t stream);
+                      const DeviceMatrix& out, bool accumulate, cudaStream_t stream, GemmEpilogue epilogue = GemmEpilogue::kNone);
 
   size_t cached_plans() const { return plans_.size(); }
 
@@ -41,8 +43,9 @@ class CublasLtGemm {
  private:
   // Everything that selects an algorithm.
   // M (its bucket, or the exact count where the bucket's algorithm does not take it) N K, lda ldb ldc, input and
-  // output dtypes, bias, alignment (bytes, <= 256) of the weight, input and output pointers.
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool, int, int, int>;
+  // output dtypes, the cublasLtEpilogue_t (bias and point-wise function), alignment (bytes, <= 256) of the weight,
+  // input and output pointers.
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int, int>;
   struct Plan;
 
   CublasLtGemm() = default;

@@ -1,11 +1,13 @@
 #include "engine/backend/cuda/cuda_backend.h"
 
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/elementwise_ops.h"
 #include "engine/backend/cuda/paged_attention_plan.h"
 #include "engine/backend/cuda/cuda_status.h"
 #include "engine/core/status.h"
@@ -97,6 +99,11 @@ void CudaBackend::Record(absl::Status status) {
 }
 
 void CudaBackend::CheckLaunch(const char* op) { Record(cuda::CudaStatus(cudaGetLastError(), op)); }
+
+void CudaBackend::CheckRun(const std::string& failure, const char* op) {
+  if (!failure.empty()) Record(absl::InternalError(absl::StrCat("cuda ", op, ": ", failure)));
+  CheckLaunch(op);
+}
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes) {
   void* data = nullptr;
@@ -217,13 +224,11 @@ void CudaBackend::LayerNormImpl(const DeviceMatrix& in, const DeviceMatrix& weig
 }
 
 void CudaBackend::RmsNormImpl(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out) {
-  cuda::LaunchNorm(in, weight, DeviceMatrix{}, eps, /*rms=*/true, out, stream_);
-  CheckLaunch("rms norm");
+  CheckRun(cuda::RunRmsNorm(in, weight, eps, out, stream_), "rms norm");
 }
 
 void CudaBackend::RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) {
-  cuda::LaunchRmsNormHeads(x, heads, head_dim, weight, eps, stream_);
-  CheckLaunch("head rms norm");
+  CheckRun(cuda::RunRmsNormHeads(x, heads, head_dim, weight, eps, stream_), "head rms norm");
 }
 
 void CudaBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
@@ -231,10 +236,19 @@ void CudaBackend::LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight,
   Record(gemm_->Linear(in, weight, bias, out, accumulate, stream_));
 }
 
+void CudaBackend::LinearActivateImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                                     const DeviceMatrix& out) {
+  const std::optional<cuda::GemmEpilogue> epilogue = cuda::GemmEpilogueFor(act);
+  if (!epilogue.has_value()) {
+    Backend::LinearActivateImpl(in, weight, bias, act, out);
+    return;
+  }
+  Record(gemm_->Linear(in, weight, bias, out, /*accumulate=*/false, stream_, *epilogue));
+}
+
 void CudaBackend::RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                       const float* inv_freq) {
-  cuda::LaunchRope(x, heads, head_dim, rotary_dim, positions, inv_freq, stream_);
-  CheckLaunch("rope");
+                       const float* cos_sin) {
+  CheckRun(cuda::RunRope(x, heads, head_dim, rotary_dim, positions, cos_sin, stream_), "rope");
 }
 
 void CudaBackend::ActivateImpl(Activation act, const DeviceMatrix& x) {
@@ -243,8 +257,7 @@ void CudaBackend::ActivateImpl(Activation act, const DeviceMatrix& x) {
 }
 
 void CudaBackend::GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) {
-  cuda::LaunchGatedActivate(act, in, out, stream_);
-  CheckLaunch("gated activation");
+  CheckRun(cuda::RunGatedActivate(act, in, out, stream_), "gated activation");
 }
 
 void CudaBackend::AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) {

@@ -60,8 +60,11 @@ class CudaBackend final : public Backend {
   void RmsNormHeadsImpl(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps) override;
   void LinearImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
               bool accumulate) override;
+  // GELU-tanh and ReLU in cuBLASLt's epilogue; other activations as Linear, then Activate.
+  void LinearActivateImpl(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, Activation act,
+                          const DeviceMatrix& out) override;
   void RopeImpl(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-            const float* inv_freq) override;
+            const float* cos_sin) override;
   void ActivateImpl(Activation act, const DeviceMatrix& x) override;
   void GatedActivateImpl(Activation act, const DeviceMatrix& in, const DeviceMatrix& out) override;
   void AddImpl(const DeviceMatrix& x, const DeviceMatrix& y) override;
@@ -77,6 +80,8 @@ class CudaBackend final : public Backend {
   void Record(absl::Status status);
   // Records a failed kernel launch of `op`.
   void CheckLaunch(const char* op);
+  // Records the message of a failed op from elementwise_ops.h ("" = none), then any launch error.
+  void CheckRun(const std::string& failure, const char* op);
 
   int device_ = 0;
   DType element_ = DType::kBF16;

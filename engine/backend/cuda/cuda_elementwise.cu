@@ -68,15 +68,14 @@ __global__ void RmsNormHeadsKernel(Rows<T> x, int heads, int head_dim, const T* 
 }
 
 template <typename T>
-__global__ void RopeKernel(Rows<T> x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq) {
+__global__ void RopeKernel(Rows<T> x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* cos_sin) {
   const int64_t r = blockIdx.x;
   const int half = rotary_dim / 2;
-  const float position = static_cast<float>(positions[r]);
+  const float* cos_table = cos_sin + static_cast<int64_t>(positions[r]) * rotary_dim;  // [half] cos, then [half] sin
   T* row = x.row(r);
   for (int i = threadIdx.x; i < heads * half; i += blockDim.x) {
     const int h = i / half, d = i % half;
-    float s, c;
-    sincosf(position * inv_freq[d], &s, &c);
+    const float c = cos_table[d], s = cos_table[half + d];
     T* head = row + static_cast<int64_t>(h) * head_dim;
     const float a = ToFloat(head[d]), b = ToFloat(head[d + half]);
     head[d] = FromFloat<T>(a * c - b * s);
@@ -179,11 +178,11 @@ void LaunchRmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const De
   })
 }
 
-void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq,
+void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* cos_sin,
                 cudaStream_t stream) {
   if (x.rows == 0) return;
   ARACH_DISPATCH_HALF(x.dtype, T, {
-    ARACH_LAUNCH(RopeKernel<T>, static_cast<unsigned>(x.rows), kThreads, 0, stream)(Rows<T>(x), heads, head_dim, rotary_dim, positions, inv_freq);
+    ARACH_LAUNCH(RopeKernel<T>, static_cast<unsigned>(x.rows), kThreads, 0, stream)(Rows<T>(x), heads, head_dim, rotary_dim, positions, cos_sin);
   })
 }
 

@@ -22,8 +22,8 @@ void LaunchNorm(const DeviceMatrix& in, const DeviceMatrix& weight, const Device
                 const DeviceMatrix& out, cudaStream_t stream);
 // In place: RMSNorm of each head of every row (one warp per head), weight [head_dim].
 void LaunchRmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps, cudaStream_t stream);
-// Rotate-half RoPE in place on `heads` heads of every row.
-void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* inv_freq,
+// Rotate-half RoPE in place on `heads` heads of every row; cos_sin as Backend::Rope.
+void LaunchRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions, const float* cos_sin,
                 cudaStream_t stream);
 void LaunchActivate(Activation act, const DeviceMatrix& x, cudaStream_t stream);
 void LaunchGatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out, cudaStream_t stream);

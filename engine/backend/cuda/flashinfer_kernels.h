@@ -1,5 +1,6 @@
-// Our entry points into FlashInfer (v0.6.9, header-only): its sampling stages (flashinfer_sampling.cu, at the end)
-// and its batched paged-KV attention, one explicit instantiation per element type, head size and kind
+// Our entry points into FlashInfer (v0.6.9, header-only): its sampling stages (flashinfer_sampling.cu, at the end),
+// its norms, RoPE and gated activations (flashinfer_elementwise.cu, at the end; elementwise_ops.h says which shapes
+// go there) and its batched paged-KV attention, one explicit instantiation per element type, head size and kind
 // (flashinfer_{decode,prefill}_{bf16,f16}_{64,128}.cu), so that each heavy kernel family compiles in its own
 // translation unit. This header is plain C++: FlashInfer's own
 // headers are seen only by those .cu files; its plan is carried between Plan and Run as the vector its PlanInfo
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "engine/backend/attention_params.h"
+#include "engine/backend/device_matrix.h"
+#include "engine/core/activation.h"
 #include "engine/core/dtype.h"
 
 namespace arach::cuda {
@@ -84,5 +87,21 @@ std::string FlashInferTopKRenorm(const float* probs, float* out, int rows, int v
 // out = probs restricted to the largest ones whose sum reaches top_p[row] (those tied with the last one kept too;
 // top_p >= 1 keeps all), renormalised.
 std::string FlashInferTopPRenorm(const float* probs, float* out, int rows, int vocab, const float* top_p, cudaStream_t stream);
+
+// Element-wise stages (flashinfer_elementwise.cu) on matrices of the backend's 16-bit type, for the shapes
+// elementwise_ops.h hands them (FlashInferTakes*). Errors come back as a message; "" = success.
+//
+// out = in / rms(in) * weight (norm::RMSNorm).
+std::string FlashInferRmsNorm(const DeviceMatrix& in, const DeviceMatrix& weight, float eps, const DeviceMatrix& out,
+                              cudaStream_t stream);
+// In place, each head of each row of x: x[h] / rms(x[h]) * weight (norm::QKRMSNorm).
+std::string FlashInferRmsNormHeads(const DeviceMatrix& x, int heads, int head_dim, const DeviceMatrix& weight, float eps,
+                                   cudaStream_t stream);
+// In place, rotate-half RoPE of the first rotary_dim dims of each head from the cos/sin table (as Backend::Rope;
+// BatchQKApplyRotaryPosIdsCosSinCache).
+std::string FlashInferRope(const DeviceMatrix& x, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                           const float* cos_sin, cudaStream_t stream);
+// out = act(in[:, :I]) * in[:, I:] (activation::act_and_mul_kernel with our act).
+std::string FlashInferGatedActivate(Activation act, const DeviceMatrix& in, const DeviceMatrix& out, cudaStream_t stream);
 
 }  // namespace arach::cuda
