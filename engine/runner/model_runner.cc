@@ -28,7 +28,12 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   runner->config_ = config;
   runner->backend_ = std::move(backend);
   ARACH_ASSIGN_OR_RETURN(runner->weights_, DeviceWeights::Upload(*runner->backend_, std::move(weights), std::move(features)));
-  // The pool comes after the weights, from what the device still has (on the CPU: within a container's
+  if (config.use_rope) {  // every position a sequence may reach (Flatten refuses the ones past max_positions)
+    const std::vector<float> cos_sin = config.rope.CosSinTable(config.max_positions);
+    ARACH_ASSIGN_OR_RETURN(runner->rope_table_, runner->backend_->Allocate(cos_sin.size() * sizeof(float)));
+    runner->backend_->CopyToDevice(runner->rope_table_->data(), cos_sin.data(), cos_sin.size() * sizeof(float));
+  }
+  // The pool comes after the weights and the RoPE table, from what the device still has (on the CPU: within a container's
   // memory limit): sized as a fraction of it, or an explicit size checked against it.
   ARACH_ASSIGN_OR_RETURN(const MemoryBudget available, runner->backend_->AvailableMemory());
   const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->kv_cache_dtype());
@@ -48,11 +53,6 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
                                          DescribeBytes(available.bytes), " available: ", available.source);
   ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, sized));
   runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
-  if (config.use_rope) {  // every position a sequence may reach (Flatten refuses the ones past max_positions)
-    const std::vector<float> cos_sin = config.rope.CosSinTable(config.max_positions);
-    ARACH_ASSIGN_OR_RETURN(runner->rope_table_, runner->backend_->Allocate(cos_sin.size() * sizeof(float)));
-    runner->backend_->CopyToDevice(runner->rope_table_->data(), cos_sin.data(), cos_sin.size() * sizeof(float));
-  }
   return runner;
 }
 
