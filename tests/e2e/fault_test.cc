@@ -287,11 +287,17 @@ TEST_F(Warm, SigtermUnderLoadLosesNoAcceptedRequest) {
   while (started < 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   server->Signal(SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const grpc::Status late = client->Generate(Request(4, 99), [](const auto&) {});
+  int late_tokens = 0;
+  const grpc::Status late = client->Generate(Request(4, 99), [&](const arach::v1::GenerateResponse& r) { late_tokens += r.token_ids_size(); });
   for (auto& t : threads) t.join();
   auto code = server->Wait(std::chrono::seconds(150));
   Report("sigterm", kRequests + 1, tally, 0, 0, 0, 0, 0);
-  EXPECT_EQ(late.error_code(), grpc::StatusCode::UNAVAILABLE);
+  // Refused: our handler answers UNAVAILABLE once draining; a call gRPC had taken in but not yet handed to a handler
+  // when its shutdown began is cancelled by gRPC itself (seen once under ASan on a loaded machine). Either way it
+  // never ran.
+  EXPECT_TRUE(late.error_code() == grpc::StatusCode::UNAVAILABLE || late.error_code() == grpc::StatusCode::CANCELLED)
+      << late.error_code() << " " << late.error_message();
+  EXPECT_EQ(late_tokens, 0);
   EXPECT_EQ(tally[grpc::StatusCode::OK], kRequests) << "every request accepted before SIGTERM completes";
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(tokens[i], 24) << i;
   ASSERT_TRUE(code.ok()) << code.status();
