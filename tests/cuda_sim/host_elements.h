@@ -21,7 +21,7 @@ inline void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {
   ConvertFromFloat(m.dtype, &v, 1, static_cast<char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype));
 }
 
-// The activations in float32, by the formulas of the GPU's kernels (cuda_elementwise.cu's Act).
+// The activations in float32, by the formulas of the GPU's kernels (activation_math.cuh).
 inline float FloatActivation(Activation act, float x) {
   switch (act) {
     case Activation::kGeluTanh: return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));

@@ -2,6 +2,7 @@
 // row gathers/scatters.
 #include <cmath>
 
+#include "engine/backend/cuda/activation_math.cuh"
 #include "engine/backend/cuda/cuda_common.cuh"
 #include "engine/backend/cuda/cuda_kernels.h"
 
@@ -81,16 +82,6 @@ __global__ void RopeKernel(Rows<T> x, int heads, int head_dim, int rotary_dim, c
     head[d] = FromFloat<T>(a * c - b * s);
     head[d + half] = FromFloat<T>(b * c + a * s);
   }
-}
-
-__device__ __forceinline__ float Act(Activation act, float x) {
-  switch (act) {
-    case Activation::kGeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    case Activation::kGeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-    case Activation::kSilu: return x / (1.0f + __expf(-x));
-    case Activation::kRelu: return fmaxf(x, 0.0f);
-  }
-  return x;
 }
 
 template <typename T>

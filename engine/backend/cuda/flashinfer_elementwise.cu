@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "engine/backend/cuda/activation_math.cuh"
 #include "engine/backend/cuda/flashinfer_kernels.h"
 #include "flashinfer/activation.cuh"
 #include "flashinfer/norm.cuh"
@@ -41,14 +42,6 @@ template <typename E>
 E* Elements(const DeviceMatrix& m) {
   return static_cast<E*>(m.data);
 }
-
-// The activations our gated MLPs use, as act_and_mul_kernel takes them (the formulas of cuda_elementwise.cu's Act).
-__device__ __forceinline__ float SiluOf(const float& x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float GeluTanhOf(const float& x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float GeluErfOf(const float& x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
-__device__ __forceinline__ float ReluOf(const float& x) { return fmaxf(x, 0.0f); }
 
 template <typename E, float (*kAct)(const float&)>
 cudaError_t LaunchActAndMul(const DeviceMatrix& in, const DeviceMatrix& out, cudaStream_t stream) {
