@@ -20,7 +20,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(Backend& backend, const
   cache->num_kv_heads_ = model.num_kv_heads;
   cache->head_dim_ = model.head_dim;
   cache->dtype_ = backend.kv_cache_dtype();
-  const size_t layer_bytes = static_cast<size_t>(config.num_blocks) * config.block_size * model.num_kv_heads *
+  const size_t layer_bytes = static_cast<size_t>(cache->allocated_blocks()) * config.block_size * model.num_kv_heads *
                              model.head_dim * DTypeSize(cache->dtype_);
   for (int l = 0; l < model.num_layers; ++l) {
     ARACH_ASSIGN_OR_RETURN(auto k, backend.Allocate(layer_bytes));

@@ -16,6 +16,9 @@ struct KvCacheConfig {
   int num_blocks = 0;   // blocks in the pool (all layers share block ids)
   // When num_blocks is 0: size the pool to this fraction of the device memory free after the weights.
   double free_memory_fraction = 0;
+  // One more block beyond num_blocks that no sequence owns: the KV slot of the padding sequences that fill a
+  // decode step up to its step graph's batch size (ModelRunner). Not counted in num_blocks().
+  bool padding_block = false;
 };
 
 class KvCache {
@@ -27,15 +30,18 @@ class KvCache {
                                                          const KvCacheConfig& config);
 
   PagedKvLayer layer(int index) const;
-  int num_blocks() const { return config_.num_blocks; }
+  int num_blocks() const { return config_.num_blocks; }  // the blocks sequences may own: ids [0, num_blocks)
+  // The block id of the padding block (KvCacheConfig::padding_block), or -1 without one.
+  int padding_block() const { return config_.padding_block ? config_.num_blocks : -1; }
   int block_size() const { return config_.block_size; }
   size_t total_bytes() const { return total_bytes_; }
   DType dtype() const { return dtype_; }  // the backend's kv_cache_dtype()
   // Bytes one cached token takes over all layers (K and V): 2 * layers * kv_heads * head_dim * dtype size.
-  size_t bytes_per_token() const { return total_bytes_ / (static_cast<size_t>(config_.num_blocks) * config_.block_size); }
+  size_t bytes_per_token() const { return total_bytes_ / (static_cast<size_t>(allocated_blocks()) * config_.block_size); }
 
  private:
   KvCache() = default;
+  int allocated_blocks() const { return config_.num_blocks + (config_.padding_block ? 1 : 0); }
   KvCacheConfig config_;
   int num_kv_heads_ = 0;
   int head_dim_ = 0;

@@ -38,20 +38,29 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   ARACH_ASSIGN_OR_RETURN(const MemoryBudget available, runner->backend_->AvailableMemory());
   const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->kv_cache_dtype());
   KvCacheConfig sized = kv;
+  // Where decode steps run as step graphs, they are padded to a batch-size bucket by sequences writing one block
+  // of their own.
+  sized.padding_block = runner->backend_->records_step_graphs();
+  const int padding_blocks = sized.padding_block ? 1 : 0;
   if (sized.num_blocks <= 0 && sized.free_memory_fraction > 0) {
-    sized.num_blocks = static_cast<int>(static_cast<double>(available.bytes) * kv.free_memory_fraction / per_block);
+    sized.num_blocks =
+        static_cast<int>(static_cast<double>(available.bytes) * kv.free_memory_fraction / per_block) - padding_blocks;
     if (sized.num_blocks < 1) {
       return absl::ResourceExhaustedError(absl::StrCat("KV cache: ", kv.free_memory_fraction, " of the ", DescribeBytes(available.bytes),
                                                        " available (", available.source, ") holds no block of ", per_block, " bytes"));
     }
-  } else if (static_cast<double>(sized.num_blocks) * per_block > static_cast<double>(available.bytes)) {
+  } else if (static_cast<double>(sized.num_blocks + padding_blocks) * per_block > static_cast<double>(available.bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "KV cache: a pool of ", sized.num_blocks, " blocks (", DescribeBytes(static_cast<int64_t>(sized.num_blocks) * per_block),
         ") does not fit beside the weights: ", DescribeBytes(available.bytes), " available (", available.source, ")"));
   }
-  runner->kv_memory_note_ = absl::StrCat(DescribeBytes(static_cast<int64_t>(sized.num_blocks) * per_block), " of ",
+  runner->kv_memory_note_ = absl::StrCat(DescribeBytes(static_cast<int64_t>(sized.num_blocks + padding_blocks) * per_block), " of ",
                                          DescribeBytes(available.bytes), " available: ", available.source);
   ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, sized));
+  if (runner->kv_cache_->padding_block() >= 0) {
+    runner->padding_table_ = std::make_unique<BlockTable>(sized.block_size);
+    runner->padding_table_->Append(runner->kv_cache_->padding_block());
+  }
   runner->workspace_ = std::make_unique<Workspace>(*runner->backend_);
   return runner;
 }
@@ -75,8 +84,9 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     if (seq.block_table->capacity() < end) {
       return Broken(s, absl::StrCat("block table holds ", seq.block_table->capacity(), " positions, ", end, " needed"));
     }
+    const bool padding = seq.block_table == padding_table_.get();  // PaddedTo's sequences own no block of the pool
     for (int32_t block : seq.block_table->blocks()) {
-      if (block < 0 || block >= kv_cache_->num_blocks()) {
+      if (!padding && (block < 0 || block >= kv_cache_->num_blocks())) {
         return Broken(s, absl::StrCat("block id ", block, " is outside the pool of ", kv_cache_->num_blocks()));
       }
     }
@@ -214,15 +224,23 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
 }
 
 absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
-  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(batch));
   const ModelConfig& c = config_;
   Backend& b = *backend_;
+  const int num_requested = static_cast<int>(batch.sequences.size());  // the caller's sequences, before any padding
+  const std::optional<int> graph_batch_size = StepGraphBatchSize(batch);
+  const bool padded = graph_batch_size.has_value() && *graph_batch_size > num_requested;
+  ForwardBatch padded_batch;
+  if (padded) padded_batch = PaddedTo(batch, *graph_batch_size);
+  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch));
   const int num_verbal = static_cast<int>(flat.ids.size());
   const int num_hub = flat.num_hub_rows();
-  const int num_seqs = static_cast<int>(batch.sequences.size());
+  const int num_seqs = static_cast<int>(flat.query_start.size()) - 1;  // with the padding sequences
   const bool want_mass = std::any_of(batch.sequences.begin(), batch.sequences.end(),
                                      [](const SequenceInput& s) { return s.attention_diagnostics; });
-  const std::optional<StepGraphKey> graph_key = StepGraphKeyFor(flat, want_mass);
+  std::optional<StepGraphKey> graph_key;
+  if (graph_batch_size) {
+    graph_key = StepGraphKey{num_seqs, num_hub, static_cast<int>(flat.skip_rows.size()), static_cast<int>(flat.logit_rows.size())};
+  }
 
   // Every metadata array of the step in one transfer (on a GPU, one DMA from page-locked memory). The block tables
   // go last: they are the one array whose length changes from one decode step to the next, so every other array
@@ -283,10 +301,11 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
 
   ForwardOutput output;
   output.vocab_size = c.vocab_size;
-  output.row_start = flat.logit_row_start;
+  // The requested sequences' rows only: the padding sequences' rows come after them and stay on the device.
+  output.row_start.assign(flat.logit_row_start.begin(), flat.logit_row_start.begin() + num_requested + 1);
   const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
   if (logit_rows > 0) {
-    const DeviceMatrix returned = logits->Rows(num_sampled, logit_rows - num_sampled);
+    const DeviceMatrix returned = logits->Rows(num_sampled, output.row_start.back());
     output.logits.resize(static_cast<size_t>(returned.rows) * c.vocab_size);
     if (returned.rows > 0) b.DownloadFloat(output.logits.data(), returned);
     if (num_sampled > 0) {
@@ -299,8 +318,8 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
         if (graph_key) step_graphs_.erase(*graph_key);
         return sampled;
       }
-      output.sampled_tokens.assign(num_seqs, -1);
-      output.sampled_logprobs.assign(num_seqs, 0.0f);
+      output.sampled_tokens.assign(num_requested, -1);
+      output.sampled_logprobs.assign(num_requested, 0.0f);
       for (int i = 0; i < num_sampled; ++i) {
         output.sampled_tokens[flat.sampled_seqs[i]] = tokens[i];
         output.sampled_logprobs[flat.sampled_seqs[i]] = logprobs[i];
@@ -309,7 +328,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   }
   if (want_mass) {
     output.attention_diagnostics.num_layers = c.num_layers;
-    output.attention_diagnostics.num_sequences = num_seqs;
+    output.attention_diagnostics.num_sequences = num_seqs;  // never padded: steps with diagnostics run without a graph
     output.attention_diagnostics.num_heads = c.num_heads;
     output.attention_diagnostics.sums.resize(static_cast<size_t>(mass_sums.rows * mass_sums.cols));
     b.DownloadFloat(output.attention_diagnostics.sums.data(), mass_sums);
@@ -346,16 +365,31 @@ absl::StatusOr<DeviceMatrix> ModelRunner::EnqueueForward(const StepDevicePointer
   return logits;
 }
 
-std::optional<ModelRunner::StepGraphKey> ModelRunner::StepGraphKeyFor(const FlatBatch& flat, bool want_mass) const {
-  const int num_seqs = static_cast<int>(flat.query_start.size()) - 1;
-  const int num_verbal = static_cast<int>(flat.ids.size());
+std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) const {
+  if (!step_graphs_enabled_ || !backend_->records_step_graphs() || padding_table_ == nullptr) return std::nullopt;
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
   // the diagnostics' extra buffer.
-  if (!step_graphs_enabled_ || !backend_->records_step_graphs() || want_mass || num_seqs == 0 || num_verbal != num_seqs ||
-      num_seqs > kMaxStepGraphSequences) {
-    return std::nullopt;
+  for (const SequenceInput& seq : batch.sequences) {
+    if (seq.tokens.size() != 1 || seq.attention_diagnostics) return std::nullopt;
   }
-  return StepGraphKey{num_seqs, flat.num_hub_rows(), static_cast<int>(flat.skip_rows.size()), static_cast<int>(flat.logit_rows.size())};
+  const int num_seqs = static_cast<int>(batch.sequences.size());
+  for (int bucket : kStepGraphBuckets) {
+    if (num_seqs <= bucket) return num_seqs == 0 ? std::nullopt : std::optional<int>(bucket);
+  }
+  return std::nullopt;
+}
+
+ForwardBatch ModelRunner::PaddedTo(const ForwardBatch& batch, int batch_size) const {
+  static constexpr int32_t kPaddingToken[] = {0};
+  ForwardBatch padded = batch;
+  SequenceInput filler;
+  filler.tokens = kPaddingToken;
+  filler.start_position = 0;
+  filler.block_table = padding_table_.get();
+  filler.logits = LogitsMode::kLast;  // a logit row each, so that the logit rows follow the batch size too
+  filler.variant = batch.sequences.front().variant;
+  padded.sequences.resize(batch_size, filler);
+  return padded;
 }
 
 absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key,

@@ -46,7 +46,9 @@ class ModelRunner {
   // Step graphs (where the backend records them, Backend::records_step_graphs): a decode step's ops, from the
   // embeddings to the logits, are recorded the second time a batch shape (sequences, hub rows, skip rows, logit
   // rows) comes, and replayed for every later step of that shape, its metadata uploaded to the same addresses
-  // first. On by default.
+  // first. A decode step of S sequences runs as one of the next batch-size bucket (kStepGraphBuckets), filled up
+  // with padding sequences, so that batches that shrink and grow by a few sequences replay the same graph. On by
+  // default.
   void set_step_graphs(bool enabled) { step_graphs_enabled_ = enabled; }
   struct StepGraphStats {
     int64_t recorded = 0;
@@ -103,19 +105,24 @@ class ModelRunner {
   // Queues the forward from the embeddings to the logits ([logit_rows, V] float32; empty without logit rows).
   absl::StatusOr<DeviceMatrix> EnqueueForward(const StepDevicePointers& step, int num_hub, int logit_rows);
 
-  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows): the shape every launch of a decode step
-  // follows from.
+  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step: the shape every launch of
+  // a decode step follows from.
   using StepGraphKey = std::tuple<int, int, int, int>;
-  static constexpr int kMaxStepGraphs = 64;            // recorded shapes kept at most (then the least recently replayed goes)
-  static constexpr int kMaxStepGraphSequences = 256;  // larger decode batches run without a graph
+  static constexpr int kMaxStepGraphs = 64;  // recorded shapes kept at most (then the least recently replayed goes)
+  // The batch sizes decode steps are padded to; larger decode batches run without a graph.
+  static constexpr int kStepGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  // The batch size `batch` runs as when it may run as a step graph (its bucket); nullopt for other steps.
+  std::optional<int> StepGraphBatchSize(const ForwardBatch& batch) const;
+  // `batch` filled up to `batch_size` sequences by padding sequences: one token at position 0 written to the KV
+  // cache's padding block, the variant of the batch's first sequence (a batch of one variant keeps its shape), the
+  // last row's logits computed but never returned, nothing sampled.
+  ForwardBatch PaddedTo(const ForwardBatch& batch, int batch_size) const;
   struct RecordedStep {
     std::unique_ptr<StepGraph> graph;
     uint64_t workspace_generation = 0;  // the scratch addresses it was recorded with
     DeviceMatrix logits;                // where it writes the logits
     uint64_t last_used = 0;             // graph_clock_ when it was last recorded or replayed
   };
-  // The step's key where it may run as a graph.
-  std::optional<StepGraphKey> StepGraphKeyFor(const FlatBatch& flat, bool want_mass) const;
   // Replays the graph recorded for `key`, or runs `enqueue` (recording it when the shape has come before).
   absl::StatusOr<DeviceMatrix> RunAsStepGraph(const StepGraphKey& key, const std::function<absl::StatusOr<DeviceMatrix>()>& enqueue);
 
@@ -132,6 +139,7 @@ class ModelRunner {
   std::string kv_memory_note_;
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<DeviceBuffer> rope_table_;  // [max_positions, rotary_dim] float32 (RopeConfig::CosSinTable), RoPE models only
+  std::unique_ptr<BlockTable> padding_table_;  // the KV cache's padding block, where step graphs pad decode steps
   bool step_graphs_enabled_ = true;
   std::map<StepGraphKey, RecordedStep> step_graphs_;
   std::set<StepGraphKey> warmed_up_;  // shapes run once already

@@ -3,7 +3,7 @@
 // parameters): decode steps replayed from a recording give the logits of steps run op by op (exactly on the
 // simulator; on a GPU within the reduced-precision tolerance, FlashInfer's graph schedule splitting the KV its own
 // way), for every variant in one batch, while the block tables grow across KV blocks and sequences finish (new
-// shapes are recorded, old ones replayed).
+// shapes are recorded, old ones replayed); and batches padded to their batch-size bucket replay one graph.
 #include <memory>
 #include <span>
 #include <string>
@@ -18,10 +18,11 @@
 namespace arach {
 namespace {
 
-std::unique_ptr<ModelRunner> CudaRunner(const std::string& model, bool step_graphs) {
+// block_size 1 by default: block tables that outgrow their 64-byte slot of the step's upload as the steps go.
+std::unique_ptr<ModelRunner> CudaRunner(const std::string& model, bool step_graphs, int block_size = 1) {
   testing::FixtureOptions options;
   options.adapter = true;
-  options.block_size = 1;  // block tables that outgrow their 64-byte slot of the step's upload as the steps go
+  options.block_size = block_size;
   options.device = DeviceKind::kCuda;
 #if defined(ARACH_TEST_CUDA_SIM)
   options.make_backend = testing::CreateSimulatedCudaBackendFor;
@@ -86,6 +87,44 @@ TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
     EXPECT_LE(recorded->step_graph_stats().recorded, 8) << model;
     EXPECT_GE(recorded->step_graph_stats().replayed, 12) << model;
     EXPECT_EQ(plain->step_graph_stats().recorded, 0) << model;
+  }
+}
+
+TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphPaddedWithSequencesOfTheirOwn) {
+#if !defined(ARACH_TEST_CUDA_SIM)
+  ARACH_REQUIRE_GPU();
+#endif
+  ARACH_REQUIRE_FIXTURES();
+  {
+    const Variant variant{.arach = true, .skip = true};  // padded hub and skip rows too
+    std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
+    ASSERT_NE(recorded, nullptr);
+    ASSERT_NE(plain, nullptr);
+    // 8 sequences for 4 steps, then 7, 6 and 5 for two steps each (padded to 8 with sequences writing the padding
+    // block, not these sequences' KV), then 4 for 4 steps: two batch sizes, 8 and 4.
+    std::vector<std::vector<int32_t>> sequences;
+    for (int length : {14, 14, 14, 14, 10, 8, 6, 4}) {  // the first sequences live longest (their KV is read throughout)
+      std::vector<int32_t> ids;
+      for (int t = 0; t < length; ++t) ids.push_back(static_cast<int32_t>((29 * t + 13 * sequences.size() + 7) % 250 + 5));
+      sequences.push_back(ids);
+    }
+    const std::vector<Variant> variants(sequences.size(), variant);
+    const auto with_graphs = LogitsTokenByToken(*recorded, sequences, variants);
+    const auto without = LogitsTokenByToken(*plain, sequences, variants);
+    for (size_t s = 0; s < sequences.size(); ++s) {
+      ASSERT_EQ(with_graphs[s].size(), without[s].size());
+#if defined(ARACH_TEST_CUDA_SIM)
+      EXPECT_EQ(with_graphs[s], without[s]) << "sequence " << s << " differs when padded and replayed";
+#else
+      for (size_t i = 0; i < with_graphs[s].size(); ++i) {
+        ASSERT_NEAR(with_graphs[s][i], without[s][i], testing::kReducedPrecisionLogitTolerance) << "sequence " << s << " value " << i;
+      }
+#endif
+    }
+    // Exact shapes would record 5 graphs (8, 7, 6, 5 and 4 sequences); buckets record 2, each on its shape's second
+    // step, and replay them: 2 steps of 8 sequences, the 6 of 7, 6 and 5, 2 of 4.
+    EXPECT_EQ(recorded->step_graph_stats().recorded, 2);
+    EXPECT_EQ(recorded->step_graph_stats().replayed, 10);
   }
 }
 
