@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "engine/backend/cuda/activation_math.cuh"
+#include "engine/backend/cuda/flashinfer_error_text.cuh"
 #include "engine/backend/cuda/flashinfer_kernels.h"
 #include "flashinfer/activation.cuh"
 #include "flashinfer/norm.cuh"
@@ -15,16 +16,11 @@
 namespace arach::cuda {
 namespace {
 
-std::string Failed(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) err = cudaGetLastError();
-  return err == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(err);
-}
-
 // FlashInfer reports unsupported arguments by throwing; they come back as our error messages.
 template <typename Call>
 std::string Guarded(const char* what, Call&& call) {
   try {
-    return Failed(call(), what);
+    return LaunchErrorText(call(), what);
   } catch (const std::exception& e) {
     return std::string(what) + ": " + e.what();
   }
@@ -112,7 +108,7 @@ std::string FlashInferGatedActivate(Activation act, const DeviceMatrix& in, cons
       case Activation::kGeluErf: err = LaunchActAndMul<E, GeluErfOf>(in, out, stream); break;
       case Activation::kRelu: err = LaunchActAndMul<E, ReluOf>(in, out, stream); break;
     }
-    return Failed(err, "FlashInfer act-and-mul");
+    return LaunchErrorText(err, "FlashInfer act-and-mul");
   });
 }
 

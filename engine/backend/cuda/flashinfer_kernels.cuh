@@ -5,6 +5,7 @@
 #include <exception>
 #include <type_traits>
 
+#include "engine/backend/cuda/flashinfer_error_text.cuh"
 #include "engine/backend/cuda/flashinfer_kernels.h"
 #include "flashinfer/attention/decode.cuh"
 #include "flashinfer/attention/default_decode_params.cuh"
@@ -27,10 +28,6 @@ using DecodeParams = flashinfer::BatchDecodeParams<E, E, E, int32_t>;
 template <typename E>
 using PrefillParams = flashinfer::BatchPrefillPagedParams<E, E, E, int32_t>;
 constexpr auto kNoRope = flashinfer::PosEncodingMode::kNone;
-
-inline std::string ErrorText(cudaError_t error, const char* what) {
-  return error == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(error);
-}
 
 // Our pages as FlashInfer's paged_kv_t (NHD: [blocks, block_size, kv_heads, head_dim]).
 template <typename E>
@@ -60,7 +57,7 @@ std::string PlanDecode(const FlashInferWorkspace& w, const FlashInferBatch& batc
           /*enable_cuda_graph=*/batch.for_step_graph, stream, estimate);
     });
     *plan_info = info.ToVector();
-    return ErrorText(status, "FlashInfer decode plan");
+    return CudaErrorText(status, "FlashInfer decode plan");
   } catch (const std::exception& e) {
     return std::string("FlashInfer decode plan: ") + e.what();
   }
@@ -88,7 +85,7 @@ std::string RunDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch
       tmp_v = GetPtrFromBaseOffset<E>(w.float_buffer, info.v_offset);
       tmp_s = GetPtrFromBaseOffset<float>(w.float_buffer, info.s_offset);
     }
-    return ErrorText(flashinfer::BatchDecodeWithPagedKVCacheDispatched<kHeadDim, kNoRope, Variant>(
+    return CudaErrorText(flashinfer::BatchDecodeWithPagedKVCacheDispatched<kHeadDim, kNoRope, Variant>(
                          params, tmp_v, tmp_s, /*enable_pdl=*/false, stream),
                      "FlashInfer decode");
   } catch (const std::exception& e) {
@@ -110,7 +107,7 @@ std::string PlanPrefill(const FlashInferWorkspace& w, const FlashInferBatch& bat
         static_cast<uint32_t>(batch.page_size), /*enable_cuda_graph=*/batch.for_step_graph, sizeof(E), /*window_left=*/-1,
         /*fixed_split_size=*/-1, /*disable_split_kv=*/false, /*num_colocated_ctas=*/0, stream);
     *plan_info = info.ToVector();
-    return ErrorText(status, "FlashInfer prefill plan");
+    return CudaErrorText(status, "FlashInfer prefill plan");
   } catch (const std::exception& e) {
     return std::string("FlashInfer prefill plan: ") + e.what();
   }
@@ -148,7 +145,7 @@ std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batc
                                                                  flashinfer::MaskMode::kCausal, Variant>(
           params, tmp_v, tmp_s, /*enable_pdl=*/false, stream);
     });
-    return ErrorText(status, "FlashInfer prefill");
+    return CudaErrorText(status, "FlashInfer prefill");
   } catch (const std::exception& e) {
     return std::string("FlashInfer prefill: ") + e.what();
   }

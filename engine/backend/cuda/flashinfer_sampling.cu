@@ -3,17 +3,13 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/backend/cuda/flashinfer_error_text.cuh"
 #include "engine/backend/cuda/flashinfer_kernels.h"
 #include "flashinfer/sampling.cuh"
 #include "flashinfer/topk.cuh"
 
 namespace arach::cuda {
 namespace {
-
-std::string Failed(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) err = cudaGetLastError();
-  return err == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(err);
-}
 
 // OnlineSoftmax splits the vocabulary into slices of this many tokens for batches of at most 128 rows over at
 // least 24576 tokens, keeping one partial result per (row, slice) in the workspace.
@@ -28,7 +24,7 @@ size_t FlashInferSoftmaxWorkspaceBytes(int rows, int vocab) {
 
 std::string FlashInferSoftmax(const float* logits, float* probs, int rows, int vocab, const float* temperature,
                               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  return Failed(flashinfer::sampling::OnlineSoftmax<float>(const_cast<float*>(logits), probs, static_cast<uint32_t>(rows),
+  return LaunchErrorText(flashinfer::sampling::OnlineSoftmax<float>(const_cast<float*>(logits), probs, static_cast<uint32_t>(rows),
                                                            static_cast<uint32_t>(vocab), const_cast<float*>(temperature),
                                                            /*temperature_val=*/1.0f, workspace, workspace_bytes,
                                                            /*enable_pdl=*/false, stream),
@@ -47,14 +43,14 @@ size_t FlashInferTopKStateBytes() {
 
 std::string FlashInferTopKRenorm(const float* probs, float* out, int rows, int vocab, const int32_t* top_k, void* row_states,
                                  cudaStream_t stream) {
-  return Failed(flashinfer::sampling::RadixTopKRenormProbMultiCTA<float, int32_t>(
+  return LaunchErrorText(flashinfer::sampling::RadixTopKRenormProbMultiCTA<float, int32_t>(
                     const_cast<float*>(probs), out, const_cast<int32_t*>(top_k), static_cast<uint32_t>(rows), /*top_k_val=*/0,
                     static_cast<uint32_t>(vocab), static_cast<flashinfer::sampling::RadixRowState*>(row_states), stream),
                 "FlashInfer top-k renormalisation");
 }
 
 std::string FlashInferTopPRenorm(const float* probs, float* out, int rows, int vocab, const float* top_p, cudaStream_t stream) {
-  return Failed(flashinfer::sampling::TopPRenormProb<float>(const_cast<float*>(probs), out, const_cast<float*>(top_p),
+  return LaunchErrorText(flashinfer::sampling::TopPRenormProb<float>(const_cast<float*>(probs), out, const_cast<float*>(top_p),
                                                             static_cast<uint32_t>(rows), /*top_p_val=*/1.0f,
                                                             static_cast<uint32_t>(vocab), stream),
                 "FlashInfer top-p renormalisation");
