@@ -408,7 +408,7 @@ absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key
     step_graphs_.erase(found);  // its scratch moved: record it again
   }
   // The first step of a shape runs as it is, sizing the scratch; the next one is recorded.
-  if (warmed_up_.size() >= 16 * kMaxStepGraphs) warmed_up_.clear();
+  if (warmed_up_.size() >= 16 * static_cast<size_t>(max_step_graphs_)) warmed_up_.clear();
   if (warmed_up_.insert(key).second) return enqueue();
   const uint64_t generation = workspace_->generation();
   ARACH_RETURN_IF_ERROR(backend_->BeginStepGraph());
@@ -417,7 +417,7 @@ absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key
   if (!logits.ok()) return logits.status();
   if (!graph.ok()) return graph.status();
   if (workspace_->generation() != generation) return enqueue();  // scratch moved while recording: run it as it is
-  if (step_graphs_.size() >= kMaxStepGraphs) {  // the least recently used shape makes room
+  if (step_graphs_.size() >= static_cast<size_t>(max_step_graphs_)) {  // the least recently used shape makes room
     step_graphs_.erase(std::min_element(step_graphs_.begin(), step_graphs_.end(), [](const auto& a, const auto& b) {
       return a.second.last_used < b.second.last_used;
     }));

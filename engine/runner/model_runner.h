@@ -6,6 +6,7 @@
 // token of each ARACH sequence. Only verbal rows write K/V to the cache; hub K/V exist for the step only.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +51,9 @@ class ModelRunner {
   // with padding sequences, so that batches that shrink and grow by a few sequences replay the same graph. On by
   // default.
   void set_step_graphs(bool enabled) { step_graphs_enabled_ = enabled; }
+  // How many recorded shapes are kept (each holds a CUDA graph's device resources); at the limit the least recently
+  // replayed one makes room. 64 by default.
+  void set_max_step_graphs(int count) { max_step_graphs_ = std::max(count, 1); }
   struct StepGraphStats {
     int64_t recorded = 0;
     int64_t replayed = 0;
@@ -108,7 +112,6 @@ class ModelRunner {
   // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step: the shape every launch of
   // a decode step follows from.
   using StepGraphKey = std::tuple<int, int, int, int>;
-  static constexpr int kMaxStepGraphs = 64;  // recorded shapes kept at most (then the least recently replayed goes)
   // The batch sizes decode steps are padded to; larger decode batches run without a graph.
   static constexpr int kStepGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   // The batch size `batch` runs as when it may run as a step graph (its bucket); nullopt for other steps.
@@ -141,6 +144,7 @@ class ModelRunner {
   std::unique_ptr<DeviceBuffer> rope_table_;  // [max_positions, rotary_dim] float32 (RopeConfig::CosSinTable), RoPE models only
   std::unique_ptr<BlockTable> padding_table_;  // the KV cache's padding block, where step graphs pad decode steps
   bool step_graphs_enabled_ = true;
+  int max_step_graphs_ = 64;  // recorded shapes kept at most (then the least recently replayed goes)
   std::map<StepGraphKey, RecordedStep> step_graphs_;
   std::set<StepGraphKey> warmed_up_;  // shapes run once already
   uint64_t graph_clock_ = 0;          // counts the steps run as graphs

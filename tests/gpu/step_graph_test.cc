@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kv/block_allocator.h"
 #include "engine/runner/offline_session.h"
 #include "gtest/gtest.h"
 #include "tests/testing/devices.h"
@@ -126,6 +127,49 @@ TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphPaddedWithSequencesOfThei
     EXPECT_EQ(recorded->step_graph_stats().recorded, 2);
     EXPECT_EQ(recorded->step_graph_stats().replayed, 10);
   }
+}
+
+TEST(StepGraphs, AtTheLimitTheLeastRecentlyReplayedShapeMakesRoom) {
+#if !defined(ARACH_TEST_CUDA_SIM)
+  ARACH_REQUIRE_GPU();
+#endif
+  ARACH_REQUIRE_FIXTURES();
+  std::unique_ptr<ModelRunner> runner = CudaRunner("gpt2-tiny", true, 16);
+  ASSERT_NE(runner, nullptr);
+  runner->set_max_step_graphs(2);
+  BlockAllocator allocator(runner->kv_cache().num_blocks());
+  std::vector<BlockTable> tables(4, BlockTable(runner->kv_cache().block_size()));
+  for (BlockTable& table : tables) ASSERT_TRUE(table.Reserve(32, allocator).ok());
+  std::vector<int> next_position(tables.size(), 0);
+  const int32_t token[] = {42};
+  // One decode step of the first `n` sequences (batch sizes 1, 2 and 4 are three shapes).
+  const auto step = [&](int n) {
+    ForwardBatch batch;
+    for (int s = 0; s < n; ++s) {
+      SequenceInput seq;
+      seq.tokens = token;
+      seq.start_position = next_position[s]++;
+      seq.block_table = &tables[s];
+      batch.sequences.push_back(seq);
+    }
+    ASSERT_TRUE(runner->Execute(batch).ok());
+  };
+  const auto recorded = [&] { return runner->step_graph_stats().recorded; };
+  const auto replayed = [&] { return runner->step_graph_stats().replayed; };
+  step(4);  // shape C runs first, sizing the scratch for all three (a graph is dropped when its scratch moves)
+  step(1), step(1);  // shape A: run, then recorded
+  step(2), step(2);  // shape B: run, then recorded (2 kept: the limit)
+  ASSERT_EQ(recorded(), 2);
+  step(1);  // A replayed: now B is the least recently used
+  EXPECT_EQ(replayed(), 1);
+  step(4);  // C, seen before: recorded, and B makes room
+  EXPECT_EQ(recorded(), 3);
+  step(1);  // A was kept: replayed, not recorded again
+  EXPECT_EQ(recorded(), 3);
+  EXPECT_EQ(replayed(), 2);
+  step(2);  // B was dropped: recorded again (it has run before)
+  EXPECT_EQ(recorded(), 4);
+  EXPECT_EQ(replayed(), 2);
 }
 
 }  // namespace
