@@ -44,7 +44,7 @@ inline const std::vector<std::string> kForwardBenchFlags = {"models", "fixtures"
                                                             "prompt_len", "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "decode_batch",
                                                             "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
-inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "concurrency", "requests_per_client",
+inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
                                                            "json_schema", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};

@@ -1,11 +1,11 @@
-// Serving throughput of the Engine on CPU: closed-loop clients at several concurrencies submit requests
-// (fixed prompt and output lengths, one variant); prints requests/s, output tokens/s and TTFT / TPOT
-// percentiles per concurrency.
+// Serving throughput of the Engine (scheduler, continuous batching, sampling; on --device cuda also step graphs and
+// sampling on the GPU), without gRPC: closed-loop clients at several concurrencies submit requests (fixed prompt
+// and output lengths, one variant); prints requests/s, output tokens/s and TTFT / TPOT percentiles per concurrency.
 //
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
-//   build/bench/engine_bench [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
+//   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json]
 #include <algorithm>
 #include <atomic>
@@ -104,7 +104,7 @@ int Run() {
     int v;
     if (absl::SimpleAtoi(c, &v) && v > 0) levels.push_back(v);
   }
-  absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/false);
+  absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/true);
   if (!base_load.ok()) {
     std::fprintf(stderr, "%s\n", base_load.status().ToString().c_str());
     return 2;

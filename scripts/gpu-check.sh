@@ -7,10 +7,10 @@
 # There (the GPU machine, repository root, .gpu carried):  bash scripts/gpu-check.sh run [tests|bench|peers|all]
 #   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs, sampling on the device vs the
 #          CPU sampler, CUDA-graph decode steps vs steps run op by op) and a generation;
-#   bench: our engine on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, and
-#          the variant costs; peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
+#   bench: our forward on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, the
+#          variant costs, and the serving engine (continuous batching, no gRPC) at concurrency 1/64/256; peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
 #   Output also goes to $OUT.
-#   Worst-case times: tests 4.5 min, bench 4 min, peers 4 min; split across calls to fit the 10-minute limit.
+#   Worst-case times: tests 4.5 min, bench 5.5 min, peers 4 min; split across calls to fit the 10-minute limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -20,14 +20,14 @@ case "$mode" in
     set -e
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DARACH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
       -DARACH_BUILD_SERVER=OFF
-    cmake --build "$build" --target ops_test attention_test cuda_conformance_test forward_bench variant_bench arach-run
+    cmake --build "$build" --target ops_test attention_test cuda_conformance_test forward_bench variant_bench engine_bench arach-run
     # Unpacked, the bundle is ~135 MiB (OpenBLAS and ICU data ~65 MiB, fixtures ~58 MiB), over the 64 MiB
     # that a device call carries; packed with xz it is ~60 MiB, and `run` unpacks it on the GPU machine.
     staging="$build/gpu-bundle"
     rm -rf "$staging" .gpu
     ../shared/tools/device-bundle --fixtures gpt2-tiny,neox-tiny,llama-stories260k,refs "$staging" \
       "$build"/tests/ops_test "$build"/tests/attention_test "$build"/tests/cuda_conformance_test \
-      "$build"/bench/forward_bench "$build"/bench/variant_bench "$build"/tools/arach-run
+      "$build"/bench/forward_bench "$build"/bench/variant_bench "$build"/bench/engine_bench "$build"/tools/arach-run
     # The GPU suites read the original fixtures' references only (refs_modern.safetensors, 41 MiB, is for the
     # modern families the CPU suites cover).
     rm -f "$staging"/fixtures/refs/refs_modern.safetensors
@@ -73,6 +73,10 @@ case "$mode" in
       echo "== variant_bench (ours)"
       timeout 90 $bundle/bin/variant_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --prefill_batch 32 --decode_batch 32 \
         --decode_steps 128 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/variant_bench.txt"
+      echo "== engine_bench (ours: the serving engine without gRPC; the server itself is not in the bundle)"
+      timeout 90 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --concurrency 1,64,256 \
+        --requests_per_client 2 --prompt_len 128 --max_tokens 128 --max_num_batched_tokens 8192 \
+        --scratch /tmp/arach-bench-models 2>&1 | tee "$out/engine_bench.txt"
     fi
     if [ "$part" = peers ] || [ "$part" = all ]; then
       echo "== torch peers"
