@@ -366,7 +366,9 @@ absl::StatusOr<DeviceMatrix> ModelRunner::EnqueueForward(const StepDevicePointer
 }
 
 std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) const {
-  if (!step_graphs_enabled_ || !backend_->records_step_graphs() || padding_table_ == nullptr) return std::nullopt;
+  if (!step_graphs_enabled_ || !backend_->records_step_graphs() || padding_table_ == nullptr || batch.sequences.empty()) {
+    return std::nullopt;
+  }
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
   // the diagnostics' extra buffer.
   for (const SequenceInput& seq : batch.sequences) {
@@ -374,7 +376,7 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
   }
   const int num_seqs = static_cast<int>(batch.sequences.size());
   for (int bucket : kStepGraphBuckets) {
-    if (num_seqs <= bucket) return num_seqs == 0 ? std::nullopt : std::optional<int>(bucket);
+    if (num_seqs <= bucket) return bucket;
   }
   return std::nullopt;
 }

@@ -48,6 +48,25 @@ std::vector<std::vector<float>> LogitsTokenByToken(ModelRunner& runner, const st
   return logits;
 }
 
+// The logits of replayed (and padded) steps against those of steps run op by op: equal on the simulator; on a GPU
+// within the reduced-precision tolerance, FlashInfer's schedule for graphs splitting the KV differently (the same
+// sums in another order).
+void ExpectLogitsOfStepsRunOpByOp(const std::vector<std::vector<float>>& with_graphs,
+                                  const std::vector<std::vector<float>>& without, const std::string& label) {
+  ASSERT_EQ(with_graphs.size(), without.size()) << label;
+  for (size_t s = 0; s < with_graphs.size(); ++s) {
+    ASSERT_EQ(with_graphs[s].size(), without[s].size()) << label << ": sequence " << s;
+#if defined(ARACH_TEST_CUDA_SIM)
+    EXPECT_EQ(with_graphs[s], without[s]) << label << ": sequence " << s << " differs when replayed";
+#else
+    for (size_t i = 0; i < with_graphs[s].size(); ++i) {
+      ASSERT_NEAR(with_graphs[s][i], without[s][i], testing::kReducedPrecisionLogitTolerance)
+          << label << ": sequence " << s << " value " << i;
+    }
+#endif
+  }
+}
+
 TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
 #if !defined(ARACH_TEST_CUDA_SIM)
   ARACH_REQUIRE_GPU();
@@ -68,20 +87,8 @@ TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
     variants[1].arach = true;
     variants[2].skip = true;
     variants[3].arach = variants[3].skip = true;
-    const auto with_graphs = LogitsTokenByToken(*recorded, sequences, variants);
-    const auto without = LogitsTokenByToken(*plain, sequences, variants);
-    for (size_t s = 0; s < sequences.size(); ++s) {
-      ASSERT_EQ(with_graphs[s].size(), without[s].size());
-#if defined(ARACH_TEST_CUDA_SIM)
-      EXPECT_EQ(with_graphs[s], without[s]) << model << ": sequence " << s << " differs when replayed";
-#else
-      // On a GPU, FlashInfer's schedule for graphs splits the KV differently: the same sums in another order.
-      for (size_t i = 0; i < with_graphs[s].size(); ++i) {
-        ASSERT_NEAR(with_graphs[s][i], without[s][i], testing::kReducedPrecisionLogitTolerance)
-            << model << ": sequence " << s << " value " << i;
-      }
-#endif
-    }
+    ExpectLogitsOfStepsRunOpByOp(LogitsTokenByToken(*recorded, sequences, variants),
+                                 LogitsTokenByToken(*plain, sequences, variants), model);
     // Shapes: 4, 3, 2 and 1 sequences (hub and skip rows with them) for 10, 5, 5 and 5 steps; each recorded on
     // its second step (again where the growing block tables moved the step's upload to a larger buffer).
     EXPECT_GE(recorded->step_graph_stats().recorded, 4) << model;
@@ -96,37 +103,25 @@ TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphPaddedWithSequencesOfThei
   ARACH_REQUIRE_GPU();
 #endif
   ARACH_REQUIRE_FIXTURES();
-  {
-    const Variant variant{.arach = true, .skip = true};  // padded hub and skip rows too
-    std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
-    ASSERT_NE(recorded, nullptr);
-    ASSERT_NE(plain, nullptr);
-    // 8 sequences for 4 steps, then 7, 6 and 5 for two steps each (padded to 8 with sequences writing the padding
-    // block, not these sequences' KV), then 4 for 4 steps: two batch sizes, 8 and 4.
-    std::vector<std::vector<int32_t>> sequences;
-    for (int length : {14, 14, 14, 14, 10, 8, 6, 4}) {  // the first sequences live longest (their KV is read throughout)
-      std::vector<int32_t> ids;
-      for (int t = 0; t < length; ++t) ids.push_back(static_cast<int32_t>((29 * t + 13 * sequences.size() + 7) % 250 + 5));
-      sequences.push_back(ids);
-    }
-    const std::vector<Variant> variants(sequences.size(), variant);
-    const auto with_graphs = LogitsTokenByToken(*recorded, sequences, variants);
-    const auto without = LogitsTokenByToken(*plain, sequences, variants);
-    for (size_t s = 0; s < sequences.size(); ++s) {
-      ASSERT_EQ(with_graphs[s].size(), without[s].size());
-#if defined(ARACH_TEST_CUDA_SIM)
-      EXPECT_EQ(with_graphs[s], without[s]) << "sequence " << s << " differs when padded and replayed";
-#else
-      for (size_t i = 0; i < with_graphs[s].size(); ++i) {
-        ASSERT_NEAR(with_graphs[s][i], without[s][i], testing::kReducedPrecisionLogitTolerance) << "sequence " << s << " value " << i;
-      }
-#endif
-    }
-    // Exact shapes would record 5 graphs (8, 7, 6, 5 and 4 sequences); buckets record 2, each on its shape's second
-    // step, and replay them: 2 steps of 8 sequences, the 6 of 7, 6 and 5, 2 of 4.
-    EXPECT_EQ(recorded->step_graph_stats().recorded, 2);
-    EXPECT_EQ(recorded->step_graph_stats().replayed, 10);
+  const Variant variant{.arach = true, .skip = true};  // padded hub and skip rows too
+  std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
+  ASSERT_NE(recorded, nullptr);
+  ASSERT_NE(plain, nullptr);
+  // 8 sequences for 4 steps, then 7, 6 and 5 for two steps each (padded to 8 with sequences writing the padding
+  // block, not these sequences' KV), then 4 for 4 steps: two batch sizes, 8 and 4.
+  std::vector<std::vector<int32_t>> sequences;
+  for (int length : {14, 14, 14, 14, 10, 8, 6, 4}) {  // the first sequences live longest (their KV is read throughout)
+    std::vector<int32_t> ids;
+    for (int t = 0; t < length; ++t) ids.push_back(static_cast<int32_t>((29 * t + 13 * sequences.size() + 7) % 250 + 5));
+    sequences.push_back(ids);
   }
+  const std::vector<Variant> variants(sequences.size(), variant);
+  ExpectLogitsOfStepsRunOpByOp(LogitsTokenByToken(*recorded, sequences, variants),
+                               LogitsTokenByToken(*plain, sequences, variants), "padded to buckets");
+  // Exact shapes would record 5 graphs (8, 7, 6, 5 and 4 sequences); buckets record 2, each on its shape's second
+  // step, and replay them: 2 steps of 8 sequences, the 6 of 7, 6 and 5, 2 of 4.
+  EXPECT_EQ(recorded->step_graph_stats().recorded, 2);
+  EXPECT_EQ(recorded->step_graph_stats().replayed, 10);
 }
 
 TEST(StepGraphs, AtTheLimitTheLeastRecentlyReplayedShapeMakesRoom) {
