@@ -115,9 +115,12 @@ class Backend {
   // end its cached context, hub rows not paired one to one).
   virtual absl::Status PlanAttention(const AttentionBatchLayout& /*layout*/) { return absl::OkStatus(); }
   void Attention(const AttentionParams& params);
-  // dst[i] = src[rows[i]], rows: [dst.rows] device.
+  // A row index of GatherRows / ScatterRows that names no row: the gathered row is zeros, the scattered one is dropped.
+  static constexpr int32_t kNoRow = -1;
+  // dst[i] = src[rows[i]] (zeros where rows[i] is kNoRow), rows: [dst.rows] device.
   void GatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst);
-  // dst[rows[i]] = src[i] (accumulate: +=), rows: [src.rows] device, distinct.
+  // dst[rows[i]] = src[i] (accumulate: +=; nothing where rows[i] is kNoRow), rows: [src.rows] device, distinct
+  // apart from kNoRow.
   void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate);
   // Every row of out = row ([1, out.cols]).
   void FillRows(const DeviceMatrix& row, const DeviceMatrix& out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -65,8 +66,16 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   return runner;
 }
 
-absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch) const {
+absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch, bool uniform_variant_rows) const {
   FlatBatch flat;
+  const auto any = [&batch](bool Variant::*feature) {
+    return std::any_of(batch.sequences.begin(), batch.sequences.end(), [feature](const SequenceInput& s) { return s.variant.*feature; });
+  };
+  // With uniform rows, every sequence has hub rows when one has (those of sequences without ARACH carry the offset
+  // -inf: their hub term weighs exactly 0), and every row is a skip row when one is (-1 for the rows of sequences
+  // without the adapter: gathered as zeros, never scattered).
+  const bool hub_rows_for_all = uniform_variant_rows && any(&Variant::arach);
+  const bool skip_rows_for_all = uniform_variant_rows && any(&Variant::skip);
   const int block_size = kv_cache_->block_size();
   flat.query_start.push_back(0);
   flat.hub_start.push_back(0);
@@ -100,8 +109,10 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       flat.slots.push_back(seq.block_table->Slot(position));
     }
     flat.query_start.push_back(first_row + n);
-    flat.hub_start.push_back(flat.hub_start.back() + (seq.variant.arach ? n : 0));
-    flat.hub_offsets.push_back(seq.variant.arach ? seq.variant.arach_offset : 0.0f);
+    const bool has_hub = seq.variant.arach || hub_rows_for_all;
+    flat.hub_start.push_back(flat.hub_start.back() + (has_hub ? n : 0));
+    flat.hub_offsets.push_back(seq.variant.arach ? seq.variant.arach_offset
+                                                 : (has_hub ? -std::numeric_limits<float>::infinity() : 0.0f));
     const std::vector<int32_t>& blocks = seq.block_table->blocks();
     const int used_blocks = (end + block_size - 1) / block_size;
     flat.block_tables.insert(flat.block_tables.end(), blocks.begin(), blocks.begin() + used_blocks);
@@ -123,9 +134,11 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   flat.rope_positions = flat.positions;
   flat.rope_positions.resize(num_verbal + flat.num_hub_rows(), 0);
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    if (!batch.sequences[s].variant.skip) continue;
-    for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.skip_rows.push_back(r);
-    for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.skip_rows.push_back(num_verbal + h);
+    const bool skip = batch.sequences[s].variant.skip;
+    if (!skip && !skip_rows_for_all) continue;
+    const auto add = [&](int row) { flat.skip_rows.push_back(skip ? row : Backend::kNoRow); };
+    for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) add(r);
+    for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) add(num_verbal + h);
   }
   return flat;
 }
@@ -231,7 +244,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   const bool padded = graph_batch_size.has_value() && *graph_batch_size > num_requested;
   ForwardBatch padded_batch;
   if (padded) padded_batch = PaddedTo(batch, *graph_batch_size);
-  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch));
+  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch, /*uniform_variant_rows=*/graph_batch_size.has_value()));
   const int num_verbal = static_cast<int>(flat.ids.size());
   const int num_hub = flat.num_hub_rows();
   const int num_seqs = static_cast<int>(flat.query_start.size()) - 1;  // with the padding sequences
@@ -389,7 +402,6 @@ ForwardBatch ModelRunner::PaddedTo(const ForwardBatch& batch, int batch_size) co
   filler.start_position = 0;
   filler.block_table = padding_table_.get();
   filler.logits = LogitsMode::kLast;  // a logit row each, so that the logit rows follow the batch size too
-  filler.variant = batch.sequences.front().variant;
   padded.sequences.resize(batch_size, filler);
   return padded;
 }

@@ -3,7 +3,8 @@
 // pool and the scratch memory; block bookkeeping (which sequence owns which blocks) belongs to the caller.
 //
 // Rows of a forward: the verbal rows of every sequence (its new tokens), then one ARACH hub row per new
-// token of each ARACH sequence. Only verbal rows write K/V to the cache; hub K/V exist for the step only.
+// token of each ARACH sequence (in a step graph of a batch that mixes variants, of every sequence: see Flatten).
+// Only verbal rows write K/V to the cache; hub K/V exist for the step only.
 #pragma once
 
 #include <algorithm>
@@ -87,7 +88,12 @@ class ModelRunner {
     std::vector<int> sampled_seqs;           // [num_sampled]: the sequence of each sampled row
     int num_hub_rows() const { return hub_start.back(); }
   };
-  absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch) const;
+  // `uniform_variant_rows` (step graphs): the hub and skip rows follow the batch size, not its mix of variants, so
+  // that a batch mixing variants (an A/B experiment) keeps its graph as sequences come and go: when one sequence
+  // runs ARACH, every sequence gets hub rows (the others' with the logit offset -inf, so that their hub term weighs
+  // exactly 0 and their verbal rows are those of their own variant); when one runs the adapter, every row is a skip
+  // row (Backend::kNoRow for the others': the adapter reads zeros there and its result goes nowhere).
+  absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch, bool uniform_variant_rows) const;
 
   // Device pointers of the uploaded per-step metadata.
   struct StepInputs {
@@ -109,15 +115,16 @@ class ModelRunner {
   // Queues the forward from the embeddings to the logits ([logit_rows, V] float32; empty without logit rows).
   absl::StatusOr<DeviceMatrix> EnqueueForward(const StepDevicePointers& step, int num_hub, int logit_rows);
 
-  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step: the shape every launch of
-  // a decode step follows from.
+  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step, flattened with uniform
+  // variant rows: the shape every launch of a decode step follows from. Per bucket, hub rows are 0 or one per
+  // sequence and skip rows 0 or every row, whatever the mix of variants.
   using StepGraphKey = std::tuple<int, int, int, int>;
   // The batch sizes decode steps are padded to; larger decode batches run without a graph.
   static constexpr int kStepGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   // The batch size `batch` runs as when it may run as a step graph (its bucket); nullopt for other steps.
   std::optional<int> StepGraphBatchSize(const ForwardBatch& batch) const;
   // `batch` filled up to `batch_size` sequences by padding sequences: one token at position 0 written to the KV
-  // cache's padding block, the variant of the batch's first sequence (a batch of one variant keeps its shape), the
+  // cache's padding block, the base variant (Flatten's uniform rows give them the batch's hub and skip rows), the
   // last row's logits computed but never returned, nothing sampled.
   ForwardBatch PaddedTo(const ForwardBatch& batch, int batch_size) const;
   struct RecordedStep {

@@ -3,7 +3,8 @@
 // parameters): decode steps replayed from a recording give the logits of steps run op by op (exactly on the
 // simulator; on a GPU within the reduced-precision tolerance, FlashInfer's graph schedule splitting the KV its own
 // way), for every variant in one batch, while the block tables grow across KV blocks and sequences finish (new
-// shapes are recorded, old ones replayed); and batches padded to their batch-size bucket replay one graph.
+// shapes are recorded, old ones replayed); and batches padded to their batch-size bucket replay one graph, whatever
+// their mix of variants.
 #include <memory>
 #include <span>
 #include <string>
@@ -89,21 +90,20 @@ TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
     variants[3].arach = variants[3].skip = true;
     ExpectLogitsOfStepsRunOpByOp(LogitsTokenByToken(*recorded, sequences, variants),
                                  LogitsTokenByToken(*plain, sequences, variants), model);
-    // Shapes: 4, 3, 2 and 1 sequences (hub and skip rows with them) for 10, 5, 5 and 5 steps; each recorded on
-    // its second step (again where the growing block tables moved the step's upload to a larger buffer).
-    EXPECT_GE(recorded->step_graph_stats().recorded, 4) << model;
+    // Shapes: 4 sequences (3 padded to 4: one shape), 2 and 1 for 15, 5 and 5 steps; each recorded on its second
+    // step (again where the growing block tables moved the step's upload to a larger buffer).
+    EXPECT_GE(recorded->step_graph_stats().recorded, 3) << model;
     EXPECT_LE(recorded->step_graph_stats().recorded, 8) << model;
     EXPECT_GE(recorded->step_graph_stats().replayed, 12) << model;
     EXPECT_EQ(plain->step_graph_stats().recorded, 0) << model;
   }
 }
 
-TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphPaddedWithSequencesOfTheirOwn) {
+TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphWhateverTheirMixOfVariants) {
 #if !defined(ARACH_TEST_CUDA_SIM)
   ARACH_REQUIRE_GPU();
 #endif
   ARACH_REQUIRE_FIXTURES();
-  const Variant variant{.arach = true, .skip = true};  // padded hub and skip rows too
   std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
   ASSERT_NE(recorded, nullptr);
   ASSERT_NE(plain, nullptr);
@@ -115,11 +115,15 @@ TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphPaddedWithSequencesOfThei
     for (int t = 0; t < length; ++t) ids.push_back(static_cast<int32_t>((29 * t + 13 * sequences.size() + 7) % 250 + 5));
     sequences.push_back(ids);
   }
-  const std::vector<Variant> variants(sequences.size(), variant);
+  // An A/B mix: as the last four sequences finish, the batch's counts of ARACH and adapter sequences change at every
+  // step where one leaves (the four that stay run all four variants).
+  const Variant base, arach{.arach = true}, skip{.skip = true}, both{.arach = true, .skip = true};
+  const std::vector<Variant> variants = {both, base, arach, skip, arach, skip, both, arach};
   ExpectLogitsOfStepsRunOpByOp(LogitsTokenByToken(*recorded, sequences, variants),
                                LogitsTokenByToken(*plain, sequences, variants), "padded to buckets");
-  // Exact shapes would record 5 graphs (8, 7, 6, 5 and 4 sequences); buckets record 2, each on its shape's second
-  // step, and replay them: 2 steps of 8 sequences, the 6 of 7, 6 and 5, 2 of 4.
+  // Exact shapes (or padded steps with hub and skip rows of their ARACH and adapter sequences only) would record a
+  // graph for every step where a sequence left; buckets with uniform variant rows record 2, each on its shape's
+  // second step, and replay them: 2 steps of 8 sequences, the 6 of 7, 6 and 5, 2 of 4.
   EXPECT_EQ(recorded->step_graph_stats().recorded, 2);
   EXPECT_EQ(recorded->step_graph_stats().replayed, 10);
 }

@@ -391,19 +391,27 @@ TEST_P(Ops, AddGatherScatterFill) {
   ExpectClose(x, sum, "add");
 
   const std::vector<float> x_now = Download(x);  // the device's rounding of the sum
-  const std::vector<int32_t> rows = {7, 2, 5};
+  // kNoRow gathers zeros and scatters nothing (the skip rows of sequences without the adapter in a step graph).
+  const std::vector<int32_t> rows = {7, Backend::kNoRow, 2, 5};
   const int32_t* device_rows = UploadInts(rows);
-  const DeviceMatrix gathered = Zeros(3, 96);
+  const DeviceMatrix gathered = Upload(Random(4 * 96), 4, 96);
   backend_->GatherRows(x, device_rows, gathered);
   std::vector<float> want_gathered;
-  for (int32_t r : rows) want_gathered.insert(want_gathered.end(), &x_now[r * 96], &x_now[r * 96] + 96);
+  for (int32_t r : rows) {
+    if (r == Backend::kNoRow) {
+      want_gathered.insert(want_gathered.end(), 96, 0.0f);
+    } else {
+      want_gathered.insert(want_gathered.end(), &x_now[r * 96], &x_now[r * 96] + 96);
+    }
+  }
   ExpectClose(gathered, want_gathered, "gather", testing::Tolerance{0.0f, 0.0f});
 
   std::vector<float> y_want = ys;
   for (bool accumulate : {false, true}) {
-    const std::vector<float> src = Random(3 * 96);
-    backend_->ScatterRows(Upload(src, 3, 96), device_rows, y, accumulate);
+    const std::vector<float> src = Random(4 * 96);
+    backend_->ScatterRows(Upload(src, 4, 96), device_rows, y, accumulate);
     for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == Backend::kNoRow) continue;
       for (int c = 0; c < 96; ++c) {
         float& v = y_want[rows[i] * 96 + c];
         v = accumulate ? v + src[i * 96 + c] : src[i * 96 + c];

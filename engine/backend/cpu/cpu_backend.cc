@@ -205,11 +205,18 @@ void CpuBackend::WriteKvImpl(const DeviceMatrix& k, const DeviceMatrix& v, const
 }
 
 void CpuBackend::GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) {
-  for (int64_t r = 0; r < dst.rows; ++r) std::memcpy(Row(dst, r), Row(src, rows[r]), dst.cols * sizeof(float));
+  for (int64_t r = 0; r < dst.rows; ++r) {
+    if (rows[r] == kNoRow) {
+      std::fill_n(Row(dst, r), dst.cols, 0.0f);
+    } else {
+      std::memcpy(Row(dst, r), Row(src, rows[r]), dst.cols * sizeof(float));
+    }
+  }
 }
 
 void CpuBackend::ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) {
   for (int64_t r = 0; r < src.rows; ++r) {
+    if (rows[r] == kNoRow) continue;
     float* d = Row(dst, rows[r]);
     const float* s = Row(src, r);
     if (accumulate) {

@@ -121,14 +121,19 @@ __global__ void WriteKvKernel(Rows<T> k, Rows<T> v, const int32_t* slots, T* k_c
 template <typename T>
 __global__ void GatherRowsKernel(Rows<T> src, const int32_t* rows, Rows<T> dst) {
   const int64_t r = blockIdx.x;
-  const T* s = src.row(rows[r]);
   T* d = dst.row(r);
+  if (rows[r] < 0) {  // Backend::kNoRow: zeros
+    for (int64_t c = threadIdx.x; c < dst.cols; c += blockDim.x) d[c] = FromFloat<T>(0.0f);
+    return;
+  }
+  const T* s = src.row(rows[r]);
   for (int64_t c = threadIdx.x; c < dst.cols; c += blockDim.x) d[c] = s[c];
 }
 
 template <typename T>
 __global__ void ScatterRowsKernel(Rows<T> src, const int32_t* rows, Rows<T> dst, bool accumulate) {
   const int64_t r = blockIdx.x;
+  if (rows[r] < 0) return;  // Backend::kNoRow: dropped
   const T* s = src.row(r);
   T* d = dst.row(rows[r]);
   for (int64_t c = threadIdx.x; c < src.cols; c += blockDim.x) d[c] = accumulate ? FromFloat<T>(ToFloat(d[c]) + ToFloat(s[c])) : s[c];
