@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Every GPU check and benchmark of the CUDA backend in one run, for a session that is lent a GPU machine.
+# Every GPU check and benchmark of the CUDA backend, for a session that is lent a GPU machine.
 #
 # Here (the build machine):  bash scripts/gpu-check.sh pack
-#   builds with CUDA for sm_90a and packs the GPU tests, benches and arach-run with the fixtures they need
-#   into .gpu/bundle.tar.xz (see ../shared/tools/device-bundle); add /.gpu/ to .git/info/exclude.
-# There (the GPU machine, repository root, .gpu carried):  bash scripts/gpu-check.sh run [tests|bench|peers|all]
+#   builds with CUDA for sm_90a and packs two bundles (see ../shared/tools/device-bundle), each under the 64 MiB a
+#   device call carries: .gpu/bundle.tar.xz (the GPU tests, benches and arach-run with the fixtures they need) and
+#   .gpu-serve/serve.tar.xz (arach-server, arach-cli and arach-run, their libraries, and the PyTorch peers).
+# There (the GPU machine, repository root):  bash scripts/gpu-check.sh run [tests|bench|serve|peers|all]
+#   with .gpu carried:
 #   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs, sampling on the device vs the
 #          CPU sampler, CUDA-graph decode steps vs steps run op by op) and a generation;
 #   bench: our forward on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, the
-#          variant costs, and the serving engine (continuous batching, no gRPC) at concurrency 1/64/256; peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
+#          variant costs, and the serving engine (continuous batching, no gRPC) at concurrency 1/64/256;
+#   with .gpu-serve carried:
+#   serve: arach-cli bench through arach-server --device cuda (gRPC) on GPT-2-124M, concurrency 1/64/256, base and
+#          an ARACH A/B mix;
+#   peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
 #   Output also goes to $OUT.
-#   Worst-case times: tests 4.5 min, bench 5.5 min, peers 4 min; split across calls to fit the 10-minute limit.
+#   Worst-case times: tests 4.5 min, bench 5.5 min, serve 3 min, peers 4 min; split across calls to fit the
+#   10-minute limit (tests+bench with .gpu, then serve+peers with .gpu-serve).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -19,8 +26,9 @@ case "$mode" in
   pack)
     set -e
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DARACH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-      -DARACH_BUILD_SERVER=OFF
-    cmake --build "$build" --target ops_test attention_test cuda_conformance_test forward_bench variant_bench engine_bench arach-run
+      -DARACH_BUILD_SERVER=ON
+    cmake --build "$build" --target ops_test attention_test cuda_conformance_test forward_bench variant_bench engine_bench arach-run \
+      arach-server arach-cli
     # Unpacked, the bundle is ~135 MiB (OpenBLAS and ICU data ~65 MiB, fixtures ~58 MiB), over the 64 MiB
     # that a device call carries; packed with xz it is ~60 MiB, and `run` unpacks it on the GPU machine.
     staging="$build/gpu-bundle"
@@ -31,29 +39,49 @@ case "$mode" in
     # The GPU suites read the original fixtures' references only (refs_modern.safetensors, 41 MiB, is for the
     # modern families the CPU suites cover).
     rm -f "$staging"/fixtures/refs/refs_modern.safetensors
-    cp bench/torch_peer_bench.py ../shared/tools/compiled_peer.py "$staging"/
-    mkdir -p .gpu
+    # The server, its client and gRPC's libraries do not fit beside the fixtures: a second bundle, for another call.
+    serve_staging="$build/gpu-serve-bundle"
+    rm -rf "$serve_staging" .gpu-serve
+    ../shared/tools/device-bundle "$serve_staging" "$build"/server/arach-server "$build"/client/arach-cli "$build"/tools/arach-run
+    cp bench/serving_bench.sh bench/torch_peer_bench.py ../shared/tools/compiled_peer.py "$serve_staging"/
+    mkdir -p .gpu .gpu-serve
     tar -C "$staging" -cf - . | xz -9 -T0 > .gpu/bundle.tar.xz
-    ls -l .gpu/bundle.tar.xz
-    bytes=$(stat -c %s .gpu/bundle.tar.xz)
-    if [ "$bytes" -gt $((64 << 20)) ]; then
-      echo "the bundle is $bytes bytes: over the 64 MiB a device call carries" >&2
-      exit 1
-    fi
+    tar -C "$serve_staging" -cf - . | xz -9 -T0 > .gpu-serve/serve.tar.xz
+    ls -l .gpu/bundle.tar.xz .gpu-serve/serve.tar.xz
+    for archive in .gpu/bundle.tar.xz .gpu-serve/serve.tar.xz; do
+      bytes=$(stat -c %s "$archive")
+      if [ "$bytes" -gt $((64 << 20)) ]; then
+        echo "$archive is $bytes bytes: over the 64 MiB a device call carries" >&2
+        exit 1
+      fi
+    done
     ;;
   run)
     part=${2:-all}
     out=${OUT:-/tmp/gpu-check}
     mkdir -p "$out"
-    bundle=${GPU_BUNDLE_DIR:-/tmp/arach-gpu-bundle}
-    if [ ! -x "$bundle/bin/arach-run" ]; then
-      mkdir -p "$bundle"
+    # Unpacks ARCHIVE into DIR once (DIR/bin/MARKER says it is there).
+    unpack() {
+      local archive=$1 dir=$2 marker=$3
+      [ -x "$dir/bin/$marker" ] && return 0
+      [ -f "$archive" ] || { echo "$archive is missing: carry its folder (pack it first)"; return 1; }
+      mkdir -p "$dir"
       # Python's tarfile reads xz too, should the machine lack the xz tool.
-      { command -v xz >/dev/null && xz -dc .gpu/bundle.tar.xz | tar -C "$bundle" -xf -; } ||
-        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu/bundle.tar.xz "$bundle" ||
-        { echo "cannot unpack .gpu/bundle.tar.xz"; exit 1; }
-    fi
-    export LD_LIBRARY_PATH=$bundle/lib:${LD_LIBRARY_PATH:-} ARACH_FIXTURES=$bundle/fixtures
+      { command -v xz >/dev/null && xz -dc "$archive" | tar -C "$dir" -xf -; } ||
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$dir" ||
+        { echo "cannot unpack $archive"; return 1; }
+    }
+    bundle=${GPU_BUNDLE_DIR:-/tmp/arach-gpu-bundle}
+    serve_bundle=${GPU_SERVE_BUNDLE_DIR:-/tmp/arach-gpu-serve-bundle}
+    case "$part" in
+      tests|bench) unpack .gpu/bundle.tar.xz "$bundle" cuda_conformance_test || exit 1; lib=$bundle/lib ;;
+      serve|peers) unpack .gpu-serve/serve.tar.xz "$serve_bundle" arach-server || exit 1; lib=$serve_bundle/lib ;;
+      all) unpack .gpu/bundle.tar.xz "$bundle" cuda_conformance_test && unpack .gpu-serve/serve.tar.xz "$serve_bundle" arach-server ||
+             exit 1
+           lib=$bundle/lib:$serve_bundle/lib ;;
+      *) echo "unknown part $part: tests, bench, serve, peers or all"; exit 2 ;;
+    esac
+    export LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-} ARACH_FIXTURES=$bundle/fixtures
     nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
     status=0
     if [ "$part" = tests ] || [ "$part" = all ]; then
@@ -78,17 +106,29 @@ case "$mode" in
         --requests_per_client 2 --prompt_len 128 --max_tokens 128 --max_num_batched_tokens 8192 \
         --scratch /tmp/arach-bench-models 2>&1 | tee "$out/engine_bench.txt"
     fi
+    if [ "$part" = serve ] || [ "$part" = all ]; then
+      echo "== arach-cli bench through arach-server --device cuda (gRPC)"
+      model=/tmp/arach-serve-gpt2-124m
+      [ -f "$model/config.json" ] || timeout 120 $serve_bundle/bin/arach-run make-model --arch gpt2 --preset 124m --dtype BF16 \
+        --with_adapter --out "$model" >"$out/make_model.txt" 2>&1 || { status=1; tail -5 "$out/make_model.txt"; }
+      # 8 GiB of KV: 256 requests of 256 tokens need ~2.4 GB at bf16.
+      for mix in base=1 base=1,arach=1; do
+        ARACH_BIN_DIR=$serve_bundle/bin timeout 150 bash $serve_bundle/serving_bench.sh "$model" --device cuda --dtypes bf16 \
+          --concurrency 1,64,256 --prompt_len 128 --output_len 128 --requests_per_slot 2 --variant_mix "$mix" \
+          --kv_cache_bytes 8589934592 2>&1 | tee -a "$out/serving_bench.txt" || status=1
+      done
+    fi
     if [ "$part" = peers ] || [ "$part" = all ]; then
       echo "== torch peers"
-      timeout 240 python3 $bundle/torch_peer_bench.py --models gpt2-124m,pythia-410m --batches 1,32,256 2>&1 | tee "$out/torch_peers.txt"
+      timeout 240 python3 $serve_bundle/torch_peer_bench.py --models gpt2-124m,pythia-410m --batches 1,32,256 2>&1 | tee "$out/torch_peers.txt"
       echo "== compiled peer (torch.compile, CUDA graphs)"
-      timeout 240 python3 $bundle/compiled_peer.py --shape 124m --batches 1,32,256 --prompt 128 --new 128 2>&1 |
+      timeout 240 python3 $serve_bundle/compiled_peer.py --shape 124m --batches 1,32,256 --prompt 128 --new 128 2>&1 |
         tee "$out/compiled_peer.txt"
     fi
     exit $status
     ;;
   *)
-    sed -n '2,10p' "$0"
+    sed -n '2,21p' "$0"
     exit 2
     ;;
 esac
