@@ -43,6 +43,8 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   // of their own.
   sized.padding_block = runner->backend_->records_step_graphs();
   const int padding_blocks = sized.padding_block ? 1 : 0;
+  // Bytes of the pool as sized so far, its padding block included.
+  const auto pool_bytes = [&] { return static_cast<int64_t>(sized.num_blocks + padding_blocks) * static_cast<int64_t>(per_block); };
   if (sized.num_blocks <= 0 && sized.free_memory_fraction > 0) {
     sized.num_blocks =
         static_cast<int>(static_cast<double>(available.bytes) * kv.free_memory_fraction / per_block) - padding_blocks;
@@ -50,12 +52,12 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
       return absl::ResourceExhaustedError(absl::StrCat("KV cache: ", kv.free_memory_fraction, " of the ", DescribeBytes(available.bytes),
                                                        " available (", available.source, ") holds no block of ", per_block, " bytes"));
     }
-  } else if (static_cast<double>(sized.num_blocks + padding_blocks) * per_block > static_cast<double>(available.bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "KV cache: a pool of ", sized.num_blocks, " blocks (", DescribeBytes(static_cast<int64_t>(sized.num_blocks) * per_block),
-        ") does not fit beside the weights: ", DescribeBytes(available.bytes), " available (", available.source, ")"));
+  } else if (static_cast<double>(pool_bytes()) > static_cast<double>(available.bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat("KV cache: a pool of ", sized.num_blocks, " blocks (", DescribeBytes(pool_bytes()),
+                                                     ") does not fit beside the weights: ", DescribeBytes(available.bytes),
+                                                     " available (", available.source, ")"));
   }
-  runner->kv_memory_note_ = absl::StrCat(DescribeBytes(static_cast<int64_t>(sized.num_blocks + padding_blocks) * per_block), " of ",
+  runner->kv_memory_note_ = absl::StrCat(DescribeBytes(pool_bytes()), " of ",
                                          DescribeBytes(available.bytes), " available: ", available.source);
   ARACH_ASSIGN_OR_RETURN(runner->kv_cache_, KvCache::Create(*runner->backend_, config, sized));
   if (runner->kv_cache_->padding_block() >= 0) {
