@@ -68,16 +68,16 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   return runner;
 }
 
-absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch, bool uniform_variant_rows) const {
+absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch, bool uniform_rows) const {
   FlatBatch flat;
   const auto any = [&batch](bool Variant::*feature) {
     return std::any_of(batch.sequences.begin(), batch.sequences.end(), [feature](const SequenceInput& s) { return s.variant.*feature; });
   };
   // With uniform rows, every sequence has hub rows when one has (those of sequences without ARACH carry the offset
-  // -inf: their hub term weighs exactly 0), and every row is a skip row when one is (-1 for the rows of sequences
-  // without the adapter: gathered as zeros, never scattered).
-  const bool hub_rows_for_all = uniform_variant_rows && any(&Variant::arach);
-  const bool skip_rows_for_all = uniform_variant_rows && any(&Variant::skip);
+  // -inf: their hub term weighs exactly 0), and every row is a skip row when one is (kNoRow for the rows of
+  // sequences without the adapter: gathered as zeros, never scattered).
+  const bool hub_rows_for_all = uniform_rows && any(&Variant::arach);
+  const bool skip_rows_for_all = uniform_rows && any(&Variant::skip);
   const int block_size = kv_cache_->block_size();
   flat.query_start.push_back(0);
   flat.hub_start.push_back(0);
@@ -141,6 +141,12 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     const auto add = [&](int row) { flat.skip_rows.push_back(skip ? row : Backend::kNoRow); };
     for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) add(r);
     for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) add(num_verbal + h);
+  }
+  if (uniform_rows) {
+    // One logit row per sequence, or two where some sequence is both sampled and returned (a request asking for
+    // log-probs or held to a grammar): filled up with row 0, computed and never read.
+    const size_t num_seqs = batch.sequences.size();
+    flat.logit_rows.resize(flat.logit_rows.size() <= num_seqs ? num_seqs : std::max(flat.logit_rows.size(), 2 * num_seqs), 0);
   }
   return flat;
 }
@@ -246,7 +252,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   const bool padded = graph_batch_size.has_value() && *graph_batch_size > num_requested;
   ForwardBatch padded_batch;
   if (padded) padded_batch = PaddedTo(batch, *graph_batch_size);
-  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch, /*uniform_variant_rows=*/graph_batch_size.has_value()));
+  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch, /*uniform_rows=*/graph_batch_size.has_value()));
   const int num_verbal = static_cast<int>(flat.ids.size());
   const int num_hub = flat.num_hub_rows();
   const int num_seqs = static_cast<int>(flat.query_start.size()) - 1;  // with the padding sequences

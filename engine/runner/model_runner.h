@@ -88,12 +88,13 @@ class ModelRunner {
     std::vector<int> sampled_seqs;           // [num_sampled]: the sequence of each sampled row
     int num_hub_rows() const { return hub_start.back(); }
   };
-  // `uniform_variant_rows` (step graphs): the hub and skip rows follow the batch size, not its mix of variants, so
-  // that a batch mixing variants (an A/B experiment) keeps its graph as sequences come and go: when one sequence
-  // runs ARACH, every sequence gets hub rows (the others' with the logit offset -inf, so that their hub term weighs
-  // exactly 0 and their verbal rows are those of their own variant); when one runs the adapter, every row is a skip
-  // row (Backend::kNoRow for the others': the adapter reads zeros there and its result goes nowhere).
-  absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch, bool uniform_variant_rows) const;
+  // `uniform_rows` (step graphs): the hub, skip and logit rows follow the batch size, not its mix of variants and
+  // requests, so that a batch keeps its graph as sequences come and go: when one sequence runs ARACH, every sequence
+  // gets hub rows (the others' with the logit offset -inf, so that their hub term weighs exactly 0 and their verbal
+  // rows are those of their own variant); when one runs the adapter, every row is a skip row (Backend::kNoRow for
+  // the others': the adapter reads zeros there and its result goes nowhere); the logit rows are one per sequence,
+  // or two when some sequence is both sampled and returned, filled up with rows never read.
+  absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch, bool uniform_rows) const;
 
   // Device pointers of the uploaded per-step metadata.
   struct StepInputs {
@@ -116,8 +117,8 @@ class ModelRunner {
   absl::StatusOr<DeviceMatrix> EnqueueForward(const StepDevicePointers& step, int num_hub, int logit_rows);
 
   // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step, flattened with uniform
-  // variant rows: the shape every launch of a decode step follows from. Per bucket, hub rows are 0 or one per
-  // sequence and skip rows 0 or every row, whatever the mix of variants.
+  // rows: the shape every launch of a decode step follows from. Per bucket, hub rows are 0 or one per sequence, skip
+  // rows 0 or every row and logit rows one or two per sequence, whatever the mix of variants and requests.
   using StepGraphKey = std::tuple<int, int, int, int>;
   // The batch sizes decode steps are padded to; larger decode batches run without a graph.
   static constexpr int kStepGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};

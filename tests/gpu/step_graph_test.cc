@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/kv/block_allocator.h"
 #include "engine/runner/offline_session.h"
+#include "engine/sampling/sampling_params.h"
 #include "gtest/gtest.h"
 #include "tests/testing/devices.h"
 #include "tests/testing/fixtures.h"
@@ -126,6 +128,65 @@ TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphWhateverTheirMixOfVariant
   // second step, and replay them: 2 steps of 8 sequences, the 6 of 7, 6 and 5, 2 of 4.
   EXPECT_EQ(recorded->step_graph_stats().recorded, 2);
   EXPECT_EQ(recorded->step_graph_stats().replayed, 10);
+}
+
+TEST(StepGraphs, SequencesAskingForTheirLogitsBesideTheSampledTokenKeepTheGraph) {
+#if !defined(ARACH_TEST_CUDA_SIM)
+  ARACH_REQUIRE_GPU();
+#endif
+  ARACH_REQUIRE_FIXTURES();
+  std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
+  ASSERT_NE(recorded, nullptr);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_TRUE(recorded->samples_on_device());
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  SamplerInput sample;
+  sample.params = &greedy;
+  const int32_t token[] = {42};
+  constexpr int kSequences = 4;  // a bucket: no padding sequences
+  struct Tables {
+    explicit Tables(ModelRunner& runner) : allocator(runner.kv_cache().num_blocks()) {
+      for (int s = 0; s < kSequences; ++s) {
+        tables.emplace_back(runner.kv_cache().block_size());
+        EXPECT_TRUE(tables.back().Reserve(16, allocator).ok());
+      }
+    }
+    BlockAllocator allocator;
+    std::vector<BlockTable> tables;
+  };
+  Tables recorded_tables(*recorded), plain_tables(*plain);
+  // Every sequence sampled on the device; the first `returned` also return their logits (as a request asking for
+  // log-probs does), a number that changes from step to step.
+  const auto step = [&](ModelRunner& runner, Tables& t, int position, int returned) {
+    ForwardBatch batch;
+    for (int s = 0; s < kSequences; ++s) {
+      SequenceInput seq;
+      seq.tokens = token;
+      seq.start_position = position;
+      seq.block_table = &t.tables[s];
+      seq.logits = s < returned ? LogitsMode::kLast : LogitsMode::kNone;
+      seq.sample = &sample;
+      batch.sequences.push_back(seq);
+    }
+    absl::StatusOr<ForwardOutput> out = runner.Execute(batch);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *std::move(out) : ForwardOutput{};
+  };
+  const int returned_per_step[] = {0, 1, 2, 3, 1, 2, 3, 1};
+  for (int position = 0; position < 8; ++position) {
+    const int returned = returned_per_step[position];
+    const ForwardOutput with_graphs = step(*recorded, recorded_tables, position, returned);
+    const ForwardOutput without = step(*plain, plain_tables, position, returned);
+    const std::string label = absl::StrCat("step ", position, ", ", returned, " returned");
+    EXPECT_EQ(with_graphs.sampled_tokens, without.sampled_tokens) << label;
+    EXPECT_EQ(with_graphs.row_start, without.row_start) << label;
+    ExpectLogitsOfStepsRunOpByOp({with_graphs.logits}, {without.logits}, label);
+  }
+  // Logit rows one per sequence (step 0) or two (the others, whatever the count returned): the second shape is
+  // recorded on its second step and replayed on the 5 after (one graph per count returned would record 3).
+  EXPECT_EQ(recorded->step_graph_stats().recorded, 1);
+  EXPECT_EQ(recorded->step_graph_stats().replayed, 5);
 }
 
 TEST(StepGraphs, AtTheLimitTheLeastRecentlyReplayedShapeMakesRoom) {
