@@ -22,6 +22,15 @@
 namespace arach {
 namespace {
 
+// A GPU where the suite runs on one (the simulator needs none), and the fixtures.
+#if defined(ARACH_TEST_CUDA_SIM)
+#define ARACH_REQUIRE_DEVICE_AND_FIXTURES() ARACH_REQUIRE_FIXTURES()
+#else
+#define ARACH_REQUIRE_DEVICE_AND_FIXTURES() \
+  ARACH_REQUIRE_GPU();                      \
+  ARACH_REQUIRE_FIXTURES()
+#endif
+
 // block_size 1 by default: block tables that outgrow their 64-byte slot of the step's upload as the steps go.
 std::unique_ptr<ModelRunner> CudaRunner(const std::string& model, bool step_graphs, int block_size = 1) {
   testing::FixtureOptions options;
@@ -71,10 +80,7 @@ void ExpectLogitsOfStepsRunOpByOp(const std::vector<std::vector<float>>& with_gr
 }
 
 TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
-#if !defined(ARACH_TEST_CUDA_SIM)
-  ARACH_REQUIRE_GPU();
-#endif
-  ARACH_REQUIRE_FIXTURES();
+  ARACH_REQUIRE_DEVICE_AND_FIXTURES();
   for (const char* model : {"gpt2-tiny"}) {
     std::unique_ptr<ModelRunner> recorded = CudaRunner(model, true), plain = CudaRunner(model, false);
     ASSERT_NE(recorded, nullptr);
@@ -102,10 +108,7 @@ TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
 }
 
 TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphWhateverTheirMixOfVariants) {
-#if !defined(ARACH_TEST_CUDA_SIM)
-  ARACH_REQUIRE_GPU();
-#endif
-  ARACH_REQUIRE_FIXTURES();
+  ARACH_REQUIRE_DEVICE_AND_FIXTURES();
   std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
   ASSERT_NE(recorded, nullptr);
   ASSERT_NE(plain, nullptr);
@@ -131,10 +134,7 @@ TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphWhateverTheirMixOfVariant
 }
 
 TEST(StepGraphs, SequencesAskingForTheirLogitsBesideTheSampledTokenKeepTheGraph) {
-#if !defined(ARACH_TEST_CUDA_SIM)
-  ARACH_REQUIRE_GPU();
-#endif
-  ARACH_REQUIRE_FIXTURES();
+  ARACH_REQUIRE_DEVICE_AND_FIXTURES();
   std::unique_ptr<ModelRunner> recorded = CudaRunner("gpt2-tiny", true, 16), plain = CudaRunner("gpt2-tiny", false, 16);
   ASSERT_NE(recorded, nullptr);
   ASSERT_NE(plain, nullptr);
@@ -190,10 +190,7 @@ TEST(StepGraphs, SequencesAskingForTheirLogitsBesideTheSampledTokenKeepTheGraph)
 }
 
 TEST(StepGraphs, AtTheLimitTheLeastRecentlyReplayedShapeMakesRoom) {
-#if !defined(ARACH_TEST_CUDA_SIM)
-  ARACH_REQUIRE_GPU();
-#endif
-  ARACH_REQUIRE_FIXTURES();
+  ARACH_REQUIRE_DEVICE_AND_FIXTURES();
   std::unique_ptr<ModelRunner> runner = CudaRunner("gpt2-tiny", true, 16);
   ASSERT_NE(runner, nullptr);
   runner->set_max_step_graphs(2);
