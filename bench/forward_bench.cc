@@ -60,7 +60,7 @@ int Run() {
     for (int batch : batches) {
       std::vector<double> prefill, ms, tps, bandwidth;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
-        auto f = MeasureThroughput(*model->runner, batch, len, steps, Variant{});
+        auto f = MeasureThroughput(*model->runner, batch, len, steps, std::vector<Variant>{Variant{}});
         if (!f.ok()) {
           std::fprintf(stderr, "%s: %s\n", dir.c_str(), f.status().ToString().c_str());
           return 1;

@@ -8,8 +8,10 @@
 namespace arach::bench {
 
 absl::StatusOr<ThroughputFigures> MeasureThroughput(ModelRunner& runner, int batch, int prompt_len, int steps,
-                                                    const Variant& variant) {
+                                                    std::span<const Variant> variants) {
+  if (variants.empty()) return absl::InvalidArgumentError("MeasureThroughput: no variant");
   const ModelConfig& c = runner.config();
+  const auto variant_of = [&variants](int s) { return variants[s % variants.size()]; };
   BlockAllocator allocator(runner.kv_cache().num_blocks());
   std::vector<BlockTable> tables(batch, BlockTable(runner.kv_cache().block_size()));
   std::vector<std::vector<int32_t>> tokens(batch);
@@ -19,7 +21,7 @@ absl::StatusOr<ThroughputFigures> MeasureThroughput(ModelRunner& runner, int bat
   }
   ThroughputFigures f;
   ForwardBatch prefill;
-  for (int s = 0; s < batch; ++s) prefill.sequences.push_back({tokens[s], 0, &tables[s], LogitsMode::kLast, variant});
+  for (int s = 0; s < batch; ++s) prefill.sequences.push_back({tokens[s], 0, &tables[s], LogitsMode::kLast, variant_of(s)});
   const auto t0 = std::chrono::steady_clock::now();
   ARACH_RETURN_IF_ERROR(runner.Execute(prefill).status());
   f.prefill_tokens_per_s = batch * prompt_len / Seconds(t0);
@@ -34,7 +36,7 @@ absl::StatusOr<ThroughputFigures> MeasureThroughput(ModelRunner& runner, int bat
     ForwardBatch decode;
     for (int s = 0; s < batch; ++s) {
       ARACH_RETURN_IF_ERROR(tables[s].Reserve(prompt_len + step + 1, allocator));
-      decode.sequences.push_back({std::span<const int32_t>(&next[s], 1), prompt_len + step, &tables[s], LogitsMode::kLast, variant});
+      decode.sequences.push_back({std::span<const int32_t>(&next[s], 1), prompt_len + step, &tables[s], LogitsMode::kLast, variant_of(s)});
     }
     ARACH_RETURN_IF_ERROR(runner.Execute(decode).status());
     for (int s = 0; s < batch; ++s) next[s] = (next[s] * 31 + step) % c.vocab_size;

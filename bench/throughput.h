@@ -1,6 +1,8 @@
 // One throughput measurement on a ModelRunner: prefill `batch` sequences of `prompt_len` tokens, then
-// decode `steps` tokens each, all under one variant.
+// decode `steps` tokens each; sequence s runs variants[s % variants.size()] (one variant, or a mixed batch).
 #pragma once
+
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "engine/variant/variant.h"
@@ -16,6 +18,6 @@ struct ThroughputFigures {
 };
 
 absl::StatusOr<ThroughputFigures> MeasureThroughput(ModelRunner& runner, int batch, int prompt_len, int steps,
-                                                    const Variant& variant);
+                                                    std::span<const Variant> variants);
 
 }  // namespace arach::bench

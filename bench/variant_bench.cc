@@ -1,10 +1,12 @@
-// Cost of each model variant on one device: prefill and decode throughput of base, arach, skip and arach+skip
-// on a make-model preset (with a random adapter), the ratio of each to base, and the KV bytes per token
-// each holds (ARACH's hub rows never enter the cache, so its figure equals base).
+// Cost of each model variant on one device: prefill and decode throughput of base, arach, skip and arach+skip,
+// and of a batch mixing the four, on a make-model preset (with a random adapter), the ratio of each to base, and
+// the KV bytes per token each holds (ARACH's hub rows never enter the cache, so its figure equals base).
 //
 //   build/bench/variant_bench [--device cpu|cuda] [--preset gpt2/124m] [--prefill_batch 1] [--decode_batch 8]
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
@@ -57,12 +59,15 @@ int Run() {
   std::printf("%-11s %14s %9s %14s %9s %14s %16s\n", "variant", "prefill tok/s", "vs base", "decode tok/s", "vs base",
               "decode ms/step", "KV bytes/token");
   double base_prefill = 0, base_decode = 0;
-  for (const std::string name : {"base", "arach", "skip", "arach+skip"}) {
-    const Variant variant = *ParseVariantName(name);
+  // Each variant alone, then a mixed batch (an A/B experiment in one batch): sequence s runs the (s % 4)-th.
+  const std::vector<Variant> all = {*ParseVariantName("base"), *ParseVariantName("arach"), *ParseVariantName("skip"),
+                                    *ParseVariantName("arach+skip")};
+  for (const std::string name : {"base", "arach", "skip", "arach+skip", "mixed"}) {
+    const std::vector<Variant> variants = name == "mixed" ? all : std::vector<Variant>{*ParseVariantName(name)};
     std::vector<double> prefill, decode, ms, kv;
     for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
-      auto p = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_prefill_batch), len, 1, variant);
-      auto d = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_decode_batch), len, steps, variant);
+      auto p = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_prefill_batch), len, 1, variants);
+      auto d = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_decode_batch), len, steps, variants);
       if (!p.ok() || !d.ok()) {
         std::fprintf(stderr, "%s\n", (p.ok() ? d.status() : p.status()).ToString().c_str());
         return 1;
