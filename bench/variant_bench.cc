@@ -60,10 +60,11 @@ int Run() {
               "decode ms/step", "KV bytes/token");
   double base_prefill = 0, base_decode = 0;
   // Each variant alone, then a mixed batch (an A/B experiment in one batch): sequence s runs the (s % 4)-th.
-  const std::vector<Variant> all = {*ParseVariantName("base"), *ParseVariantName("arach"), *ParseVariantName("skip"),
-                                    *ParseVariantName("arach+skip")};
-  for (const std::string name : {"base", "arach", "skip", "arach+skip", "mixed"}) {
-    const std::vector<Variant> variants = name == "mixed" ? all : std::vector<Variant>{*ParseVariantName(name)};
+  const std::vector<Variant> all = {Variant{}, Variant{.arach = true}, Variant{.skip = true}, Variant{.arach = true, .skip = true}};
+  for (size_t v = 0; v <= all.size(); ++v) {
+    const bool mixed = v == all.size();
+    const std::vector<Variant> variants = mixed ? all : std::vector<Variant>{all[v]};
+    const std::string name = mixed ? "mixed" : all[v].Name();
     std::vector<double> prefill, decode, ms, kv;
     for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
       auto p = MeasureThroughput(*model->runner, absl::GetFlag(FLAGS_prefill_batch), len, 1, variants);

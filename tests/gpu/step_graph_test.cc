@@ -60,6 +60,16 @@ std::vector<std::vector<float>> LogitsTokenByToken(ModelRunner& runner, const st
   return logits;
 }
 
+// Block tables of `count` sequences, each holding `positions` tokens of the runner's KV pool.
+struct SequenceTables {
+  SequenceTables(ModelRunner& runner, int count, int positions)
+      : allocator(runner.kv_cache().num_blocks()), tables(count, BlockTable(runner.kv_cache().block_size())) {
+    for (BlockTable& table : tables) EXPECT_TRUE(table.Reserve(positions, allocator).ok());
+  }
+  BlockAllocator allocator;
+  std::vector<BlockTable> tables;
+};
+
 // The logits of replayed (and padded) steps against those of steps run op by op: equal on the simulator; on a GPU
 // within the reduced-precision tolerance, FlashInfer's schedule for graphs splitting the KV differently (the same
 // sums in another order).
@@ -145,20 +155,10 @@ TEST(StepGraphs, SequencesAskingForTheirLogitsBesideTheSampledTokenKeepTheGraph)
   sample.params = &greedy;
   const int32_t token[] = {42};
   constexpr int kSequences = 4;  // a bucket: no padding sequences
-  struct Tables {
-    explicit Tables(ModelRunner& runner) : allocator(runner.kv_cache().num_blocks()) {
-      for (int s = 0; s < kSequences; ++s) {
-        tables.emplace_back(runner.kv_cache().block_size());
-        EXPECT_TRUE(tables.back().Reserve(16, allocator).ok());
-      }
-    }
-    BlockAllocator allocator;
-    std::vector<BlockTable> tables;
-  };
-  Tables recorded_tables(*recorded), plain_tables(*plain);
+  SequenceTables recorded_tables(*recorded, kSequences, 16), plain_tables(*plain, kSequences, 16);
   // Every sequence sampled on the device; the first `returned` also return their logits (as a request asking for
   // log-probs does), a number that changes from step to step.
-  const auto step = [&](ModelRunner& runner, Tables& t, int position, int returned) {
+  const auto step = [&](ModelRunner& runner, SequenceTables& t, int position, int returned) {
     ForwardBatch batch;
     for (int s = 0; s < kSequences; ++s) {
       SequenceInput seq;
@@ -194,9 +194,8 @@ TEST(StepGraphs, AtTheLimitTheLeastRecentlyReplayedShapeMakesRoom) {
   std::unique_ptr<ModelRunner> runner = CudaRunner("gpt2-tiny", true, 16);
   ASSERT_NE(runner, nullptr);
   runner->set_max_step_graphs(2);
-  BlockAllocator allocator(runner->kv_cache().num_blocks());
-  std::vector<BlockTable> tables(4, BlockTable(runner->kv_cache().block_size()));
-  for (BlockTable& table : tables) ASSERT_TRUE(table.Reserve(32, allocator).ok());
+  SequenceTables kv(*runner, 4, 32);
+  std::vector<BlockTable>& tables = kv.tables;
   std::vector<int> next_position(tables.size(), 0);
   const int32_t token[] = {42};
   // One decode step of the first `n` sequences (batch sizes 1, 2 and 4 are three shapes).
