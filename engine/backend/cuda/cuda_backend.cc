@@ -29,21 +29,22 @@ class CudaBuffer final : public DeviceBuffer {
   size_t size_;
 };
 
-// An instantiated CUDA graph, and the FlashInfer scratch epoch it was captured with.
+// An instantiated CUDA graph, and the FlashInfer state it was captured over (FlashInferAttention::RecordedState).
 class CudaStepGraph final : public StepGraph {
  public:
-  CudaStepGraph(cudaGraph_t graph, cudaGraphExec_t exec, uint64_t epoch) : graph_(graph), exec_(exec), epoch_(epoch) {}
+  CudaStepGraph(cudaGraph_t graph, cudaGraphExec_t exec, std::vector<int64_t> attention_state)
+      : graph_(graph), exec_(exec), attention_state_(std::move(attention_state)) {}
   ~CudaStepGraph() override {
     cudaGraphExecDestroy(exec_);
     cudaGraphDestroy(graph_);
   }
   cudaGraphExec_t exec() const { return exec_; }
-  uint64_t epoch() const { return epoch_; }
+  const std::vector<int64_t>& attention_state() const { return attention_state_; }
 
  private:
   cudaGraph_t graph_;
   cudaGraphExec_t exec_;
-  uint64_t epoch_;
+  std::vector<int64_t> attention_state_;
 };
 
 class PinnedBuffer final : public DeviceBuffer {
@@ -186,13 +187,14 @@ absl::StatusOr<std::unique_ptr<StepGraph>> CudaBackend::EndStepGraph() {
     cudaGraphDestroy(graph);
     return cuda::CudaStatus(err, "instantiate step graph");
   }
-  return std::unique_ptr<StepGraph>(new CudaStepGraph(graph, exec, flashinfer_->epoch()));
+  return std::unique_ptr<StepGraph>(new CudaStepGraph(graph, exec, flashinfer_->RecordedState()));
 }
 
 absl::Status CudaBackend::ReplayStepGraph(StepGraph& graph) {
   const auto& step = static_cast<const CudaStepGraph&>(graph);
-  if (step.epoch() != flashinfer_->epoch()) {
-    return absl::FailedPreconditionError("cuda: the attention scratch moved since the step graph was captured");
+  if (step.attention_state() != flashinfer_->RecordedState()) {
+    return absl::FailedPreconditionError(
+        "cuda: the attention plan's buffers or FlashInfer's schedule changed since the step graph was captured");
   }
   ARACH_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(step.exec(), stream_), "replay step graph");
   return absl::OkStatus();

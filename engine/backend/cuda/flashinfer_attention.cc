@@ -133,6 +133,12 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
   return absl::OkStatus();
 }
 
+std::vector<int64_t> FlashInferAttention::RecordedState() const {
+  std::vector<int64_t> state = {static_cast<int64_t>(epoch_), planned_, decode_, head_dim_};
+  state.insert(state.end(), plan_info_.begin(), plan_info_.end());
+  return state;
+}
+
 absl::StatusOr<const float*> FlashInferAttention::Run(const AttentionParams& params) {
   if (!planned_ || params.kv.head_dim != head_dim_ || params.q.dtype != element_ || params.kv.dtype != element_ || params.num_heads != batch_.num_qo_heads ||
       params.num_verbal_rows + params.num_hub_rows != batch_.total_rows) {

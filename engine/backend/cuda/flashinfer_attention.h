@@ -30,8 +30,11 @@ class FlashInferAttention {
   // Attention of every q row over its cached positions (no hub): writes params.out and returns the log-sum-exp,
   // [rows, num_heads] float32 in device memory, valid until the next Run.
   absl::StatusOr<const float*> Run(const AttentionParams& params);
-  // Changes whenever a device buffer a recorded step graph points into (the plan's arrays, the log-sum-exp) moves.
-  uint64_t epoch() const { return epoch_; }
+  // What a step graph recorded over the current plan depends on: the device buffers its kernels point into (the
+  // plan's arrays, the log-sum-exp; `epoch_` changes whenever one moves) and FlashInfer's schedule (its grid sizes,
+  // split-KV choice and workspace offsets, copied into the recorded kernels' arguments). A recorded graph is
+  // replayed only over a plan with the same state.
+  std::vector<int64_t> RecordedState() const;
 
  private:
   FlashInferAttention(DType element, cudaStream_t stream) : element_(element), stream_(stream) {}

@@ -84,6 +84,9 @@ std::string RunDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch
     if (info.split_kv) {
       tmp_v = GetPtrFromBaseOffset<E>(w.float_buffer, info.v_offset);
       tmp_s = GetPtrFromBaseOffset<float>(w.float_buffer, info.s_offset);
+      // A graph-mode plan launches a fixed padded_batch_size of blocks whatever the step's work; the mask stops
+      // the blocks past it (their request and tile indices are left over from other steps).
+      if (info.enable_cuda_graph) params.block_valid_mask = GetPtrFromBaseOffset<bool>(w.int_buffer, info.block_valid_mask_offset);
     }
     return CudaErrorText(flashinfer::BatchDecodeWithPagedKVCacheDispatched<kHeadDim, kNoRope, Variant>(
                          params, tmp_v, tmp_s, /*enable_pdl=*/false, stream),
@@ -137,6 +140,7 @@ std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batc
       params.merge_indptr = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.merge_indptr_offset);
       tmp_v = GetPtrFromBaseOffset<E>(w.float_buffer, info.v_offset);
       tmp_s = GetPtrFromBaseOffset<float>(w.float_buffer, info.s_offset);
+      if (info.enable_cuda_graph) params.block_valid_mask = GetPtrFromBaseOffset<bool>(w.int_buffer, info.block_valid_mask_offset);
     }
     cudaError_t status = cudaSuccess;
     DISPATCH_CTA_TILE_Q(info.cta_tile_q, kCtaTileQ, {
