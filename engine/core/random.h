@@ -5,12 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-// Functions the GPU's kernels share with the host (the sampler's draw): __host__ __device__ under nvcc.
-#if defined(__CUDACC__)
-#define ARACH_HOST_DEVICE __host__ __device__
-#else
-#define ARACH_HOST_DEVICE
-#endif
+#include "engine/core/host_device.h"  // the sampler's draw is shared with the GPU's kernels
 
 namespace arach {
 

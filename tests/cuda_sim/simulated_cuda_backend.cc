@@ -181,9 +181,21 @@ class SimulatedCudaBackend final : public Backend {
         Check("attention");
         return;
       }
-      std::vector<float> lse(static_cast<size_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads);
-      FlashInferStandIn(plan_, params, params.sliding_window > 0 ? params.sliding_window - 1 : -1, lse.data());
-      cuda::LaunchHubMerge(params, lse.data(), nullptr);
+      const int window_left = params.sliding_window > 0 ? params.sliding_window - 1 : -1;
+      if (plan_.hub_heads_grouped) {
+        const size_t packed_elems = static_cast<size_t>(params.num_seqs) * 2 * params.num_heads * params.kv.head_dim;
+        std::vector<uint16_t> packed_q(packed_elems), packed_out(packed_elems);
+        const AttentionParams attended = cuda::GroupedHubView(params, packed_q.data(), packed_out.data());
+        cuda::LaunchPackGroupedHubQueries(params, packed_q.data(), nullptr);
+        Check("pack grouped hub queries");
+        std::vector<float> lse(static_cast<size_t>(attended.num_verbal_rows) * attended.num_heads);
+        FlashInferStandIn(plan_, attended, window_left, lse.data());
+        cuda::LaunchHubMerge(params, lse.data(), packed_out.data(), nullptr);
+      } else {
+        std::vector<float> lse(static_cast<size_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads);
+        FlashInferStandIn(plan_, params, window_left, lse.data());
+        cuda::LaunchHubMerge(params, lse.data(), nullptr, nullptr);
+      }
       Check("hub merge");
     });
   }

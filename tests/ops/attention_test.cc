@@ -5,6 +5,7 @@
 // reference.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -217,6 +218,31 @@ TEST_P(PagedAttention, SlidingWindowSeesOnlyTheLastPositions) {
         seqs.push_back(spec);
       }
       RunCase(shape, seqs, 7 + window, window, /*with_mass=*/true);
+    }
+  }
+}
+
+// Decode steps (one row per sequence) with the hub on some or all sequences: where the query heads per KV head
+// double to a group FlashInfer's decode is built for (1, 2 and 4 here), the CUDA backend attends each sequence's
+// verbal and hub queries as one request (grouped_hub_heads.h); 3 and 8 keep hub rows as requests of their own.
+// Offsets -inf included (a sequence that is not ARACH in a step graph of ARACH ones: its hub weighs nothing).
+TEST_P(PagedAttention, DecodeStepsWithTheHubOnSomeOrAllSequences) {
+  const std::vector<Shape> shapes = {{12, 12, 64, 16}, {4, 2, 128, 16}, {8, 2, 64, 8}, {6, 2, 64, 16}, {8, 1, 128, 4}};
+  const float kNoHub = -std::numeric_limits<float>::infinity();
+  for (uint32_t seed = 21; seed <= 24; ++seed) {
+    std::mt19937 rng(seed);
+    for (const Shape& shape : shapes) {
+      std::vector<SeqSpec> seqs;
+      const int num_seqs = 1 + static_cast<int>(rng() % 7);
+      for (int s = 0; s < num_seqs; ++s) {
+        SeqSpec spec;
+        spec.context = 1 + static_cast<int>(rng() % 200);
+        spec.rows = 1;
+        spec.hub = seed % 2 == 0 || s % 2 == 0;
+        spec.offset = s % 3 == 2 ? kNoHub : std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+        seqs.push_back(spec);
+      }
+      RunCase(shape, seqs, seed, /*window=*/seed == 23 ? 29 : 0, /*with_mass=*/seed >= 23);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The plan that maps a step onto FlashInfer's paged kernels, on random block tables: every query row
 // (verbal and hub) must see, through FlashInfer's rules (request pages, last page length, causal offset,
-// window), exactly the cache slots AttentionParams' rules give it; malformed layouts are refused naming the
+// window), exactly the cache slots AttentionParams' rules give it, whether hub rows are requests of their own or
+// packed with their verbal rows (decode steps, grouped_hub_heads.h); malformed layouts are refused naming the
 // sequence.
 #include "engine/backend/cuda/paged_attention_plan.h"
 
@@ -8,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/backend/cuda/grouped_hub_heads.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -84,8 +86,14 @@ TEST(PagedAttentionPlan, EveryRowSeesTheSlotsOfItsRowOnRandomTables) {
     std::mt19937 rng(seed);
     const Layout l = RandomLayout(rng);
     const int window = seed % 3 == 0 ? 1 + static_cast<int>(rng() % 50) : 0;
-    auto plan = BuildPagedAttentionPlan(l.View());
+    // 3 query heads per KV head: FlashInfer's decode has no group of 6, so hub rows are always requests of their
+    // own here (GroupedDecodeStepsGiveEachSequenceOneRequestOverItsSlots tests the other kind of plan).
+    AttentionBatchLayout view = l.View();
+    view.num_heads = 6;
+    view.num_kv_heads = 2;
+    auto plan = BuildPagedAttentionPlan(view);
     ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_FALSE(plan->hub_heads_grouped);
     const int num_seqs = static_cast<int>(l.query_start.size()) - 1, num_verbal = l.query_start.back();
     ASSERT_EQ(plan->num_verbal_requests, num_seqs);
     ASSERT_EQ(plan->qo_indptr.back(), num_verbal + l.hub_start.back()) << "every row of q is some request's";
@@ -108,6 +116,96 @@ TEST(PagedAttentionPlan, EveryRowSeesTheSlotsOfItsRowOnRandomTables) {
     }
     EXPECT_EQ(plan->max_query_rows, max_rows);
     EXPECT_THAT(rows_seen, ::testing::Each(1)) << "each row in exactly one request, seed " << seed;
+  }
+}
+
+// Decode steps with the hub where FlashInfer's decode takes twice the group of query heads: one request per
+// sequence, its only row the packed queries' row s, over exactly the slots its verbal (and hub) row sees.
+TEST(PagedAttentionPlan, GroupedDecodeStepsGiveEachSequenceOneRequestOverItsSlots) {
+  for (uint32_t seed = 1; seed <= 100; ++seed) {
+    std::mt19937 rng(seed);
+    Layout l = RandomLayout(rng);
+    // The same sequences as decode rows (the last position of each context), hub on a random subset (at least one).
+    Layout decode = l;
+    decode.positions.clear();
+    decode.query_start = {0};
+    decode.hub_start = {0};
+    const int num_seqs = static_cast<int>(l.query_start.size()) - 1;
+    for (int s = 0; s < num_seqs; ++s) {
+      decode.positions.push_back(l.positions[l.query_start[s + 1] - 1]);
+      decode.query_start.push_back(s + 1);
+      decode.hub_start.push_back(decode.hub_start.back() + (s == 0 || rng() % 2 == 0 ? 1 : 0));
+    }
+    const int window = seed % 3 == 0 ? 1 + static_cast<int>(rng() % 50) : 0;
+    auto plan = BuildPagedAttentionPlan(decode.View());  // 4 query heads over 2 KV heads: packed, 8 over 2
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->hub_heads_grouped) << seed;
+    ASSERT_EQ(plan->num_requests(), num_seqs);
+    EXPECT_EQ(plan->num_verbal_requests, num_seqs);
+    EXPECT_EQ(plan->max_query_rows, 1);
+    for (int s = 0; s < num_seqs; ++s) {
+      EXPECT_EQ(plan->request_sequence[s], s);
+      EXPECT_EQ(plan->qo_indptr[s], s) << "request s reads row s of the packed queries";
+      EXPECT_EQ(FlashInferSlots(*plan, s, 0, decode.block_size, window), OurSlots(decode, s, s, window)) << "seed " << seed;
+    }
+    EXPECT_EQ(plan->qo_indptr.back(), num_seqs);
+  }
+}
+
+TEST(PagedAttentionPlan, HubHeadsAreGroupedOnlyForDecodeStepsWithTheHubWhereFlashInferTakesTheDoubledGroup) {
+  Layout decode;  // two decode rows, the first with the hub
+  decode.block_size = 4;
+  decode.positions = {5, 2};
+  decode.query_start = {0, 1, 2};
+  decode.block_tables = {9, 3, 7};
+  decode.block_table_start = {0, 2, 3};
+  decode.hub_start = {0, 1, 1};
+  Layout prefill = decode;  // sequence 0 as a 3-row chunk
+  prefill.positions = {3, 4, 5, 2};
+  prefill.query_start = {0, 3, 4};
+  prefill.hub_start = {0, 3, 3};
+  Layout no_hub = decode;
+  no_hub.hub_start = {0, 0, 0};
+  struct Case {
+    const Layout* layout;
+    int heads, kv_heads;
+    bool grouped;
+  };
+  // Query heads per KV head 1, 2 and 4 double to groups FlashInfer's decode is built for (2, 4, 8); 3 and 8 do not.
+  const std::vector<Case> cases = {{&decode, 12, 12, true}, {&decode, 4, 2, true},  {&decode, 32, 8, true},
+                                   {&decode, 6, 2, false},  {&decode, 8, 1, false}, {&prefill, 4, 2, false},
+                                   {&no_hub, 4, 2, false}};
+  for (const Case& c : cases) {
+    AttentionBatchLayout view = c.layout->View();
+    view.num_heads = c.heads;
+    view.num_kv_heads = c.kv_heads;
+    auto plan = BuildPagedAttentionPlan(view);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->hub_heads_grouped, c.grouped) << c.heads << " heads over " << c.kv_heads << ", " << plan->max_query_rows
+                                                  << " rows at most, " << c.layout->hub_start.back() << " hub rows";
+    const int num_seqs = static_cast<int>(c.layout->query_start.size()) - 1;
+    EXPECT_EQ(plan->num_requests(), c.grouped ? num_seqs : num_seqs + (c.layout->hub_start.back() > 0 ? 1 : 0));
+  }
+}
+
+// Each verbal and hub head of a sequence has its own packed head, within the packed group of its KV head (the one
+// FlashInfer's decode gives packed head h: h / (2 * group)).
+TEST(PagedAttentionPlan, GroupedHubHeadsPackEachHeadOnceWithinItsKvHeadsGroup) {
+  for (int group : {1, 2, 4}) {
+    for (int kv_heads : {1, 2, 12}) {
+      const int heads = group * kv_heads;
+      std::vector<int> seen(2 * heads, 0);
+      for (int h = 0; h < heads; ++h) {
+        for (bool hub : {false, true}) {
+          const int packed = GroupedHubHead(h, group, hub);
+          ASSERT_GE(packed, 0);
+          ASSERT_LT(packed, 2 * heads);
+          ++seen[packed];
+          EXPECT_EQ(packed / (2 * group), h / group) << "head " << h << (hub ? " (hub)" : "") << " group " << group;
+        }
+      }
+      EXPECT_THAT(seen, ::testing::Each(1)) << "group " << group << ", " << kv_heads << " KV heads";
+    }
   }
 }
 

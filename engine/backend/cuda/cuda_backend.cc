@@ -284,13 +284,21 @@ void CudaBackend::AttentionImpl(const AttentionParams& params) {
     CheckLaunch("attention");
     return;
   }
-  absl::StatusOr<const float*> lse = flashinfer_->Run(params);  // attention over the cache, FlashInfer's
+  // Attention over the cache, FlashInfer's: over q as it is, or over each sequence's verbal and hub queries packed
+  // as one request (grouped_hub_heads.h).
+  const bool grouped = flashinfer_->hub_heads_grouped();
+  const AttentionParams attended = grouped ? cuda::GroupedHubView(params, flashinfer_->grouped_q(), flashinfer_->grouped_out()) : params;
+  if (grouped) {
+    cuda::LaunchPackGroupedHubQueries(params, attended.q.data, stream_);
+    CheckLaunch("pack grouped hub queries");
+  }
+  absl::StatusOr<const float*> lse = flashinfer_->Run(attended);
   if (!lse.ok()) {
     Record(lse.status());
     return;
   }
   CheckLaunch("attention");
-  cuda::LaunchHubMerge(params, *lse, stream_);  // + the hub, + the diagnostics
+  cuda::LaunchHubMerge(params, *lse, grouped ? attended.out.data : nullptr, stream_);  // + the hub, + the diagnostics
   CheckLaunch("hub merge");
 }
 

@@ -8,11 +8,15 @@
 // the softmax over cache and hub together. The attention-mass diagnostics (when asked) are 2^(S0 - T) for
 // position 0 (S0 = q.k_0 * scale * log2 e, 0 where a sliding window hides it) and 2^(H - T) for the hub.
 //
+// Decode steps whose plan groups the hub heads (grouped_hub_heads.h) read o and lse from the packed layout FlashInfer
+// wrote them in and write every row of the output (the rows without a hub as they are).
+//
 // One warp per (row, head): lanes hold pairs of dims (2 lane + 64 t), so any even head size up to 256 works.
 #include <cfloat>
 
 #include "engine/backend/cuda/cuda_common.cuh"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/backend/cuda/grouped_hub_heads.h"
 
 namespace arach::cuda {
 namespace {
@@ -35,7 +39,8 @@ __device__ __forceinline__ float HeadDot(const T* q, const T* x, int head_dim) {
 
 struct MergeArgs {
   AttentionParams p;
-  const float* lse;  // [rows, num_heads], base 2
+  const float* lse;         // base 2: [rows, num_heads], or [num_seqs, 2 * num_heads] with grouped_out
+  const void* grouped_out;  // null (the outputs are p.out), or [num_seqs, 2 * num_heads, head_dim] (grouped_hub_heads.h)
 };
 
 template <typename T>
@@ -60,27 +65,42 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs 
     hub_index = p.num_hub_rows > 0 ? p.hub_start[seq] + (row - p.query_start[seq]) : 0;
   }
   const bool has_hub = hub_row || (p.num_hub_rows > 0 && p.hub_start[seq + 1] > p.hub_start[seq]);
-  if (!has_hub && p.attention_mass == nullptr) return;
+  const bool grouped = args.grouped_out != nullptr;
+  if (!has_hub && !grouped && p.attention_mass == nullptr) return;
 
   const int head_dim = p.kv.head_dim;
   const int kv_head = head / (p.num_heads / p.kv.num_kv_heads);
   const int64_t head_offset = static_cast<int64_t>(head) * head_dim;
   const int64_t kv_offset = static_cast<int64_t>(kv_head) * head_dim;
   const T* q = static_cast<const T*>(p.q.data) + row * p.q.stride + head_offset;
-  const float cache_lse = args.lse[static_cast<int64_t>(row) * p.num_heads + head];
+  T* out = static_cast<T*>(p.out.data) + row * p.out.stride + head_offset;
+  // Where attention over the cache left this row's output and log-sum-exp.
+  const T* cache_out = out;
+  float cache_lse;
+  if (grouped) {
+    const int64_t packed = static_cast<int64_t>(seq) * 2 * p.num_heads + GroupedHubHead(head, p.num_heads / p.kv.num_kv_heads, hub_row);
+    cache_out = static_cast<const T*>(args.grouped_out) + packed * head_dim;
+    cache_lse = args.lse[packed];
+  } else {
+    cache_lse = args.lse[static_cast<int64_t>(row) * p.num_heads + head];
+  }
   float hub_logit = -FLT_MAX, total = cache_lse;  // log2 units
-  if (has_hub) {
-    const T* hub_k = static_cast<const T*>(p.hub_k.data) + hub_index * p.hub_k.stride + kv_offset;
-    hub_logit = (HeadDot(q, hub_k, head_dim) * p.scale + p.hub_logit_offset[seq]) * kLog2e;
-    const float top = fmaxf(cache_lse, hub_logit);
-    total = top + log2f(exp2f(cache_lse - top) + exp2f(hub_logit - top));
-    const float cache_weight = exp2f(cache_lse - total), hub_weight = exp2f(hub_logit - total);
-    const T* hub_v = static_cast<const T*>(p.hub_v.data) + hub_index * p.hub_v.stride + kv_offset;
-    T* out = static_cast<T*>(p.out.data) + row * p.out.stride + head_offset;
+  if (has_hub || grouped) {
+    float cache_weight = 1.0f, hub_weight = 0.0f;
+    const T* hub_v = nullptr;
+    if (has_hub) {
+      const T* hub_k = static_cast<const T*>(p.hub_k.data) + hub_index * p.hub_k.stride + kv_offset;
+      hub_logit = (HeadDot(q, hub_k, head_dim) * p.scale + p.hub_logit_offset[seq]) * kLog2e;
+      const float top = fmaxf(cache_lse, hub_logit);
+      total = top + log2f(exp2f(cache_lse - top) + exp2f(hub_logit - top));
+      cache_weight = exp2f(cache_lse - total);
+      hub_weight = exp2f(hub_logit - total);
+      hub_v = static_cast<const T*>(p.hub_v.data) + hub_index * p.hub_v.stride + kv_offset;
+    }
     const int lane = threadIdx.x % 32;
     for (int d = 2 * lane; d < head_dim; d += 64) {
-      const float2 o = LoadPair(out + d);
-      const float2 v = LoadPair(hub_v + d);
+      const float2 o = LoadPair(cache_out + d);
+      const float2 v = hub_v != nullptr ? LoadPair(hub_v + d) : make_float2(0.0f, 0.0f);
       StorePair(out + d, o.x * cache_weight + v.x * hub_weight, o.y * cache_weight + v.y * hub_weight);
     }
   }
@@ -99,13 +119,46 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs 
   if (has_hub) atomicAdd(mass + (hub_row ? kHubRowsOnHub : kVerbalRowsOnHub) * p.num_heads, exp2f(hub_logit - total));
 }
 
+// One thread per pair of dims of one head of a sequence's verbal or hub query, copied to its packed place (zeros
+// for the hub half of a sequence without a hub row).
+template <typename T>
+__global__ void PackGroupedHubQueriesKernel(AttentionParams p, T* packed) {
+  const int head_dim = p.kv.head_dim, pairs = head_dim / 2;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (item >= static_cast<int64_t>(p.num_seqs) * 2 * p.num_heads * pairs) return;
+  const int d = 2 * static_cast<int>(item % pairs);
+  const int head = static_cast<int>(item / pairs % p.num_heads);
+  const bool hub_row = item / pairs / p.num_heads % 2 == 1;
+  const int seq = static_cast<int>(item / pairs / p.num_heads / 2);
+  const int group = p.num_heads / p.kv.num_kv_heads;
+  T* dst = packed + (static_cast<int64_t>(seq) * 2 * p.num_heads + GroupedHubHead(head, group, hub_row)) * head_dim + d;
+  int row = p.query_start[seq];
+  if (hub_row) row = p.num_hub_rows > 0 && p.hub_start[seq + 1] > p.hub_start[seq] ? p.num_verbal_rows + p.hub_start[seq] : -1;
+  if (row < 0) {
+    StorePair(dst, 0.0f, 0.0f);
+    return;
+  }
+  const T* src = static_cast<const T*>(p.q.data) + row * p.q.stride + static_cast<int64_t>(head) * head_dim + d;
+  dst[0] = src[0];
+  dst[1] = src[1];
+}
+
 }  // namespace
 
-void LaunchHubMerge(const AttentionParams& params, const float* lse, cudaStream_t stream) {
+void LaunchHubMerge(const AttentionParams& params, const float* lse, const void* grouped_out, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads;
-  if (items == 0 || (params.num_hub_rows == 0 && params.attention_mass == nullptr)) return;
+  if (items == 0 || (grouped_out == nullptr && params.num_hub_rows == 0 && params.attention_mass == nullptr)) return;
   ARACH_DISPATCH_HALF(params.q.dtype, T, {
-    ARACH_LAUNCH(HubMergeKernel<T>, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(MergeArgs{params, lse});
+    ARACH_LAUNCH(HubMergeKernel<T>, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(MergeArgs{params, lse, grouped_out});
+  })
+}
+
+void LaunchPackGroupedHubQueries(const AttentionParams& params, void* packed_q, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t items = static_cast<int64_t>(params.num_seqs) * 2 * params.num_heads * (params.kv.head_dim / 2);
+  if (items == 0) return;
+  ARACH_DISPATCH_HALF(params.q.dtype, T, {
+    ARACH_LAUNCH(PackGroupedHubQueriesKernel<T>, Blocks(items, kThreads), kThreads, 0, stream)(params, static_cast<T*>(packed_q));
   })
 }
 

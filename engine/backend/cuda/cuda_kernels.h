@@ -36,11 +36,17 @@ void LaunchFillRows(const DeviceMatrix& row, const DeviceMatrix& out, cudaStream
 // The largest head size the kernel takes (even sizes only).
 constexpr int kMaxAttentionHeadDim = 256;
 void LaunchAttention(const AttentionParams& params, cudaStream_t stream);
-// After attention over the cache alone has written params.out and `lse` ([rows, num_heads] float32, log2 of
-// each row's softmax denominator in log2 units, as FlashInfer returns it): merges each hub row's and each
-// hub-bearing verbal row's hub key/value in by log-sum-exp, and adds the attention-mass diagnostics when
-// params.attention_mass is set (cuda_hub_merge.cu). Does nothing for a step with neither.
-void LaunchHubMerge(const AttentionParams& params, const float* lse, cudaStream_t stream);
+// After attention over the cache alone has written its outputs and `lse` (float32, log2 of each row's softmax
+// denominator in log2 units, as FlashInfer returns it): merges each hub row's and each hub-bearing verbal row's
+// hub key/value in by log-sum-exp, and adds the attention-mass diagnostics when params.attention_mass is set
+// (cuda_hub_merge.cu). With `grouped_out` null the outputs are params.out itself and lse is [rows, num_heads];
+// a step with neither hub rows nor diagnostics needs nothing. With `grouped_out` (a step whose plan groups the hub
+// heads, grouped_hub_heads.h) the outputs and lse are in the packed layout, and every row of params.out is
+// written from there.
+void LaunchHubMerge(const AttentionParams& params, const float* lse, const void* grouped_out, cudaStream_t stream);
+// packed_q ([num_seqs, 2 * num_heads * head_dim], params.q's type) = each sequence's verbal and hub queries in
+// the packed layout of grouped_hub_heads.h, for a decode step (one verbal row per sequence).
+void LaunchPackGroupedHubQueries(const AttentionParams& params, void* packed_q, cudaStream_t stream);
 
 // The sampler's logit processors: `processed` = float32 `logits` ([args.rows, args.vocab]) after them
 // (cuda_logit_processing.cu). `processed` may be `logits`.

@@ -57,6 +57,8 @@ FlashInferAttention::~FlashInferAttention() {
   cudaFree(arrays_);
   cudaFreeHost(arrays_pinned_);
   cudaFree(lse_);
+  cudaFree(grouped_q_);
+  cudaFree(grouped_out_);
   if (staged_ != nullptr) cudaEventDestroy(staged_);
 }
 
@@ -110,10 +112,15 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
   batch_.kv_indptr_host = plan_.kv_indptr.data();
   batch_.num_requests = static_cast<int>(requests);
   batch_.total_rows = plan_.qo_indptr.back();
-  batch_.num_qo_heads = layout.num_heads;
+  batch_.num_qo_heads = plan_.hub_heads_grouped ? 2 * layout.num_heads : layout.num_heads;
   batch_.num_kv_heads = layout.num_kv_heads;
   batch_.page_size = layout.block_size;
-  ARACH_RETURN_IF_ERROR(Reserve(static_cast<size_t>(batch_.total_rows) * layout.num_heads * sizeof(float), &lse_, &lse_capacity_));
+  ARACH_RETURN_IF_ERROR(Reserve(static_cast<size_t>(batch_.total_rows) * batch_.num_qo_heads * sizeof(float), &lse_, &lse_capacity_));
+  if (plan_.hub_heads_grouped) {
+    const size_t packed_bytes = static_cast<size_t>(batch_.total_rows) * batch_.num_qo_heads * layout.head_dim * DTypeSize(element_);
+    ARACH_RETURN_IF_ERROR(Reserve(packed_bytes, &grouped_q_, &grouped_q_capacity_));
+    ARACH_RETURN_IF_ERROR(Reserve(packed_bytes, &grouped_out_, &grouped_out_capacity_));
+  }
   decode_ = plan_.max_query_rows <= 1;
   batch_.for_step_graph = layout.for_step_graph;
   if (layout.for_step_graph && !decode_) {
@@ -134,7 +141,7 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
 }
 
 std::vector<int64_t> FlashInferAttention::RecordedState() const {
-  std::vector<int64_t> state = {static_cast<int64_t>(epoch_), planned_, decode_, head_dim_};
+  std::vector<int64_t> state = {static_cast<int64_t>(epoch_), planned_, decode_, head_dim_, hub_heads_grouped(), batch_.num_qo_heads};
   state.insert(state.end(), plan_info_.begin(), plan_info_.end());
   return state;
 }

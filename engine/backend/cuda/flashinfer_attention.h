@@ -27,11 +27,17 @@ class FlashInferAttention {
   // Plans one step (the layout must satisfy AttentionRunsOnFlashInfer): decode kernels when every request
   // has one row, prefill kernels otherwise.
   absl::Status Plan(PagedAttentionPlan plan, const AttentionBatchLayout& layout);
+  // Whether the planned step groups the hub heads (grouped_hub_heads.h): its layers then run on
+  // GroupedHubView(params, grouped_q(), grouped_out()), buffers sized by Plan for the step.
+  bool hub_heads_grouped() const { return planned_ && plan_.hub_heads_grouped; }
+  void* grouped_q() const { return grouped_q_; }
+  void* grouped_out() const { return grouped_out_; }
   // Attention of every q row over its cached positions (no hub): writes params.out and returns the log-sum-exp,
   // [rows, num_heads] float32 in device memory, valid until the next Run.
   absl::StatusOr<const float*> Run(const AttentionParams& params);
   // What a step graph recorded over the current plan depends on: the device buffers its kernels point into (the
-  // plan's arrays, the log-sum-exp; `epoch_` changes whenever one moves) and FlashInfer's schedule (its grid sizes,
+  // plan's arrays, the log-sum-exp, the packed queries and outputs; `epoch_` changes whenever one moves) and
+  // FlashInfer's schedule (its grid sizes,
   // split-KV choice and workspace offsets, copied into the recorded kernels' arguments). A recorded graph is
   // replayed only over a plan with the same state.
   std::vector<int64_t> RecordedState() const;
@@ -49,8 +55,12 @@ class FlashInferAttention {
   void* arrays_ = nullptr;
   void* arrays_pinned_ = nullptr;  // their page-locked staging
   size_t arrays_capacity_ = 0;
-  void* lse_ = nullptr;            // device: [rows, num_heads] float32
+  void* lse_ = nullptr;            // device: [rows, query heads] float32
   size_t lse_capacity_ = 0;
+  void* grouped_q_ = nullptr;      // device: [num_seqs, 2 * num_heads * head_dim] of the element type
+  size_t grouped_q_capacity_ = 0;
+  void* grouped_out_ = nullptr;    // device: as grouped_q_
+  size_t grouped_out_capacity_ = 0;
   cudaEvent_t staged_ = nullptr;   // the last plan's copies from page-locked memory are done
   PagedAttentionPlan plan_;  // the step's plan: FlashInfer's planning reads its host indptrs
   FlashInferBatch batch_;

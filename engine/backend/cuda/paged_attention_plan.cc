@@ -68,11 +68,29 @@ absl::StatusOr<PagedAttentionPlan> BuildPagedAttentionPlan(const AttentionBatchL
   };
   for (size_t s = 0; s < num_seqs; ++s) add_request(s, layout.query_start[s + 1] - layout.query_start[s]);
   plan.num_verbal_requests = static_cast<int>(num_seqs);
+  const bool any_hub = num_seqs > 0 && layout.hub_start[num_seqs] > 0;
+  plan.hub_heads_grouped = any_hub && plan.max_query_rows == 1 &&
+                           AttentionRunsOnFlashInfer(layout.head_dim, 2 * layout.num_heads, layout.num_kv_heads);
+  if (plan.hub_heads_grouped) return plan;
   for (size_t s = 0; s < num_seqs; ++s) {
     const int hub_rows = layout.hub_start[s + 1] - layout.hub_start[s];
     if (hub_rows > 0) add_request(s, hub_rows);
   }
   return plan;
+}
+
+AttentionParams GroupedHubView(const AttentionParams& params, void* packed_q, void* packed_out) {
+  AttentionParams view;
+  const int64_t packed_cols = 2 * static_cast<int64_t>(params.num_heads) * params.kv.head_dim;
+  view.q = DeviceMatrix::Dense(packed_q, params.q.dtype, params.num_seqs, packed_cols);
+  view.out = DeviceMatrix::Dense(packed_out, params.q.dtype, params.num_seqs, packed_cols);
+  view.kv = params.kv;
+  view.num_heads = 2 * params.num_heads;
+  view.scale = params.scale;
+  view.num_seqs = params.num_seqs;
+  view.num_verbal_rows = params.num_seqs;
+  view.sliding_window = params.sliding_window;
+  return view;
 }
 
 }  // namespace arach::cuda

@@ -7,6 +7,9 @@
 // Ours: sequence s's verbal rows are the requests 0..S-1 in order (their rows are q's first rows); each
 // sequence with the ARACH hub adds one more request, after all verbal ones, for its hub rows (q's rows
 // num_verbal + hub_start[s] ...) over the same pages, so that hub row i sees exactly what verbal row i sees.
+// Decode steps (one row per sequence) with the hub, where FlashInfer's decode is built for twice the layer's group
+// of query heads per KV head, instead give each sequence one request over the packed verbal and hub queries
+// (grouped_hub_heads.h): its pages are then read once for both rows instead of twice.
 // The hub's own key and value are never in the cache: the CUDA backend merges them in afterwards by the
 // log-sum-exp that FlashInfer returns (cuda_hub_merge.cu).
 #pragma once
@@ -37,6 +40,9 @@ struct PagedAttentionPlan {
   std::vector<int32_t> request_sequence;  // [requests] the sequence each request belongs to
   int num_verbal_requests = 0;            // requests [0, num_verbal_requests) are verbal, the rest hub rows
   int max_query_rows = 0;                 // the most rows of any request (1: a decode-only step)
+  // Request s is sequence s's packed verbal and hub queries, row s of [num_seqs, 2 * num_heads * head_dim]
+  // (grouped_hub_heads.h); there are no hub requests.
+  bool hub_heads_grouped = false;
 
   int num_requests() const { return static_cast<int>(kv_last_page_len.size()); }
   // Positions request r attends (its sequence's cached context).
@@ -44,6 +50,11 @@ struct PagedAttentionPlan {
     return static_cast<int64_t>(kv_indptr[r + 1] - kv_indptr[r] - 1) * block_size + kv_last_page_len[r];
   }
 };
+
+// The attention FlashInfer runs for a step whose plan groups the hub heads: `packed_q` and `packed_out`
+// ([num_seqs, 2 * num_heads * head_dim] each, dense, the type of params.q) as q and out, one row per sequence,
+// 2 * num_heads query heads, no hub rows, no diagnostics; the cache, scale and window of `params`.
+AttentionParams GroupedHubView(const AttentionParams& params, void* packed_q, void* packed_out);
 
 // Checks the layout against AttentionParams' rules (INVALID_ARGUMENT naming the sequence and what is wrong) and
 // builds the plan. A sequence's rows must sit at consecutive positions ending its context (context = last
