@@ -1,6 +1,7 @@
 // Host arrays copied to device memory in one transfer, and the grow-on-demand device buffers that step-sized
-// scratch is kept in. Used by the runner for a step's metadata (engine/runner/workspace.h) and by the GPU's
-// sampling for its per-row lists (engine/backend/cuda/device_sampling.h).
+// scratch is kept in. Used by the runner for a step's metadata (engine/runner/workspace.h), by the GPU's
+// sampling for its per-row lists (engine/backend/cuda/device_sampling.h) and by the GPU's attention for the arrays
+// of FlashInfer's plan (engine/backend/cuda/flashinfer_attention.h).
 #pragma once
 
 #include <cstddef>

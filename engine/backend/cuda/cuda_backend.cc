@@ -80,7 +80,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_inde
                                        "; ", DTypeName(element), ", cuBLASLt GEMMs, FlashInfer attention for head sizes 64 and 128)");
   ARACH_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&backend->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   ARACH_ASSIGN_OR_RETURN(backend->gemm_, cuda::CublasLtGemm::Create(kGemmWorkspaceBytes));
-  ARACH_ASSIGN_OR_RETURN(backend->flashinfer_, cuda::FlashInferAttention::Create(element, backend->stream_));
+  ARACH_ASSIGN_OR_RETURN(backend->flashinfer_, cuda::FlashInferAttention::Create(*backend, element, backend->stream_));
   backend->sampler_ = std::make_unique<cuda::DeviceSampler>(*backend, backend->stream_, cuda::DeviceSamplingKernels());
   return backend;
 }

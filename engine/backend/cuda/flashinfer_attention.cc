@@ -1,7 +1,6 @@
 #include "engine/backend/cuda/flashinfer_attention.h"
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -34,11 +33,12 @@ absl::Status FromMessage(const std::string& message) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<FlashInferAttention>> FlashInferAttention::Create(DType element, cudaStream_t stream) {
+absl::StatusOr<std::unique_ptr<FlashInferAttention>> FlashInferAttention::Create(Backend& backend, DType element,
+                                                                                cudaStream_t stream) {
   if (element != DType::kBF16 && element != DType::kF16) {
     return absl::InvalidArgumentError(absl::StrCat("cuda attention: no FlashInfer kernels for ", DTypeName(element)));
   }
-  std::unique_ptr<FlashInferAttention> a(new FlashInferAttention(element, stream));
+  std::unique_ptr<FlashInferAttention> a(new FlashInferAttention(backend, element, stream));
   FlashInferWorkspace& w = a->workspace_;
   w.float_bytes = kFloatWorkspaceBytes;
   w.int_bytes = kIntWorkspaceBytes;
@@ -54,15 +54,13 @@ FlashInferAttention::~FlashInferAttention() {
   cudaFree(workspace_.float_buffer);
   cudaFree(workspace_.int_buffer);
   cudaFreeHost(workspace_.pinned_int_buffer);
-  cudaFree(arrays_);
-  cudaFreeHost(arrays_pinned_);
   cudaFree(lse_);
   cudaFree(grouped_q_);
   cudaFree(grouped_out_);
   if (staged_ != nullptr) cudaEventDestroy(staged_);
 }
 
-absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* capacity, void** pinned) {
+absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* capacity) {
   if (bytes <= *capacity) return absl::OkStatus();
   const size_t grown = std::max(bytes, *capacity * 2);
   ARACH_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "attention scratch");  // the old buffers may be in use
@@ -70,11 +68,6 @@ absl::Status FlashInferAttention::Reserve(size_t bytes, void** device, size_t* c
   *device = nullptr;
   *capacity = 0;
   ARACH_CUDA_RETURN_IF_ERROR(cudaMalloc(device, grown), "attention scratch");
-  if (pinned != nullptr) {
-    cudaFreeHost(*pinned);
-    *pinned = nullptr;
-    ARACH_CUDA_RETURN_IF_ERROR(cudaMallocHost(pinned, grown), "attention scratch (page-locked)");
-  }
   *capacity = grown;
   ++epoch_;
   return absl::OkStatus();
@@ -89,24 +82,15 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
   // The page-locked buffers are rewritten below: the previous step's copies from them must have finished.
   ARACH_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_), "attention plan");
   const size_t requests = static_cast<size_t>(plan.num_requests());
-  // [qo_indptr (requests + 1) | kv_indptr (requests + 1) | kv_last_page_len (requests) | kv_indices] int32.
-  const size_t elements = 2 * (requests + 1) + plan.kv_indices.size() + requests;
-  ARACH_RETURN_IF_ERROR(Reserve(elements * sizeof(int32_t), &arrays_, &arrays_capacity_, &arrays_pinned_));
-  int32_t* staging = static_cast<int32_t*>(arrays_pinned_);
-  int32_t* device = static_cast<int32_t*>(arrays_);
-  size_t at = 0;
-  auto place = [&](const std::vector<int32_t>& values) {
-    std::memcpy(staging + at, values.data(), values.size() * sizeof(int32_t));
-    int32_t* where = device + at;
-    at += values.size();
-    return where;
-  };
-  batch_.qo_indptr = place(plan.qo_indptr);
-  batch_.kv_indptr = place(plan.kv_indptr);
-  batch_.kv_last_page_len = place(plan.kv_last_page_len);
-  batch_.kv_indices = place(plan.kv_indices);
-  ARACH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arrays_, arrays_pinned_, at * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
-                             "attention plan");
+  using U = StagedUpload;
+  ARACH_ASSIGN_OR_RETURN(const std::vector<const void*> device,
+                         arrays_.Upload({U::Of(plan.qo_indptr), U::Of(plan.kv_indptr), U::Of(plan.kv_last_page_len),
+                                         U::Of(plan.kv_indices)}));
+  auto ints = [&](int i) { return static_cast<int32_t*>(const_cast<void*>(device[i])); };
+  batch_.qo_indptr = ints(0);
+  batch_.kv_indptr = ints(1);
+  batch_.kv_last_page_len = ints(2);
+  batch_.kv_indices = ints(3);
   plan_ = std::move(plan);
   batch_.qo_indptr_host = plan_.qo_indptr.data();
   batch_.kv_indptr_host = plan_.kv_indptr.data();
@@ -141,7 +125,8 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
 }
 
 std::vector<int64_t> FlashInferAttention::RecordedState() const {
-  std::vector<int64_t> state = {static_cast<int64_t>(epoch_), planned_, decode_, head_dim_, hub_heads_grouped(), batch_.num_qo_heads};
+  std::vector<int64_t> state = {static_cast<int64_t>(epoch_), static_cast<int64_t>(arrays_.device_allocations()),
+                                planned_, decode_, head_dim_, hub_heads_grouped(), batch_.num_qo_heads};
   state.insert(state.end(), plan_info_.begin(), plan_info_.end());
   return state;
 }
