@@ -18,6 +18,8 @@
 #include "tests/testing/devices.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/reduced_precision.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/make_model/make_model.h"
 
 namespace arach {
 namespace {
@@ -116,6 +118,49 @@ TEST(StepGraphs, ReplayedDecodeStepsGiveTheLogitsOfStepsRunOpByOp) {
     EXPECT_EQ(plain->step_graph_stats().recorded, 0) << model;
   }
 }
+
+#if !defined(ARACH_TEST_CUDA_SIM)
+// 7 query heads per KV head of 64 (Qwen2.5-0.5B's attention; make-model's qwen2/gqa7, random weights): FlashInfer's
+// decode kernel has no such group, so decode steps run on its prefill kernels, graph-mode plans included, and with
+// the hub packed, 14 query heads per KV head. GPU only: the simulator's stand-in for FlashInfer has one path for
+// both kernels.
+TEST(StepGraphs, DecodeStepsOfAGroupFlashInfersDecodeKernelLacksReplayOnItsPrefillKernels) {
+  ARACH_REQUIRE_GPU();
+  testing::ScopedTempDir dir;
+  MakeModelOptions make;
+  make.arch = "qwen2";
+  make.preset = "gqa7";
+  make.out_dir = dir.path();
+  make.seed = 7;
+  make.dtype = "BF16";
+  ASSERT_TRUE(MakeModel(make).ok());
+  auto runner = [&](bool step_graphs) {
+    testing::FixtureOptions options;
+    options.model_dir = dir.path();
+    options.reference_hub = false;  // derived from the embeddings
+    options.block_size = 16;
+    options.device = DeviceKind::kCuda;
+    auto made = testing::LoadFixtureRunner("qwen2-gqa7", options);
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (made.ok()) (*made)->set_step_graphs(step_graphs);
+    return made.ok() ? std::move(*made) : nullptr;
+  };
+  std::unique_ptr<ModelRunner> recorded = runner(true), plain = runner(false);
+  ASSERT_NE(recorded, nullptr);
+  ASSERT_NE(plain, nullptr);
+  std::vector<std::vector<int32_t>> sequences;
+  for (int s = 0; s < 5; ++s) {
+    std::vector<int32_t> ids;
+    for (int t = 0; t < 20 + 7 * s; ++t) ids.push_back(static_cast<int32_t>((37 * t + 11 * s + 1) % 1000 + 3));
+    sequences.push_back(ids);
+  }
+  std::vector<Variant> variants(5);
+  for (int s = 1; s < 5; s += 2) variants[s].arach = true;
+  ExpectLogitsOfStepsRunOpByOp(LogitsTokenByToken(*recorded, sequences, variants), LogitsTokenByToken(*plain, sequences, variants),
+                               "qwen2/gqa7");
+  EXPECT_GE(recorded->step_graph_stats().replayed, 20);
+}
+#endif
 
 TEST(StepGraphs, DecodeBatchesOfOneBucketReplayOneGraphWhateverTheirMixOfVariants) {
   ARACH_REQUIRE_DEVICE_AND_FIXTURES();

@@ -189,8 +189,8 @@ TEST_P(PagedAttention, MatchesTheNaiveReferenceOnRandomBatches) {
 // Half-width caches (--kv_cache_dtype f16 / bf16; the GPU's is its compute type): decode rows read them directly,
 // prefill chunks gather them, both widened to float32; against the reference on the same rounded keys and values.
 TEST_P(PagedAttention, HalfWidthCachesOnRandomBatches) {
-  // {10, 2, 64, 16}: a group of 5 query heads per KV head, which FlashInfer's decode is not built for (the CUDA
-  // backend's own kernel takes it).
+  // {10, 2, 64, 16}: a group of 5 query heads per KV head, which FlashInfer's decode kernel is not built for (its
+  // prefill kernels take the CUDA backend's decode rows of it).
   const std::vector<Shape> shapes = {{4, 4, 64, 16}, {8, 2, 128, 16}, {6, 3, 96, 4}, {8, 4, 16, 1}, {10, 2, 64, 16}};
   for (const DType cache_dtype : {DType::kF16, DType::kBF16}) {
     if (GetParam() == DeviceKind::kCuda && cache_dtype != dtype_) continue;  // the GPU caches in its compute type
@@ -222,10 +222,10 @@ TEST_P(PagedAttention, SlidingWindowSeesOnlyTheLastPositions) {
   }
 }
 
-// Decode steps (one row per sequence) with the hub on some or all sequences: where the query heads per KV head
-// double to a group FlashInfer's decode is built for (1, 2 and 4 here), the CUDA backend attends each sequence's
-// verbal and hub queries as one request (grouped_hub_heads.h); 3 and 8 keep hub rows as requests of their own.
-// Offsets -inf included (a sequence that is not ARACH in a step graph of ARACH ones: its hub weighs nothing).
+// Decode steps (one row per sequence) with the hub on some or all sequences: the CUDA backend attends each
+// sequence's verbal and hub queries as one request with twice the heads (grouped_hub_heads.h): 1, 2 and 4 query
+// heads per KV head on FlashInfer's decode kernel, 3 and 8 on its prefill kernels. Offsets -inf included (a
+// sequence that is not ARACH in a step graph of ARACH ones: its hub weighs nothing).
 TEST_P(PagedAttention, DecodeStepsWithTheHubOnSomeOrAllSequences) {
   const std::vector<Shape> shapes = {{12, 12, 64, 16}, {4, 2, 128, 16}, {8, 2, 64, 8}, {6, 2, 64, 16}, {8, 1, 128, 4}};
   const float kNoHub = -std::numeric_limits<float>::infinity();

@@ -81,19 +81,32 @@ std::vector<int64_t> OurSlots(const Layout& l, int s, int row, int window) {
   return slots;
 }
 
+// A plan that groups the hub heads: request s is sequence s, its one row the packed queries' row s, over exactly
+// the slots its verbal (and hub) row sees.
+void ExpectGroupedRequestsSeeTheirSequencesSlots(const Layout& l, const PagedAttentionPlan& plan, int window, uint32_t seed) {
+  const int num_seqs = static_cast<int>(l.query_start.size()) - 1;
+  ASSERT_EQ(plan.num_requests(), num_seqs);
+  EXPECT_EQ(plan.num_verbal_requests, num_seqs);
+  EXPECT_EQ(plan.max_query_rows, 1);
+  EXPECT_EQ(plan.qo_indptr.back(), num_seqs);
+  for (int s = 0; s < num_seqs; ++s) {
+    EXPECT_EQ(plan.request_sequence[s], s);
+    EXPECT_EQ(plan.qo_indptr[s], s) << "request s reads row s of the packed queries";
+    EXPECT_EQ(FlashInferSlots(plan, s, 0, l.block_size, window), OurSlots(l, s, l.query_start[s], window)) << "seed " << seed;
+  }
+}
+
 TEST(PagedAttentionPlan, EveryRowSeesTheSlotsOfItsRowOnRandomTables) {
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     std::mt19937 rng(seed);
     const Layout l = RandomLayout(rng);
     const int window = seed % 3 == 0 ? 1 + static_cast<int>(rng() % 50) : 0;
-    // 3 query heads per KV head: FlashInfer's decode has no group of 6, so hub rows are always requests of their
-    // own here (GroupedDecodeStepsGiveEachSequenceOneRequestOverItsSlots tests the other kind of plan).
-    AttentionBatchLayout view = l.View();
-    view.num_heads = 6;
-    view.num_kv_heads = 2;
-    auto plan = BuildPagedAttentionPlan(view);
+    auto plan = BuildPagedAttentionPlan(l.View());
     ASSERT_TRUE(plan.ok()) << plan.status();
-    ASSERT_FALSE(plan->hub_heads_grouped);
+    if (plan->hub_heads_grouped) {  // every sequence a decode row, some with the hub
+      ExpectGroupedRequestsSeeTheirSequencesSlots(l, *plan, window, seed);
+      continue;
+    }
     const int num_seqs = static_cast<int>(l.query_start.size()) - 1, num_verbal = l.query_start.back();
     ASSERT_EQ(plan->num_verbal_requests, num_seqs);
     ASSERT_EQ(plan->qo_indptr.back(), num_verbal + l.hub_start.back()) << "every row of q is some request's";
@@ -119,8 +132,7 @@ TEST(PagedAttentionPlan, EveryRowSeesTheSlotsOfItsRowOnRandomTables) {
   }
 }
 
-// Decode steps with the hub where FlashInfer's decode takes twice the group of query heads: one request per
-// sequence, its only row the packed queries' row s, over exactly the slots its verbal (and hub) row sees.
+// Decode steps with the hub: one request per sequence over its packed verbal and hub queries.
 TEST(PagedAttentionPlan, GroupedDecodeStepsGiveEachSequenceOneRequestOverItsSlots) {
   for (uint32_t seed = 1; seed <= 100; ++seed) {
     std::mt19937 rng(seed);
@@ -137,22 +149,14 @@ TEST(PagedAttentionPlan, GroupedDecodeStepsGiveEachSequenceOneRequestOverItsSlot
       decode.hub_start.push_back(decode.hub_start.back() + (s == 0 || rng() % 2 == 0 ? 1 : 0));
     }
     const int window = seed % 3 == 0 ? 1 + static_cast<int>(rng() % 50) : 0;
-    auto plan = BuildPagedAttentionPlan(decode.View());  // 4 query heads over 2 KV heads: packed, 8 over 2
+    auto plan = BuildPagedAttentionPlan(decode.View());
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_TRUE(plan->hub_heads_grouped) << seed;
-    ASSERT_EQ(plan->num_requests(), num_seqs);
-    EXPECT_EQ(plan->num_verbal_requests, num_seqs);
-    EXPECT_EQ(plan->max_query_rows, 1);
-    for (int s = 0; s < num_seqs; ++s) {
-      EXPECT_EQ(plan->request_sequence[s], s);
-      EXPECT_EQ(plan->qo_indptr[s], s) << "request s reads row s of the packed queries";
-      EXPECT_EQ(FlashInferSlots(*plan, s, 0, decode.block_size, window), OurSlots(decode, s, s, window)) << "seed " << seed;
-    }
-    EXPECT_EQ(plan->qo_indptr.back(), num_seqs);
+    ExpectGroupedRequestsSeeTheirSequencesSlots(decode, *plan, window, seed);
   }
 }
 
-TEST(PagedAttentionPlan, HubHeadsAreGroupedOnlyForDecodeStepsWithTheHubWhereFlashInferTakesTheDoubledGroup) {
+TEST(PagedAttentionPlan, HubHeadsAreGroupedOnlyForDecodeStepsWithTheHub) {
   Layout decode;  // two decode rows, the first with the hub
   decode.block_size = 4;
   decode.positions = {5, 2};
@@ -171,10 +175,10 @@ TEST(PagedAttentionPlan, HubHeadsAreGroupedOnlyForDecodeStepsWithTheHubWhereFlas
     int heads, kv_heads;
     bool grouped;
   };
-  // Query heads per KV head 1, 2 and 4 double to groups FlashInfer's decode is built for (2, 4, 8); 3 and 8 do not.
+  // Any group: doubled, 2, 4 and 8 run on FlashInfer's decode kernel, 6 and 16 on its prefill kernels.
   const std::vector<Case> cases = {{&decode, 12, 12, true}, {&decode, 4, 2, true},  {&decode, 32, 8, true},
-                                   {&decode, 6, 2, false},  {&decode, 8, 1, false}, {&prefill, 4, 2, false},
-                                   {&no_hub, 4, 2, false}};
+                                   {&decode, 6, 2, true},   {&decode, 8, 1, true},  {&prefill, 4, 2, false},
+                                   {&no_hub, 4, 2, false},  {&prefill, 8, 1, false}};
   for (const Case& c : cases) {
     AttentionBatchLayout view = c.layout->View();
     view.num_heads = c.heads;

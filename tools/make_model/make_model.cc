@@ -43,6 +43,7 @@ const std::map<std::pair<std::string, std::string>, std::pair<Shape, std::string
       {{"mistral", "tiny"}, {{64, 2, 4, 2, 16, 172, 1024, 256, false, 16}, "Mistral layout, sliding window 16 (tests)"}},
       {{"mistral", "7b"}, {{4096, 32, 32, 8, 128, 14336, 32000, 32768, false, 4096}, "Mistral 7B v0.1 (sliding window 4096)"}},
       {{"qwen2", "tiny"}, {{64, 2, 4, 2, 16, 172, 1024, 256, true}, "Qwen2 layout (q/k/v biases), d=64 (tests)"}},
+      {{"qwen2", "gqa7"}, {{448, 2, 7, 1, 64, 512, 1024, 512, true}, "Qwen2.5-0.5B's attention shape: 7 query heads per KV head of 64 (FlashInfer's prefill kernels decode it), d=448, 2 layers (GPU tests)"}},
       {{"qwen2", "0.5b"}, {{896, 24, 14, 2, 64, 4864, 151936, 32768, true}, "Qwen2.5-0.5B (GQA 14/2, q/k/v biases, tied)"}},
       {{"qwen3", "tiny"}, {{64, 2, 4, 2, 32, 192, 1024, 256, true}, "Qwen3 layout (q/k norms, head_dim 32 > d/heads), d=64 (tests)"}},
       {{"qwen3", "0.6b"}, {{1024, 28, 16, 8, 128, 3072, 151936, 40960, true}, "Qwen3-0.6B (GQA 16/8, head_dim 128, q/k norms, tied)"}},

@@ -105,9 +105,10 @@ absl::Status FlashInferAttention::Plan(PagedAttentionPlan plan, const AttentionB
     ARACH_RETURN_IF_ERROR(Reserve(packed_bytes, &grouped_q_, &grouped_q_capacity_));
     ARACH_RETURN_IF_ERROR(Reserve(packed_bytes, &grouped_out_, &grouped_out_capacity_));
   }
-  decode_ = plan_.max_query_rows <= 1;
+  const bool one_row_each = plan_.max_query_rows <= 1;
+  decode_ = one_row_each && FlashInferDecodeTakesGroup(batch_.num_qo_heads / batch_.num_kv_heads);
   batch_.for_step_graph = layout.for_step_graph;
-  if (layout.for_step_graph && !decode_) {
+  if (layout.for_step_graph && !one_row_each) {
     return absl::InternalError("cuda attention: a step graph was asked for a step with more than one row per request");
   }
   head_dim_ = layout.head_dim;

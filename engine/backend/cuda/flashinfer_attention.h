@@ -27,8 +27,8 @@ class FlashInferAttention {
   FlashInferAttention(const FlashInferAttention&) = delete;
   FlashInferAttention& operator=(const FlashInferAttention&) = delete;
 
-  // Plans one step (the layout must satisfy AttentionRunsOnFlashInfer): decode kernels when every request
-  // has one row, prefill kernels otherwise.
+  // Plans one step (the layout must satisfy AttentionRunsOnFlashInfer): the decode kernel when every request has
+  // one row and FlashInferDecodeTakesGroup, the prefill kernels otherwise.
   absl::Status Plan(PagedAttentionPlan plan, const AttentionBatchLayout& layout);
   // Whether the planned step groups the hub heads (grouped_hub_heads.h): its layers then run on
   // GroupedHubView(params, grouped_q(), grouped_out()), buffers sized by Plan for the step.
@@ -67,7 +67,7 @@ class FlashInferAttention {
   PagedAttentionPlan plan_;  // the step's plan: FlashInfer's planning reads its host indptrs
   FlashInferBatch batch_;
   std::vector<int64_t> plan_info_;
-  bool decode_ = true;
+  bool decode_ = true;  // FlashInfer's decode kernel, else its prefill kernels
   int head_dim_ = 0;
   bool planned_ = false;
   uint64_t epoch_ = 0;

@@ -142,6 +142,8 @@ std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batc
       tmp_s = GetPtrFromBaseOffset<float>(w.float_buffer, info.s_offset);
       if (info.enable_cuda_graph) params.block_valid_mask = GetPtrFromBaseOffset<bool>(w.int_buffer, info.block_valid_mask_offset);
     }
+    // A graph-mode plan's row count is read on the device (the merge of split-KV partial outputs).
+    if (info.enable_cuda_graph) params.total_num_rows = GetPtrFromBaseOffset<uint32_t>(w.int_buffer, info.total_num_rows_offset);
     cudaError_t status = cudaSuccess;
     DISPATCH_CTA_TILE_Q(info.cta_tile_q, kCtaTileQ, {
       status = flashinfer::BatchPrefillWithPagedKVCacheDispatched<kCtaTileQ, kHeadDim, kHeadDim, kNoRope,

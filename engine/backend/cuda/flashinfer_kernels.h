@@ -50,12 +50,13 @@ struct FlashInferBatch {
   int num_kv_heads = 0;
   int page_size = 0;
   // Plan for a CUDA graph (enable_cuda_graph): the launch shapes and the schedule's layout depend only on the
-  // number of requests.
+  // number of requests and rows (one row per request: decode steps, on either kernel).
   bool for_step_graph = false;
 };
 
-// Decode: every request has one query row. Plan once per step; Run once per layer. Errors (a CUDA error or
-// FlashInfer's own checks) come back as a message; "" = success.
+// Decode: every request has one query row, and the query heads per KV head are a group FlashInferDecodeTakesGroup
+// (paged_attention_plan.h). Plan once per step; Run once per layer. Errors (a CUDA error or FlashInfer's own checks)
+// come back as a message; "" = success.
 template <DType kElement, int kHeadDim>
 std::string PlanFlashInferDecode(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                  std::vector<int64_t>* plan_info, cudaStream_t stream);
@@ -63,7 +64,8 @@ template <DType kElement, int kHeadDim>
 std::string RunFlashInferDecode(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                 const std::vector<int64_t>& plan_info, const AttentionParams& params, float* lse,
                                 cudaStream_t stream);
-// Prefill (any rows per request, causal within each request's last rows).
+// Prefill (any rows per request, causal within each request's last rows, any group; also decode steps of other
+// groups, for CUDA graphs too).
 template <DType kElement, int kHeadDim>
 std::string PlanFlashInferPrefill(const FlashInferWorkspace& workspace, const FlashInferBatch& batch,
                                   std::vector<int64_t>* plan_info, cudaStream_t stream);

@@ -3,7 +3,7 @@
 //
 // The packed query of sequence s is [num_kv_heads, 2 * group, head_dim] (group = num_heads / num_kv_heads): each
 // KV head's `group` verbal heads, then the same heads of the sequence's hub row (zeros where it has none).
-// FlashInfer's decode gives query head h KV head h / (2 * group), the one both halves belong to. Its outputs and
+// FlashInfer's kernels give query head h KV head h / (2 * group), the one both halves belong to. Its outputs and
 // log-sum-exps come back in the same layout ([num_seqs, 2 * num_heads, head_dim] and [num_seqs, 2 * num_heads]);
 // the hub merge reads them from there (cuda_hub_merge.cu).
 #pragma once

@@ -69,8 +69,7 @@ absl::StatusOr<PagedAttentionPlan> BuildPagedAttentionPlan(const AttentionBatchL
   for (size_t s = 0; s < num_seqs; ++s) add_request(s, layout.query_start[s + 1] - layout.query_start[s]);
   plan.num_verbal_requests = static_cast<int>(num_seqs);
   const bool any_hub = num_seqs > 0 && layout.hub_start[num_seqs] > 0;
-  plan.hub_heads_grouped = any_hub && plan.max_query_rows == 1 &&
-                           AttentionRunsOnFlashInfer(layout.head_dim, 2 * layout.num_heads, layout.num_kv_heads);
+  plan.hub_heads_grouped = any_hub && plan.max_query_rows == 1;
   if (plan.hub_heads_grouped) return plan;
   for (size_t s = 0; s < num_seqs; ++s) {
     const int hub_rows = layout.hub_start[s + 1] - layout.hub_start[s];

@@ -7,9 +7,8 @@
 // Ours: sequence s's verbal rows are the requests 0..S-1 in order (their rows are q's first rows); each
 // sequence with the ARACH hub adds one more request, after all verbal ones, for its hub rows (q's rows
 // num_verbal + hub_start[s] ...) over the same pages, so that hub row i sees exactly what verbal row i sees.
-// Decode steps (one row per sequence) with the hub, where FlashInfer's decode is built for twice the layer's group
-// of query heads per KV head, instead give each sequence one request over the packed verbal and hub queries
-// (grouped_hub_heads.h): its pages are then read once for both rows instead of twice.
+// Decode steps (one row per sequence) with the hub instead give each sequence one request over its packed verbal and
+// hub queries, twice the heads (grouped_hub_heads.h): its pages are then read once for both rows instead of twice.
 // The hub's own key and value are never in the cache: the CUDA backend merges them in afterwards by the
 // log-sum-exp that FlashInfer returns (cuda_hub_merge.cu).
 #pragma once
@@ -22,13 +21,16 @@
 
 namespace arach::cuda {
 
-// Whether FlashInfer's kernels as this project compiles them take a layer: head sizes 64 and 128, and query heads
-// per KV head 1, 2, 3, 4 or 8 (the group sizes its decode kernel is dispatched for). Other layers use our own
-// paged kernel (cuda_attention.cu).
+// Whether FlashInfer's kernels as this project compiles them take a layer: head sizes 64 and 128, any number of
+// query heads per KV head. Other layers use our own paged kernel (cuda_attention.cu).
 constexpr bool AttentionRunsOnFlashInfer(int head_dim, int num_heads, int num_kv_heads) {
-  if (head_dim != 64 && head_dim != 128) return false;
-  if (num_kv_heads <= 0 || num_heads % num_kv_heads != 0) return false;
-  const int group = num_heads / num_kv_heads;
+  return (head_dim == 64 || head_dim == 128) && num_kv_heads > 0 && num_heads % num_kv_heads == 0;
+}
+
+// Whether FlashInfer's decode kernel is built for `group` query heads per KV head (its DISPATCH_GQA_GROUP_SIZE).
+// Steps of one row per request with other groups run on its prefill kernels, which take any group (as FlashInfer's
+// own "tensor-core decode" does); so do steps with more rows.
+constexpr bool FlashInferDecodeTakesGroup(int group) {
   return group == 1 || group == 2 || group == 3 || group == 4 || group == 8;
 }
 
