@@ -11,8 +11,11 @@
 namespace arach::cuda {
 namespace {
 
-// FlashInfer's own defaults (its Python wrappers): 128 MiB for split-KV partial outputs, 8 MiB of schedule.
-constexpr size_t kFloatWorkspaceBytes = size_t{128} << 20;
+// Split-KV partial outputs: FlashInfer's prefill kernels, which also take the decode steps of groups its decode
+// kernel lacks, keep num_qo_heads x padded tiles x cta_tile_q x head_dim floats; a 256-sequence decode step graph of
+// Qwen2.5-7B's shape with the hub packed (56 query heads over 4, head size 128) needs 220 MB, past FlashInfer's
+// Python default of 128 MiB. 8 MiB of schedule, its default.
+constexpr size_t kFloatWorkspaceBytes = size_t{256} << 20;
 constexpr size_t kIntWorkspaceBytes = size_t{8} << 20;
 
 // Calls `call(element, head_dim)` with both as compile-time constants (std::integral_constant), for the
