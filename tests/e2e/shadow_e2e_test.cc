@@ -42,6 +42,15 @@ class ShadowServer : public testing::SharedFixtureServer<ShadowServer> {
   }
 };
 
+// Whether `n` more shadow scores than in `before` are in `m`, in both of their histograms: the server observes the
+// log-prob delta and then the top-1 agreement, so a scrape between the two sees only the first.
+bool ShadowScoresRecorded(const testing::PrometheusText& m, const testing::PrometheusText& before, int n) {
+  for (const char* count : {"arach_shadow_logprob_delta_count", "arach_shadow_top1_agreement_count"}) {
+    if (m.Value(count, kArachVsBase) - before.Value(count, kArachVsBase) != n) return false;
+  }
+  return true;
+}
+
 TEST_F(ShadowServer, TheRecordedDeltaIsTheScoreDifferenceOnTheSameText) {
   const testing::PrometheusText before = testing::MetricsOrFail(*server_);
   std::vector<int32_t> ids = testing::RefPrompt("gpt2-tiny", "p48");
@@ -61,7 +70,7 @@ TEST_F(ShadowServer, TheRecordedDeltaIsTheScoreDifferenceOnTheSameText) {
   testing::PrometheusText after;
   ASSERT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
     after = m;
-    return m.Value("arach_shadow_logprob_delta_count", kArachVsBase) - before.Value("arach_shadow_logprob_delta_count", kArachVsBase) == 1;
+    return ShadowScoresRecorded(m, before, 1);
   })) << "the shadow score of the generation was not recorded";
   const double recorded_delta =
       after.Value("arach_shadow_logprob_delta_sum", kArachVsBase) - before.Value("arach_shadow_logprob_delta_sum", kArachVsBase);
@@ -126,7 +135,7 @@ TEST_F(ShadowServer, AbPairedAgreesWithTheServersShadowScores) {
   testing::PrometheusText after;
   ASSERT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
     after = m;
-    return m.Value("arach_shadow_logprob_delta_count", kArachVsBase) - before.Value("arach_shadow_logprob_delta_count", kArachVsBase) == n;
+    return ShadowScoresRecorded(m, before, n);
   }));
   const double server_delta =
       (after.Value("arach_shadow_logprob_delta_sum", kArachVsBase) - before.Value("arach_shadow_logprob_delta_sum", kArachVsBase)) / n;
