@@ -181,21 +181,18 @@ class SimulatedCudaBackend final : public Backend {
         Check("attention");
         return;
       }
-      const int window_left = params.sliding_window > 0 ? params.sliding_window - 1 : -1;
-      if (plan_.hub_heads_grouped) {
-        const size_t packed_elems = static_cast<size_t>(params.num_seqs) * 2 * params.num_heads * params.kv.head_dim;
-        std::vector<uint16_t> packed_q(packed_elems), packed_out(packed_elems);
-        const AttentionParams attended = cuda::GroupedHubView(params, packed_q.data(), packed_out.data());
+      // As CudaBackend::AttentionImpl: over q as it is, or over each sequence's verbal and hub queries packed.
+      const bool grouped = plan_.hub_heads_grouped;
+      const size_t packed_elems = grouped ? static_cast<size_t>(params.num_seqs) * 2 * params.num_heads * params.kv.head_dim : 0;
+      std::vector<uint16_t> packed_q(packed_elems), packed_out(packed_elems);
+      const AttentionParams attended = grouped ? cuda::GroupedHubView(params, packed_q.data(), packed_out.data()) : params;
+      if (grouped) {
         cuda::LaunchPackGroupedHubQueries(params, packed_q.data(), nullptr);
         Check("pack grouped hub queries");
-        std::vector<float> lse(static_cast<size_t>(attended.num_verbal_rows) * attended.num_heads);
-        FlashInferStandIn(plan_, attended, window_left, lse.data());
-        cuda::LaunchHubMerge(params, lse.data(), packed_out.data(), nullptr);
-      } else {
-        std::vector<float> lse(static_cast<size_t>(params.num_verbal_rows + params.num_hub_rows) * params.num_heads);
-        FlashInferStandIn(plan_, params, window_left, lse.data());
-        cuda::LaunchHubMerge(params, lse.data(), nullptr, nullptr);
       }
+      std::vector<float> lse(static_cast<size_t>(attended.num_verbal_rows + attended.num_hub_rows) * attended.num_heads);
+      FlashInferStandIn(plan_, attended, params.sliding_window > 0 ? params.sliding_window - 1 : -1, lse.data());
+      cuda::LaunchHubMerge(params, lse.data(), grouped ? packed_out.data() : nullptr, nullptr);
       Check("hub merge");
     });
   }
