@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(Atte
   task.seq = FindSegment(p.query_start, p.num_seqs, row);
   task.limit = p.positions[row];
   task.first = p.sliding_window > 0 ? max(0, task.limit - p.sliding_window + 1) : 0;
-  const bool has_hub = p.num_hub_rows > 0 && p.hub_start[task.seq + 1] > p.hub_start[task.seq];
+  const bool has_hub = SequenceHasHub(p, task.seq);
   task.hub_index = has_hub ? p.hub_start[task.seq] + (row - p.query_start[task.seq]) : 0;
   task.q_rows[0] = row;
   task.q_rows[1] = static_cast<int64_t>(p.num_verbal_rows) + task.hub_index;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "engine/backend/attention_params.h"
 #include "engine/backend/device_matrix.h"
 
 namespace arach::cuda {
@@ -66,6 +67,12 @@ __device__ __forceinline__ int FindSegment(const int32_t* starts, int count, int
     if (starts[mid] <= value) lo = mid; else hi = mid - 1;
   }
   return lo;
+}
+
+// Whether sequence `seq` of an attention call has the ARACH hub (then one hub row per verbal row, from
+// p.hub_start[seq]).
+__device__ __forceinline__ bool SequenceHasHub(const AttentionParams& p, int seq) {
+  return p.num_hub_rows > 0 && p.hub_start[seq + 1] > p.hub_start[seq];
 }
 
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.

@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) HubMergeKernel(MergeArgs 
     seq = FindSegment(p.query_start, p.num_seqs, row);
     hub_index = p.num_hub_rows > 0 ? p.hub_start[seq] + (row - p.query_start[seq]) : 0;
   }
-  const bool has_hub = hub_row || (p.num_hub_rows > 0 && p.hub_start[seq + 1] > p.hub_start[seq]);
+  const bool has_hub = hub_row || SequenceHasHub(p, seq);
   const bool grouped = args.grouped_out != nullptr;
   if (!has_hub && !grouped && p.attention_mass == nullptr) return;
 
@@ -133,7 +133,7 @@ __global__ void PackGroupedHubQueriesKernel(AttentionParams p, T* packed) {
   const int group = p.num_heads / p.kv.num_kv_heads;
   T* dst = packed + (static_cast<int64_t>(seq) * 2 * p.num_heads + GroupedHubHead(head, group, hub_row)) * head_dim + d;
   int row = p.query_start[seq];
-  if (hub_row) row = p.num_hub_rows > 0 && p.hub_start[seq + 1] > p.hub_start[seq] ? p.num_verbal_rows + p.hub_start[seq] : -1;
+  if (hub_row) row = SequenceHasHub(p, seq) ? p.num_verbal_rows + p.hub_start[seq] : -1;
   if (row < 0) {
     StorePair(dst, 0.0f, 0.0f);
     return;
