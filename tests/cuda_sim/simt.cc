@@ -21,8 +21,35 @@
 #include "absl/strings/str_join.h"
 #include "cuda_runtime.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace simt {
 namespace {
+
+// AddressSanitizer keeps a shadow of the running stack; switches between a fiber's stack and the scheduler's
+// are announced to it (its fiber API), so that it checks the kernels' locals and shared arrays on the right
+// stack. Nothing without ASan.
+#if defined(__SANITIZE_ADDRESS__)
+struct StackBounds {
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+thread_local StackBounds scheduler_stack;
+void StartSwitch(const void* bottom, size_t size) { __sanitizer_start_switch_fiber(nullptr, bottom, size); }
+void FinishSwitch(StackBounds* previous) {
+  __sanitizer_finish_switch_fiber(nullptr, previous == nullptr ? nullptr : &previous->bottom,
+                                  previous == nullptr ? nullptr : &previous->size);
+}
+void ForgetStackContents(void* stacks, size_t bytes) { __asan_unpoison_memory_region(stacks, bytes); }
+#else
+struct StackBounds {};
+void StartSwitch(const void*, size_t) {}
+void FinishSwitch(StackBounds*) {}
+void ForgetStackContents(void*, size_t) {}
+#endif
 
 constexpr size_t kStackBytes = 128 * 1024;
 constexpr int kWarpSize = 32;
@@ -31,6 +58,7 @@ enum class FiberState { kRunnable, kAtBlockBarrier, kAtWarpBarrier, kExited };
 
 struct Fiber {
   ucontext_t start;  // the fiber's first entry, onto its stack
+  char* stack = nullptr;
   jmp_buf resume;    // where it waits while suspended
   bool started = false;
   const char* barrier_site = "";  // the __syncthreads it waits at ("file:line")
@@ -55,17 +83,29 @@ std::mutex launch_mutex;  // launches are serialised: `__shared__` statics are o
 BlockRun& Block() { return *running_block; }
 
 // Suspends the calling fiber (in `state`) and returns to the scheduler; returns when the scheduler resumes it.
-void SwitchToScheduler(FiberState state) {
+// Never inlined, as Resume.
+__attribute__((noinline)) void SwitchToScheduler(FiberState state) {
   BlockRun& block = Block();
   Fiber* self = block.current;
   self->state = state;
-  if (_setjmp(self->resume) == 0) _longjmp(block.scheduler, 1);
+  if (_setjmp(self->resume) == 0) {
+#if defined(__SANITIZE_ADDRESS__)
+    StartSwitch(scheduler_stack.bottom, scheduler_stack.size);
+#endif
+    _longjmp(block.scheduler, 1);
+  }
+  FinishSwitch(nullptr);
 }
 
-// Runs `fiber` until it next suspends.
-void Resume(BlockRun& block, Fiber& fiber) {
+// Runs `fiber` until it next suspends. Never inlined: the _setjmp stays in a frame of its own, so no caller's
+// local lives across the jump back.
+__attribute__((noinline)) void Resume(BlockRun& block, Fiber& fiber) {
   block.current = &fiber;
-  if (_setjmp(block.scheduler) != 0) return;
+  if (_setjmp(block.scheduler) != 0) {
+    FinishSwitch(nullptr);
+    return;
+  }
+  StartSwitch(fiber.stack, kStackBytes);
   if (!fiber.started) {
     fiber.started = true;
     setcontext(&fiber.start);
@@ -75,6 +115,9 @@ void Resume(BlockRun& block, Fiber& fiber) {
 
 // A fiber's life: the kernel body once per block of the launch (the scheduler resumes it for each block).
 void FiberMain() {
+#if defined(__SANITIZE_ADDRESS__)
+  FinishSwitch(&scheduler_stack);  // the first entry learns the scheduler's stack
+#endif
   for (;;) {
     (*Block().body)();
     SwitchToScheduler(FiberState::kExited);
@@ -209,6 +252,7 @@ void RunGrid(const char* kernel_name, dim3 grid, dim3 block_dim, size_t dynamic_
     stacks.reset(new char[threads * kStackBytes]);
     stack_count = threads;
   }
+  ForgetStackContents(stacks.get(), threads * kStackBytes);  // frames of the last launch's fibers
   BlockRun block;
   block.body = &body;
   block.fibers.resize(threads);
@@ -216,7 +260,8 @@ void RunGrid(const char* kernel_name, dim3 grid, dim3 block_dim, size_t dynamic_
   for (size_t i = 0; i < threads; ++i) {
     Fiber& f = block.fibers[i];
     getcontext(&f.start);
-    f.start.uc_stack.ss_sp = stacks.get() + i * kStackBytes;
+    f.stack = stacks.get() + i * kStackBytes;
+    f.start.uc_stack.ss_sp = f.stack;
     f.start.uc_stack.ss_size = kStackBytes;
     f.start.uc_link = nullptr;  // FiberMain never returns
     makecontext(&f.start, FiberMain, 0);
