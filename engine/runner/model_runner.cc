@@ -434,11 +434,14 @@ absl::StatusOr<DeviceMatrix> ModelRunner::RunAsStepGraph(const StepGraphKey& key
   if (warmed_up_.insert(key).second) return enqueue();
   const uint64_t generation = workspace_->generation();
   ARACH_RETURN_IF_ERROR(backend_->BeginStepGraph());
+  workspace_->set_recording(true);
   absl::StatusOr<DeviceMatrix> logits = enqueue();
+  workspace_->set_recording(false);
   absl::StatusOr<std::unique_ptr<StepGraph>> graph = backend_->EndStepGraph();  // always ends the recording
+  // A shape whose scratch must grow first (not after its warm-up run; scratch never shrinks) runs as it is.
+  if (workspace_->TakeRefusedGrowth()) return enqueue();
   if (!logits.ok()) return logits.status();
   if (!graph.ok()) return graph.status();
-  if (workspace_->generation() != generation) return enqueue();  // scratch moved while recording: run it as it is
   if (step_graphs_.size() >= static_cast<size_t>(max_step_graphs_)) {  // the least recently used shape makes room
     step_graphs_.erase(std::min_element(step_graphs_.begin(), step_graphs_.end(), [](const auto& a, const auto& b) {
       return a.second.last_used < b.second.last_used;

@@ -1,11 +1,18 @@
 #include "engine/runner/workspace.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 
 namespace arach {
 
 absl::StatusOr<void*> Workspace::Reserve(Scratch slot, size_t bytes) {
-  return GrowDeviceBuffer(backend_, buffers_[static_cast<size_t>(slot)], bytes, &allocations_);
+  std::unique_ptr<DeviceBuffer>& buffer = buffers_[static_cast<size_t>(slot)];
+  if (recording_ && (buffer == nullptr || buffer->size() < bytes)) {
+    refused_growth_ = true;
+    return absl::FailedPreconditionError(absl::StrCat("scratch area ", static_cast<int>(slot), " would grow to ", bytes,
+                                                      " bytes while a step graph is recorded"));
+  }
+  return GrowDeviceBuffer(backend_, buffer, bytes, &allocations_);
 }
 
 absl::StatusOr<DeviceMatrix> Workspace::Matrix(Scratch slot, int64_t rows, int64_t cols) {

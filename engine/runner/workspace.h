@@ -3,6 +3,7 @@
 
 #include <array>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +50,12 @@ class Workspace {
   }
   // Total bytes held.
   size_t bytes() const;
+
+  // While a step graph is recorded no scratch may be (re)allocated: a CUDA stream capture forbids cudaMalloc and
+  // cudaFree, and the recorded kernels keep the addresses they were given. Matrix then refuses to grow a buffer
+  // (FailedPrecondition) and remembers it; TakeRefusedGrowth says whether it did since the last call.
+  void set_recording(bool recording) { recording_ = recording; }
+  bool TakeRefusedGrowth() { return std::exchange(refused_growth_, false); }
   // Changes whenever a buffer is (re)allocated: while it is unchanged, Matrix and UploadTogether give the same
   // addresses for the same sizes (what a recorded step graph relies on).
   uint64_t generation() const { return allocations_ + metadata_.device_allocations(); }
@@ -59,6 +66,8 @@ class Workspace {
   Backend& backend_;
   StagedUpload metadata_;  // the step's int32 / float32 arrays
   uint64_t allocations_ = 0;
+  bool recording_ = false;
+  bool refused_growth_ = false;
   std::array<std::unique_ptr<DeviceBuffer>, static_cast<size_t>(Scratch::kCount)> buffers_;
 };
 

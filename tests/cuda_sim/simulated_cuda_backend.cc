@@ -60,19 +60,32 @@ class SimulatedCudaBackend final : public Backend {
   std::string Describe() const override { return absl::StrCat("cuda kernels on the SIMT simulator (", DTypeName(element_), ")"); }
   DType activation_dtype() const override { return element_; }
 
+  // As on a GPU, what a CUDA stream capture refuses (cudaMalloc, copies to or from pageable host memory, waiting
+  // for the stream) fails while a step graph is recorded; a memset is recorded like a kernel.
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override {
+    if (recording_ != nullptr) return RefusedWhileRecording("allocate");
     if (bytes > kSimulatedMemoryBytes) {
       return absl::ResourceExhaustedError(absl::StrCat("simulated cuda: cannot allocate ", bytes, " bytes"));
     }
     return std::unique_ptr<DeviceBuffer>(new HostBuffer(bytes));
   }
-  void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override { std::memcpy(device_dst, host_src, bytes); }
-  void CopyToHost(void* host_dst, const void* device_src, size_t bytes) override { std::memcpy(host_dst, device_src, bytes); }
-  void Fill(void* device_dst, size_t bytes, unsigned char value) override { std::memset(device_dst, value, bytes); }
+  void CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override {
+    if (recording_ != nullptr) return RecordError(RefusedWhileRecording("copy to device"));
+    std::memcpy(device_dst, host_src, bytes);
+  }
+  void CopyToHost(void* host_dst, const void* device_src, size_t bytes) override {
+    if (recording_ != nullptr) return RecordError(RefusedWhileRecording("copy to host"));
+    std::memcpy(host_dst, device_src, bytes);
+  }
+  void Fill(void* device_dst, size_t bytes, unsigned char value) override {
+    Enqueue([=] { std::memset(device_dst, value, bytes); });
+  }
   void UploadFloat(void* device_dst, DType dtype, const float* host_src, size_t count) override {
+    if (recording_ != nullptr) return RecordError(RefusedWhileRecording("upload"));
     ConvertFromFloat(dtype, host_src, count, device_dst);
   }
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override {
+    if (recording_ != nullptr) return RecordError(RefusedWhileRecording("download"));
     for (int64_t r = 0; r < src.rows; ++r) {
       for (int64_t c = 0; c < src.cols; ++c) host_dst[r * src.cols + c] = ElementAt(src, r, c);
     }
@@ -107,9 +120,11 @@ class SimulatedCudaBackend final : public Backend {
   // As CudaBackend: our kernels and FlashInfer's sampling stages (here their host stand-ins).
   absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
                                 std::span<int32_t> tokens, std::span<float> logprobs) override {
+    if (recording_ != nullptr) return RefusedWhileRecording("sample tokens");
     return sampler_.Sample(logits, rows, tokens, logprobs);
   }
   absl::Status SynchronizeImpl() override {
+    if (recording_ != nullptr) return RefusedWhileRecording("synchronize");
     absl::Status status = std::move(pending_error_);
     pending_error_ = absl::OkStatus();
     return status;
@@ -224,11 +239,18 @@ class SimulatedCudaBackend final : public Backend {
       op();
     }
   }
+  static absl::Status RefusedWhileRecording(const char* op) {
+    return absl::FailedPreconditionError(absl::StrCat("simulated cuda: ", op, " while a step graph is recorded (a CUDA stream "
+                                                      "capture refuses it)"));
+  }
+  void RecordError(absl::Status status) {
+    if (pending_error_.ok()) pending_error_ = std::move(status);
+  }
   // Keeps the first failed launch until Synchronize, as CudaBackend keeps the first asynchronous error.
   // Records the first failure of `op`: the message an elementwise_ops.h dispatch returned, else the simulator's.
   void Check(const char* op, std::string failure = {}) {
     if (failure.empty()) failure = simt::TakeFailure();
-    if (!failure.empty() && pending_error_.ok()) pending_error_ = absl::InternalError(absl::StrCat("cuda ", op, ": ", failure));
+    if (!failure.empty()) RecordError(absl::InternalError(absl::StrCat("cuda ", op, ": ", failure)));
   }
 
   DType element_;
