@@ -40,6 +40,14 @@ cublasLtEpilogue_t EpilogueOf(bool has_bias, GemmEpilogue epilogue) {
 
 bool HasBias(cublasLtEpilogue_t epilogue) { return (epilogue & CUBLASLT_EPILOGUE_BIAS) != 0; }
 
+// Points the descriptor's bias at `bias` (epilogues with a bias only).
+absl::Status SetBiasPointer(cublasLtMatmulDesc_t desc, cublasLtEpilogue_t epilogue, const void* bias) {
+  if (!HasBias(epilogue)) return absl::OkStatus();
+  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+                               "BIAS_POINTER");
+  return absl::OkStatus();
+}
+
 // The largest power of two, at most 256, dividing the address (cuBLASLt assumes 256 unless told).
 int Alignment(const void* pointer) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
@@ -66,10 +74,15 @@ CublasLtGemm::~CublasLtGemm() {
   if (handle_ != nullptr) cublasLtDestroy(handle_);
 }
 
-absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
+absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key, const void* bias) {
   auto found = plans_.find(key);
-  if (found != plans_.end()) return found->second.get();
-  const auto [m_rows, n_out, k_in, lda, ldb, ldc, in_dtype, out_dtype, epilogue_code, align_a, align_b, align_c] = key;
+  if (found != plans_.end()) {
+    ARACH_RETURN_IF_ERROR(SetBiasPointer(found->second->desc, static_cast<cublasLtEpilogue_t>(std::get<8>(key)), bias));
+    return found->second.get();
+  }
+  const auto [m_rows, n_out, k_in, lda, ldb, ldc, in_dtype, out_dtype, epilogue_code, align_a, align_b, align_c, align_bias] =
+      key;
+  (void)align_bias;  // selects the plan; the heuristic reads the pointer itself
   const cublasLtEpilogue_t epilogue = static_cast<cublasLtEpilogue_t>(epilogue_code);
   const cudaDataType_t ab_type = CudaType(static_cast<DType>(in_dtype));
   auto plan = std::make_unique<Plan>();
@@ -86,6 +99,7 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key) {
     ARACH_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
         "BIAS_DATA_TYPE");
+    ARACH_RETURN_IF_ERROR(SetBiasPointer(plan->desc, epilogue, bias));
   }
   const cudaDataType_t c_type = CudaType(static_cast<DType>(out_dtype));
   // Column-major views: A = W as K x N (ld lda), B = in as K x M (ld ldb), C = out as N x M (ld ldc).
@@ -125,9 +139,9 @@ int64_t CublasLtGemm::RowBucket(int64_t rows) {
   return bucket;
 }
 
-absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanForRows(ShapeKey key, int64_t rows) {
+absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanForRows(ShapeKey key, int64_t rows, const void* bias) {
   std::get<0>(key) = RowBucket(rows);
-  absl::StatusOr<Plan*> bucket = PlanFor(key);
+  absl::StatusOr<Plan*> bucket = PlanFor(key, bias);
   if (bucket.ok()) {
     Plan* plan = *bucket;
     if (plan->rows != rows) {
@@ -148,7 +162,7 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanForRows(ShapeKey key, int6
     if (checked->second) return plan;
   }
   std::get<0>(key) = rows;  // a plan of its own for this count
-  return PlanFor(key);
+  return PlanFor(key, bias);
 }
 
 absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias,
@@ -167,14 +181,8 @@ absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& we
   const ShapeKey key{in.rows,   weight.rows, in.cols,  weight.stride,          in.stride,          out.stride,
                      static_cast<int>(in.dtype), static_cast<int>(out.dtype), static_cast<int>(EpilogueOf(has_bias, epilogue)),
                      Alignment(weight.data),
-                     Alignment(in.data), Alignment(out.data)};
-  ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanForRows(key, in.rows));
-  if (has_bias) {
-    const void* bias_pointer = bias.data;
-    ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                                sizeof(bias_pointer)),
-                                 "BIAS_POINTER");
-  }
+                     Alignment(in.data), Alignment(out.data), has_bias ? Alignment(bias.data) : 256};
+  ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanForRows(key, in.rows, bias.data));
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan->desc, &alpha, weight.data, plan->a, in.data, plan->b, &beta, out.data,
                                               plan->c, out.data, plan->c, &plan->algo, workspace_, workspace_bytes_, stream),

@@ -44,15 +44,16 @@ class CublasLtGemm {
   // Everything that selects an algorithm.
   // M (its bucket, or the exact count where the bucket's algorithm does not take it) N K, lda ldb ldc, input and
   // output dtypes, the cublasLtEpilogue_t (bias and point-wise function), alignment (bytes, <= 256) of the weight,
-  // input and output pointers.
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int, int>;
+  // input, output and bias pointers (cuBLASLt's heuristic reads the bias pointer's alignment from the descriptor).
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int, int, int>;
   struct Plan;
 
   CublasLtGemm() = default;
-  absl::StatusOr<Plan*> PlanFor(const ShapeKey& key);
-  // The plan of `key`'s bucket with its layouts set to `rows` rows, if its algorithm takes them; else (or when the
-  // bucket's plan cannot be made) a plan for exactly `rows`.
-  absl::StatusOr<Plan*> PlanForRows(ShapeKey key, int64_t rows);
+  // A plan for `key`, made (heuristic and all) with `bias` (null when the epilogue has none) in its descriptor.
+  absl::StatusOr<Plan*> PlanFor(const ShapeKey& key, const void* bias);
+  // The plan of `key`'s bucket with its layouts set to `rows` rows and `bias` in its descriptor, if its algorithm
+  // takes them; else (or when the bucket's plan cannot be made) a plan for exactly `rows`.
+  absl::StatusOr<Plan*> PlanForRows(ShapeKey key, int64_t rows, const void* bias);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
