@@ -8,7 +8,8 @@
 # There (the GPU machine, repository root):  bash scripts/gpu-check.sh run [tests|bench|serve|peers|all]
 #   with .gpu carried:
 #   tests: the `gpu` tests (ops vs CPU, paged attention vs float32, fixture refs, sampling on the device vs the
-#          CPU sampler, CUDA-graph decode steps vs steps run op by op) and a generation;
+#          CPU sampler, CUDA-graph decode steps vs steps run op by op), the failed cases again under
+#          compute-sanitizer's memcheck, and a generation;
 #   bench: our forward on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, the
 #          variant costs, and the serving engine (continuous batching, no gRPC) at concurrency 1/64/256;
 #   with .gpu-serve carried:
@@ -16,8 +17,8 @@
 #          an ARACH A/B mix;
 #   peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
 #   Output also goes to $OUT.
-#   Worst-case times: tests 4.5 min, bench 5.5 min, serve 3 min, peers 4 min; split across calls to fit the
-#   10-minute limit (tests+bench with .gpu, then serve+peers with .gpu-serve).
+#   Worst-case times: tests 7 min (4.5 without failures), bench 5.5 min, serve 3 min, peers 4 min; split across calls to fit the
+#   10-minute limit (tests, then bench, with .gpu; then serve+peers with .gpu-serve).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -85,10 +86,26 @@ case "$mode" in
     nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
     status=0
     if [ "$part" = tests ] || [ "$part" = all ]; then
+      failed_suites=()
       for t in ops_test attention_test cuda_conformance_test; do
         echo "== $t"
-        timeout 90 $bundle/bin/$t --gtest_brief=1 >"$out/$t.txt" 2>&1 || status=1
+        timeout 90 $bundle/bin/$t --gtest_brief=1 >"$out/$t.txt" 2>&1 || { status=1; failed_suites+=("$t"); }
         tail -25 "$out/$t.txt"
+      done
+      # A failed case is run again under compute-sanitizer's memcheck (launches synchronous), which names the kernel
+      # and the access of a fault; 150 s at most in all, the cases of each suite at once. Some machines refuse the
+      # tool (device/KINDS.md): then its first lines say so.
+      sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      deadline=$((SECONDS + 150))
+      for t in "${failed_suites[@]}"; do
+        cases=$(grep -o '^\[  FAILED  \] [A-Za-z0-9_/.]*' "$out/$t.txt" | awk '{print $4}' | sort -u | paste -sd: -)
+        cases=${cases:-'*'}  # no case named: the suite crashed or timed out, so all of it
+        left=$((deadline - SECONDS))
+        [ -x "$sanitizer" ] && [ "$left" -gt 10 ] || continue
+        echo "== $t under compute-sanitizer memcheck: $cases"
+        CUDA_LAUNCH_BLOCKING=1 timeout "$left" "$sanitizer" --tool memcheck --print-limit 10 \
+          $bundle/bin/$t --gtest_brief=1 --gtest_filter="$cases" >"$out/$t.memcheck.txt" 2>&1
+        grep -m 20 -E '=========|FAILED|error' "$out/$t.memcheck.txt"
       done
       echo "== arach-run generate on cuda"
       timeout 60 $bundle/bin/arach-run generate --device cuda --model $bundle/fixtures/gpt2-tiny --prompt "ROMEO:" \
