@@ -208,7 +208,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(DeviceKind kind, const Ba
     KvDTypePlan kv = PlanCpuKvDType(options.kv_cache_dtype, weights.dtype);
     return std::unique_ptr<Backend>(new CpuBackend(DetectCpuThreads(options.cpu_threads), std::move(weights), std::move(kv)));
   }
-  ARACH_ASSIGN_OR_RETURN(const DType element, PlanCudaDType(options));
+  ARACH_ASSIGN_OR_RETURN([[maybe_unused]] const DType element, PlanCudaDType(options));
   auto devices = ListCudaDevices();  // FAILED_PRECONDITION in builds without CUDA
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return absl::FailedPreconditionError("cuda: no CUDA device is present");
