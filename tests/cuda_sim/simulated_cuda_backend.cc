@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/cuda_kernels.h"
 #include "engine/backend/cuda/elementwise_ops.h"
+#include "engine/backend/cuda/flashinfer_kernels.h"
 #include "engine/backend/cuda/gemm_epilogue.h"
 #include "engine/backend/cuda/device_sampling.h"
 #include "engine/backend/cuda/paged_attention_plan.h"
@@ -206,7 +207,7 @@ class SimulatedCudaBackend final : public Backend {
         Check("pack grouped hub queries");
       }
       std::vector<float> lse(static_cast<size_t>(attended.num_verbal_rows + attended.num_hub_rows) * attended.num_heads);
-      FlashInferStandIn(plan_, attended, params.sliding_window > 0 ? params.sliding_window - 1 : -1, lse.data());
+      FlashInferStandIn(plan_, attended, cuda::FlashInferWindowLeft(params), lse.data());
       cuda::LaunchHubMerge(params, lse.data(), grouped ? packed_out.data() : nullptr, nullptr);
       Check("hub merge");
     });

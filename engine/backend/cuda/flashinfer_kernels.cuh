@@ -38,8 +38,6 @@ flashinfer::paged_kv_t<E, int32_t> PagedKv(const FlashInferBatch& batch, const A
       static_cast<E*>(p.kv.v), batch.kv_indices, batch.kv_indptr, batch.kv_last_page_len);
 }
 
-inline int32_t WindowLeft(const AttentionParams& p) { return p.sliding_window > 0 ? p.sliding_window - 1 : -1; }
-
 template <DType kElement, int kHeadDim>
 std::string PlanDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch, std::vector<int64_t>* plan_info,
                        cudaStream_t stream) {
@@ -72,7 +70,7 @@ std::string RunDecode(const FlashInferWorkspace& w, const FlashInferBatch& batch
     info.FromVector(plan_info);
     DecodeParams<E> params(static_cast<E*>(p.q.data), /*q_rope_offset=*/nullptr, PagedKv<E>(batch, p),
                         static_cast<E*>(p.out.data), lse, /*maybe_alibi_slopes=*/nullptr,
-                        static_cast<uint32_t>(p.num_heads), static_cast<int32_t>(p.q.stride), kHeadDim, WindowLeft(p),
+                        static_cast<uint32_t>(p.num_heads), static_cast<int32_t>(p.q.stride), kHeadDim, FlashInferWindowLeft(p),
                         /*logits_soft_cap=*/0.0f, p.scale, /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
     params.request_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.request_indices_offset);
     params.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.kv_tile_indices_offset);
@@ -126,7 +124,7 @@ std::string RunPrefill(const FlashInferWorkspace& w, const FlashInferBatch& batc
     PrefillParams<E> params(static_cast<E*>(p.q.data), PagedKv<E>(batch, p), /*maybe_custom_mask=*/nullptr, batch.qo_indptr,
                          /*maybe_mask_indptr=*/nullptr, /*maybe_q_rope_offset=*/nullptr, static_cast<E*>(p.out.data), lse,
                          /*maybe_alibi_slopes=*/nullptr, static_cast<uint32_t>(p.num_heads), static_cast<int32_t>(p.q.stride),
-                         kHeadDim, WindowLeft(p), /*logits_soft_cap=*/0.0f, p.scale, /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
+                         kHeadDim, FlashInferWindowLeft(p), /*logits_soft_cap=*/0.0f, p.scale, /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
     params.request_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.request_indices_offset);
     params.qo_tile_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.qo_tile_indices_offset);
     params.kv_tile_indices = GetPtrFromBaseOffset<int32_t>(w.int_buffer, info.kv_tile_indices_offset);

@@ -27,6 +27,9 @@
 
 namespace arach::cuda {
 
+// FlashInfer's window_left for a layer: the positions a row sees before its own, or -1 for no window.
+inline int32_t FlashInferWindowLeft(const AttentionParams& p) { return p.sliding_window > 0 ? p.sliding_window - 1 : -1; }
+
 // Scratch FlashInfer's plans and split-KV runs use (sizes in flashinfer_attention.cc).
 struct FlashInferWorkspace {
   void* float_buffer = nullptr;  // device: partial outputs of split-KV runs
