@@ -32,12 +32,12 @@ namespace {
 // AddressSanitizer keeps a shadow of the running stack; switches between a fiber's stack and the scheduler's
 // are announced to it (its fiber API), so that it checks the kernels' locals and shared arrays on the right
 // stack. Nothing without ASan.
-#if defined(__SANITIZE_ADDRESS__)
 struct StackBounds {
   const void* bottom = nullptr;
   size_t size = 0;
 };
-thread_local StackBounds scheduler_stack;
+thread_local StackBounds scheduler_stack;  // learned by a fiber's first entry (with ASan only)
+#if defined(__SANITIZE_ADDRESS__)
 void StartSwitch(const void* bottom, size_t size) { __sanitizer_start_switch_fiber(nullptr, bottom, size); }
 void FinishSwitch(StackBounds* previous) {
   __sanitizer_finish_switch_fiber(nullptr, previous == nullptr ? nullptr : &previous->bottom,
@@ -45,7 +45,6 @@ void FinishSwitch(StackBounds* previous) {
 }
 void ForgetStackContents(void* stacks, size_t bytes) { __asan_unpoison_memory_region(stacks, bytes); }
 #else
-struct StackBounds {};
 void StartSwitch(const void*, size_t) {}
 void FinishSwitch(StackBounds*) {}
 void ForgetStackContents(void*, size_t) {}
@@ -89,9 +88,7 @@ __attribute__((noinline)) void SwitchToScheduler(FiberState state) {
   Fiber* self = block.current;
   self->state = state;
   if (_setjmp(self->resume) == 0) {
-#if defined(__SANITIZE_ADDRESS__)
     StartSwitch(scheduler_stack.bottom, scheduler_stack.size);
-#endif
     _longjmp(block.scheduler, 1);
   }
   FinishSwitch(nullptr);
@@ -115,9 +112,7 @@ __attribute__((noinline)) void Resume(BlockRun& block, Fiber& fiber) {
 
 // A fiber's life: the kernel body once per block of the launch (the scheduler resumes it for each block).
 void FiberMain() {
-#if defined(__SANITIZE_ADDRESS__)
   FinishSwitch(&scheduler_stack);  // the first entry learns the scheduler's stack
-#endif
   for (;;) {
     (*Block().body)();
     SwitchToScheduler(FiberState::kExited);
