@@ -1,6 +1,7 @@
 #include "engine/runner/model_runner.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -17,6 +18,11 @@ namespace {
 // A batch that breaks the runner's contract (its callers validate requests first): a bug, never user input.
 absl::Status Broken(size_t sequence, absl::string_view what) {
   return absl::InternalError(absl::StrCat("forward batch, sequence ", sequence, ": ", what));
+}
+
+// The row count a step graph runs for `count` rows of a kind: 0 for none, else the next power of two, at most `most`.
+int RowBucket(int count, int most) {
+  return count == 0 ? 0 : std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(count))), most);
 }
 
 }  // namespace
@@ -68,16 +74,16 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   return runner;
 }
 
-absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch, bool uniform_rows) const {
+absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& batch, bool bucketed_rows) const {
   FlatBatch flat;
-  const auto any = [&batch](bool Variant::*feature) {
-    return std::any_of(batch.sequences.begin(), batch.sequences.end(), [feature](const SequenceInput& s) { return s.variant.*feature; });
-  };
-  // With uniform rows, every sequence has hub rows when one has (those of sequences without ARACH carry the offset
-  // -inf: their hub term weighs exactly 0), and every row is a skip row when one is (kNoRow for the rows of
-  // sequences without the adapter: gathered as zeros, never scattered).
-  const bool hub_rows_for_all = uniform_rows && any(&Variant::arach);
-  const bool skip_rows_for_all = uniform_rows && any(&Variant::skip);
+  // With bucketed rows, the first sequences without ARACH get hub rows too, as many as fill the ARACH sequences'
+  // count up to its bucket (their offset -inf: their hub term weighs exactly 0).
+  int hub_fillers = 0;
+  if (bucketed_rows) {
+    const int arach_seqs = static_cast<int>(std::count_if(batch.sequences.begin(), batch.sequences.end(),
+                                                          [](const SequenceInput& s) { return s.variant.arach; }));
+    hub_fillers = RowBucket(arach_seqs, static_cast<int>(batch.sequences.size())) - arach_seqs;
+  }
   const int block_size = kv_cache_->block_size();
   flat.query_start.push_back(0);
   flat.hub_start.push_back(0);
@@ -111,7 +117,11 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       flat.slots.push_back(seq.block_table->Slot(position));
     }
     flat.query_start.push_back(first_row + n);
-    const bool has_hub = seq.variant.arach || hub_rows_for_all;
+    bool has_hub = seq.variant.arach;
+    if (!has_hub && hub_fillers > 0) {
+      has_hub = true;
+      --hub_fillers;
+    }
     flat.hub_start.push_back(flat.hub_start.back() + (has_hub ? n : 0));
     flat.hub_offsets.push_back(seq.variant.arach ? seq.variant.arach_offset
                                                  : (has_hub ? -std::numeric_limits<float>::infinity() : 0.0f));
@@ -135,14 +145,15 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   const int num_verbal = static_cast<int>(flat.ids.size());
   flat.rope_positions = flat.positions;
   flat.rope_positions.resize(num_verbal + flat.num_hub_rows(), 0);
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const bool skip = batch.sequences[s].variant.skip;
-    if (!skip && !skip_rows_for_all) continue;
-    const auto add = [&](int row) { flat.skip_rows.push_back(skip ? row : Backend::kNoRow); };
-    for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) add(r);
-    for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) add(num_verbal + h);
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {  // every row (verbal and hub) of the adapter's sequences
+    if (!batch.sequences[s].variant.skip) continue;
+    for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.skip_rows.push_back(r);
+    for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.skip_rows.push_back(num_verbal + h);
   }
-  if (uniform_rows) {
+  if (bucketed_rows) {
+    // Skip rows filled up to their bucket with kNoRow (the adapter reads zeros there, its result goes nowhere).
+    const int skip_rows = static_cast<int>(flat.skip_rows.size());
+    flat.skip_rows.resize(RowBucket(skip_rows, num_verbal + flat.num_hub_rows()), Backend::kNoRow);
     // One logit row per sequence, or two where some sequence is both sampled and returned (a request asking for
     // log-probs or held to a grammar): filled up with row 0, computed and never read.
     const size_t num_seqs = batch.sequences.size();
@@ -252,7 +263,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   const bool padded = graph_batch_size.has_value() && *graph_batch_size > num_requested;
   ForwardBatch padded_batch;
   if (padded) padded_batch = PaddedTo(batch, *graph_batch_size);
-  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch, /*uniform_rows=*/graph_batch_size.has_value()));
+  ARACH_ASSIGN_OR_RETURN(FlatBatch flat, Flatten(padded ? padded_batch : batch, /*bucketed_rows=*/graph_batch_size.has_value()));
   const int num_verbal = static_cast<int>(flat.ids.size());
   const int num_hub = flat.num_hub_rows();
   const int num_seqs = static_cast<int>(flat.query_start.size()) - 1;  // with the padding sequences

@@ -88,13 +88,15 @@ class ModelRunner {
     std::vector<int> sampled_seqs;           // [num_sampled]: the sequence of each sampled row
     int num_hub_rows() const { return hub_start.back(); }
   };
-  // `uniform_rows` (step graphs): the hub, skip and logit rows follow the batch size, not its mix of variants and
-  // requests, so that a batch keeps its graph as sequences come and go: when one sequence runs ARACH, every sequence
-  // gets hub rows (the others' with the logit offset -inf, so that their hub term weighs exactly 0 and their verbal
-  // rows are those of their own variant); when one runs the adapter, every row is a skip row (Backend::kNoRow for
-  // the others': the adapter reads zeros there and its result goes nowhere); the logit rows are one per sequence,
-  // or two when some sequence is both sampled and returned, filled up with rows never read.
-  absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch, bool uniform_rows) const;
+  // `bucketed_rows` (step graphs): the hub and skip rows come in buckets (0 or a power of two) and the logit rows
+  // follow the batch size, so that a batch keeps its graph as sequences come and go while base sequences cost
+  // little beside ARACH and adapter ones (an A/B experiment's batches): the ARACH sequences' count is filled up to
+  // its bucket by hub rows of the first other sequences (their logit offset -inf, so that their hub term weighs
+  // exactly 0 and their verbal rows are those of their own variant); the skip rows (every row of the adapter's
+  // sequences) are filled up to theirs with Backend::kNoRow (the adapter reads zeros there and its result goes
+  // nowhere); the logit rows are one per sequence, or two when some sequence is both sampled and returned, filled
+  // up with rows never read.
+  absl::StatusOr<FlatBatch> Flatten(const ForwardBatch& batch, bool bucketed_rows) const;
 
   // Device pointers of the uploaded per-step metadata.
   struct StepInputs {
@@ -116,16 +118,16 @@ class ModelRunner {
   // Queues the forward from the embeddings to the logits ([logit_rows, V] float32; empty without logit rows).
   absl::StatusOr<DeviceMatrix> EnqueueForward(const StepDevicePointers& step, int num_hub, int logit_rows);
 
-  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step, flattened with uniform
-  // rows: the shape every launch of a decode step follows from. Per bucket, hub rows are 0 or one per sequence, skip
-  // rows 0 or every row and logit rows one or two per sequence, whatever the mix of variants and requests.
+  // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step, flattened with bucketed
+  // rows: the shape every launch of a decode step follows from. Per batch-size bucket, hub rows and skip rows take
+  // a few bucketed counts and logit rows one or two per sequence, as the mix of variants and requests changes.
   using StepGraphKey = std::tuple<int, int, int, int>;
   // The batch sizes decode steps are padded to; larger decode batches run without a graph.
   static constexpr int kStepGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   // The batch size `batch` runs as when it may run as a step graph (its bucket); nullopt for other steps.
   std::optional<int> StepGraphBatchSize(const ForwardBatch& batch) const;
   // `batch` filled up to `batch_size` sequences by padding sequences: one token at position 0 written to the KV
-  // cache's padding block, the base variant (Flatten's uniform rows give them the batch's hub and skip rows), the
+  // cache's padding block, the base variant (Flatten may give them hub rows that fill up the ARACH count's bucket), the
   // last row's logits computed but never returned, nothing sampled.
   ForwardBatch PaddedTo(const ForwardBatch& batch, int batch_size) const;
   struct RecordedStep {
