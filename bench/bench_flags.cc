@@ -15,12 +15,11 @@ ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " 
 ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
 ABSL_FLAG(std::string, kv_cache_dtype, "auto", arach::kKvCacheDTypeFlagHelp);
 
-ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes");
+ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "8"}), "decode batch sizes (sequences decoded together)");
 ABSL_FLAG(int, prompt_len, 128, "prompt tokens per sequence");
 ABSL_FLAG(int, decode_steps, 32, "decode steps measured");
 ABSL_FLAG(int, repeats, 3, "repetitions (the median is reported)");
 ABSL_FLAG(int, prefill_batch, 1, "sequences prefilled together");
-ABSL_FLAG(int, decode_batch, 8, "sequences decoded together");
 
 ABSL_FLAG(std::vector<std::string>, concurrency, std::vector<std::string>({"1", "4", "16"}), "requests in flight");
 ABSL_FLAG(int, requests_per_client, 2, "requests each client sends");

@@ -25,7 +25,6 @@ ABSL_DECLARE_FLAG(int, prompt_len);
 ABSL_DECLARE_FLAG(int, decode_steps);
 ABSL_DECLARE_FLAG(int, repeats);
 ABSL_DECLARE_FLAG(int, prefill_batch);
-ABSL_DECLARE_FLAG(int, decode_batch);
 // The serving engine's load.
 ABSL_DECLARE_FLAG(std::vector<std::string>, concurrency);
 ABSL_DECLARE_FLAG(int, requests_per_client);
@@ -42,7 +41,7 @@ namespace arach::bench {
 // The flags each benchmark reads.
 inline const std::vector<std::string> kForwardBenchFlags = {"models", "fixtures", "fixtures_dir", "presets", "scratch", "batches",
                                                             "prompt_len", "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
-inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "decode_batch",
+inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch", "prompt_len", "prefill_batch", "batches",
                                                             "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",

@@ -6,6 +6,7 @@
 
 #include "cmdline/flag_names.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_flags.h"
 #include "absl/strings/str_split.h"
@@ -78,6 +79,19 @@ double Median(std::vector<double> values) {
   if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+absl::StatusOr<std::vector<int>> PositiveCounts(const std::string& flag, const std::vector<std::string>& values) {
+  std::vector<int> counts;
+  for (const std::string& value : values) {
+    int count = 0;
+    if (!absl::SimpleAtoi(value, &count) || count <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", value, "' is not a positive count"));
+    }
+    counts.push_back(count);
+  }
+  if (counts.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": give at least one count"));
+  return counts;
 }
 
 }  // namespace arach::bench

@@ -31,6 +31,10 @@ absl::StatusOr<LoadModelOptions> LoadOptionsFromFlags(bool read_device);
 
 double Median(std::vector<double> values);
 
+// A list flag of positive counts (--batches, --concurrency): INVALID_ARGUMENT naming `flag` and the entry that is
+// not one, or the flag when the list is empty.
+absl::StatusOr<std::vector<int>> PositiveCounts(const std::string& flag, const std::vector<std::string>& values);
+
 // The main of every benchmark: restarts once with a fast OpenBLAS kernel, prints --help for `benchmark`'s
 // flags (bench_flags.h) or refuses a flag it does not read (exit 2), parses the flags, runs `run`.
 int BenchmarkMain(int argc, char** argv, const cmdline::Subcommand& benchmark, int (*run)());

@@ -16,8 +16,6 @@
 #include <mutex>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "engine/core/percentile.h"
@@ -93,17 +91,18 @@ class Driver : public std::enable_shared_from_this<Driver> {
 };
 
 int Run() {
+  const absl::StatusOr<std::vector<int>> concurrency = PositiveCounts("concurrency", absl::GetFlag(FLAGS_concurrency));
+  if (!concurrency.ok()) {
+    std::fprintf(stderr, "%s\n", concurrency.status().ToString().c_str());
+    return 2;
+  }
+  const std::vector<int>& levels = *concurrency;
   const absl::StatusOr<std::string> folder = ModelFolderFromFlags();
   if (!folder.ok()) {
     std::fprintf(stderr, "%s\n", folder.status().ToString().c_str());
     return 1;
   }
   const std::string& dir = *folder;
-  std::vector<int> levels;
-  for (const std::string& c : absl::GetFlag(FLAGS_concurrency)) {
-    int v;
-    if (absl::SimpleAtoi(c, &v) && v > 0) levels.push_back(v);
-  }
   absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/true);
   if (!base_load.ok()) {
     std::fprintf(stderr, "%s\n", base_load.status().ToString().c_str());

@@ -9,8 +9,6 @@
 #include <numeric>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "bench/throughput.h"
@@ -21,16 +19,17 @@ namespace arach::bench {
 namespace {
 
 int Run() {
+  const absl::StatusOr<std::vector<int>> batch_sizes = PositiveCounts("batches", absl::GetFlag(FLAGS_batches));
+  if (!batch_sizes.ok()) {
+    std::fprintf(stderr, "%s\n", batch_sizes.status().ToString().c_str());
+    return 2;
+  }
+  const std::vector<int>& batches = *batch_sizes;
   auto models = ResolveModels(absl::GetFlag(FLAGS_models), absl::GetFlag(FLAGS_fixtures), absl::GetFlag(FLAGS_fixtures_dir),
                               absl::GetFlag(FLAGS_presets), absl::GetFlag(FLAGS_scratch));
   if (!models.ok()) {
     std::fprintf(stderr, "%s\n", models.status().ToString().c_str());
     return 1;
-  }
-  std::vector<int> batches;
-  for (const std::string& b : absl::GetFlag(FLAGS_batches)) {
-    int v;
-    if (absl::SimpleAtoi(b, &v) && v > 0) batches.push_back(v);
   }
   const int prompt_len = absl::GetFlag(FLAGS_prompt_len), steps = absl::GetFlag(FLAGS_decode_steps);
   absl::StatusOr<LoadModelOptions> base_load = LoadOptionsFromFlags(/*read_device=*/true);

@@ -17,7 +17,7 @@
 #          an ARACH A/B mix;
 #   peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
 #   Output also goes to $OUT.
-#   Worst-case times: tests 7 min (4.5 without failures), bench 5.5 min, serve 3 min, peers 4 min; split across calls to fit the
+#   Worst-case times: tests 7 min (4.5 without failures), bench 6 min, serve 3 min, peers 4 min; split across calls to fit the
 #   10-minute limit (tests, then bench, with .gpu; then serve+peers with .gpu-serve).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -116,7 +116,7 @@ case "$mode" in
       timeout 150 $bundle/bin/forward_bench --device cuda --weight_dtype bf16 --fixtures= --presets gpt2/124m,gpt_neox/410m --batches 1,32,256 \
         --prompt_len 128 --decode_steps 128 --repeats 3 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/forward_bench.txt"
       echo "== variant_bench (ours)"
-      timeout 90 $bundle/bin/variant_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --prefill_batch 32 --decode_batch 32 \
+      timeout 120 $bundle/bin/variant_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --prefill_batch 32 --batches 1,32,256 \
         --decode_steps 128 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/variant_bench.txt"
       echo "== engine_bench (ours: the serving engine without gRPC; the server itself is not in the bundle)"
       timeout 90 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --concurrency 1,64,256 \
