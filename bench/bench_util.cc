@@ -81,6 +81,13 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+void PrintStepGraphStats(const std::string& label, const ModelRunner& runner) {
+  if (!runner.backend().records_step_graphs()) return;
+  const ModelRunner::StepGraphStats& graphs = runner.step_graph_stats();
+  std::printf("# %s: step graphs recorded %lld, replayed %lld\n", label.c_str(), static_cast<long long>(graphs.recorded),
+              static_cast<long long>(graphs.replayed));
+}
+
 absl::StatusOr<std::vector<int>> PositiveCounts(const std::string& flag, const std::vector<std::string>& values) {
   std::vector<int> counts;
   for (const std::string& value : values) {

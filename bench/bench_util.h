@@ -31,6 +31,10 @@ absl::StatusOr<LoadModelOptions> LoadOptionsFromFlags(bool read_device);
 
 double Median(std::vector<double> values);
 
+// Where the runner's backend records step graphs: a line saying how many decode-step shapes `label`'s runs recorded
+// and how many steps ran as one replayed graph launch.
+void PrintStepGraphStats(const std::string& label, const ModelRunner& runner);
+
 // A list flag of positive counts (--batches, --concurrency): INVALID_ARGUMENT naming `flag` and the entry that is
 // not one, or the flag when the list is empty.
 absl::StatusOr<std::vector<int>> PositiveCounts(const std::string& flag, const std::vector<std::string>& values);

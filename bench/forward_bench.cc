@@ -75,11 +75,7 @@ int Run() {
                   batch, Median(prefill), Median(ms), Median(tps), Median(bandwidth));
       std::fflush(stdout);
     }
-    if (model->runner->backend().records_step_graphs()) {  // how many decode steps ran as one graph launch
-      const ModelRunner::StepGraphStats& graphs = model->runner->step_graph_stats();
-      std::printf("# %s: step graphs recorded %lld, replayed %lld\n", std::filesystem::path(dir).filename().c_str(),
-                  static_cast<long long>(graphs.recorded), static_cast<long long>(graphs.replayed));
-    }
+    PrintStepGraphStats(std::filesystem::path(dir).filename().string(), *model->runner);
   }
   return 0;
 }

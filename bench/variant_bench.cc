@@ -105,6 +105,7 @@ int Run() {
       std::fflush(stdout);
     }
   }
+  PrintStepGraphStats(absl::GetFlag(FLAGS_preset), *model->runner);
   return 0;
 }
 

@@ -42,6 +42,7 @@ class ModelRunner {
   const ModelConfig& config() const { return config_; }
   const KvCache& kv_cache() const { return *kv_cache_; }
   Backend& backend() { return *backend_; }
+  const Backend& backend() const { return *backend_; }
   // Whether Execute picks the tokens that sequences ask for with SequenceInput::sample (Backend::samples_on_device).
   bool samples_on_device() const { return backend_->samples_on_device(); }
 
