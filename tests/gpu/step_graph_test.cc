@@ -184,7 +184,8 @@ TEST(StepGraphs, DecodeBatchesReplayAGraphPerBucketOfSequencesHubRowsAndSkipRows
   // Shapes (sequences, hub rows, skip rows) with bucketed rows: 8 sequences, 5 ARACH filled up to 8 hub rows by
   // sequences 1, 3 and 5, so that the 4 with the adapter all have hub rows: (8, 8, 8) for 4 steps; 7 (4 ARACH; 4
   // with the adapter, 2 of them with hub rows): (8, 4, 8) for 2; 6 and 5 (3 ARACH filled up to 4 by sequence 1;
-  // adapter rows 3 + 1, then 2 + 1): (8, 4, 4) for 4; 4 (2 ARACH; adapter rows 2 + 1): (4, 2, 4) for 4. Each is recorded on its second step and replayed after: 4 recorded, 6 replayed.
+  // adapter rows 3 + 1, then 2 + 1): (8, 4, 4) for 4; 4 (2 ARACH; adapter rows 2 + 1): (4, 2, 4) for 4. Each is
+  // recorded on its second step and replayed after: 4 recorded, 6 replayed.
   // (Exact counts would record a shape at almost every step where a sequence left; hub and skip rows for every
   // sequence, 2 recorded and 10 replayed, at the price of the base sequences' hub rows in every GEMM.)
   EXPECT_EQ(recorded->step_graph_stats().recorded, 4);
