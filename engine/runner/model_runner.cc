@@ -20,7 +20,8 @@ absl::Status Broken(size_t sequence, absl::string_view what) {
   return absl::InternalError(absl::StrCat("forward batch, sequence ", sequence, ": ", what));
 }
 
-// The row count a step graph runs for `count` rows of a kind: 0 for none, else the next power of two, at most `most`.
+// The count a step graph runs for `count` sequences or rows of a kind: 0 for none, else the next power of two, at
+// most `most`.
 int RowBucket(int count, int most) {
   return count == 0 ? 0 : std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(count))), most);
 }
@@ -407,10 +408,8 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
     if (seq.tokens.size() != 1 || seq.attention_diagnostics) return std::nullopt;
   }
   const int num_seqs = static_cast<int>(batch.sequences.size());
-  for (int bucket : kStepGraphBuckets) {
-    if (num_seqs <= bucket) return bucket;
-  }
-  return std::nullopt;
+  if (num_seqs > kMaxStepGraphBatch) return std::nullopt;
+  return RowBucket(num_seqs, kMaxStepGraphBatch);
 }
 
 ForwardBatch ModelRunner::PaddedTo(const ForwardBatch& batch, int batch_size) const {

@@ -49,7 +49,7 @@ class ModelRunner {
   // Step graphs (where the backend records them, Backend::records_step_graphs): a decode step's ops, from the
   // embeddings to the logits, are recorded the second time a batch shape (sequences, hub rows, skip rows, logit
   // rows) comes, and replayed for every later step of that shape, its metadata uploaded to the same addresses
-  // first. A decode step of S sequences runs as one of the next batch-size bucket (kStepGraphBuckets), filled up
+  // first. A decode step of S sequences runs as one of the next batch-size bucket (a power of two), filled up
   // with padding sequences, so that batches that shrink and grow by a few sequences replay the same graph. On by
   // default.
   void set_step_graphs(bool enabled) { step_graphs_enabled_ = enabled; }
@@ -123,8 +123,9 @@ class ModelRunner {
   // rows: the shape every launch of a decode step follows from. Per batch-size bucket, hub rows and skip rows take
   // a few bucketed counts and logit rows one or two per sequence, as the mix of variants and requests changes.
   using StepGraphKey = std::tuple<int, int, int, int>;
-  // The batch sizes decode steps are padded to; larger decode batches run without a graph.
-  static constexpr int kStepGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  // Decode steps are padded to the next power of two (RowBucket in model_runner.cc: 1, 2, 4, ..., 256); larger
+  // decode batches run without a graph.
+  static constexpr int kMaxStepGraphBatch = 256;
   // The batch size `batch` runs as when it may run as a step graph (its bucket); nullopt for other steps.
   std::optional<int> StepGraphBatchSize(const ForwardBatch& batch) const;
   // `batch` filled up to `batch_size` sequences by padding sequences: one token at position 0 written to the KV
