@@ -35,6 +35,14 @@ json AttentionJson(const AttentionDiagnostics& a) {
   return out;
 }
 
+// Whether a streamed choice chunk carries nothing for the client: no text or delta (a chat delta whose tokens went
+// into a tool call not yet closed, or text held back while it may become a stop string), no log-probs, no finish.
+bool SaysNothing(const json& choice) {
+  if (!choice["logprobs"].is_null() || !choice["finish_reason"].is_null() || choice.contains("arach_attention")) return false;
+  if (const auto delta = choice.find("delta"); delta != choice.end()) return delta->empty();
+  return choice.value("text", "").empty();
+}
+
 }  // namespace
 
 GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, GenerationFields fields, ResolvedVariant variant,
@@ -151,7 +159,9 @@ bool GenerationCall::PumpStream(ServerSentEvents& events) {
     if (!failure_.ok()) break;
     Choice& choice = choices_[static_cast<size_t>(index)];
     if (!finished && choice.text.empty() && choice.tokens.empty() && choice.opened) continue;  // nothing to say yet
-    if (!events.Data(JsonText(Envelope(json::array({ChoiceWithExtensions(index, choice, finished)}))))) return false;
+    json chunk_choice = ChoiceWithExtensions(index, choice, finished);
+    if (SaysNothing(chunk_choice)) continue;  // (a chat choice's first chunk says its role)
+    if (!events.Data(JsonText(Envelope(json::array({std::move(chunk_choice)}))))) return false;
     choice.opened = true;
   }
   if (!failure_.ok()) {

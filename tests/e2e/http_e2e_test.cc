@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "client/arach_client.h"
 #include "client/event_stream.h"
 #include "gtest/gtest.h"
@@ -153,6 +154,36 @@ TEST_F(HttpFixtureServer, GreedyCompletionEqualsGrpcForEveryVariant) {
     EXPECT_TRUE(usage["choices"].empty());
     EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
   }
+}
+
+// Text held back while it may still become a stop string is not streamed as empty chunks: every chunk but the
+// usage carries text or the finish. The stop string here is two tokens of the greedy text and then "~~~", so both
+// are held back and then released (it never matches).
+TEST_F(HttpFixtureServer, StreamedChunksWhileAStopStringIsHeldBackAreNotEmpty) {
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 16}, {"temperature", 0},
+                     {"ignore_eos", true},   {"stream", true}};
+  auto texts = [&](const json& request) {
+    const StreamResult stream = Stream(*server_, request);
+    EXPECT_EQ(stream.status, 200);
+    std::vector<std::string> out;
+    for (const std::string& event : stream.events) {
+      if (event == "[DONE]") continue;
+      const json chunk = json::parse(event);
+      const json& choice = chunk["choices"][0];
+      out.push_back(choice["text"]);
+      EXPECT_TRUE(!out.back().empty() || !choice["finish_reason"].is_null()) << "an empty chunk: " << event;
+    }
+    return out;
+  };
+  const std::vector<std::string> plain = texts(body);
+  size_t held = 1;
+  while (held + 2 < plain.size() && (plain[held].empty() || plain[held + 1].empty())) ++held;
+  ASSERT_LT(held + 2, plain.size()) << "two consecutive tokens with text";
+  json with_stop = body;
+  with_stop["stop"] = {plain[held] + plain[held + 1] + "~~~"};
+  const std::vector<std::string> stopped = texts(with_stop);
+  EXPECT_EQ(absl::StrJoin(stopped, ""), absl::StrJoin(plain, "")) << "the stop string never matches";
+  EXPECT_LT(stopped.size(), plain.size()) << "the two held-back tokens come out in one chunk";
 }
 
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {

@@ -203,6 +203,42 @@ TEST_F(StructuredOutputServer, GrpcToolCallsMatchTheHttpAnswer) {
   }
 }
 
+// A streamed turn of tool calls: the tokens of a call not yet closed make no chunks of their own (an empty delta
+// says nothing); the call comes whole in one delta, the same as the answer sent whole.
+TEST_F(StructuredOutputServer, StreamedToolCallsComeInOneDeltaWithoutEmptyChunks) {
+  const nlohmann::ordered_json body = {{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "weather in Oslo?"}}}},
+                                       {"tools", nlohmann::ordered_json::parse(kTools)}, {"tool_choice", "required"},
+                                       {"parallel_tool_calls", false}, {"chat_template_kwargs", {{"enable_thinking", false}}},
+                                       {"max_tokens", 120}, {"temperature", 1}, {"seed", 5}};
+  const json whole = PostChat(body);
+  ASSERT_EQ(whole["http_status"], 200) << whole;
+  ASSERT_EQ(whole["choices"][0]["finish_reason"], "tool_calls") << whole;
+
+  nlohmann::ordered_json streamed = body;
+  streamed["stream"] = true;
+  httplib::Client http("http://" + server_->http_address());
+  http.set_read_timeout(120, 0);
+  httplib::Result r = http.Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::vector<json> chunks;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: {", 0) == 0) chunks.push_back(json::parse(line.substr(6))["choices"][0]);
+  }
+  ASSERT_GE(chunks.size(), 2u) << r->body;
+  EXPECT_EQ(chunks.front()["delta"]["role"], "assistant");
+  json calls = json::array();
+  for (const json& chunk : chunks) {
+    EXPECT_TRUE(!chunk["delta"].empty() || !chunk["finish_reason"].is_null()) << "an empty chunk: " << chunk;
+    for (const json& call : chunk["delta"].value("tool_calls", json::array())) calls.push_back(call);
+  }
+  EXPECT_EQ(chunks.back()["finish_reason"], "tool_calls");
+  ASSERT_EQ(calls.size(), 1u) << r->body;
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"], whole["choices"][0]["message"]["tool_calls"][0]["function"]) << "seeded: the same call";
+}
+
 // The regex makes the model write a <think> block first, so the reasoning split is checked on any model.
 TEST_F(StructuredOutputServer, ThinkBlocksBecomeReasoningOnBothApis) {
   const std::string regex = "<think>\n[a-z]{1,8}\n</think>\n\nanswer [0-9]";
