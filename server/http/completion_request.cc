@@ -177,20 +177,21 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
       sp.logit_bias.emplace_back(token, value.get<float>());
     }
   }
-  if (const json* lp = Field(body, "logprobs"); lp != nullptr) {
-    if (lp->is_boolean()) {  // chat style: logprobs true + top_logprobs
-      if (lp->get<bool>()) {
-        std::optional<int> top;
-        ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_logprobs", &top));
-        logprobs = top.value_or(0);
-      }
-    } else {
-      ARACH_RETURN_IF_ERROR(ReadNumber(body, "logprobs", &logprobs));
-    }
+  // Chat style: logprobs true and top_logprobs alternatives (request_fields.h refuses top_logprobs on completions).
+  std::optional<int> top_logprobs;
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_logprobs", &top_logprobs));
+  const json* lp = Field(body, "logprobs");
+  const bool chat_logprobs = lp != nullptr && lp->is_boolean() && lp->get<bool>();
+  if (top_logprobs && !chat_logprobs) return Bad("top_logprobs", "needs \"logprobs\": true");
+  if (chat_logprobs) {
+    logprobs = top_logprobs.value_or(0);
+  } else if (lp != nullptr && !lp->is_boolean()) {
+    ARACH_RETURN_IF_ERROR(ReadNumber(body, "logprobs", &logprobs));
   }
   if (logprobs) {
     if (*logprobs < 0 || *logprobs > SamplingParams::kMaxTopLogprobs) {
-      return Bad("logprobs", absl::StrCat(*logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
+      return Bad(top_logprobs ? "top_logprobs" : "logprobs",
+                 absl::StrCat(*logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
     }
     f.logprobs = logprobs;
     sp.logprobs = true;

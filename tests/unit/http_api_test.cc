@@ -162,6 +162,14 @@ TEST(ChatRequest, EveryBadFieldIsNamed) {
             "add_generation_prompt");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "echo": true})"), "echo");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": "x"})"), "temperature");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})"), "top_logprobs")
+      << "alternatives without log-probs are not silently dropped";
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logprobs": false, "top_logprobs": 3})"),
+            "top_logprobs");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})"),
+            "top_logprobs");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": null})"),
+            "<ok>");
 }
 
 TEST(StructuredOutputRequest, ReadsResponseFormatAndStructuredOutputs) {
