@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "absl/status/status.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
 
@@ -25,7 +26,9 @@ absl::StatusOr<std::unique_ptr<ArachClient>> Connect(const ConnectOptions& optio
 }
 
 int ReportRpcFailure(const char* command, const grpc::Status& status) {
-  std::fprintf(stderr, "arach-cli %s: %d %s\n", command, static_cast<int>(status.error_code()), status.error_message().c_str());
+  // gRPC's status codes are absl's, number for number.
+  const std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
+  std::fprintf(stderr, "arach-cli %s: %s: %s\n", command, code.c_str(), status.error_message().c_str());
   return 1;
 }
 

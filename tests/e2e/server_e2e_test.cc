@@ -7,6 +7,7 @@
 //    drains: health goes NOT_SERVING while calls are still served (lame duck), then the listener closes and
 //    new calls get UNAVAILABLE, the stream in flight completes, exit 0.
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -263,8 +264,19 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("inputs[0]"));
 
+  // arach-cli names the code of a failed call.
+  const std::string cli = std::string(testing::CliBinary()) + " generate --server " + server_->grpc_address() +
+                          " --prompt hello --max-tokens 0 2>&1";
+  FILE* pipe = popen(cli.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string cli_output;
+  char buffer[256];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) cli_output += buffer;
+  EXPECT_NE(pclose(pipe), 0) << cli_output;
+  EXPECT_THAT(cli_output, HasSubstr("arach-cli generate: INVALID_ARGUMENT: max_tokens: 0 must be >= 1"));
+
   const testing::PrometheusText m = Metrics(*server_);
-  EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 7);
+  EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 8);
 }
 
 // ------------------------------------------------------------------------------ slow server
