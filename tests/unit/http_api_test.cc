@@ -98,7 +98,13 @@ TEST(CompletionRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "n": 17})"), "n");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "seed": -1})"), "seed");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": 1})"), "stream");
-  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream_options": {"include_usage": "yes"}})"), "include_usage");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": true, "stream_options": {"include_usage": "yes"}})"), "include_usage");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream_options": {"include_usage": true}})"), "stream_options")
+      << "stream options of an answer that is not streamed are not silently dropped";
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": false, "stream_options": {}})"), "stream_options");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": true, "stream_options": {"continuous_usage_stats": true}})"),
+            "stream_options.continuous_usage_stats");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream_options": null})"), "<ok>");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stop": 5})"), "stop");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stop": ["a", 1]})"), "stop[1]");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "logprobs": 21})"), "logprobs");
