@@ -38,7 +38,11 @@ json AttentionJson(const AttentionDiagnostics& a) {
 // Whether a streamed choice chunk carries nothing for the client: no text or delta (a chat delta whose tokens went
 // into a tool call not yet closed, or text held back while it may become a stop string), no log-probs, no finish.
 bool SaysNothing(const json& choice) {
-  if (!choice["logprobs"].is_null() || !choice["finish_reason"].is_null() || choice.contains("arach_attention")) return false;
+  const auto set = [&](const char* key) {
+    const auto it = choice.find(key);
+    return it != choice.end() && !it->is_null();
+  };
+  if (set("logprobs") || set("finish_reason") || set("arach_attention")) return false;
   if (const auto delta = choice.find("delta"); delta != choice.end()) return delta->empty();
   return choice.value("text", "").empty();
 }
