@@ -136,7 +136,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     if (!options->is_object()) return Bad("stream_options", "must be an object");
     if (!f.stream) return Bad("stream_options", "is only allowed when stream is true");
     for (const auto& [key, value] : options->items()) {
-      if (key != "include_usage") return Bad(absl::StrCat("stream_options.", key), "is not a known parameter");
+      if (key != "include_usage") return KeyError("stream_options", key, "is not a known parameter");
     }
     std::optional<bool> include_usage;
     ARACH_RETURN_IF_ERROR(ReadBool(*options, "include_usage", &include_usage));

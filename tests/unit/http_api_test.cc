@@ -104,6 +104,8 @@ TEST(CompletionRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": false, "stream_options": {}})"), "stream_options");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": true, "stream_options": {"continuous_usage_stats": true}})"),
             "stream_options.continuous_usage_stats");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": true, "stream_options": {"include usage": true}})"),
+            "stream_options") << "a key that is not a plain name is quoted after the parent";
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream_options": null})"), "<ok>");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stop": 5})"), "stop");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stop": ["a", 1]})"), "stop[1]");
