@@ -156,8 +156,8 @@ TEST_F(HttpFixtureServer, GreedyCompletionEqualsGrpcForEveryVariant) {
   }
 }
 
-// Text held back while it may still become a stop string is not streamed as empty chunks: every chunk but the
-// usage carries text or the finish. The stop string here is two tokens of the greedy text and then "~~~", so both
+// Text held back while it may still become a stop string is not streamed as empty chunks: every chunk carries text
+// or the finish. The stop string here is two tokens of the greedy text and then "~~~", so both
 // are held back and then released (it never matches).
 TEST_F(HttpFixtureServer, StreamedChunksWhileAStopStringIsHeldBackAreNotEmpty) {
   const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 16}, {"temperature", 0},
