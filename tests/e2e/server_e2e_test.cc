@@ -7,7 +7,6 @@
 //    drains: health goes NOT_SERVING while calls are still served (lame duck), then the listener closes and
 //    new calls get UNAVAILABLE, the stream in flight completes, exit 0.
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -22,6 +21,7 @@
 #include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/shared_fixture_server.h"
@@ -265,15 +265,10 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
   EXPECT_THAT(s.error_message(), HasSubstr("inputs[0]"));
 
   // arach-cli names the code of a failed call.
-  const std::string cli = std::string(testing::CliBinary()) + " generate --server " + server_->grpc_address() +
-                          " --prompt hello --max-tokens 0 2>&1";
-  FILE* pipe = popen(cli.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string cli_output;
-  char buffer[256];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) cli_output += buffer;
-  EXPECT_NE(pclose(pipe), 0) << cli_output;
-  EXPECT_THAT(cli_output, HasSubstr("arach-cli generate: INVALID_ARGUMENT: max_tokens: 0 must be >= 1"));
+  const testing::CommandResult cli = testing::RunCommand(std::string(testing::CliBinary()) + " generate --server " +
+                                                         server_->grpc_address() + " --prompt hello --max-tokens 0");
+  EXPECT_NE(cli.status, 0) << cli.output;
+  EXPECT_THAT(cli.output, HasSubstr("arach-cli generate: INVALID_ARGUMENT: max_tokens: 0 must be >= 1"));
 
   const testing::PrometheusText m = Metrics(*server_);
   EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 8);

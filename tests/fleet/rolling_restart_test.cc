@@ -44,6 +44,7 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/http_answer.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/temp_dir.h"
 
@@ -52,27 +53,11 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using testing::CommandResult;
+using testing::RunCommand;
 
 constexpr int kReplicas = 3;
 constexpr int kMaxTokens = 12;
-
-// The output of a shell command and its exit status.
-struct CommandResult {
-  int status = -1;
-  std::string output;
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 bool PortFree(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
