@@ -1,5 +1,7 @@
 #include "server/server_options.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/chat_output/chat_output_format.h"
@@ -33,6 +35,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
 
   absl::StatusOr<Variant> variant = ParseVariantName(options.default_variant);
   if (!variant.ok()) return FlagError("default_variant", variant.status().message());
+  if (!std::isfinite(options.arach_offset)) return FlagError("arach_offset", "must be a finite number");
   variant->arach_offset = static_cast<float>(options.arach_offset);
   const bool has_adapter = !options.load.adapter.empty();
   if (absl::Status s = variant->Validate(has_adapter); !s.ok()) return FlagError("default_variant", s.message());

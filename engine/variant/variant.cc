@@ -32,7 +32,8 @@ absl::Status Variant::Validate(bool has_adapter, FieldNames names) const {
                                                       " needs the pre-projection + skip adapter; the model was loaded "
                                                       "without one (--adapter FILE)"));
   }
-  if (arach && !std::isfinite(arach_offset)) return InvalidField(names, "arach_offset", absl::StrCat(arach_offset, " is not finite"));
+  // A non-finite offset is malformed even where ARACH is off and it goes unused (a client's NaN is an error).
+  if (!std::isfinite(arach_offset)) return InvalidField(names, "arach_offset", absl::StrCat(arach_offset, " is not finite"));
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 //    new calls get UNAVAILABLE, the stream in flight completes, exit 0.
 #include <csignal>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -257,6 +258,13 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("stop[0]"));
 
+  arach::v1::GenerateRequest nan_offset;  // the server's default variant is base: the offset would go unused
+  nan_offset.set_text("hello");
+  nan_offset.mutable_variant()->set_arach_offset(std::numeric_limits<float>::quiet_NaN());
+  s = generate(nan_offset);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("variant.arach_offset: nan is not finite"));
+
   arach::v1::ScoreRequest one_token;
   one_token.add_inputs()->mutable_token_ids()->add_ids(3);
   arach::v1::ScoreResponse response;
@@ -271,7 +279,7 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
   EXPECT_THAT(cli.output, HasSubstr("arach-cli generate: INVALID_ARGUMENT: max_tokens: 0 must be >= 1"));
 
   const testing::PrometheusText m = Metrics(*server_);
-  EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 8);
+  EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 9);
 }
 
 // ------------------------------------------------------------------------------ slow server

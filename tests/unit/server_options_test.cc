@@ -73,6 +73,9 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   o.drain_grace_seconds = -1;
   EXPECT_THAT(ErrorOf(o), HasSubstr("--drain_grace_seconds: must not be negative"));
   o = Valid();
+  o.arach_offset = NAN;  // with the base default it would go unused, but it is still malformed
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--arach_offset: must be a finite number"));
+  o = Valid();
   o.default_variant = "skip";
   EXPECT_THAT(ErrorOf(o), HasSubstr("--default_variant"));
   EXPECT_THAT(ErrorOf(o), HasSubstr("--adapter"));

@@ -84,7 +84,10 @@ TEST(VariantValidate, AdapterAndOffsetWithTheCallersNames) {
   const auto grpc_names = [](absl::string_view field) { return absl::StrCat("variant.", field); };
   EXPECT_THAT(std::string(bad.Validate(false, grpc_names).message()), HasSubstr("variant.arach_offset: nan is not finite"));
   bad.arach = false;
-  EXPECT_TRUE(bad.Validate(false).ok()) << "the offset of a variant without ARACH is not used";
+  EXPECT_THAT(std::string(bad.Validate(false, grpc_names).message()), HasSubstr("variant.arach_offset: nan is not finite"))
+      << "a non-finite offset is refused even where ARACH is off and it would go unused";
+  bad.arach_offset = 3.0f;
+  EXPECT_TRUE(bad.Validate(false).ok()) << "a finite offset without ARACH is not used";
 }
 
 ModelConfig SmallConfig() {
