@@ -22,4 +22,12 @@ std::string NewRequestId() {
   return absl::StrFormat("%016x%016x", rng(), rng());
 }
 
+bool IsUsableRequestId(absl::string_view id) {
+  if (id.empty() || id.size() > kMaxRequestIdBytes) return false;
+  for (char c : id) {
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
 }  // namespace arach::server

@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/string_view.h"
+
 namespace arach::server {
 
 struct FinishedRequest {
@@ -38,5 +40,10 @@ class RequestLog {
 
 // A fresh request id: 32 hex digits.
 std::string NewRequestId();
+
+// Whether a client's request id can be used as given: 1 to kMaxRequestIdBytes printable ASCII characters and no
+// space, so that it stays one token of one log line (a newline in it would forge a line of its own).
+inline constexpr size_t kMaxRequestIdBytes = 128;
+bool IsUsableRequestId(absl::string_view id);
 
 }  // namespace arach::server

@@ -126,7 +126,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
                   const arach::v1::ChatRequest* chat)
       : context_(context) {
     const bool with_logprobs = request->logprobs() || request->top_logprobs() > 0;
-    const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
+    const absl::StatusOr<std::string> chosen_id = ChosenRequestId(request->request_id());
+    const std::string request_id = chosen_id.ok() ? *chosen_id : NewRequestId();  // a refused id is not logged
     const char* route = chat != nullptr ? "Chat" : "Generate";
     absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*call));
     if (!ticket.ok()) {
@@ -141,7 +142,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
         ResolveVariant(context, ticket_, ToRequestedVariant(request->variant(), request->experiment_key()), "variant");
     stream_ = std::make_shared<GenerateStream>(this, context, resolved.ok() ? *resolved : ResolvedVariant{}, request_id,
                                                with_logprobs, route, ticket_.usage(), key);
-    absl::Status status = resolved.status();
+    absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
     if (status.ok()) status = chat != nullptr ? SubmitChat(call, *chat, resolved->variant) : Submit(call, *request, resolved->variant);
     if (!status.ok()) {
       RecordRejection(context, status, key);

@@ -7,6 +7,7 @@
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/json_body.h"
+#include "server/request_log.h"
 
 namespace arach::server {
 namespace {
@@ -168,6 +169,15 @@ arach::v1::GenerateResponse ToResponse(const StreamChunk& chunk, PieceDecoder* p
   }
   response.set_text(chunk.text);
   return response;
+}
+
+absl::StatusOr<std::string> ChosenRequestId(const std::string& request_id) {
+  if (request_id.empty()) return NewRequestId();
+  if (!IsUsableRequestId(request_id)) {
+    return InvalidField("request_id", absl::StrCat("must be 1 to ", kMaxRequestIdBytes,
+                                                   " printable ASCII characters without spaces (or empty: the server picks one)"));
+  }
+  return request_id;
 }
 
 RequestedVariant ToRequestedVariant(const arach::v1::VariantSpec& spec, const std::string& experiment_key) {

@@ -16,6 +16,10 @@
 
 namespace arach::server {
 
+// The id of a request: the client's `request_id` as given when it is usable (IsUsableRequestId: it is written
+// into the request log line), a fresh one when empty; INVALID_ARGUMENT naming `request_id` otherwise.
+absl::StatusOr<std::string> ChosenRequestId(const std::string& request_id);
+
 // The variant fields of a request (VariantSpec and its experiment key).
 RequestedVariant ToRequestedVariant(const arach::v1::VariantSpec& spec, const std::string& experiment_key);
 // The proto description of a served variant.

@@ -75,7 +75,8 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
   ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
                arach::v1::ScoreResponse* response)
       : context_(context) {
-    const std::string request_id = request->request_id().empty() ? NewRequestId() : request->request_id();
+    const absl::StatusOr<std::string> chosen_id = ChosenRequestId(request->request_id());
+    const std::string request_id = chosen_id.ok() ? *chosen_id : NewRequestId();  // a refused id is not logged
     absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*call));
     if (!ticket.ok()) {
       collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0, request_id, nullptr, "unknown");
@@ -89,7 +90,7 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
     if (resolved.ok()) FillServedVariant(*resolved, response->mutable_variant());
     collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.ok() ? resolved->variant : Variant{},
                                                   request->inputs_size(), request_id, ticket_.usage(), key, request->diagnostics());
-    absl::Status status = resolved.status();
+    absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
     if (status.ok()) status = Submit(call, *request, resolved->variant);
     if (!status.ok()) {
       RecordRejection(context, status, key);

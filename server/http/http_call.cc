@@ -14,9 +14,7 @@ namespace arach::server::http {
 
 std::string RequestIdOf(const httplib::Request& request) {
   const std::string given = request.get_header_value(kRequestIdHeader);
-  bool usable = !given.empty() && given.size() <= 128;
-  for (char c : given) usable = usable && c > 0x20 && c < 0x7f;
-  return usable ? given : NewRequestId();
+  return IsUsableRequestId(given) ? given : NewRequestId();
 }
 
 void SendJson(httplib::Response& response, int http_status, const nlohmann::json& body) {

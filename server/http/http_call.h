@@ -20,7 +20,8 @@ inline constexpr char kRequestIdHeader[] = "x-request-id";
 inline constexpr char kVariantHeader[] = "x-arach-variant";
 inline constexpr char kExperimentArmHeader[] = "x-arach-experiment-arm";
 
-// The client's x-request-id (printable ASCII, at most 128 characters), else a fresh id.
+// The client's x-request-id where it is usable as given (IsUsableRequestId), else a fresh id (a header a proxy
+// may have set is replaced, not refused; gRPC's request_id field is refused: ChosenRequestId).
 std::string RequestIdOf(const httplib::Request& request);
 
 // Answers with `status` (not OK) in OpenAI's error shape; 401 also says WWW-Authenticate, 429 Retry-After (the

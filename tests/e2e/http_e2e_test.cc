@@ -281,6 +281,10 @@ TEST_F(HttpFixtureServer, RequestIdIsEchoedAndLogged) {
   EXPECT_EQ(answer.body["id"], "cmpl-trace-42");
   const HttpAnswer generated = Complete(*server_, {{"model", "gpt2-tiny"}, {"prompt", "Hello"}, {"max_tokens", 1}});
   EXPECT_EQ(generated.header("x-request-id").size(), 32u) << "an id is made when the client gives none";
+  const HttpAnswer spaced = Complete(*server_, {{"model", "gpt2-tiny"}, {"prompt", "Hello"}, {"max_tokens", 1}},
+                                     {{"x-request-id", "two words"}});
+  ASSERT_EQ(spaced.status, 200) << "a proxy's header is replaced, not refused";
+  EXPECT_EQ(spaced.header("x-request-id").size(), 32u) << "an id with a space is not one token of the log line";
   bool logged = false;
   for (int i = 0; i < 100 && !logged; ++i) {
     logged = server_->Output().find("request id=trace-42 api=http route=/v1/completions key=open variant=base status=200 prompt_tokens=") !=

@@ -34,6 +34,7 @@ namespace {
 
 using client::ArachClient;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::EventuallyMetrics;
 using testing::ServerProcess;
 
@@ -265,6 +266,25 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("variant.arach_offset: nan is not finite"));
 
+  arach::v1::GenerateRequest forged_log_line;  // the id is written into the request log line as given
+  forged_log_line.set_text("hello");
+  forged_log_line.set_request_id("x\nrequest id=forged api=grpc");
+  s = generate(forged_log_line);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("request_id: must be 1 to 128 printable ASCII characters without spaces"));
+  EXPECT_THAT(server_->Output(), Not(HasSubstr("id=forged"))) << "a refused id is not logged";
+
+  arach::v1::ScoreRequest long_id;
+  long_id.add_inputs()->set_text("hello world");
+  long_id.set_request_id(std::string(129, 'r'));
+  arach::v1::ScoreResponse long_id_response;
+  s = client_->Score(long_id, &long_id_response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("request_id: must be 1 to 128"));
+  long_id.set_request_id(std::string(128, 'r'));
+  EXPECT_TRUE(client_->Score(long_id, &long_id_response).ok()) << "128 characters are allowed";
+  EXPECT_EQ(long_id_response.request_id(), std::string(128, 'r'));
+
   arach::v1::ScoreRequest one_token;
   one_token.add_inputs()->mutable_token_ids()->add_ids(3);
   arach::v1::ScoreResponse response;
@@ -279,7 +299,7 @@ TEST_F(FixtureServer, InvalidRequestsGetTheRightCodes) {
   EXPECT_THAT(cli.output, HasSubstr("arach-cli generate: INVALID_ARGUMENT: max_tokens: 0 must be >= 1"));
 
   const testing::PrometheusText m = Metrics(*server_);
-  EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 9);
+  EXPECT_GE(m.Sum("arach_requests_rejected_total", {{"code", "invalid_argument"}}), 11);
 }
 
 // ------------------------------------------------------------------------------ slow server
