@@ -5,6 +5,7 @@
 #include <future>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/output/detokenizer.h"
@@ -51,14 +52,29 @@ std::string EbnfLiteral(const std::string& text) {
   return out + "\"";
 }
 
-// xgrammar's error text without its log prefix ("[12:00:00] /path/file.cc:75: ") and trailing newline.
+// xgrammar's error text without its log prefix ("[12:00:00] /path/file.cc:75: "), its assertion wording
+// ("Check failed: (err.empty()) is false: "), the copy of the input it appends (" The JSON string is:...") and
+// the trailing newline, and at most kMaxReasonBytes long: an error never echoes a client's input at length
+// (a 10 kB schema in a gRPC status would be refused as oversized metadata).
 std::string XgrammarReason(std::string what) {
+  constexpr size_t kMaxReasonBytes = 400;
   if (!what.empty() && what[0] == '[') {
     const size_t close = what.find("] ");
     const size_t source = close == std::string::npos ? close : what.find(": ", close);
     if (source != std::string::npos && what.find(".cc:", close) < source) what = what.substr(source + 2);
   }
+  constexpr absl::string_view kCheckFailed = "Check failed: ";
+  if (absl::StartsWith(what, kCheckFailed)) {
+    const size_t reason = what.find(" is false: ");
+    if (reason != std::string::npos) what = what.substr(reason + 11);
+  }
+  if (const size_t echo = what.find(" The JSON string is:"); echo != std::string::npos) what.resize(echo);
   while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  if (what.size() > kMaxReasonBytes) {
+    size_t cut = kMaxReasonBytes;
+    while (cut > 0 && (static_cast<unsigned char>(what[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    what = absl::StrCat(what.substr(0, cut), "...");
+  }
   return what;
 }
 

@@ -78,8 +78,15 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
 
 absl::StatusOr<OutputConstraint> ToOutputConstraint(const arach::v1::StructuredOutput& s) {
   using Kind = arach::v1::StructuredOutput;
+  if (s.has_strict() && s.kind_case() != Kind::kJsonSchema) {
+    return InvalidField("structured_output.strict", "applies to json_schema only");
+  }
   switch (s.kind_case()) {
-    case Kind::kJsonSchema: return OutputConstraint::JsonSchema(s.json_schema(), !s.has_strict() || s.strict());
+    case Kind::kJsonSchema:
+      // Parsed here as every JSON field of a client is (json_body.h): a schema nested thousands of levels deep
+      // would exhaust the stack of the compiler's own recursive parser.
+      ARACH_RETURN_IF_ERROR(ParseJson(s.json_schema(), "structured_output.json_schema").status());
+      return OutputConstraint::JsonSchema(s.json_schema(), !s.has_strict() || s.strict());
     case Kind::kJsonObject:
       if (!s.json_object()) return InvalidField("structured_output.json_object", "set it true, or set no kind");
       return OutputConstraint::JsonObject();
@@ -88,7 +95,6 @@ absl::StatusOr<OutputConstraint> ToOutputConstraint(const arach::v1::StructuredO
     case Kind::kGrammar: return OutputConstraint::Grammar(s.grammar());
     case Kind::KIND_NOT_SET: break;
   }
-  if (s.has_strict()) return InvalidField("structured_output.strict", "applies to json_schema only");
   return OutputConstraint{};
 }
 

@@ -190,6 +190,10 @@ TEST(StructuredOutputErrors, CompileErrorsNameTheFieldAndTheReason) {
   absl::Status s = submit(OutputConstraint::JsonSchema(R"({"type": "object", "properties": )"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("constraint: "), std::string::npos) << s;
+  s = submit(OutputConstraint::JsonSchema(std::string(5000, '[')));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), "constraint: the json_schema cannot be compiled: Failed to parse JSON: syntax error at line 1 near: .")
+      << "xgrammar's reason without its assertion wording and without the 5000 bytes of input it echoes";
   s = submit(OutputConstraint::Regex("([a-z"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("constraint: the regex cannot be compiled"), std::string::npos) << s;
