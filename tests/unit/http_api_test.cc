@@ -214,6 +214,15 @@ TEST(StructuredOutputRequest, ReadsResponseFormatAndStructuredOutputs) {
             "structured_outputs.whitespace_pattern");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {}})"), "structured_outputs");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "structured_outputs": {"json": 3}})"), "structured_outputs.json");
+  // A schema given as JSON text is held to the nesting bound of the body (xgrammar's recursive parser would
+  // exhaust the stack on 100,000 levels: a request took the server down).
+  const std::string deep = R"({\"x\": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const auto too_deep = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "structured_outputs": {"json": ")" + deep + R"("}})");
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_EQ(too_deep.status().message(), "structured_outputs.json: nests lists and objects deeper than 64 levels");
+  const auto as_text = ParseCompletionRequest(R"({"model": "m", "prompt": "x", "structured_outputs": {"json": "{\"type\": \"object\"}"}})");
+  ASSERT_TRUE(as_text.ok()) << as_text.status();
+  EXPECT_EQ(as_text->fields.structured_output.constraint.text, R"({"type": "object"})");
 }
 
 TEST(RequestParameters, UnknownAndUnimplementedAreRefusedNoOpsAccepted) {
