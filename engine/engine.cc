@@ -130,6 +130,11 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   for (int32_t t : state->request.sampling.stop_token_ids) state->stop_ids.push_back(t);
   if (compiled != nullptr) {
     ARACH_ASSIGN_OR_RETURN(ConstraintMatcher matcher, ConstraintMatcher::Create(std::move(compiled), state->stop_ids));
+    // The first mask, computed now (the first sample reuses it) so that a constraint no text can satisfy is
+    // refused here rather than ending the stream in an error.
+    if (absl::Status first = matcher.AllowedTokens().status(); !first.ok()) {
+      return InvalidField(names, "constraint", first.message());
+    }
     state->constraint.emplace(std::move(matcher));
   }
 
@@ -274,7 +279,11 @@ absl::StatusOr<SamplerInput> Engine::SamplerInputFor(RequestState& r) {
   in.seed = r.seed;
   in.suppressed = r.stop_ids;
   if (r.constraint) {
-    ARACH_ASSIGN_OR_RETURN(in.allowed, r.constraint->AllowedTokens());
+    absl::StatusOr<std::span<const uint32_t>> allowed = r.constraint->AllowedTokens();
+    if (absl::IsInvalidArgument(allowed.status())) {
+      return absl::InvalidArgumentError(absl::StrCat("the structured output ", allowed.status().message()));
+    }
+    ARACH_ASSIGN_OR_RETURN(in.allowed, std::move(allowed));
   }
   return in;
 }

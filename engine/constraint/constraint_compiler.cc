@@ -236,7 +236,19 @@ absl::StatusOr<std::span<const uint32_t>> ConstraintMatcher::AllowedTokens() {
     }
     impl_->fresh = true;
   }
-  return std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(impl_->bitmask.data()), impl_->bitmask.size());
+  const std::span<const uint32_t> allowed(reinterpret_cast<const uint32_t*>(impl_->bitmask.data()), impl_->bitmask.size());
+  const size_t vocab_size = static_cast<size_t>(impl_->constraint->vocab_size);
+  bool any = false;
+  for (size_t word = 0; word < allowed.size() && !any; ++word) {
+    const size_t bits_in_vocab = std::min<size_t>(32, vocab_size - word * 32);
+    const uint32_t in_vocab = bits_in_vocab == 32 ? ~0u : (1u << bits_in_vocab) - 1u;
+    any = (allowed[word] & in_vocab) != 0;
+  }
+  if (!any) {
+    // A language with no text (a schema whose $ref only refers to itself), or text no token can spell.
+    return absl::InvalidArgumentError("allows no next token: no text the model's vocabulary can spell matches it");
+  }
+  return allowed;
 }
 
 bool ConstraintMatcher::Accept(int32_t token) {

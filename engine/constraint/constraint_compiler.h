@@ -77,7 +77,8 @@ class ConstraintMatcher {
   ~ConstraintMatcher();
   ConstraintMatcher(ConstraintMatcher&&) noexcept;
 
-  // The tokens allowed next, one bit each (bit t of word t / 32), for the sampler to mask the others.
+  // The tokens allowed next, one bit each (bit t of word t / 32), for the sampler to mask the others;
+  // INVALID_ARGUMENT when none is (the constraint's language is empty, or no token can continue its text).
   absl::StatusOr<std::span<const uint32_t>> AllowedTokens();
   // Advances past `token`; false when the constraint does not allow it (the caller ends the sequence).
   bool Accept(int32_t token);

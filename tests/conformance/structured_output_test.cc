@@ -194,6 +194,11 @@ TEST(StructuredOutputErrors, CompileErrorsNameTheFieldAndTheReason) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_EQ(s.message(), "constraint: the json_schema cannot be compiled: Failed to parse JSON: syntax error at line 1 near: .")
       << "xgrammar's reason without its assertion wording and without the 5000 bytes of input it echoes";
+  // A schema that only refers to itself compiles but accepts no text: refused at submission, not sampled from an
+  // empty mask (which ended the stream in INTERNAL "refused token ... that its own mask allowed").
+  s = submit(OutputConstraint::JsonSchema(R"({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), "constraint: allows no next token: no text the model's vocabulary can spell matches it");
   s = submit(OutputConstraint::Regex("([a-z"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("constraint: the regex cannot be compiled"), std::string::npos) << s;
