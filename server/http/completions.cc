@@ -107,12 +107,15 @@ absl::Status CompletionCall::OnChoiceFinished(int index, Choice& choice) {
   // The prompt's log-probs come first (the first one null), then the generated tokens'.
   CompletionLogprobs& logprobs = *slot;
   const FinishInfo& info = *choice.finish;
+  // logprobs: 0 asks for no alternatives: the engine keeps none for the prompt, and a prompt token's entry is
+  // then, as a generated token's, the token itself (not null beside the generated tokens' objects).
+  const std::vector<TokenLogprob> no_alternatives;
   for (size_t t = 0; t < choice.prompt.size(); ++t) {
     if (t == 0 || info.prompt_logprobs.size() < t) {
       ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], std::nullopt, nullptr));
       continue;
     }
-    const std::vector<TokenLogprob>* top = info.prompt_top_logprobs.size() >= t ? &info.prompt_top_logprobs[t - 1] : nullptr;
+    const std::vector<TokenLogprob>* top = info.prompt_top_logprobs.size() >= t ? &info.prompt_top_logprobs[t - 1] : &no_alternatives;
     ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], info.prompt_logprobs[t - 1], top));
   }
   return FlushTokens(choice, logprobs);

@@ -209,6 +209,23 @@ TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   }
   EXPECT_EQ(answer.body["usage"]["completion_tokens"], 0);
   EXPECT_EQ(logprobs["text_offset"][0], 0);
+
+  // logprobs: 0 (no alternatives): every token after the first has an object with itself, prompt and generated.
+  json no_alternatives = body;
+  no_alternatives["logprobs"] = 0;
+  no_alternatives["max_tokens"] = 2;
+  const HttpAnswer zero = Complete(*server_, no_alternatives);
+  ASSERT_EQ(zero.status, 200) << zero.body;
+  const json& zero_logprobs = zero.body["choices"][0]["logprobs"];
+  ASSERT_EQ(zero_logprobs["top_logprobs"].size(), static_cast<size_t>(reference.size()) + 3);
+  EXPECT_TRUE(zero_logprobs["top_logprobs"][0].is_null());
+  for (size_t t = 1; t < zero_logprobs["top_logprobs"].size(); ++t) {
+    const json& top = zero_logprobs["top_logprobs"][t];
+    ASSERT_TRUE(top.is_object()) << t << ": " << top;
+    ASSERT_EQ(top.size(), 1u) << t;
+    EXPECT_EQ(top.begin().key(), zero_logprobs["tokens"][t]) << t;
+    EXPECT_EQ(top.begin().value(), zero_logprobs["token_logprobs"][t]) << t;
+  }
 }
 
 TEST_F(HttpFixtureServer, ErrorsHaveTheirStatusAndNameTheirParameter) {
