@@ -1,9 +1,11 @@
 #include "server/http/http_server.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/http/chat_completions.h"
 #include "server/http/completions.h"
 #include "server/http/http_call.h"
@@ -17,11 +19,15 @@ using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"};
 
-// The route label of a path: one of kRoutes, else "other" (unknown paths must not grow the label set).
+constexpr char kModelRoutePrefix[] = "/v1/models/";
+
+// The route label of a path: one of kRoutes, "/v1/models/{model}" for any model's, else "other" (unknown paths
+// and model ids must not grow the label set).
 std::string RouteLabel(const std::string& path) {
   for (const char* route : kRoutes) {
     if (path == route) return route;
   }
+  if (path.rfind(kModelRoutePrefix, 0) == 0) return "/v1/models/{model}";
   return "other";
 }
 
@@ -45,7 +51,10 @@ void ServeHealth(const httplib::Request&, httplib::Response& response, const Ser
   SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});  // a lame duck is not ready
 }
 
-void ServeModels(const httplib::Request& request, httplib::Response& response, const ServiceContext& context) {
+// GET /v1/models (`model_id` empty: the list of every id) or GET /v1/models/{model_id} (that one, 404 when it is
+// not one of them), each id as OpenAI's model object.
+void ServeModels(const httplib::Request& request, httplib::Response& response, const ServiceContext& context,
+                 const std::string& model_id) {
   if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
   const Engine* engine = context.engine.load();
   if (engine == nullptr || (context.state.phase() != Phase::kServing && context.state.phase() != Phase::kLameDuck)) {
@@ -53,15 +62,24 @@ void ServeModels(const httplib::Request& request, httplib::Response& response, c
                                                                                           : "the server is draining"));
     return;
   }
-  json data = json::array();
-  for (const std::string& id : ServedModelIds(context.served_model_name, engine->has_adapter())) {
-    data.push_back({{"id", id},
-                    {"object", "model"},
-                    {"created", context.started_unix_seconds},
-                    {"owned_by", "arach-serve"},
-                    {"root", context.served_model_name},
-                    {"max_model_len", engine->model_config().max_positions}});
+  const std::vector<std::string> ids = ServedModelIds(context.served_model_name, engine->has_adapter());
+  auto model_object = [&](const std::string& id) {
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", context.started_unix_seconds},
+                {"owned_by", "arach-serve"},
+                {"root", context.served_model_name},
+                {"max_model_len", engine->model_config().max_positions}};
+  };
+  if (!model_id.empty()) {
+    if (std::find(ids.begin(), ids.end(), model_id) == ids.end()) {
+      return SendError(response, absl::NotFoundError(absl::StrCat("model: '", model_id, "' is not served here; GET /v1/models lists ",
+                                                                  absl::StrJoin(ids, ", "))));
+    }
+    return SendJson(response, 200, model_object(model_id));
   }
+  json data = json::array();
+  for (const std::string& id : ids) data.push_back(model_object(id));
   SendJson(response, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
@@ -138,7 +156,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Get("/ready", health);
   ServeMetrics(server, context);
   server.Get("/v1/models", [&context](const httplib::Request& request, httplib::Response& response) {
-    ServeModels(request, response, context);
+    ServeModels(request, response, context, "");
+  });
+  server.Get(absl::StrCat(kModelRoutePrefix, "(.+)"), [&context](const httplib::Request& request, httplib::Response& response) {
+    ServeModels(request, response, context, request.matches[1].str());
   });
   server.Post("/v1/completions", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleCompletions(context, request, response);

@@ -106,6 +106,16 @@ TEST_F(HttpFixtureServer, ModelsListEveryVariantUnderTheServedName) {
   for (const json& m : models.body["data"]) ids.push_back(m["id"]);
   EXPECT_EQ(ids, (std::vector<std::string>{"gpt2-tiny", "gpt2-tiny:base", "gpt2-tiny:arach", "gpt2-tiny:skip",
                                            "gpt2-tiny:arach+skip"}));
+  // GET /v1/models/{id} (the OpenAI client's models.retrieve): each listed id as its own object, 404 for another.
+  for (const json& listed : models.body["data"]) {
+    const HttpAnswer one = Send(*server_, "GET", "/v1/models/" + listed["id"].get<std::string>());
+    ASSERT_EQ(one.status, 200) << one.body;
+    EXPECT_EQ(one.body, listed);
+  }
+  const HttpAnswer missing = Send(*server_, "GET", "/v1/models/gpt2-tiny:nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body["error"]["param"], "model");
+  EXPECT_EQ(missing.body["error"]["code"], "model_not_found");
   arach::v1::ModelInfo info;
   ASSERT_TRUE(client_->GetModelInfo(&info).ok());
   EXPECT_EQ(info.model(), "gpt2-tiny") << "GetModelInfo reports the served name, not the folder";

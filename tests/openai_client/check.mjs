@@ -31,6 +31,9 @@ async function main() {
   const models = await client.models.list();
   const ids = models.data.map((m) => m.id);
   check("models.list has NAME and NAME:arach", ids.includes(model) && ids.includes(`${model}:arach`), ids.join(","));
+  const retrieved = await client.models.retrieve(`${model}:arach`);
+  check("models.retrieve returns the listed object", JSON.stringify(retrieved) === JSON.stringify(models.data[ids.indexOf(`${model}:arach`)]),
+    JSON.stringify(retrieved));
 
   for (const variant of ["base", "arach"]) {
     const expected = grpcGenerate(variant, 20);
