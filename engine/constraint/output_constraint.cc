@@ -10,7 +10,7 @@ const char* OutputConstraint::KindName() const {
     case Kind::kRegex: return "regex";
     case Kind::kChoice: return "choice";
     case Kind::kGrammar: return "grammar";
-    case Kind::kStructuralTag: return "structural_tag";
+    case Kind::kStructuralTag: return "structural tag";
   }
   return "?";
 }

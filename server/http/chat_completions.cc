@@ -66,7 +66,7 @@ absl::Status ChatCall::Start() {
     requests.push_back(std::move(r));
   }
   const std::vector<std::string> prompt_fields(requests.size(), "messages");
-  return Submit(std::move(requests), prompt_fields);
+  return Submit(std::move(requests), prompt_fields, /*own_constraint_field=*/"tools");
 }
 
 json ChatCall::ToolCallsJson(int index, const ChatOutputDelta& delta) {

@@ -54,7 +54,8 @@ GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, Gener
     : context_(context), ticket_(std::move(ticket)), fields_(std::move(fields)), variant_(std::move(variant)),
       identity_(std::move(identity)), created_(UnixSeconds()), started_(Clock::now()) {}
 
-absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields) {
+absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields,
+                                    const std::string& own_constraint_field) {
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
   int64_t tokens = 0;  // what the call may use: every choice's prompt and max_tokens
   for (EngineRequest& r : requests) {
@@ -70,11 +71,12 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     choices_[c].prompt = requests[c].prompt;
     const std::string& prompt_field = prompt_fields[c];
     requests[c].attention_diagnostics = fields_.diagnostics;
-    if (!requests[c].constraint.active()) requests[c].constraint = fields_.structured_output.constraint;
+    const bool own_constraint = requests[c].constraint.active();
+    if (!own_constraint) requests[c].constraint = fields_.structured_output.constraint;
     context_.policy->Apply(requests[c]);
     const absl::Status submitted = run_->Submit(static_cast<int>(c), std::move(requests[c]), [&](absl::string_view field) {
       if (field == "prompt") return prompt_field;
-      if (field == "constraint") return fields_.structured_output.field;
+      if (field == "constraint") return own_constraint ? own_constraint_field : fields_.structured_output.field;
       return OpenAiFieldName(field);
     });
     if (!submitted.ok()) {

@@ -45,8 +45,11 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   virtual ~GenerationCall() = default;
 
   // Submits `requests[i]` as choice i (prompt-major: choices [p * n, (p + 1) * n) share prompt p); an engine
-  // field error is named through `field_names[i]`'s prompt name and OpenAiFieldName. On error nothing stays queued.
-  absl::Status Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields);
+  // field error is named through `prompt_fields[i]`'s prompt name and OpenAiFieldName, a constraint's through the
+  // parameter it came from: `own_constraint_field` for one a request brings (chat's tool calls: "tools"), else
+  // the structured output's. On error nothing stays queued.
+  absl::Status Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields,
+                      const std::string& own_constraint_field = "");
   // The whole answer, once every choice has finished (or the first failure).
   void RespondWhole(httplib::Response& response);
   // Server-sent events as tokens arrive, then the usage (when asked) and [DONE].

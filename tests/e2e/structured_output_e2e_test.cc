@@ -175,6 +175,20 @@ TEST_F(StructuredOutputServer, GrpcCompileErrorsNameTheField) {
   out = Collect([&](const auto& on) { return client->Chat(chat, on); });
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(out.status.error_message(), "tool_choice_json.function.name: 'missing' is not one of the tools");
+
+  // A tool whose parameter schema cannot be compiled: the error names the tools on both APIs (it named
+  // generation.structured_output on gRPC, nothing on HTTP: ": the structural_tag cannot be compiled").
+  constexpr char kBadTools[] = R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+    "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 1}}}}}])";
+  chat = UserChat("x", 1);
+  chat.set_tools_json(kBadTools);
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message(), "tools_json: the structural tag cannot be compiled: Invalid range: minimum greater than maximum");
+  const json http = PostChat({{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                              {"tools", nlohmann::ordered_json::parse(kBadTools)}});
+  EXPECT_EQ(http["http_status"], 400) << http;
+  EXPECT_EQ(http["error"]["param"], "tools") << http;
 }
 
 TEST_F(StructuredOutputServer, GrpcToolCallsMatchTheHttpAnswer) {
