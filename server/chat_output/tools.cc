@@ -88,7 +88,15 @@ absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::s
     } else if (!parameters->is_object()) {
       return InvalidField(at + ".function.parameters", "must be a JSON Schema object");
     } else {
+      // A call's arguments are a JSON object (the parsers take nothing else for a call): a schema of another
+      // type is refused, one without a type is held to objects.
       spec.parameters = *parameters;
+      const auto type = parameters->find("type");
+      if (type == parameters->end()) {
+        spec.parameters["type"] = "object";
+      } else if (*type != "object") {
+        return InvalidField(at + ".function.parameters.type", "must be \"object\" (a call's arguments are a JSON object)");
+      }
     }
     if (const auto description = function->find("description"); description != function->end() && !description->is_null() &&
                                                                  !description->is_string()) {

@@ -141,6 +141,14 @@ TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
             "tools[0].type: must be \"function\" (the only kind of tool supported)");
   EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "function": {"name": "a b"}}])"), "tools").status().message(),
             "tools[0].function.name: is required: 1 to 64 letters, digits, underscores or dashes");
+  // A call's arguments are an object: a schema of another type is refused (the constrained call would never parse
+  // as one and came back as content), one without a type is held to objects.
+  EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}])"), "tools")
+                .status().message(),
+            "tools[0].function.parameters.type: must be \"object\" (a call's arguments are a JSON object)");
+  auto untyped = ParseTools(json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": {}}}}}])"), "tools");
+  ASSERT_TRUE(untyped.ok()) << untyped.status();
+  EXPECT_EQ((*untyped)[0].parameters, json::parse(R"({"type": "object", "properties": {"a": {}}})"));
   EXPECT_EQ(ParseToolChoice(json(), *specs, "tool_choice")->mode, ToolChoice::Mode::kAuto);
   EXPECT_EQ(ParseToolChoice(json(), {}, "tool_choice")->mode, ToolChoice::Mode::kNone);
   EXPECT_EQ(ParseToolChoice("required", *specs, "tool_choice")->mode, ToolChoice::Mode::kRequired);
