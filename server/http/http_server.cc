@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -83,6 +84,22 @@ void ServeModels(const httplib::Request& request, httplib::Response& response, c
   SendJson(response, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
+// A request body is read as sent: the library would inflate a gzip or deflate body past --max_request_bytes (it
+// bounds the bytes received, not what they inflate to: a 400 kB body became 400 MB in memory), so a body with a
+// Content-Encoding other than identity is refused (415) before it is read. OpenAI's clients send plain JSON.
+void RefuseEncodedBodies(httplib::Server& server) {
+  server.set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
+    const std::string encoding = request.get_header_value("Content-Encoding");
+    if (encoding.empty() || absl::EqualsIgnoreCase(encoding, "identity")) return httplib::Server::HandlerResponse::Unhandled;
+    response.status = 415;
+    response.set_header("Connection", "close");  // the unread body must not be taken for the next request
+    response.set_content(JsonText(ErrorBody(absl::InvalidArgumentError(absl::StrCat(
+                             "body: Content-Encoding '", encoding, "' is not accepted; send the body uncompressed")))),
+                         "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 // Bodies for the errors the library answers itself (unknown path, body too large), in OpenAI's shape.
 void AnswerLibraryErrors(httplib::Server& server, size_t max_request_bytes) {
   server.set_error_handler([max_request_bytes](const httplib::Request& request, httplib::Response& response) {
@@ -151,6 +168,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
     metrics.RecordHttpRequest(RouteLabel(request.path), response.status, response.get_header_value(kVariantHeader));
   });
   AnswerLibraryErrors(server, options.max_request_bytes);
+  RefuseEncodedBodies(server);
   auto health = [&context](const httplib::Request& request, httplib::Response& response) { ServeHealth(request, response, context); };
   server.Get("/health", health);
   server.Get("/ready", health);

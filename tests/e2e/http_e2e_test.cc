@@ -275,6 +275,23 @@ TEST_F(HttpFixtureServer, ErrorsHaveTheirStatusAndNameTheirParameter) {
   EXPECT_EQ(Send(*server_, "GET", "/v1/nothing").status, 404);
 }
 
+TEST_F(HttpFixtureServer, CompressedBodiesAreRefusedUnread) {
+  // gzip of {"model": "gpt2-tiny", "prompt": "a", "max_tokens": 1}: the library would inflate it, and a body of a
+  // few hundred kB inflated past --max_request_bytes to hundreds of MB.
+  const std::string gzipped(
+      "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03\xab\x56\xca\xcd\x4f\x49\xcd\x51\xb2\x52\x50\x4a\x2f\x28\x31\xd2\x2d"
+      "\xc9\xcc\xab\x54\xd2\x51\x50\x2a\x28\xca\xcf\x2d\x28\x01\x09\x27\x82\xb8\xb9\x89\x15\xf1\x25\xf9\xd9\xa9\x79"
+      "\xc5\x40\x21\xc3\x5a\x00\xc4\xed\x18\x5a\x36\x00\x00\x00",
+      68);
+  const HttpAnswer refused = Send(*server_, "POST", "/v1/completions", gzipped,
+                                  {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(refused.status, 415) << refused.body;
+  EXPECT_EQ(refused.body["error"]["message"], "body: Content-Encoding 'gzip' is not accepted; send the body uncompressed");
+  const HttpAnswer identity = Send(*server_, "POST", "/v1/completions", R"({"model": "gpt2-tiny", "prompt": "a", "max_tokens": 1})",
+                                   {{"Content-Encoding", "identity"}});
+  EXPECT_EQ(identity.status, 200) << identity.body;
+}
+
 TEST_F(HttpFixtureServer, NChoicesWithSeedsAndLogprobs) {
   const json body = {{"model", "gpt2-tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 1.0},
                      {"n", 2},           {"seed", 11},                   {"logprobs", 3},  {"ignore_eos", true}};
