@@ -336,6 +336,28 @@ TEST(Priority, AHighPriorityRequestSubmittedLastFinishesBeforeLowPriorityOnesSub
   EXPECT_GE(metrics.Value("arach_preemptions_total"), 1) << "the running low-priority request gave way";
 }
 
+TEST(Hardening, CompressedRequestsAreRefusedBeforeTheyAreInflated) {
+  // gRPC inflates a compressed message whole before it checks --max_request_bytes (1.5 MB of gzip took 1.5 GB of
+  // the server's memory): the server accepts no compressed message; a plain one is served.
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--kv_cache_bytes=16777216"});
+  ASSERT_NE(server, nullptr);
+  auto stub = arach::v1::Inference::NewStub(grpc::CreateChannel(server->grpc_address(), grpc::InsecureChannelCredentials()));
+  arach::v1::TokenizeRequest request;
+  request.add_texts("hello");
+  for (const grpc_compression_algorithm algorithm : {GRPC_COMPRESS_GZIP, GRPC_COMPRESS_DEFLATE}) {
+    grpc::ClientContext context;
+    context.set_compression_algorithm(algorithm);
+    arach::v1::TokenizeResponse response;
+    const grpc::Status status = stub->Tokenize(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << algorithm;
+    EXPECT_THAT(status.error_message(), HasSubstr("is disabled")) << algorithm;
+  }
+  grpc::ClientContext plain;
+  arach::v1::TokenizeResponse response;
+  EXPECT_TRUE(stub->Tokenize(&plain, request, &response).ok());
+  EXPECT_EQ(response.tokens_size(), 1);
+}
+
 TEST(Hardening, ReflectionCanBeTurnedOffAndPromptsPerRequestAreCapped) {
   for (const bool reflection : {true, false}) {
     auto server = testing::StartServerOrFail(testing::ServerBinary(),
