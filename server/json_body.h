@@ -1,20 +1,16 @@
-// JSON text from clients (HTTP bodies, gRPC fields that carry JSON), parsed with a bound on nesting: a
-// document nested thousands of levels deep would exhaust the stack of the recursive copies and walks that
-// follow, so it is refused before it is parsed.
+// JSON text from clients (HTTP bodies, gRPC fields that carry JSON), parsed with the bound on nesting of
+// engine/core/json_nesting.h: a document nested thousands of levels deep would exhaust the stack of the
+// recursive copies and walks that follow, so it is refused before it is parsed.
 #pragma once
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/core/json_nesting.h"
 #include "nlohmann/json.hpp"
 
 namespace arach::server {
-
-inline constexpr int kMaxJsonNesting = 64;
-
-// INVALID_ARGUMENT "<field>: ..." when `text` nests arrays and objects deeper than kMaxJsonNesting.
-absl::Status CheckJsonNesting(absl::string_view text, const std::string& field);
 
 // INVALID_ARGUMENT about the key `key` of the object at `parent` ("" for the body): "<parent>.<key>: <what>" where
 // the key is a plain name (letters, digits, _ and -), else "<parent or body>: parameter "<key>" <what>", so that the

@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
+#include "engine/core/json_nesting.h"
+#include "engine/core/status.h"
 #include "engine/output/detokenizer.h"
 
 #ifdef ARACH_WITH_XGRAMMAR
@@ -135,6 +137,10 @@ absl::StatusOr<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::Co
   using Kind = OutputConstraint::Kind;
   if (constraint.text.size() > kMaxConstraintBytes) {
     return InvalidField(field, absl::StrCat(constraint.text.size(), " bytes exceed the limit of ", kMaxConstraintBytes));
+  }
+  if (constraint.kind == Kind::kJsonSchema || constraint.kind == Kind::kStructuralTag) {
+    // xgrammar parses JSON recursively: 100,000 nested lists crashed the server (stack overflow).
+    ARACH_RETURN_IF_ERROR(CheckJsonNesting(constraint.text, field));
   }
   if (constraint.kind == Kind::kChoice) {
     if (constraint.choices.empty()) return InvalidField(field, "give at least one choice");
