@@ -79,6 +79,13 @@ void Engine::Shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
+int Engine::MaxNewTokens(int prompt_len) const {
+  const int64_t context_left = model_.config.max_positions - prompt_len;
+  if (model_.config.UniformSlidingWindow() > 0) return static_cast<int>(std::max<int64_t>(0, context_left));
+  const int64_t pool_left = static_cast<int64_t>(allocator_.num_blocks()) * kv_block_size() - prompt_len;
+  return static_cast<int>(std::max<int64_t>(0, std::min(context_left, pool_left)));
+}
+
 absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names) {
   const ModelConfig& c = model_.config;
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), names));

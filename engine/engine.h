@@ -100,6 +100,10 @@ class Engine {
   std::string device() const { return model_.runner->backend().Describe(); }
   const std::string& kv_memory_note() const { return model_.runner->kv_memory_note(); }
   const EngineConfig& config() const { return config_; }
+  // The most tokens a request with a prompt of `prompt_len` tokens could generate: the rest of the model's
+  // context and, but for sliding-window models (whose sequences hold a bounded number of blocks), of the whole KV
+  // pool. 0 when the prompt alone fills them.
+  int MaxNewTokens(int prompt_len) const;
 
  private:
   struct RequestState;

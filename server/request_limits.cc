@@ -1,5 +1,8 @@
 #include "server/request_limits.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
@@ -10,6 +13,13 @@ absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& f
     return InvalidField(field, absl::StrCat(count, " tokens exceed the limit of ", limits.max_prompt_tokens, " (--max_prompt_tokens)"));
   }
   return absl::OkStatus();
+}
+
+int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, const KeyLimits& key, size_t prompt_tokens) {
+  const int prompt = static_cast<int>(std::min<size_t>(prompt_tokens, std::numeric_limits<int>::max()));
+  int64_t most = std::min(limits.max_tokens, engine.MaxNewTokens(prompt));
+  if (key.tokens_per_minute > 0) most = std::min(most, key.tokens_per_minute - prompt);
+  return static_cast<int>(std::max<int64_t>(1, most));
 }
 
 absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
+#include "server/api_keys.h"
 
 namespace arach::server {
 
@@ -31,6 +32,12 @@ absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& f
 
 // The API's limits on max_tokens, stop strings and stop token ids (INVALID_ARGUMENT naming the field).
 absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling);
+
+// The max_tokens of a chat turn that sets none: as OpenAI's and vLLM's, the answer runs until it ends, so it may
+// take the rest of the context and of the KV pool (Engine::MaxNewTokens) within the API's max_tokens limit and,
+// for a key with a tokens-per-minute budget, within what that budget leaves beside the prompt (a key is not
+// refused for a number its client never sent). At least 1 (the checks that follow then say what is too long).
+int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, const KeyLimits& key, size_t prompt_tokens);
 
 // The token ids of a prompt text (tokenized, BOS per the tokenizer's convention) within the API's limits;
 // errors name `field`.

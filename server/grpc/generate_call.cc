@@ -187,6 +187,9 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     tool_constraint_ = plan.constraint;
     keep_special_tokens_ = plan.keep_special_tokens;
     chat_generation_ = chat.generation();
+    if (!chat_generation_.has_max_tokens()) {
+      chat_generation_.set_max_tokens(static_cast<uint32_t>(DefaultChatMaxTokens(context_.limits, engine, ticket_.caller().limits, prompt.ids.size())));
+    }
     for (int32_t id : prompt.ids) chat_generation_.mutable_token_ids()->add_ids(id);
     if (!chat_generation_.ignore_eos() && prompt.end_of_turn) chat_generation_.add_stop_token_ids(*prompt.end_of_turn);
     if (chat.return_prompt()) stream_->SetChatPrompt(prompt.text);

@@ -55,6 +55,7 @@ absl::Status ChatCall::Start() {
     r.prompt = prompt_.ids;
     r.variant = variant();
     r.sampling = fields().sampling;
+    if (!fields().max_tokens_given) r.sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size());
     r.sampling.skip_special_tokens = fields().skip_special_tokens && !plan_.keep_special_tokens;
     r.constraint = plan_.constraint;
     parsers_.emplace_back();

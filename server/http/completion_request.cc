@@ -144,6 +144,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   }
   SamplingParams& sp = f.sampling;
   if (max_tokens) sp.max_tokens = *max_tokens;
+  f.max_tokens_given = max_tokens.has_value();
   if (temperature) sp.temperature = *temperature;
   if (top_p) sp.top_p = *top_p;
   if (top_k) sp.top_k = *top_k == -1 ? 0 : *top_k;  // -1 means off (vLLM)

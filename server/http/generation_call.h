@@ -71,6 +71,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   const ServiceContext& context() const { return context_; }
   const Variant& variant() const { return variant_.variant; }
   Engine& engine() const { return ticket_.engine(); }
+  const Caller& caller() const { return ticket_.caller(); }
   std::vector<Choice>& choices() { return choices_; }
   // Records the first failure (later ones are dropped).
   void Fail(const absl::Status& status) {

@@ -238,6 +238,39 @@ TEST(RateLimits, TokensPerMinuteCountPromptAndMaxTokens) {
   EXPECT_EQ(Complete(*server, SmallCompletion(10), "sk-small").status, 200) << "a request that fits what is left passes";
 }
 
+TEST(RateLimits, AChatWithoutMaxTokensRunsOnWithinTheLimitAndTheKeysBudget) {
+  // As OpenAI's and vLLM's chat: no max_tokens is not 16 tokens but the rest of the context, here within
+  // --max_tokens_limit, and for a key with a tokens-per-minute budget within what it leaves beside the prompt.
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "small:sk-small::tpm=40\nbig:sk-big\n";
+  std::ofstream(dir.File("chat.jinja")) << "{% for m in messages %}{{ m.content }}\n{% endfor %}";
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                                    "--kv_cache_bytes=16777216", "--api_key_file=" + dir.File("keys"),
+                                                                    "--chat_template=" + dir.File("chat.jinja"), "--max_tokens_limit=50"});
+  ASSERT_NE(server, nullptr);
+  const json chat = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"ignore_eos", true}};
+  const Answer big = testing::HttpSend(server->http_address(), "POST", "/v1/chat/completions", chat.dump(), Bearer("sk-big"));
+  ASSERT_EQ(big.status, 200) << big.body;
+  EXPECT_EQ(big.body["usage"]["completion_tokens"], 50) << "--max_tokens_limit";
+  const Answer small = testing::HttpSend(server->http_address(), "POST", "/v1/chat/completions", chat.dump(), Bearer("sk-small"));
+  ASSERT_EQ(small.status, 200) << small.body;
+  EXPECT_EQ(small.body["usage"]["completion_tokens"].get<int>() + small.body["usage"]["prompt_tokens"].get<int>(), 40) << "tpm";
+  EXPECT_EQ(Complete(*server, {{"model", "tiny"}, {"prompt", {5, 6, 7}}, {"ignore_eos", true}}, "sk-big").body["usage"]["completion_tokens"], 16)
+      << "completions keep OpenAI's default of 16";
+
+  auto client = ArachClient::Connect(server->grpc_address(), {}, "sk-big");
+  arach::v1::ChatRequest grpc_chat;
+  grpc_chat.add_messages()->set_role("user");
+  grpc_chat.mutable_messages(0)->set_content("hi");
+  grpc_chat.mutable_generation()->set_ignore_eos(true);
+  uint32_t generated = 0;
+  const grpc::Status status = client->Chat(grpc_chat, [&](const arach::v1::GenerateResponse& r) {
+    if (r.has_finish()) generated = r.finish().usage().completion_tokens();
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(generated, 50u) << "gRPC Chat as HTTP chat";
+}
+
 // A refused TLS handshake closes the socket under the client's write: the write must fail, not kill the test.
 void IgnoreSigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
