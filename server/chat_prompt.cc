@@ -3,10 +3,62 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/request_limits.h"
 
 namespace arach::server {
+
+namespace {
+
+absl::Status CheckToolCalls(const nlohmann::ordered_json& calls, const std::string& field) {
+  if (!calls.is_array()) return InvalidField(field, "must be a list");
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const nlohmann::ordered_json& call = calls[k];
+    const std::string at = absl::StrCat(field, "[", k, "]");
+    if (!call.is_object()) return InvalidField(at, "must be an object");
+    if (const auto id = call.find("id"); id != call.end() && !id->is_null() && !id->is_string()) return InvalidField(at + ".id", "must be a string");
+    if (const auto type = call.find("type"); type != call.end() && !type->is_null() && *type != "function") {
+      return InvalidField(at + ".type", "must be \"function\"");
+    }
+    const auto function = call.find("function");
+    if (function == call.end() || !function->is_object()) return InvalidField(at + ".function", "is required (an object)");
+    const auto name = function->find("name");
+    if (name == function->end() || !name->is_string() || name->get<std::string>().empty()) {
+      return InvalidField(at + ".function.name", "is required (a non-empty string)");
+    }
+    const auto arguments = function->find("arguments");
+    if (arguments == function->end() || !(arguments->is_string() || arguments->is_object())) {
+      return InvalidField(at + ".function.arguments", "is required (a JSON object or its text)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::string_view tool_calls_field) {
+  if (!messages.is_array() || messages.empty()) return InvalidField("messages", "is required (a non-empty list)");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const nlohmann::ordered_json& message = messages[i];
+    const std::string at = absl::StrCat("messages[", i, "]");
+    const std::string role = message.value("role", "");
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool") {
+      return InvalidField(at + ".role", absl::StrCat("'", role, "' is not system, developer, user, assistant or tool"));
+    }
+    const auto calls = message.find("tool_calls");
+    const bool has_calls = calls != message.end() && !calls->is_null();
+    if (has_calls) {
+      if (role != "assistant") return InvalidField(absl::StrCat(at, ".", tool_calls_field), "is only for assistant turns");
+      ARACH_RETURN_IF_ERROR(CheckToolCalls(*calls, absl::StrCat(at, ".", tool_calls_field)));
+    }
+    const auto content = message.find("content");
+    if ((content == message.end() || content->is_null()) && !(has_calls && !calls->empty())) {
+      return InvalidField(at + ".content", role == "assistant" ? "is required unless the turn has tool calls" : "is required");
+    }
+  }
+  return absl::OkStatus();
+}
 
 ChatInput WithToolCallTurnsAsText(const ChatInput& input) {
   ChatInput out = input;

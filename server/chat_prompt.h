@@ -20,6 +20,13 @@ struct ChatPrompt {
   std::optional<int32_t> end_of_turn;  // the tokenizer's eos_token (e.g. <|im_end|>, <|eot_id|>), when it has one
 };
 
+// OpenAI's rules on a conversation, for both APIs, on the messages as the templates see them (content a string or
+// null): a role of system, developer, user, assistant or tool; content on every turn but an assistant's that calls
+// tools; an assistant's tool_calls a list of {"function": {"name": a non-empty string, "arguments": a string or an
+// object}, "type": "function" where given, "id": a string where given}. INVALID_ARGUMENT naming the field
+// ("messages[1].content"; the tool calls as `tool_calls_field`: "tool_calls", gRPC's "tool_calls_json").
+absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::string_view tool_calls_field);
+
 // `input` with the content of assistant turns that only call tools (null, as OpenAI clients send them back) as
 // "": the templates' authors write `'</think>' in message.content` and the like, which null would break (vLLM
 // renders these turns the same way).

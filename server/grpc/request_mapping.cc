@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
+#include "server/chat_prompt.h"
 #include "server/json_body.h"
 #include "server/request_log.h"
 
@@ -114,13 +115,8 @@ absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
   for (int i = 0; i < r.messages_size(); ++i) {
     const arach::v1::ChatMessage& m = r.messages(i);
     const std::string field = absl::StrCat("messages[", i, "]");
-    const std::string& role = m.role();
-    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool") {
-      return InvalidField(field + ".role", absl::StrCat("'", role, "' is not system, developer, user, assistant or tool"));
-    }
-    nlohmann::ordered_json message = {{"role", role}};
+    nlohmann::ordered_json message = {{"role", m.role()}};
     message["content"] = m.has_content() ? nlohmann::ordered_json(m.content()) : nlohmann::ordered_json(nullptr);
-    if (!m.has_content() && role != "assistant") return InvalidField(field + ".content", "is required");
     if (!m.name().empty()) message["name"] = m.name();
     if (!m.tool_call_id().empty()) message["tool_call_id"] = m.tool_call_id();
     if (!m.tool_calls_json().empty()) {
@@ -129,6 +125,7 @@ absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
     if (!m.reasoning_content().empty()) message["reasoning_content"] = m.reasoning_content();
     input.messages.push_back(std::move(message));
   }
+  ARACH_RETURN_IF_ERROR(CheckConversation(input.messages, "tool_calls_json"));  // roles, content, tool calls
   if (!r.tools_json().empty()) {
     ARACH_ASSIGN_OR_RETURN(input.tools, ParseJsonField(r.tools_json(), "tools_json", false));
     if (input.tools.empty()) input.tools = nullptr;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/chat_prompt.h"
 #include "server/http/request_fields.h"
 #include "server/json_body.h"
 
@@ -46,23 +47,16 @@ absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
     if (!message.is_object()) return Bad(param, "must be an object");
     const auto role = message.find("role");
     if (role == message.end() || !role->is_string()) return Bad(absl::StrCat(param, ".role"), "is required (a string)");
-    const std::string r = role->get<std::string>();
-    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool") {
-      return Bad(absl::StrCat(param, ".role"), absl::StrCat("'", r, "' is not system, developer, user, assistant or tool"));
-    }
     ordered_json normalized = message;
     const auto content = message.find("content");
     if (content == message.end()) {
-      if (r != "assistant") return Bad(absl::StrCat(param, ".content"), "is required");
       normalized["content"] = nullptr;
     } else {
       ARACH_ASSIGN_OR_RETURN(normalized["content"], NormalizeContent(*content, absl::StrCat(param, ".content")));
     }
-    if (const auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null() && !calls->is_array()) {
-      return Bad(absl::StrCat(param, ".tool_calls"), "must be a list");
-    }
     messages.push_back(std::move(normalized));
   }
+  ARACH_RETURN_IF_ERROR(CheckConversation(messages, "tool_calls"));  // roles, content, tool calls
   return messages;
 }
 

@@ -176,6 +176,18 @@ TEST_F(StructuredOutputServer, GrpcCompileErrorsNameTheField) {
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(out.status.error_message(), "tool_choice_json.function.name: 'missing' is not one of the tools");
 
+  // A conversation that breaks OpenAI's rules is refused naming the field, before the template sees it.
+  chat = UserChat("x", 1);
+  arach::v1::ChatMessage* turn = chat.add_messages();
+  turn->set_role("assistant");
+  turn->set_tool_calls_json("[1]");
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message(), "messages[1].tool_calls_json[0]: must be an object");
+  turn->clear_tool_calls_json();
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_message(), "messages[1].content: is required unless the turn has tool calls");
+
   // A tool whose parameter schema cannot be compiled: the error names the tools on both APIs (it named
   // generation.structured_output on gRPC, nothing on HTTP: ": the structural_tag cannot be compiled").
   constexpr char kBadTools[] = R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",

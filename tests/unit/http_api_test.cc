@@ -161,6 +161,22 @@ TEST(ChatRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]})"),
             "messages[0].content[0].text");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": 1}]})"), "messages[0].tool_calls");
+  // OpenAI's shape of a conversation, checked before the template (whose own error named only "messages").
+  const std::string user = R"({"role": "user", "content": "x"}, )";
+  auto with = [&](const std::string& message) { return ChatParamOf(R"({"model": "m", "messages": [)" + user + message + "]}"); };
+  EXPECT_EQ(with(R"({"role": "assistant"})"), "messages[1].content") << "neither content nor tool calls";
+  EXPECT_EQ(with(R"({"role": "assistant", "content": null, "tool_calls": []})"), "messages[1].content");
+  EXPECT_EQ(with(R"({"role": "assistant", "tool_calls": [1]})"), "messages[1].tool_calls[0]");
+  EXPECT_EQ(with(R"({"role": "assistant", "tool_calls": [{"function": {}}]})"), "messages[1].tool_calls[0].function.name");
+  EXPECT_EQ(with(R"({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]})"), "messages[1].tool_calls[0].function.arguments");
+  EXPECT_EQ(with(R"({"role": "assistant", "tool_calls": [{"type": "code", "function": {"name": "f", "arguments": "{}"}}]})"),
+            "messages[1].tool_calls[0].type");
+  EXPECT_EQ(with(R"({"role": "user", "content": "y", "tool_calls": []})"), "messages[1].tool_calls");
+  EXPECT_EQ(with(R"({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+                     "function": {"name": "f", "arguments": "{}"}}]})"),
+            "<ok>");
+  EXPECT_EQ(with(R"({"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]})"), "<ok>")
+      << "arguments as an object, as vLLM takes them";
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": {}})"), "tools");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})"),
             "chat_template_kwargs");
