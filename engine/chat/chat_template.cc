@@ -51,6 +51,17 @@ absl::StatusOr<std::shared_ptr<const ChatTemplate>> ChatTemplate::Parse(std::str
   return std::shared_ptr<const ChatTemplate>(std::move(t));
 }
 
+absl::Status CheckExtraTemplateVariables(const nlohmann::ordered_json& extra, absl::string_view field) {
+  if (!extra.is_object()) return absl::OkStatus();
+  for (const char* own : {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token", "pad_token",
+                          "unk_token", "raise_exception", "strftime_now"}) {
+    if (extra.contains(own)) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": may not set '", own, "' (the template's own variable)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
   jinja::Dict variables;
   ARACH_ASSIGN_OR_RETURN(Value messages, Value::FromJson(input.messages));

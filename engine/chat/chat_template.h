@@ -46,6 +46,10 @@ class ChatTemplate {
   jinja::Template tree_;
 };
 
+// The variables ChatTemplate::Render defines itself, which a request's extra variables (chat_template_kwargs) may
+// not replace: INVALID_ARGUMENT "<field>: may not set 'NAME' (...)" for the first one `extra` sets.
+absl::Status CheckExtraTemplateVariables(const nlohmann::ordered_json& extra, absl::string_view field);
+
 // The chat template of a model folder: `override_path` when given, else `dir`/chat_template.jinja, else
 // tokenizer_config.json's default template; null when the model has none. Errors name the file.
 absl::StatusOr<std::shared_ptr<const ChatTemplate>> LoadChatTemplate(const std::string& dir, const TokenizerConfig& config,

@@ -133,6 +133,7 @@ absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
   if (r.has_add_generation_prompt()) input.add_generation_prompt = r.add_generation_prompt();
   if (!r.chat_template_kwargs_json().empty()) {
     ARACH_ASSIGN_OR_RETURN(input.extra, ParseJsonField(r.chat_template_kwargs_json(), "chat_template_kwargs_json", true));
+    ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(input.extra, "chat_template_kwargs_json"));
   }
   return input;
 }

@@ -84,9 +84,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
   }
   if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
     if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
-    for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception"}) {
-      if (kwargs->contains(reserved)) return Bad("chat_template_kwargs", absl::StrCat("may not set '", reserved, "'"));
-    }
+    ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(*kwargs, "chat_template_kwargs"));
     request.input.extra = *kwargs;
   }
   if (const auto rp = body.find("return_prompt"); rp != body.end() && !rp->is_null()) {

@@ -188,6 +188,14 @@ TEST_F(StructuredOutputServer, GrpcCompileErrorsNameTheField) {
   out = Collect([&](const auto& on) { return client->Chat(chat, on); });
   EXPECT_EQ(out.status.error_message(), "messages[1].content: is required unless the turn has tool calls");
 
+  // chat_template_kwargs_json may not replace the template's own variables (add_generation_prompt was silently
+  // overridden over gRPC, refused over HTTP).
+  chat = UserChat("x", 1);
+  chat.set_chat_template_kwargs_json(R"({"add_generation_prompt": false})");
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message(), "chat_template_kwargs_json: may not set 'add_generation_prompt' (the template's own variable)");
+
   // A tool whose parameter schema cannot be compiled: the error names the tools on both APIs (it named
   // generation.structured_output on gRPC, nothing on HTTP: ": the structural_tag cannot be compiled").
   constexpr char kBadTools[] = R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",

@@ -182,6 +182,8 @@ TEST(ChatRequest, EveryBadFieldIsNamed) {
             "chat_template_kwargs");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": 1}})"),
             "chat_template_kwargs");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"documents": []}})"),
+            "chat_template_kwargs");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "add_generation_prompt": 1})"),
             "add_generation_prompt");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "echo": true})"), "echo");
