@@ -72,12 +72,7 @@ std::string XgrammarReason(std::string what) {
   }
   if (const size_t echo = what.find(" The JSON string is:"); echo != std::string::npos) what.resize(echo);
   while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-  if (what.size() > kMaxReasonBytes) {
-    size_t cut = kMaxReasonBytes;
-    while (cut > 0 && (static_cast<unsigned char>(what[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-    what = absl::StrCat(what.substr(0, cut), "...");
-  }
-  return what;
+  return ClipForError(what, kMaxReasonBytes);
 }
 
 // Each token's raw bytes (special tokens empty, but for kWritableSpecialTokens), as xgrammar's RAW vocabulary.

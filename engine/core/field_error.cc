@@ -27,4 +27,11 @@ absl::Status CheckTokenIds(std::span<const int32_t> ids, int vocab_size, absl::s
   return absl::OkStatus();
 }
 
+std::string ClipForError(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return absl::StrCat(text.substr(0, cut), "...");
+}
+
 }  // namespace arach

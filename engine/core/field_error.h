@@ -32,4 +32,8 @@ absl::Status InvalidFieldAt(FieldNames names, absl::string_view field, size_t in
 absl::Status CheckTokenIds(std::span<const int32_t> ids, int vocab_size, absl::string_view field,
                            FieldNames names = EngineFieldName);
 
+// `text` cut to at most `max_bytes` at a character boundary, with "..." after it where it was cut: for an error
+// message that quotes what a client sent (a gRPC status rides in a trailer of bounded size).
+std::string ClipForError(absl::string_view text, size_t max_bytes);
+
 }  // namespace arach

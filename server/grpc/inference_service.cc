@@ -97,14 +97,14 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
   const Engine* engine = &ticket->engine();
   for (int i = 0; i < request->texts_size(); ++i) {
     if (request->texts(i).size() > context_.limits.max_tokenize_bytes) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   absl::StrCat("texts[", i, "]: ", request->texts(i).size(), " bytes exceed the limit of ",
-                                                context_.limits.max_tokenize_bytes)));
+      reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat("texts[", i, "]: ", request->texts(i).size(),
+                                                                           " bytes exceed the limit of ",
+                                                                           context_.limits.max_tokenize_bytes))));
       return reactor;
     }
     auto ids = engine->tokenizer().Encode(request->texts(i), /*add_special_tokens=*/request->add_bos());
     if (!ids.ok()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat("texts[", i, "]: ", ids.status().message())));
+      reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat("texts[", i, "]: ", ids.status().message()))));
       return reactor;
     }
     arach::v1::TokenIds* out = response->add_tokens();

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "client/arach_client.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "gtest/gtest.h"
@@ -187,6 +188,16 @@ TEST_F(StructuredOutputServer, GrpcCompileErrorsNameTheField) {
   turn->clear_tool_calls_json();
   out = Collect([&](const auto& on) { return client->Chat(chat, on); });
   EXPECT_EQ(out.status.error_message(), "messages[1].content: is required unless the turn has tool calls");
+
+  // An error that quotes a long value the client sent is clipped (the client saw RESOURCE_EXHAUSTED "received initial
+  // metadata size exceeds limit" for a 20 kB role, not the error).
+  chat = UserChat("x", 1);
+  chat.mutable_messages(0)->set_role(std::string(20000, 'r'));
+  out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(out.status.error_message().rfind("messages[0].role: 'rrr", 0), 0u) << out.status.error_message().substr(0, 100);
+  EXPECT_LE(out.status.error_message().size(), 1027u);
+  EXPECT_TRUE(absl::EndsWith(out.status.error_message(), "...")) << out.status.error_message().substr(0, 100);
 
   // chat_template_kwargs_json may not replace the template's own variables (add_generation_prompt was silently
   // overridden over gRPC, refused over HTTP).
