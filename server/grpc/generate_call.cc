@@ -204,7 +204,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
     EngineRequest engine_request = std::move(*mapped);
     if (chat) prompt_field = "messages";
-    if (chat && tool_constraint_.active()) engine_request.constraint = tool_constraint_;  // (no structured_output beside it)
+    const bool tool_calls = chat && tool_constraint_.active();  // the constraint comes from the tools' schemas
+    if (tool_calls) engine_request.constraint = tool_constraint_;  // (PlanChatTurn refused a structured_output beside it)
     if (chat && keep_special_tokens_) engine_request.sampling.skip_special_tokens = false;
     engine_request.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(static_cast<int64_t>(engine_request.prompt.size()) + engine_request.sampling.max_tokens,
@@ -214,7 +215,6 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (call->deadline() != std::chrono::system_clock::time_point::max()) {
       engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
     }
-    const bool tool_calls = chat && tool_constraint_.active();  // the constraint comes from the tools' schemas
     ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, [&](absl::string_view field) {
       if (field == "constraint" && tool_calls) return std::string("tools_json");
       if (field == "prompt" || !chat) return GrpcFieldName(field, prompt_field);

@@ -84,8 +84,8 @@ absl::StatusOr<OutputConstraint> ToOutputConstraint(const arach::v1::StructuredO
   }
   switch (s.kind_case()) {
     case Kind::kJsonSchema:
-      // Parsed here as every JSON field of a client is (json_body.h): a schema nested thousands of levels deep
-      // would exhaust the stack of the compiler's own recursive parser.
+      // Parsed here as every JSON field of a client is (json_body.h), so that broken JSON is named as
+      // structured_output.json_schema (the constraint compiler bounds nesting again for every API).
       ARACH_RETURN_IF_ERROR(ParseJson(s.json_schema(), "structured_output.json_schema").status());
       return OutputConstraint::JsonSchema(s.json_schema(), !s.has_strict() || s.strict());
     case Kind::kJsonObject:

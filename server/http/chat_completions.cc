@@ -49,13 +49,14 @@ absl::Status ChatCall::Start() {
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
                                              fields().structured_output.constraint.active(), e.tokenizer(), "tools", "tool_choice"));
+  SamplingParams sampling = fields().sampling;
+  if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size());
   std::vector<EngineRequest> requests;
   for (int i = 0; i < fields().n; ++i) {
     EngineRequest r;
     r.prompt = prompt_.ids;
     r.variant = variant();
-    r.sampling = fields().sampling;
-    if (!fields().max_tokens_given) r.sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size());
+    r.sampling = sampling;
     r.sampling.skip_special_tokens = fields().skip_special_tokens && !plan_.keep_special_tokens;
     r.constraint = plan_.constraint;
     parsers_.emplace_back();

@@ -6,7 +6,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "server/http/chat_completions.h"
 #include "server/http/completions.h"
 #include "server/http/http_call.h"
@@ -74,8 +73,7 @@ void ServeModels(const httplib::Request& request, httplib::Response& response, c
   };
   if (!model_id.empty()) {
     if (std::find(ids.begin(), ids.end(), model_id) == ids.end()) {
-      return SendError(response, absl::NotFoundError(absl::StrCat("model: '", model_id, "' is not served here; GET /v1/models lists ",
-                                                                  absl::StrJoin(ids, ", "))));
+      return SendError(response, ModelNotServed(model_id, context.served_model_name, engine->has_adapter()));
     }
     return SendJson(response, 200, model_object(model_id));
   }

@@ -23,16 +23,18 @@ std::vector<std::string> ServedModelIds(const std::string& served_name, bool has
   return ids;
 }
 
+absl::Status ModelNotServed(const std::string& model, const std::string& served_name, bool has_adapter) {
+  return absl::NotFoundError(absl::StrCat("model: '", model, "' is not served here; GET /v1/models lists ",
+                                          absl::StrJoin(ServedModelIds(served_name, has_adapter), ", ")));
+}
+
 absl::StatusOr<RequestedVariant> VariantOfModelId(const std::string& model, const std::string& served_name,
                                                   bool has_adapter) {
   RequestedVariant spec;
   if (model == served_name) return spec;
   const bool named_here = model.size() > served_name.size() && model.compare(0, served_name.size(), served_name) == 0 &&
                           model[served_name.size()] == ':';
-  if (!named_here) {
-    return absl::NotFoundError(absl::StrCat("model: '", model, "' is not served here; GET /v1/models lists ",
-                                            absl::StrJoin(ServedModelIds(served_name, has_adapter), ", ")));
-  }
+  if (!named_here) return ModelNotServed(model, served_name, has_adapter);
   const std::string suffix = model.substr(served_name.size() + 1);
   for (const NamedVariant& v : kVariants) {
     if (suffix != v.suffix) continue;

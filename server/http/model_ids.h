@@ -14,6 +14,9 @@ namespace arach::server::http {
 // Every id GET /v1/models lists, NAME first.
 std::vector<std::string> ServedModelIds(const std::string& served_name, bool has_adapter);
 
+// NOT_FOUND (param "model"): `model` is not one of ServedModelIds, which the message lists.
+absl::Status ModelNotServed(const std::string& model, const std::string& served_name, bool has_adapter);
+
 // The variant a `model` field asks for: nothing set for NAME; NOT_FOUND (param "model") for another name;
 // INVALID_ARGUMENT (param "model") for an unknown suffix or a skip variant without an adapter.
 absl::StatusOr<RequestedVariant> VariantOfModelId(const std::string& model, const std::string& served_name,
