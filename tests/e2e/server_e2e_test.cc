@@ -354,6 +354,10 @@ TEST_F(SlowServer, ClientCancelMidStreamFreesTheSequence) {
 }
 
 TEST_F(SlowServer, DeadlineIsHonoured) {
+  const absl::StatusOr<testing::PrometheusText> before = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const double deadlines_before = before->Sum("arach_requests_total", {{"finish_reason", "deadline"}});
+  const double cancels_before = before->Sum("arach_requests_total", {{"finish_reason", "cancelled"}});
   int tokens = 0;
   const auto start = std::chrono::steady_clock::now();
   const grpc::Status status = client_->Generate(LongRequest(800), [&](const auto& r) { tokens += r.token_ids_size(); },
@@ -363,6 +367,11 @@ TEST_F(SlowServer, DeadlineIsHonoured) {
   EXPECT_LT(tokens, 800);
   EXPECT_TRUE(EventuallyMetrics(*server_, [](const testing::PrometheusText& m) {
     return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0;
+  }));
+  // Counted as a deadline, not as a client that went away (gRPC cancels the call when its deadline passes).
+  EXPECT_TRUE(EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    return m.Sum("arach_requests_total", {{"finish_reason", "deadline"}}) == deadlines_before + 1 &&
+           m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == cancels_before;
   }));
 }
 
