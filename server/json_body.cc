@@ -2,7 +2,9 @@
 
 #include <cctype>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 
 namespace arach::server {
 
@@ -17,12 +19,25 @@ absl::Status KeyError(absl::string_view parent, const std::string& key, absl::st
 
 namespace {
 
+// nlohmann's parse error without its "[json.exception.parse_error.101] " prefix, e.g. "parse error at line 1,
+// column 9: syntax error while parsing value - unexpected ','; expected ...", clipped (its "last read" may quote a
+// long token of the client's text).
+std::string ParseErrorReason(const nlohmann::json::parse_error& e) {
+  absl::string_view what = e.what();
+  if (const size_t end = what.find("] "); absl::StartsWith(what, "[json.exception.") && end != what.npos) {
+    what.remove_prefix(end + 2);
+  }
+  return ClipForError(what, 300);
+}
+
 template <typename Json>
 absl::StatusOr<Json> Parse(absl::string_view text, const std::string& field) {
   if (absl::Status status = CheckJsonNesting(text, field); !status.ok()) return status;
-  Json parsed = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(field, ": is not valid JSON"));
-  return parsed;
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": is not valid JSON (", ParseErrorReason(e), ")"));
+  }
 }
 
 }  // namespace

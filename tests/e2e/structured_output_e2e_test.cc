@@ -168,7 +168,9 @@ TEST_F(StructuredOutputServer, GrpcCompileErrorsNameTheField) {
   chat.mutable_generation()->mutable_structured_output()->set_json_schema("{\"type\": ");
   out = Collect([&](const auto& on) { return client->Chat(chat, on); });
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(out.status.error_message(), "generation.structured_output.json_schema: is not valid JSON");
+  EXPECT_EQ(out.status.error_message(),
+            "generation.structured_output.json_schema: is not valid JSON (parse error at line 1, column 10: syntax "
+            "error while parsing value - unexpected end of input; expected '[', '{', or a literal)");
 
   chat = UserChat("x", 1);
   chat.set_tools_json(kTools);

@@ -2,6 +2,7 @@
 // and the legacy log-probs object.
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "server/http/token_logprobs.h"
 #include "server/http/chat_request.h"
@@ -78,6 +79,19 @@ TEST(CompletionRequest, MaxTokensZeroScoresOnlyWithEcho) {
   EXPECT_TRUE(scored->score_only);
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "max_tokens": 0})"), "max_tokens");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "max_tokens": 0, "echo": true, "stream": true})"), "stream");
+}
+
+TEST(CompletionRequest, MalformedJsonSaysWhereAndWhy) {
+  const auto r = ParseCompletionRequest(R"({"model": "m", "prompt": "a",, "n": 1})");
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(r.status().message()),
+            "body: is not valid JSON (parse error at line 1, column 30: syntax error while parsing object key - "
+            "unexpected ','; expected string literal)");
+  const auto cut = ParseCompletionRequest(R"({"model": "m", "prompt": ")" + std::string(5000, 'x'));
+  ASSERT_EQ(cut.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(cut.status().message().size(), 400u) << "the quoted token is clipped: " << cut.status().message();
+  EXPECT_TRUE(absl::StartsWith(cut.status().message(), "body: is not valid JSON (parse error at line 1, column 5027"))
+      << cut.status().message();
 }
 
 TEST(CompletionRequest, EveryBadFieldIsNamed) {
