@@ -35,9 +35,10 @@ absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingPara
 
 // The max_tokens of a chat turn that sets none: as OpenAI's and vLLM's, the answer runs until it ends, so it may
 // take the rest of the context and of the KV pool (Engine::MaxNewTokens) within the API's max_tokens limit and,
-// for a key with a tokens-per-minute budget, within what that budget leaves beside the prompt (a key is not
-// refused for a number its client never sent). At least 1 (the checks that follow then say what is too long).
-int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, const KeyLimits& key, size_t prompt_tokens);
+// for a key with a tokens-per-minute budget, within what that budget leaves beside the prompt of each of the
+// request's `choices` (n) (a key is not refused for a number its client never sent). At least 1 (the checks that
+// follow then say what is too long).
+int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, const KeyLimits& key, size_t prompt_tokens, int choices);
 
 // The token ids of a prompt text (tokenized, BOS per the tokenizer's convention) within the API's limits;
 // errors name `field`.

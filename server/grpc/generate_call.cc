@@ -188,7 +188,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     keep_special_tokens_ = plan.keep_special_tokens;
     chat_generation_ = chat.generation();
     if (!chat_generation_.has_max_tokens()) {
-      chat_generation_.set_max_tokens(static_cast<uint32_t>(DefaultChatMaxTokens(context_.limits, engine, ticket_.caller().limits, prompt.ids.size())));
+      chat_generation_.set_max_tokens(static_cast<uint32_t>(DefaultChatMaxTokens(context_.limits, engine, ticket_.caller().limits, prompt.ids.size(), /*choices=*/1)));
     }
     for (int32_t id : prompt.ids) chat_generation_.mutable_token_ids()->add_ids(id);
     if (!chat_generation_.ignore_eos() && prompt.end_of_turn) chat_generation_.add_stop_token_ids(*prompt.end_of_turn);

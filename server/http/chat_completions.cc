@@ -50,7 +50,7 @@ absl::Status ChatCall::Start() {
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
                                              fields().structured_output.constraint.active(), e.tokenizer(), "tools", "tool_choice"));
   SamplingParams sampling = fields().sampling;
-  if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size());
+  if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size(), fields().n);
   std::vector<EngineRequest> requests;
   for (int i = 0; i < fields().n; ++i) {
     EngineRequest r;

@@ -242,7 +242,7 @@ TEST(RateLimits, AChatWithoutMaxTokensRunsOnWithinTheLimitAndTheKeysBudget) {
   // As OpenAI's and vLLM's chat: no max_tokens is not 16 tokens but the rest of the context, here within
   // --max_tokens_limit, and for a key with a tokens-per-minute budget within what it leaves beside the prompt.
   testing::ScopedTempDir dir;
-  std::ofstream(dir.File("keys")) << "small:sk-small::tpm=40\nbig:sk-big\n";
+  std::ofstream(dir.File("keys")) << "small:sk-small::tpm=40\npair:sk-pair::tpm=40\nbig:sk-big\n";
   std::ofstream(dir.File("chat.jinja")) << "{% for m in messages %}{{ m.content }}\n{% endfor %}";
   auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
                                                                     "--kv_cache_bytes=16777216", "--api_key_file=" + dir.File("keys"),
@@ -255,6 +255,11 @@ TEST(RateLimits, AChatWithoutMaxTokensRunsOnWithinTheLimitAndTheKeysBudget) {
   const Answer small = testing::HttpSend(server->http_address(), "POST", "/v1/chat/completions", chat.dump(), Bearer("sk-small"));
   ASSERT_EQ(small.status, 200) << small.body;
   EXPECT_EQ(small.body["usage"]["completion_tokens"].get<int>() + small.body["usage"]["prompt_tokens"].get<int>(), 40) << "tpm";
+  json two_choices = chat;
+  two_choices["n"] = 2;
+  const Answer pair = testing::HttpSend(server->http_address(), "POST", "/v1/chat/completions", two_choices.dump(), Bearer("sk-pair"));
+  ASSERT_EQ(pair.status, 200) << pair.body << " (each choice counts its prompt: the budget is shared among them)";
+  EXPECT_EQ(pair.body["usage"]["completion_tokens"].get<int>() + 2 * pair.body["usage"]["prompt_tokens"].get<int>(), 40) << "tpm";
   EXPECT_EQ(Complete(*server, {{"model", "tiny"}, {"prompt", {5, 6, 7}}, {"ignore_eos", true}}, "sk-big").body["usage"]["completion_tokens"], 16)
       << "completions keep OpenAI's default of 16";
 
