@@ -14,8 +14,8 @@ packages=(
 )
 # docker-compose renders the compose file; python3-grpcio/protobuf run the Python client example;
 # python3-jinja2 is the oracle of the chat-template engine; python3-numpy writes the FP8 test checkpoints;
-# openssl makes the tests' certificates.
-[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 python3-numpy openssl haproxy prometheus)
+# openssl makes the tests' certificates; ss (iproute2) reads the HTTP listener's backlog.
+[ "${1:-}" = "--test" ] && packages+=(docker-compose python3-grpcio python3-protobuf python3-jinja2 python3-numpy openssl haproxy prometheus iproute2)
 
 . /etc/os-release
 case "${ID}:${VERSION_ID}" in

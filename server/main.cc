@@ -64,9 +64,13 @@ ABSL_FLAG(int, max_queued_requests, 1024, "requests waiting for admission at mos
 ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (per variant)");
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address HOST:PORT (port 0 picks one)");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:8000", "HTTP address HOST:PORT of the OpenAI API, /health, /ready and /metrics");
-ABSL_FLAG(int, http_threads, 128, "HTTP connections served at once (a streamed completion holds one while it runs)");
+ABSL_FLAG(int, http_threads, 0,
+          "HTTP connections served at once at most (a streamed completion holds one while it runs; threads start as "
+          "connections arrive and end when idle); 0: --max_num_seqs + --max_queued_requests + 64, so that the engine's "
+          "queue, not the HTTP layer, says when the server is full (429)");
 ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
-ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /metrics (default: none; /metrics is on --http_listen)");
+ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /health, /ready and /metrics, plain HTTP on threads of their own, so that probes "
+          "and scrapes are answered however busy the API is (default: none; they are on --http_listen)");
 ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight may take to finish");
 ABSL_FLAG(int, drain_announce_ms, 0,
           "on SIGTERM, how long the server stays a lame duck before refusing new calls: /ready says 503 and gRPC "

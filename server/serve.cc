@@ -82,7 +82,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   if (!http_server.ok()) return Fail(http_server.status());
   std::unique_ptr<http::HttpServer> metrics_server;
   if (!options.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::StartMetricsOnly(options.metrics_listen, context);
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::StartProbesAndMetrics(options.metrics_listen, context);
     if (!started.ok()) return Fail(started.status());
     metrics_server = std::move(*started);
   }

@@ -28,6 +28,12 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
     return FlagError("served_model_name", "must not contain ':' (NAME:VARIANT names a variant)");
   }
   ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(options.weight_dtype, options.kv_cache_dtype, config.options.load));
+  if (options.http.threads < 0) return FlagError("http_threads", "must be 0 (as many as the engine can hold) or more");
+  if (options.http.threads == 0) {
+    // Every request the engine may hold (running or queued) can be a stream holding a connection, and a few more
+    // connections for the rest (models, health, metrics): beyond that the engine's queue answers 429, not HTTP.
+    config.options.http.threads = options.engine.max_num_seqs + options.engine.max_queued_requests + 64;
+  }
   absl::StatusOr<DeviceKind> device = ParseDeviceKind(options.device);
   if (!device.ok()) return FlagError("device", device.status().message());
   config.device = *device;

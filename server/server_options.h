@@ -40,7 +40,8 @@ struct GrpcOptions {
 struct HttpOptions {
   std::string listen = "0.0.0.0:8000";  // HOST:PORT (port 0 picks one)
   size_t max_request_bytes = 16 << 20;  // larger bodies get 413
-  int threads = 128;                    // connections served at once (a stream holds one for its length)
+  int threads = 0;                      // connections served at once at most (a stream holds one for its length);
+                                        // 0: the engine's max_num_seqs + max_queued_requests + 64
   TlsOptions tls;                       // HTTPS (read again on SIGHUP)
 };
 
@@ -62,7 +63,7 @@ struct ServerOptions {
   RequestLimits limits;
   GrpcOptions grpc;
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics
-  std::string metrics_listen;         // HOST:PORT of a separate /metrics-only listener ("" = none)
+  std::string metrics_listen;         // HOST:PORT of a separate listener of /health, /ready and /metrics ("" = none)
   std::string weight_dtype = "auto";  // --weight_dtype (resolved into load.weight_dtype)
   std::string kv_cache_dtype = "auto";  // --kv_cache_dtype (resolved into load.kv_cache_dtype)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take
@@ -86,7 +87,7 @@ struct ServerConfig {
 // INVALID_ARGUMENT naming the flag: no model, a served model name with ':' (it separates the variant), an unknown
 // device or variant, a skip variant (default or experiment arm) without --adapter, both experiment forms at once,
 // an unreadable experiment, a TLS certificate without its key (or a client CA without both), a negative aging
-// time or prompt cap, an unknown tool-call or reasoning parser.
+// time or prompt cap, an unknown tool-call or reasoning parser, negative HTTP threads. http.threads 0 is resolved.
 absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options);
 
 }  // namespace arach::server

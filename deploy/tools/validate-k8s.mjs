@@ -102,12 +102,14 @@ for (const d of byKind("Deployment")) {
     if (c.name !== "arach-server") continue;
     // The model server's own rules.
     if (!c.startupProbe) errors.push(`${where}: no startupProbe`);
-    // Behind the Inference Extension the pool reaches the pods in cleartext HTTP/1.1 (InferencePool appProtocol
-    // "http"; the gateway terminates TLS and the NetworkPolicy keeps others off); elsewhere the API is HTTPS.
-    const scheme = gateway ? "HTTP" : "HTTPS";
+    // Probes go to the internal --metrics_listen port (plain HTTP, threads of its own): on the API's port a
+    // probe would share the connections that streams hold, and a busy pod would fail readiness under load.
+    const metricsPortName = (c.ports ?? []).find((p) => p.name === "metrics")?.containerPort;
     for (const probe of [c.readinessProbe, c.startupProbe]) {
-      if (probe?.httpGet?.path !== "/ready" || probe?.httpGet?.scheme !== scheme) {
-        errors.push(`${where}: readiness and startup must ask ${scheme} /ready (open; works whatever gRPC asks of clients)`);
+      const port = probe?.httpGet?.port;
+      if (probe?.httpGet?.path !== "/ready" || (probe?.httpGet?.scheme ?? "HTTP") !== "HTTP" ||
+          !(port === "metrics" || (metricsPortName !== undefined && port === metricsPortName))) {
+        errors.push(`${where}: readiness and startup must ask HTTP /ready on the metrics port (--metrics_listen: its own threads; open)`);
       }
     }
     const args = c.args ?? [];

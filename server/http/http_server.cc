@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <cstring>
+
+#include <sys/socket.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/http/chat_completions.h"
 #include "server/http/completions.h"
+#include "server/http/elastic_thread_pool.h"
 #include "server/http/http_call.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
@@ -20,6 +25,12 @@ using json = nlohmann::json;
 constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
+
+// The API's threads kept warm, and how long a thread beyond them lives without a connection to serve.
+constexpr int kWarmApiThreads = 8;
+constexpr std::chrono::milliseconds kIdleThreadLifetime{10000};
+// Connections the probes-and-metrics listener serves at once (kubelet probes, Prometheus, the endpoint picker).
+constexpr int kProbeAndMetricsThreads = 16;
 
 // The route label of a path: one of kRoutes, "/v1/models/{model}" for any model's, else "other" (unknown paths
 // and model ids must not grow the label set).
@@ -45,10 +56,15 @@ void ServeMetrics(httplib::Server& server, ServiceContext& context) {
   });
 }
 
-void ServeHealth(const httplib::Request&, httplib::Response& response, const ServiceContext& context) {
-  const Phase phase = context.state.phase();
-  const char* name = phase == Phase::kServing ? "serving" : phase == Phase::kLoading ? "loading" : "draining";
-  SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});  // a lame duck is not ready
+// GET /health and /ready: 200 while serving, 503 while loading or draining (a lame duck is not ready); open.
+void ServeHealthRoutes(httplib::Server& server, const ServiceContext& context) {
+  auto health = [&context](const httplib::Request&, httplib::Response& response) {
+    const Phase phase = context.state.phase();
+    const char* name = phase == Phase::kServing ? "serving" : phase == Phase::kLoading ? "loading" : "draining";
+    SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});
+  };
+  server.Get("/health", health);
+  server.Get("/ready", health);
 }
 
 // GET /v1/models (`model_id` empty: the list of every id) or GET /v1/models/{model_id} (that one, 404 when it is
@@ -130,11 +146,23 @@ absl::Status HttpServer::Listen(const std::string& listen) {
     return absl::InvalidArgumentError(absl::StrCat("HTTP address '", listen, "' is not HOST:PORT"));
   }
   const std::string host = listen.substr(0, colon);
+  // cpp-httplib listens with a backlog of 5 connections waiting to be accepted: a burst of clients connecting at
+  // once (a client pool opening its connections, a gateway after a failover) overflowed it, and the kernel reset
+  // or delayed the rest by its SYN retries (1 s, 3 s). The socket it binds is listened on again with the system's
+  // bound (SOMAXCONN; Linux takes the new backlog).
+  int listening_socket = -1;
+  server_->set_socket_options([&listening_socket](socket_t socket) {
+    httplib::default_socket_options(socket);
+    listening_socket = socket;  // the last socket it is called for is the one bound (earlier candidates failed)
+  });
   if (port == 0) {
     port = server_->bind_to_any_port(host);
     if (port <= 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   } else if (!server_->bind_to_port(host, port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+  }
+  if (listening_socket < 0 || ::listen(listening_socket, SOMAXCONN) != 0) {
+    return absl::InternalError(absl::StrCat("cannot widen the connection backlog of ", listen, ": ", std::strerror(errno)));
   }
   address_ = absl::StrCat(host, ":", port);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -159,7 +187,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   }
   httplib::Server& server = *http->server_;
   const int threads = std::max(1, options.threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server.new_task_queue = [threads] {
+    return new ElasticThreadPool(std::min(threads, kWarmApiThreads), threads, kIdleThreadLifetime);
+  };
   server.set_payload_max_length(options.max_request_bytes);
   ServerMetrics& metrics = *context.metrics;
   server.set_logger([&metrics](const httplib::Request& request, const httplib::Response& response) {
@@ -167,9 +197,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   });
   AnswerLibraryErrors(server, options.max_request_bytes);
   RefuseEncodedBodies(server);
-  auto health = [&context](const httplib::Request& request, httplib::Response& response) { ServeHealth(request, response, context); };
-  server.Get("/health", health);
-  server.Get("/ready", health);
+  ServeHealthRoutes(server, context);
   ServeMetrics(server, context);
   server.Get("/v1/models", [&context](const httplib::Request& request, httplib::Response& response) {
     ServeModels(request, response, context, "");
@@ -187,10 +215,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   return http;
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartMetricsOnly(const std::string& listen, ServiceContext& context) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartProbesAndMetrics(const std::string& listen, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
   http->server_ = std::make_unique<httplib::Server>();
-  http->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  http->server_->new_task_queue = [] { return new ElasticThreadPool(2, kProbeAndMetricsThreads, kIdleThreadLifetime); };
+  ServeHealthRoutes(*http->server_, context);
   ServeMetrics(*http->server_, context);
   if (absl::Status status = http->Listen(listen); !status.ok()) return status;
   return http;

@@ -28,8 +28,9 @@ class HttpServer {
  public:
   // The whole API on `options.listen`.
   static absl::StatusOr<std::unique_ptr<HttpServer>> StartApi(const HttpOptions& options, ServiceContext& context);
-  // Only GET /metrics (a separate internal address, plain HTTP), keyed as on the API's address.
-  static absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsOnly(const std::string& listen, ServiceContext& context);
+  // Only GET /health, /ready and /metrics (a separate internal address, plain HTTP, threads of its own: probes and
+  // scrapes are answered however many connections the API holds), /metrics keyed as on the API's address.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> StartProbesAndMetrics(const std::string& listen, ServiceContext& context);
   ~HttpServer();  // Stop()
 
   // Closes the listening socket and waits for the requests in progress.

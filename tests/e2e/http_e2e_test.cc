@@ -9,6 +9,8 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstdio>
+#include <sstream>
 #include <csignal>
 #include <thread>
 #include <vector>
@@ -125,6 +127,24 @@ TEST_F(HttpFixtureServer, ModelsListEveryVariantUnderTheServedName) {
   EXPECT_EQ(info.weight_quantization(), "") << "not an FP8 checkpoint";
   EXPECT_EQ(Send(*server_, "GET", "/health").status, 200);
   EXPECT_EQ(Send(*server_, "GET", "/ready").status, 200);
+}
+
+TEST_F(HttpFixtureServer, ListensWithARoomyConnectionBacklog) {
+  // cpp-httplib's own backlog is 5: a burst of clients connecting at once overflowed it (resets, or the kernel's
+  // 1 s SYN retry). `ss` reports a listening socket's backlog as its Send-Q.
+  const std::string port = server_->http_address().substr(server_->http_address().rfind(':') + 1);
+  FILE* ss = popen(("ss -ltnH 'sport = :" + port + "' 2>/dev/null").c_str(), "r");
+  ASSERT_NE(ss, nullptr);
+  char line[512] = {0};
+  const bool read = fgets(line, sizeof(line), ss) != nullptr;
+  const int exit_status = pclose(ss);
+  if (!read || exit_status != 0) GTEST_SKIP() << "ss (iproute2) is not installed or cannot read sockets here";
+  std::istringstream fields(line);
+  std::string state;
+  long receive_queue = -1, backlog = -1;
+  fields >> state >> receive_queue >> backlog;
+  EXPECT_EQ(state, "LISTEN") << line;
+  EXPECT_GE(backlog, 128) << line;
 }
 
 TEST_F(HttpFixtureServer, GreedyCompletionEqualsGrpcForEveryVariant) {
@@ -438,6 +458,43 @@ TEST(HttpSlowServer, SigtermDuringAStreamLetsItFinish) {
   auto exit_code = server->Wait(std::chrono::seconds(60));
   ASSERT_TRUE(exit_code.ok()) << exit_code.status();
   EXPECT_EQ(*exit_code, 0);
+}
+
+TEST(HttpSlowServer, ProbesOnTheMetricsListenerAreAnsweredWhileStreamsHoldEveryApiConnection) {
+  // Every API connection held by a stream: a probe on the API port would wait for one of them to end; on the
+  // --metrics_listen address (its own threads) /ready, /health and /metrics are answered at once.
+  constexpr int kApiThreads = 2;
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=134217728",
+                             "--http_threads=" + std::to_string(kApiThreads), "--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(server->metrics_address(), server->http_address());
+  std::atomic<int> streaming{0};
+  std::atomic<bool> hang_up{false};
+  std::vector<std::thread> streams;
+  for (int i = 0; i < kApiThreads; ++i) {
+    streams.emplace_back([&] {
+      bool counted = false;
+      Stream(*server, LongBody(800, true), [&](const std::string&) {
+        if (!counted) ++streaming;
+        counted = true;
+        return !hang_up.load();
+      });
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (streaming < kApiThreads && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(streaming.load(), kApiThreads);
+  for (const char* path : {"/ready", "/health", "/metrics"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const HttpAnswer answer = testing::HttpSend(server->metrics_address(), "GET", path);
+    EXPECT_EQ(answer.status, 200) << path;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << path;
+  }
+  EXPECT_EQ(testing::HttpSend(server->metrics_address(), "GET", "/ready").body["status"], "serving");
+  EXPECT_EQ(testing::HttpSend(server->metrics_address(), "POST", "/v1/completions", LongBody(1, false).dump()).status, 404)
+      << "the API itself is not on the metrics listener";
+  hang_up = true;
+  for (std::thread& t : streams) t.join();
 }
 
 }  // namespace

@@ -53,6 +53,21 @@ TEST(ServerOptions, TheServedNameDefaultsToTheModelFolder) {
   EXPECT_EQ(Valid().http.listen, "0.0.0.0:8000");
 }
 
+TEST(ServerOptions, HttpThreadsDefaultToWhatTheEngineCanHold) {
+  // A stream holds an HTTP connection while it runs or waits in the engine's queue: the default lets every one
+  // the engine may hold have one (then the engine's queue answers 429), and 64 more for models, probes, metrics.
+  ServerOptions o = Valid();
+  o.engine.max_num_seqs = 256;
+  o.engine.max_queued_requests = 512;
+  auto config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->options.http.threads, 256 + 512 + 64);
+  o.http.threads = 10;
+  EXPECT_EQ(ResolveServerConfig(o)->options.http.threads, 10) << "as given";
+  o.http.threads = -1;
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--http_threads"));
+}
+
 TEST(ServerOptions, ErrorsNameTheFlag) {
   ServerOptions o = Valid();
   o.model_dir.clear();
