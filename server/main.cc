@@ -80,7 +80,8 @@ ABSL_FLAG(int, max_request_bytes, 16 << 20, "largest request accepted (gRPC mess
 ABSL_FLAG(int, max_prompt_bytes, 1 << 20, "largest prompt text (INVALID_ARGUMENT beyond)");
 ABSL_FLAG(int, max_tokens_limit, 4096, "largest max_tokens a request may ask for");
 ABSL_FLAG(int, max_prompt_tokens, 0, "largest prompt in tokens (0 = the model's context)");
-ABSL_FLAG(int, max_response_bytes, 16 << 20, "largest response message");
+ABSL_FLAG(int, max_response_bytes, 16 << 20,
+          "largest response message (gRPC), and the bound on the log-probs a non-streamed HTTP answer may carry");
 ABSL_FLAG(int, max_concurrent_streams, 100, "concurrent calls per client connection (HTTP/2 streams)");
 ABSL_FLAG(int, keepalive_time_ms, 60000, "ping an idle client connection this often to detect dead peers");
 ABSL_FLAG(int, keepalive_timeout_ms, 20000, "close a connection whose ping is not answered within this time");
@@ -141,6 +142,7 @@ ServerOptions OptionsFromFlags() {
   o.engine.background_tokens_beside_live = absl::GetFlag(FLAGS_shadow_tokens_beside_live);
   o.engine.background_tokens_per_step = absl::GetFlag(FLAGS_shadow_tokens_per_step);
   o.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));
+  o.limits.max_response_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_response_bytes)));
   o.limits.max_tokens = absl::GetFlag(FLAGS_max_tokens_limit);
   o.limits.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   o.grpc.listen = absl::GetFlag(FLAGS_listen);

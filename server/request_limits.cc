@@ -23,6 +23,21 @@ int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, cons
   return static_cast<int>(std::max<int64_t>(1, most));
 }
 
+absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<EngineRequest>& requests, const std::string& field) {
+  int64_t values = 0;  // log-probs in the answer: each token's own, its alternatives, and (completions) the chosen one among them
+  bool scores_prompts = false;  // a prompt's log-probs come whole at the end: such an answer cannot be streamed
+  for (const EngineRequest& r : requests) {
+    scores_prompts = scores_prompts || r.wants_prompt_logprobs();
+    if (r.wants_prompt_logprobs()) values += static_cast<int64_t>(r.prompt.size()) * (2 + r.prompt_top_logprobs);
+    if (r.kind != RequestKind::kScore && r.sampling.logprobs) values += static_cast<int64_t>(r.sampling.max_tokens) * (2 + r.sampling.top_logprobs);
+  }
+  const int64_t bytes = values * kMinBytesPerLogprob;
+  if (bytes <= static_cast<int64_t>(limits.max_response_bytes)) return absl::OkStatus();
+  return InvalidField(field, absl::StrCat("the answer would hold ", values, " log-probs (", bytes >> 20, " MiB at least), over the ",
+                                          limits.max_response_bytes >> 20, " MiB of --max_response_bytes; ask for fewer alternatives, ",
+                                          "tokens or prompts", scores_prompts ? "" : ", or stream it"));
+}
+
 absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp) {
   if (sp.max_tokens > limits.max_tokens) {
     return InvalidField("max_tokens", absl::StrCat(sp.max_tokens, " exceeds the limit of ", limits.max_tokens));

@@ -25,6 +25,8 @@ struct RequestLimits {
   int max_prompts_per_request = 16;   // prompts of one completions request (a list of prompts)
   int max_tokens = 4096;              // max_tokens of one request
   int max_prompt_tokens = 0;          // prompt tokens of one request or score input (0 = the model's context)
+  size_t max_response_bytes = 16 << 20;  // a non-streamed HTTP answer, built whole in memory (CheckAnswerLogprobs);
+                                         // the same flag bounds a gRPC message (GrpcOptions::max_response_bytes)
 };
 
 // API limits on a prompt's length in tokens (the engine checks the model's context); errors name `field`.
@@ -32,6 +34,13 @@ absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& f
 
 // The API's limits on max_tokens, stop strings and stop token ids (INVALID_ARGUMENT naming the field).
 absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling);
+
+// A non-streamed answer is built whole in memory: INVALID_ARGUMENT naming `field` when the log-probs that
+// `requests` ask for (each prompt's, when scored, and each generated token's, with their alternatives) would
+// take more than limits.max_response_bytes at kMinBytesPerLogprob each, before any work (one request asking
+// 20 alternatives for 16 long echoed prompts made a 124 MB answer and took 3.5 GB to build).
+inline constexpr int64_t kMinBytesPerLogprob = 16;  // `"w":-1.234567,` and up: a lower bound, so no answer under the limit is refused
+absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<EngineRequest>& requests, const std::string& field);
 
 // The max_tokens of a chat turn that sets none: as OpenAI's and vLLM's, the answer runs until it ends, so it may
 // take the rest of the context and of the KV pool (Engine::MaxNewTokens) within the API's max_tokens limit and,

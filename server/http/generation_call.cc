@@ -4,6 +4,7 @@
 #include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
+#include "server/request_limits.h"
 #include "server/request_log.h"
 
 namespace arach::server::http {
@@ -62,6 +63,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     r.priority = ticket_.PriorityFor(fields_.priority);
     tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
   }
+  if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, "logprobs"));
   ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, "max_tokens"));
   choices_.assign(requests.size(), Choice{});
   run_ = GenerationRun::Create(engine(), *context_.metrics, *context_.shadow, variant_.variant, static_cast<int>(requests.size()),

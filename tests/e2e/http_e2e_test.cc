@@ -129,6 +129,20 @@ TEST_F(HttpFixtureServer, ModelsListEveryVariantUnderTheServedName) {
   EXPECT_EQ(Send(*server_, "GET", "/ready").status, 200);
 }
 
+TEST_F(HttpFixtureServer, ANonStreamedAnswerTooLargeForTheResponseLimitIsRefusedBeforeAnyWork) {
+  // 16 choices x 4096 tokens x (own + chosen + 20 alternatives) = 1.44 M log-probs, 22 MiB at least, over 16 MiB.
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", "a"}, {"n", 16}, {"max_tokens", 4096}, {"logprobs", 20}};
+  const HttpAnswer refused = Complete(*server_, body);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.body["error"]["param"], "logprobs");
+  EXPECT_NE(refused.body["error"]["message"].get<std::string>().find("--max_response_bytes"), std::string::npos) << refused.body;
+  // Streamed, it is sent a chunk at a time: served (hung up after the first event).
+  json streamed = body;
+  streamed["stream"] = true;
+  const StreamResult stream = Stream(*server_, streamed, [](const std::string&) { return false; });
+  EXPECT_EQ(stream.status, 200);
+}
+
 TEST_F(HttpFixtureServer, ListensWithARoomyConnectionBacklog) {
   // cpp-httplib's own backlog is 5: a burst of clients connecting at once overflowed it (resets, or the kernel's
   // 1 s SYN retry). `ss` reports a listening socket's backlog as its Send-Q.
