@@ -59,6 +59,35 @@ json TagsWithSeparator(json tags, const char* separator, bool at_least_one, bool
           {"at_least_one", at_least_one}, {"stop_after_first", stop_after_first}};
 }
 
+// `content` (response_format / structured_outputs) as an element of a structural tag, or nullopt for a kind that
+// cannot be one (a structural tag of the client's own). A JSON Schema is enforced strictly there (xgrammar's
+// structural tags have no non-strict schemas): what it lets through is valid under the schema all the same. As
+// in a call's arguments, at most one whitespace character between JSON tokens.
+std::optional<json> ContentFormat(const OutputConstraint& content) {
+  switch (content.kind) {
+    case OutputConstraint::Kind::kJsonObject:
+      return json{{"type", "json_schema"}, {"json_schema", {{"type", "object"}}}, {"max_whitespace_cnt", 1}};
+    case OutputConstraint::Kind::kJsonSchema: {
+      json schema = json::parse(content.text, nullptr, /*allow_exceptions=*/false);  // validated when the request was read
+      if (schema.is_discarded()) return std::nullopt;
+      return json{{"type", "json_schema"}, {"json_schema", std::move(schema)}, {"max_whitespace_cnt", 1}};
+    }
+    case OutputConstraint::Kind::kRegex:
+      return json{{"type", "regex"}, {"pattern", content.text}};
+    case OutputConstraint::Kind::kGrammar:
+      return json{{"type", "grammar"}, {"grammar", content.text}};
+    case OutputConstraint::Kind::kChoice: {
+      json elements = json::array();
+      for (const std::string& choice : content.choices) elements.push_back(ConstString(choice));
+      return json{{"type", "or"}, {"elements", std::move(elements)}};
+    }
+    case OutputConstraint::Kind::kStructuralTag:
+    case OutputConstraint::Kind::kNone:
+      break;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::string& field) {
@@ -147,7 +176,7 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector
 }
 
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                    bool parallel, bool may_reason) {
+                                    bool parallel, bool may_reason, const std::optional<nlohmann::json>& content) {
   const ToolCallSyntax syntax = format.tools;
   if (syntax == ToolCallSyntax::kNone || choice.mode == ToolChoice::Mode::kNone) return {};
   const bool named = choice.mode == ToolChoice::Mode::kNamed;
@@ -160,7 +189,14 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
   // (engine/constraint gives it its text: kWritableSpecialTokens), and the request keeps special tokens in its text.
   const json mistral_marker = ConstString(std::string(kMistralToolCalls));
   json format_json;
-  if (choice.mode == ToolChoice::Mode::kAuto) {
+  if (choice.mode == ToolChoice::Mode::kAuto && content) {
+    // Either the content in its format or calls (no text around them).
+    json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
+    if (syntax == ToolCallSyntax::kMistral) {
+      calls = {{"type", "sequence"}, {"elements", json::array({mistral_marker, ConstString("["), calls, ConstString("]")})}};
+    }
+    format_json = {{"type", "or"}, {"elements", json::array({*content, calls})}};
+  } else if (choice.mode == ToolChoice::Mode::kAuto) {
     if (syntax == ToolCallSyntax::kMistral) {
       const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
       tags = json::array({Tag(absl::StrCat(kMistralToolCalls, "["), calls, "]")});
@@ -175,17 +211,18 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     if (syntax == ToolCallSyntax::kMistral) {
       format_json = {{"type", "sequence"}, {"elements", json::array({mistral_marker, ConstString("["), format_json, ConstString("]")})}};
     }
-    if (may_reason) {
-      const json thinking = Tag(std::string(kThinkOpen), {{"type", "any_text"}}, absl::StrCat(kThinkClose, "\n\n"));
-      format_json = {{"type", "sequence"},
-                     {"elements", json::array({{{"type", "optional"}, {"content", thinking}}, format_json})}};
-    }
+  }
+  // Free text (auto without content) holds any reasoning; elsewhere a <think> block may come first.
+  if (may_reason && (choice.mode != ToolChoice::Mode::kAuto || content)) {
+    const json thinking = Tag(std::string(kThinkOpen), {{"type", "any_text"}}, absl::StrCat(kThinkClose, "\n\n"));
+    format_json = {{"type", "sequence"},
+                   {"elements", json::array({{{"type", "optional"}, {"content", thinking}}, format_json})}};
   }
   return OutputConstraint::StructuralTag(json{{"type", "structural_tag"}, {"format", format_json}}.dump());
 }
 
 absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                          bool parallel, absl::string_view prompt, bool has_other_constraint,
+                                          bool parallel, absl::string_view prompt, const OutputConstraint& content,
                                           const Tokenizer& tokenizer, const std::string& tools_field,
                                           const std::string& tool_choice_field) {
   ChatTurnPlan plan;
@@ -197,9 +234,15 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
                                                   "the server with --tool_call_parser hermes, llama3_json or mistral, or leave "
                                                   "the tools out"));
   }
-  if (has_other_constraint) {
-    return InvalidField(tool_choice_field, "tool calls cannot be combined with response_format or structured_outputs; set "
-                                           "tool_choice to none or drop the response format");
+  // The content's format joins the calls' (auto: either; required or named: calls only, so it has nothing to hold).
+  std::optional<json> content_format;
+  if (content.active() && choice.mode == ToolChoice::Mode::kAuto) {
+    content_format = ContentFormat(content);
+    if (!content_format || plan.prompt_opens_reasoning) {
+      return InvalidField(tool_choice_field, absl::StrCat("tool calls cannot be combined with a ", content.KindName(),
+                                                          plan.prompt_opens_reasoning ? " where the turn starts inside reasoning" : "",
+                                                          "; set tool_choice to none or drop the response format"));
+    }
   }
   plan.parse_tools = true;
   if (format.tools == ToolCallSyntax::kMistral) {
@@ -209,7 +252,7 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false), none may come.
   const bool may_reason = format.reasoning && !plan.prompt_opens_reasoning && !absl::EndsWith(prompt_end, kThinkClose);
   if (!plan.prompt_opens_reasoning) {  // a turn that starts inside <think> is read, not constrained
-    plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason);
+    plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason, content_format);
   }
   return plan;
 }

@@ -5,6 +5,7 @@
 // structural tag (engine/constraint).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,11 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const s
 
 // The constraint for a chat turn that may (auto) or must (required, named) call `tools` in `format`'s syntax;
 // `parallel`: more than one call may come. `may_reason`: a <think>...</think> block may come first (reasoning
-// models). Empty (kind none) for tool_choice none or a format without tool calls.
+// models). `content`: with auto, the format (a structural-tag element) the turn's content must match where it
+// makes no call (response_format / structured_outputs); the turn is then either such content or calls; nullopt:
+// free text, calls anywhere after it. Empty (kind none) for tool_choice none or a format without tool calls.
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                    bool parallel, bool may_reason);
+                                    bool parallel, bool may_reason, const std::optional<nlohmann::json>& content);
 
 // How one chat turn is generated and read, from the request's tools and the rendered prompt.
 struct ChatTurnPlan {
@@ -49,11 +52,14 @@ struct ChatTurnPlan {
   bool keep_special_tokens = false;     // the call marker is a special token: the text must keep it
 };
 
-// The plan for a chat turn offering `tools` with `choice`. INVALID_ARGUMENT naming `tools_field` when the model
-// has no tool-call syntax we can read, or naming `tool_choice_field` when calls are asked for together with
-// another constraint (`has_other_constraint`: response_format / structured_outputs).
+// The plan for a chat turn offering `tools` with `choice`, its content held to `content` (response_format /
+// structured_outputs; kind none: free) where it calls no tool: with auto, the plan's constraint lets the turn be
+// either such content or calls (as OpenAI's structured outputs with function calling); required or named need
+// calls, which the content's format does not concern. INVALID_ARGUMENT naming `tools_field` when the model has no
+// tool-call syntax we can read, or naming `tool_choice_field` for content that cannot join calls (a structural
+// tag of the client's own, or a turn that starts inside reasoning).
 absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                          bool parallel, absl::string_view prompt, bool has_other_constraint,
+                                          bool parallel, absl::string_view prompt, const OutputConstraint& content,
                                           const Tokenizer& tokenizer, const std::string& tools_field,
                                           const std::string& tool_choice_field);
 

@@ -178,11 +178,11 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (choice.mode == ToolChoice::Mode::kNone) input.tools = nullptr;  // no call can come
     Engine& engine = ticket_.engine();
     ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(engine, context_.limits, input, "messages"));
+    absl::StatusOr<OutputConstraint> content = ToOutputConstraint(chat.generation().structured_output());
+    if (!content.ok()) return absl::InvalidArgumentError(absl::StrCat("generation.", content.status().message()));
     ARACH_ASSIGN_OR_RETURN(const ChatTurnPlan plan,
                            PlanChatTurn(context_.chat_output, tools, choice, !chat.has_parallel_tool_calls() || chat.parallel_tool_calls(),
-                                        prompt.text, chat.generation().structured_output().kind_case() !=
-                                                         arach::v1::StructuredOutput::KIND_NOT_SET,
-                                        engine.tokenizer(), "tools_json", "tool_choice_json"));
+                                        prompt.text, *content, engine.tokenizer(), "tools_json", "tool_choice_json"));
     stream_->StartChatOutput(context_.chat_output, plan);
     tool_constraint_ = plan.constraint;
     keep_special_tokens_ = plan.keep_special_tokens;
@@ -205,7 +205,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     EngineRequest engine_request = std::move(*mapped);
     if (chat) prompt_field = "messages";
     const bool tool_calls = chat && tool_constraint_.active();  // the constraint comes from the tools' schemas
-    if (tool_calls) engine_request.constraint = tool_constraint_;  // (PlanChatTurn refused a structured_output beside it)
+    if (tool_calls) engine_request.constraint = tool_constraint_;  // (it holds the structured_output's format where one is asked)
     if (chat && keep_special_tokens_) engine_request.sampling.skip_special_tokens = false;
     engine_request.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(static_cast<int64_t>(engine_request.prompt.size()) + engine_request.sampling.max_tokens,

@@ -48,7 +48,7 @@ absl::Status ChatCall::Start() {
   ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, "messages"));
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
-                                             fields().structured_output.constraint.active(), e.tokenizer(), "tools", "tool_choice"));
+                                             fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));
   SamplingParams sampling = fields().sampling;
   if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size(), fields().n);
   std::vector<EngineRequest> requests;

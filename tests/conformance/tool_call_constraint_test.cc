@@ -53,7 +53,7 @@ TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
   ASSERT_TRUE(tools.ok());
   server::ToolChoice required;
   required.mode = server::ToolChoice::Mode::kRequired;
-  auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "", false, tokenizer, "tools", "tool_choice");
+  auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->keep_special_tokens);
   ASSERT_TRUE(plan->constraint.active());

@@ -262,6 +262,67 @@ TEST_F(StructuredOutputServer, GrpcToolCallsMatchTheHttpAnswer) {
   }
 }
 
+// Tools (auto) beside a response format, as OpenAI's structured outputs with function calling (the OpenAI Agents
+// SDK sends both): the turn is either calls or content in the format, never free text. The first token decides:
+// logit_bias favouring `<tool_call>` makes a call, favouring `{` the content; both held to their schemas.
+TEST_F(StructuredOutputServer, ToolsBesideAResponseFormatGiveEitherCallsOrContentInTheFormat) {
+  std::ifstream tokenizer_file(testing::FixturePath("qwen3-tiny/tokenizer.json"));
+  const json tokenizer = json::parse(tokenizer_file);
+  int tool_call_token = -1;
+  for (const json& added : tokenizer["added_tokens"]) {
+    if (added["content"] == "<tool_call>") tool_call_token = added["id"].get<int>();
+  }
+  ASSERT_GE(tool_call_token, 0);
+  const int brace_token = tokenizer["model"]["vocab"]["{"].get<int>();
+  const nlohmann::ordered_json schema = {{"type", "object"},
+                                         {"properties", {{"answer", {{"enum", {"yes", "no"}}}}}},
+                                         {"required", {"answer"}}};
+  auto client = ArachClient::Connect(server_->grpc_address());
+  for (const bool call : {true, false}) {
+    const int favoured = call ? tool_call_token : brace_token;
+    const nlohmann::ordered_json body = {
+        {"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "weather in Oslo?"}}}},
+        {"tools", nlohmann::ordered_json::parse(kTools)}, {"tool_choice", "auto"}, {"parallel_tool_calls", false},
+        {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "answer"}, {"schema", schema}}}}},
+        {"chat_template_kwargs", {{"enable_thinking", false}}}, {"max_tokens", 120}, {"temperature", 1}, {"seed", 7},
+        {"logit_bias", {{std::to_string(favoured), 100}}}};
+    const json http = PostChat(body);
+    ASSERT_EQ(http["http_status"], 200) << http;
+    const json& choice = http["choices"][0];
+    if (call) {
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << http;
+      ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << http;
+      const json arguments = json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>(), nullptr, false);
+      EXPECT_TRUE(arguments.is_object()) << http;
+    } else {
+      EXPECT_EQ(choice["finish_reason"], "stop") << http;
+      EXPECT_FALSE(choice["message"].contains("tool_calls") && !choice["message"]["tool_calls"].empty()) << http;
+      const json content = json::parse(choice["message"]["content"].get<std::string>(), nullptr, false);
+      ASSERT_TRUE(content.is_object()) << http;
+      EXPECT_TRUE(content["answer"] == "yes" || content["answer"] == "no") << http;
+    }
+
+    // gRPC Chat: the same turn (structured_output beside tools_json).
+    arach::v1::ChatRequest chat = UserChat("weather in Oslo?", 7);
+    chat.set_tools_json(kTools);
+    chat.set_tool_choice_json(R"("auto")");
+    chat.set_parallel_tool_calls(false);
+    chat.mutable_generation()->mutable_structured_output()->set_json_schema(schema.dump());
+    chat.mutable_generation()->mutable_structured_output()->set_strict(false);
+    (*chat.mutable_generation()->mutable_sampling()->mutable_logit_bias())[favoured] = 100.0f;
+    const Streamed out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+    ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+    if (call) {
+      EXPECT_EQ(out.finish.reason(), arach::v1::FINISH_REASON_TOOL_CALLS) << out.text;
+      ASSERT_EQ(out.calls.size(), 1u) << out.text;
+      EXPECT_EQ(out.calls[0].name(), choice["message"]["tool_calls"][0]["function"]["name"]) << "seeded: the same call";
+    } else {
+      EXPECT_TRUE(out.calls.empty());
+      EXPECT_EQ(out.text, choice["message"]["content"]) << "seeded: the same content";
+    }
+  }
+}
+
 // A streamed turn of tool calls: the tokens of a call not yet closed make no chunks of their own (an empty delta
 // says nothing); the call comes whole in one delta, the same as the answer sent whole.
 TEST_F(StructuredOutputServer, StreamedToolCallsComeInOneDeltaWithoutEmptyChunks) {

@@ -159,11 +159,26 @@ async function errors() {
   } catch (e) {
     check("an unknown named function is refused (400, tool_choice.function.name)", e.status === 400 && e.param === "tool_choice.function.name");
   }
-  try {
-    await client.chat.completions.create({ ...base, tool_choice: "required", response_format: { type: "json_object" } });
-    check("tools with a response format are refused", false, "accepted");
-  } catch (e) {
-    check("tools with a response format are refused (400, tool_choice)", e.status === 400 && e.param === "tool_choice", e.message);
+}
+
+// Beside a response format (as the OpenAI Agents SDK sends them): required makes its calls all the same; auto
+// makes calls or JSON content, never free text.
+async function besideAResponseFormat() {
+  const required = (await client.chat.completions.create({ ...base, tool_choice: "required", parallel_tool_calls: false, seed: 2,
+    response_format: { type: "json_object" } })).choices[0];
+  check("required beside a response format makes its call", required.finish_reason === "tool_calls" &&
+    required.message.tool_calls?.length === 1, JSON.stringify(required));
+  // (A schema whose answer is short: a tiny random model writes JSON strings of any length where it may.)
+  const answer = { type: "object", properties: { answer: { enum: ["yes", "no"] } }, required: ["answer"], additionalProperties: false };
+  for (const seed of [1, 2]) {
+    const choice = (await client.chat.completions.create({ ...base, tool_choice: "auto", parallel_tool_calls: false, seed,
+      response_format: { type: "json_schema", json_schema: { name: "answer", schema: answer, strict: true } } })).choices[0];
+    let json = null;
+    try { json = JSON.parse(choice.message.content ?? ""); } catch { json = null; }
+    const calls = choice.message.tool_calls ?? [];
+    const ok = calls.length > 0 ? choice.finish_reason === "tool_calls" && calls.length === 1
+      : choice.finish_reason === "stop" && (json?.answer === "yes" || json?.answer === "no");
+    check(`auto beside a response format: calls or content in the format (seed ${seed})`, ok, JSON.stringify(choice));
   }
 }
 
@@ -173,6 +188,7 @@ async function main() {
   await noneAndAuto();
   await toolResultRoundTrip();
   await errors();
+  await besideAResponseFormat();
   if (failures > 0) {
     console.log(`[tools ${syntax}] ${failures} check(s) failed`);
     process.exit(1);
