@@ -60,9 +60,11 @@ absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::str
   return absl::OkStatus();
 }
 
-ChatInput WithToolCallTurnsAsText(const ChatInput& input) {
+ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template) {
   ChatInput out = input;
+  const bool reads_developer = chat_template.source().find("developer") != std::string::npos;
   for (auto& message : out.messages) {
+    if (!reads_developer && message.value("role", "") == "developer") message["role"] = "system";
     const auto calls = message.find("tool_calls");
     if (message.value("role", "") == "assistant" && message["content"].is_null() && calls != message.end() && !calls->empty()) {
       message["content"] = "";
@@ -80,7 +82,7 @@ absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestL
                "--chat_template FILE, or use the completions API"));
   }
   ChatPrompt prompt;
-  absl::StatusOr<std::string> text = chat_template->Render(WithToolCallTurnsAsText(input));
+  absl::StatusOr<std::string> text = chat_template->Render(ConversationForTemplate(input, *chat_template));
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", text.status().message()));
   prompt.text = std::move(*text);
   if (prompt.text.size() > limits.max_prompt_bytes) {

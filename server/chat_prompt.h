@@ -27,12 +27,16 @@ struct ChatPrompt {
 // ("messages[1].content"; the tool calls as `tool_calls_field`: "tool_calls", gRPC's "tool_calls_json").
 absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::string_view tool_calls_field);
 
-// `input` with the content of assistant turns that only call tools (null, as OpenAI clients send them back) as
-// "": the templates' authors write `'</think>' in message.content` and the like, which null would break (vLLM
-// renders these turns the same way).
-ChatInput WithToolCallTurnsAsText(const ChatInput& input);
+// `input` as `chat_template` is written to read it:
+//  - the content of assistant turns that only call tools (null, as OpenAI clients send them back) as "": the
+//    templates' authors write `'</think>' in message.content` and the like, which null would break (vLLM renders
+//    these turns the same way);
+//  - OpenAI's `developer` role (the system role of its newer models, sent by newer clients) as `system` where the
+//    template never names `developer`: such a template has no branch for it and dropped the instructions from
+//    the prompt without a word.
+ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template);
 
-// The prompt is rendered from WithToolCallTurnsAsText(input).
+// The prompt is rendered from ConversationForTemplate(input).
 // FAILED_PRECONDITION when the model has no chat template (start the server with --chat_template); else
 // INVALID_ARGUMENT naming `field` when the template raises (its own message) or the prompt breaks a limit.
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,

@@ -102,6 +102,21 @@ TEST(ChatServer, GrpcChatAndHttpChatRenderTheReferencePromptAndAnswerAlike) {
   EXPECT_EQ(finish.chat_prompt(), ReferenceText("qwen3", "multi_turn_system"));
   EXPECT_EQ(text, http.body["choices"][0]["message"]["content"]) << "the same prompt, variant and greedy sampling";
   EXPECT_EQ(finish.variant().name(), "arach");
+
+  // OpenAI's developer role is the system role of its newer models: a template that never names it (Qwen3's) gets
+  // it as system; it dropped the instructions from the prompt before.
+  ordered_json as_developer = conversation["messages"];
+  ASSERT_EQ(as_developer[0]["role"], "system");
+  as_developer[0]["role"] = "developer";
+  const HttpAnswer developer = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(as_developer.dump())},
+                                                  {"max_tokens", 1}, {"return_prompt", true}});
+  ASSERT_EQ(developer.status, 200) << developer.body;
+  EXPECT_EQ(developer.body["arach_prompt"], ReferenceText("qwen3", "multi_turn_system"));
+  arach::v1::Finish developer_finish;
+  ASSERT_TRUE(client->Chat(GrpcChat(as_developer, 1), [&](const arach::v1::GenerateResponse& r) {
+    if (r.has_finish()) developer_finish = r.finish();
+  }).ok());
+  EXPECT_EQ(developer_finish.chat_prompt(), ReferenceText("qwen3", "multi_turn_system"));
 }
 
 TEST(ChatServer, TheTemplatesOwnErrorIsTheAnswer) {
