@@ -161,6 +161,7 @@ absl::Status HttpServer::Listen(const std::string& listen) {
   } else if (!server_->bind_to_port(host, port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
+  server_->set_socket_options(httplib::default_socket_options);  // the callback above refers to this frame
   if (listening_socket < 0 || ::listen(listening_socket, SOMAXCONN) != 0) {
     return absl::InternalError(absl::StrCat("cannot widen the connection backlog of ", listen, ": ", std::strerror(errno)));
   }
