@@ -22,7 +22,7 @@ namespace {
 // nlohmann's parse error without its "[json.exception.parse_error.101] " prefix, e.g. "parse error at line 1,
 // column 9: syntax error while parsing value - unexpected ','; expected ...", clipped (its "last read" may quote a
 // long token of the client's text).
-std::string ParseErrorReason(const nlohmann::json::parse_error& e) {
+std::string ParseErrorReason(const nlohmann::json::exception& e) {
   absl::string_view what = e.what();
   if (const size_t end = what.find("] "); absl::StartsWith(what, "[json.exception.") && end != what.npos) {
     what.remove_prefix(end + 2);
@@ -35,7 +35,7 @@ absl::StatusOr<Json> Parse(absl::string_view text, const std::string& field) {
   if (absl::Status status = CheckJsonNesting(text, field); !status.ok()) return status;
   try {
     return Json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number beyond a double
     return absl::InvalidArgumentError(absl::StrCat(field, ": is not valid JSON (", ParseErrorReason(e), ")"));
   }
 }

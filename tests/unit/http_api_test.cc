@@ -87,6 +87,9 @@ TEST(CompletionRequest, MalformedJsonSaysWhereAndWhy) {
   EXPECT_EQ(std::string(r.status().message()),
             "body: is not valid JSON (parse error at line 1, column 30: syntax error while parsing object key - "
             "unexpected ','; expected string literal)");
+  const auto huge = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "max_tokens": 1e400})");
+  ASSERT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument) << "a number beyond a double is out_of_range, not a parse_error";
+  EXPECT_EQ(std::string(huge.status().message()), "body: is not valid JSON (number overflow parsing '1e400')");
   const auto cut = ParseCompletionRequest(R"({"model": "m", "prompt": ")" + std::string(5000, 'x'));
   ASSERT_EQ(cut.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(cut.status().message().size(), 400u) << "the quoted token is clipped: " << cut.status().message();
