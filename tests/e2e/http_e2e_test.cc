@@ -485,6 +485,14 @@ TEST(HttpSlowServer, ProbesOnTheMetricsListenerAreAnsweredWhileStreamsHoldEveryA
   std::atomic<int> streaming{0};
   std::atomic<bool> hang_up{false};
   std::vector<std::thread> streams;
+  struct HangUpAndJoin {  // also when an assertion below ends the test early (a joinable thread would terminate it)
+    std::atomic<bool>& hang_up;
+    std::vector<std::thread>& streams;
+    ~HangUpAndJoin() {
+      hang_up = true;
+      for (std::thread& t : streams) t.join();
+    }
+  } hang_up_at_end{hang_up, streams};
   for (int i = 0; i < kApiThreads; ++i) {
     streams.emplace_back([&] {
       bool counted = false;
@@ -507,8 +515,6 @@ TEST(HttpSlowServer, ProbesOnTheMetricsListenerAreAnsweredWhileStreamsHoldEveryA
   EXPECT_EQ(testing::HttpSend(server->metrics_address(), "GET", "/ready").body["status"], "serving");
   EXPECT_EQ(testing::HttpSend(server->metrics_address(), "POST", "/v1/completions", LongBody(1, false).dump()).status, 404)
       << "the API itself is not on the metrics listener";
-  hang_up = true;
-  for (std::thread& t : streams) t.join();
 }
 
 }  // namespace
