@@ -210,16 +210,12 @@ void Engine::TakeInbox(std::unique_lock<std::mutex>& lock) {
   cancels.swap(cancels_);
   lock.unlock();
   Adopt(arrived);
-  const Clock::time_point now = Clock::now();
+  // gRPC cancels a call whose deadline passed before the step's own check sees it: that is a deadline, not the
+  // client going away (the finish reason in metrics and the request log tells the two apart).
+  if (!cancels.empty()) ExpireDeadlines();
   for (uint64_t id : cancels) {
     const auto it = requests_.find(id);
-    if (it == requests_.end() || it->second->finished) continue;
-    // gRPC cancels a call whose deadline passed before the engine's own check sees it: that is a deadline, not
-    // the client going away (the finish reason in metrics and the request log tells the two apart).
-    const std::optional<Clock::time_point>& deadline = it->second->request.deadline;
-    if (deadline && *deadline <= now) {
-      Finish(*it->second, FinishReason::kDeadline, absl::DeadlineExceededError("the request's deadline passed"));
-    } else {
+    if (it != requests_.end() && !it->second->finished) {
       Finish(*it->second, FinishReason::kCancelled, absl::CancelledError("cancelled by the client"));
     }
   }

@@ -185,17 +185,18 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     if (!named || tool.name == choice.name) tags.push_back(CallTag(syntax, tool));
   }
   const bool one_call = named || !parallel;
-  // Mistral's marker is a special token in its own tokenizer; the constraint writes it as text all the same
-  // (engine/constraint gives it its text: kWritableSpecialTokens), and the request keeps special tokens in its text.
-  const json mistral_marker = ConstString(std::string(kMistralToolCalls));
+  // The turn as calls and nothing else (at least one). Mistral's marker is a special token in its own tokenizer;
+  // the constraint writes it as text all the same (engine/constraint gives it its text: kWritableSpecialTokens),
+  // and the request keeps special tokens in its text.
+  const auto calls_only = [&] {
+    const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
+    if (syntax != ToolCallSyntax::kMistral) return calls;
+    return json{{"type", "sequence"},
+                {"elements", json::array({ConstString(std::string(kMistralToolCalls)), ConstString("["), calls, ConstString("]")})}};
+  };
   json format_json;
   if (choice.mode == ToolChoice::Mode::kAuto && content) {
-    // Either the content in its format or calls (no text around them).
-    json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
-    if (syntax == ToolCallSyntax::kMistral) {
-      calls = {{"type", "sequence"}, {"elements", json::array({mistral_marker, ConstString("["), calls, ConstString("]")})}};
-    }
-    format_json = {{"type", "or"}, {"elements", json::array({*content, calls})}};
+    format_json = {{"type", "or"}, {"elements", json::array({*content, calls_only()})}};  // content in its format, or calls
   } else if (choice.mode == ToolChoice::Mode::kAuto) {
     if (syntax == ToolCallSyntax::kMistral) {
       const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
@@ -207,10 +208,7 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     format_json = {{"type", "triggered_tags"}, {"triggers", json::array({trigger})}, {"tags", tags},
                    {"at_least_one", false}, {"stop_after_first", one_call}};
   } else {
-    format_json = TagsWithSeparator(tags, Separator(syntax), true, one_call);
-    if (syntax == ToolCallSyntax::kMistral) {
-      format_json = {{"type", "sequence"}, {"elements", json::array({mistral_marker, ConstString("["), format_json, ConstString("]")})}};
-    }
+    format_json = calls_only();
   }
   // Free text (auto without content) holds any reasoning; elsewhere a <think> block may come first.
   if (may_reason && (choice.mode != ToolChoice::Mode::kAuto || content)) {

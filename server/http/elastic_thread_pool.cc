@@ -38,13 +38,15 @@ void ElasticThreadPool::shutdown() {
 
 int ElasticThreadPool::threads() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(threads_.size() - ended_.size());
+  return RunningLocked();
 }
 
 int ElasticThreadPool::busy_threads() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(threads_.size() - ended_.size()) - idle_;
+  return RunningLocked() - idle_;
 }
+
+int ElasticThreadPool::RunningLocked() const { return static_cast<int>(threads_.size() - ended_.size()); }
 
 void ElasticThreadPool::StartThreadLocked() {
   const int id = next_id_++;
@@ -71,8 +73,7 @@ void ElasticThreadPool::Work(int id) {
     if (jobs_.empty()) {
       if (shutting_down_) return;
       // Idle for the whole timeout: threads beyond the warm ones end (ended_ tells enqueue to join this one).
-      const int running = static_cast<int>(threads_.size() - ended_.size());
-      if (!woken && running > min_threads_) {
+      if (!woken && RunningLocked() > min_threads_) {
         ended_.push_back(id);
         return;
       }

@@ -37,6 +37,7 @@ class ElasticThreadPool : public httplib::TaskQueue {
   void Work(int id);
   void StartThreadLocked();
   void JoinEndedLocked();
+  int RunningLocked() const;  // threads not yet ended
 
   const int min_threads_;
   const int max_threads_;
