@@ -216,7 +216,7 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
     pv.sink_mass = &sink_mass.Add({{"variant", v}}, Histogram::BucketBoundaries{0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35,
                                                                                 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0});
     // The answered generation routes, so that the family is exported (and dashboards resolve) before traffic.
-    for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
+    for (const char* route : {"/v1/completions", "/v1/chat/completions", "/v1/responses"}) {
       m->http_requests_->Add({{"route", route}, {"status", "200"}, {"variant", v}});
     }
   }

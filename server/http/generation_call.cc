@@ -63,8 +63,8 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     r.priority = ticket_.PriorityFor(fields_.priority);
     tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
   }
-  if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, "logprobs"));
-  ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, "max_tokens"));
+  if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs")));
+  ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, ParameterName("max_tokens")));
   choices_.assign(requests.size(), Choice{});
   run_ = GenerationRun::Create(engine(), *context_.metrics, *context_.shadow, variant_.variant, static_cast<int>(requests.size()),
                                ticket_.caller().key);
@@ -79,7 +79,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     const absl::Status submitted = run_->Submit(static_cast<int>(c), std::move(requests[c]), [&](absl::string_view field) {
       if (field == "prompt") return prompt_field;
       if (field == "constraint") return own_constraint ? own_constraint_field : fields_.structured_output.field;
-      return OpenAiFieldName(field);
+      return ParameterName(field);
     });
     if (!submitted.ok()) {
       run_->CancelAll();
@@ -116,10 +116,15 @@ json GenerationCall::Envelope(json choices) const {
           {"arach_variant", variant_.variant.Name()}};
 }
 
+std::optional<json> GenerationCall::AttentionJsonOf(const Choice& choice) const {
+  if (!fields_.diagnostics || !choice.finish || !choice.finish->attention) return std::nullopt;
+  return AttentionJson(*choice.finish->attention);
+}
+
 json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final) {
   json out = ChoiceJson(index, choice, final);
-  if (final && fields_.diagnostics && choice.finish && choice.finish->attention) {
-    out["arach_attention"] = AttentionJson(*choice.finish->attention);
+  if (final) {
+    if (std::optional<json> attention = AttentionJsonOf(choice)) out["arach_attention"] = std::move(*attention);
   }
   return out;
 }
@@ -141,23 +146,54 @@ json GenerationCall::UsageJson() const {
           {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
+json GenerationCall::WholeAnswer() {
+  json choices = json::array();
+  for (size_t c = 0; c < choices_.size(); ++c) choices.push_back(ChoiceWithExtensions(static_cast<int>(c), choices_[c], true));
+  json body = Envelope(std::move(choices));
+  body["usage"] = UsageJson();
+  DecorateWhole(body);
+  return body;
+}
+
 void GenerationCall::RespondWhole(httplib::Response& response) {
   run_->WaitFinished();
   for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) Apply(event);
-  json choices = json::array();
-  for (size_t c = 0; c < choices_.size(); ++c) choices.push_back(ChoiceWithExtensions(static_cast<int>(c), choices_[c], true));
+  json body = failure_.ok() ? WholeAnswer() : json();  // (a failure found while the answer is built counts too)
   if (!failure_.ok()) {
     SendError(response, failure_);
   } else {
-    json body = Envelope(std::move(choices));
-    body["usage"] = UsageJson();
-    DecorateWhole(body);
     SendJson(response, 200, body);
   }
   End(response.status);
 }
 
+bool GenerationCall::StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) {
+  json chunk_choice = ChoiceWithExtensions(index, choice, finished);
+  if (SaysNothing(chunk_choice)) return true;  // (a chat choice's first chunk says its role)
+  if (!events.Data(JsonText(Envelope(json::array({std::move(chunk_choice)}))))) return false;
+  choice.opened = true;
+  return true;
+}
+
+bool GenerationCall::StreamEnded(ServerSentEvents& events) {
+  if (fields_.include_usage) {
+    json usage = Envelope(json::array());
+    usage["usage"] = UsageJson();
+    if (!events.Data(JsonText(usage))) return false;
+  }
+  return events.Done();
+}
+
+bool GenerationCall::StreamFailed(ServerSentEvents& events, const absl::Status& failure) {
+  events.Data(JsonText(ErrorBody(failure)));
+  return events.Done();
+}
+
 bool GenerationCall::PumpStream(ServerSentEvents& events) {
+  if (!stream_opened_) {
+    stream_opened_ = true;
+    if (!StreamOpened(events)) return false;
+  }
   std::vector<ChoiceEvent> taken = run_->Take(kServerSentEventsKeepAlive);
   if (taken.empty() && !run_->over()) return events.KeepAlive();
   for (ChoiceEvent& event : taken) {
@@ -167,23 +203,15 @@ bool GenerationCall::PumpStream(ServerSentEvents& events) {
     if (!failure_.ok()) break;
     Choice& choice = choices_[static_cast<size_t>(index)];
     if (!finished && choice.text.empty() && choice.tokens.empty() && choice.opened) continue;  // nothing to say yet
-    json chunk_choice = ChoiceWithExtensions(index, choice, finished);
-    if (SaysNothing(chunk_choice)) continue;  // (a chat choice's first chunk says its role)
-    if (!events.Data(JsonText(Envelope(json::array({std::move(chunk_choice)}))))) return false;
-    choice.opened = true;
+    if (!StreamChoice(events, index, choice, finished)) return false;
+    if (!failure_.ok()) break;
   }
   if (!failure_.ok()) {
     run_->CancelAll();
-    events.Data(JsonText(ErrorBody(failure_)));
-    return events.Done();
+    return StreamFailed(events, failure_);
   }
   if (!run_->over()) return true;
-  if (fields_.include_usage) {
-    json usage = Envelope(json::array());
-    usage["usage"] = UsageJson();
-    if (!events.Data(JsonText(usage))) return false;
-  }
-  return events.Done();
+  return StreamEnded(events);
 }
 
 void GenerationCall::RespondStream(httplib::Response& response) {

@@ -65,6 +65,20 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   virtual absl::Status OnChoiceFinished(int /*index*/, Choice& /*choice*/) { return absl::OkStatus(); }
   // Fields added to the whole answer (e.g. the rendered prompt).
   virtual void DecorateWhole(nlohmann::json& /*body*/) {}
+  // The OpenAI parameter an engine field stands for (default OpenAiFieldName; the Responses API says
+  // max_output_tokens where the engine says max_tokens).
+  virtual std::string ParameterName(absl::string_view engine_field) const { return OpenAiFieldName(engine_field); }
+
+  // How the answer is written. The defaults are the completions shape (completions and chat completions):
+  // WholeAnswer is the envelope of every choice with the usage; a stream is one chunk per choice event, the
+  // usage chunk when asked, then [DONE], and a failure is an error object then [DONE]. Each stream hook returns
+  // false when the client is gone.
+  virtual nlohmann::json WholeAnswer();
+  virtual bool StreamOpened(ServerSentEvents& /*events*/) { return true; }  // before any choice event
+  // `choice` has new text or tokens, or has `finished`; the hook writes and clears what it has.
+  virtual bool StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished);
+  virtual bool StreamEnded(ServerSentEvents& events);  // every choice has its answer
+  virtual bool StreamFailed(ServerSentEvents& events, const absl::Status& failure);
 
   const GenerationFields& fields() const { return fields_; }
   const RequestLimits& limits() const { return context_.limits; }
@@ -73,6 +87,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   Engine& engine() const { return ticket_.engine(); }
   const Caller& caller() const { return ticket_.caller(); }
   std::vector<Choice>& choices() { return choices_; }
+  const std::vector<Choice>& choices() const { return choices_; }
   // Records the first failure (later ones are dropped).
   void Fail(const absl::Status& status) {
     if (failure_.ok()) failure_ = status;
@@ -80,6 +95,11 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   // The envelope every answer and chunk shares: id, object, created, model, choices, arach_variant.
   nlohmann::json Envelope(nlohmann::json choices) const;
   nlohmann::json UsageJson() const;
+  // The choice's attention diagnostics (arach_attention) once it has finished, when the request asked.
+  std::optional<nlohmann::json> AttentionJsonOf(const Choice& choice) const;
+  const Identity& identity() const { return identity_; }
+  int64_t created() const { return created_; }
+  std::string variant_name() const { return variant_.variant.Name(); }
 
  private:
   void Apply(ChoiceEvent& event);
@@ -98,6 +118,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   std::shared_ptr<GenerationRun> run_;
   std::vector<Choice> choices_;  // [prompts x n], prompt-major
   absl::Status failure_;         // the first choice that ended without an answer
+  bool stream_opened_ = false;
   bool ended_ = false;
 };
 

@@ -16,13 +16,15 @@
 #include "server/http/http_call.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
+#include "server/http/responses.h"
 
 namespace arach::server::http {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"};
+constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
+                                   "/v1/responses"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -211,6 +213,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   });
   server.Post("/v1/chat/completions", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleChatCompletions(context, request, response);
+  });
+  server.Post("/v1/responses", [&context](const httplib::Request& request, httplib::Response& response) {
+    HandleResponses(context, request, response);
   });
   if (absl::Status status = http->Listen(options.listen); !status.ok()) return status;
   return http;

@@ -29,6 +29,31 @@ constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "
                                           "parallel_tool_calls", "add_generation_prompt", "chat_template_kwargs",
                                           "return_prompt", "echo"};
 
+// The Responses API (/v1/responses): OpenAI's parameters, the sampling extensions that make sense without
+// chat's n/stop/logprobs, and ours.
+constexpr std::string_view kResponses[] = {
+    "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "stream", "stream_options", "tools",
+    "tool_choice", "parallel_tool_calls", "text", "truncation",
+    // vLLM's sampling extensions and chat-template arguments
+    "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "priority",
+    "chat_template_kwargs",
+    // arach-serve: the variant, its diagnostics and the experiment assignment
+    "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
+    // accepted, and change nothing in the output (`store`: nothing is stored, and the answer says store false)
+    "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
+
+// Known Responses API parameters we do not implement, with what to do instead.
+constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
+    {"previous_response_id", "is not supported: responses are not stored here; send the whole conversation in input"},
+    {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
+    {"background", "background responses are not supported (stream instead)"},
+    {"prompt", "stored prompt templates are not supported"},
+    {"include", "is not supported (no extra output data can be included)"},
+    {"top_logprobs", "log-probs are not supported on /v1/responses (use /v1/chat/completions)"},
+    {"reasoning", "is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)"},
+    {"max_tool_calls", "is not supported (parallel_tool_calls false allows one call)"},
+};
+
 // Known parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
     {"audio", "audio output is not supported (text only)"},
@@ -62,12 +87,32 @@ bool AsksForNothing(std::string_view key, const json& value) {
   if (key == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
   if (key == "suffix") return value.is_string() && value.get<std::string>().empty();
   if (key == "modalities") return value == json::array({"text"});
+  if (key == "background") return value == false;
+  if (key == "include") return value.is_array() && value.empty();
+  if (key == "reasoning") return value.is_object() && std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_null(); });
   return false;
+}
+
+absl::Status CheckResponsesParameters(const json& body) {
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();
+    if (AsksForNothing(key, item.value())) continue;
+    if (const auto* it = std::find_if(std::begin(kResponsesNotImplemented), std::end(kResponsesNotImplemented),
+                                      [&](const auto& e) { return e.first == key; });
+        it != std::end(kResponsesNotImplemented)) {
+      return KeyError("", key, std::string(it->second));
+    }
+    if (Contains(kResponses, key)) continue;
+    return KeyError("", key, Contains(kShared, key) || Contains(kChatOnly, key) ? "is not a parameter of /v1/responses"
+                                                                               : "is not a known parameter");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
+  if (route == OpenAiRoute::kResponses) return CheckResponsesParameters(body);
   const bool completions = route == OpenAiRoute::kCompletions;
   const std::span<const std::string_view> own = completions ? std::span<const std::string_view>(kCompletionsOnly) : kChatOnly;
   const std::span<const std::string_view> other = completions ? std::span<const std::string_view>(kChatOnly) : kCompletionsOnly;

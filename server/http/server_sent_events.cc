@@ -10,8 +10,13 @@ bool ServerSentEvents::Data(const std::string& payload) { return Write("data: " 
 
 bool ServerSentEvents::KeepAlive() { return Write(": keep-alive\n\n"); }
 
-bool ServerSentEvents::Done() {
-  if (!Write("data: [DONE]\n\n")) return false;
+bool ServerSentEvents::Done() { return Write("data: [DONE]\n\n") && End(); }
+
+bool ServerSentEvents::Event(const std::string& name, const std::string& payload) {
+  return Write("event: " + name + "\ndata: " + payload + "\n\n");
+}
+
+bool ServerSentEvents::End() {
   sink_.done();
   return true;
 }

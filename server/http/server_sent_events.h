@@ -1,5 +1,6 @@
 // A text/event-stream response body (OpenAI's streaming): `data: <json>` events, comment lines that keep
-// an idle connection alive and tell a dead one apart, and `data: [DONE]` at the end.
+// an idle connection alive and tell a dead one apart, and `data: [DONE]` at the end; the Responses API's
+// streams name each event (`event: <type>`) and end without [DONE].
 #pragma once
 
 #include <httplib.h>
@@ -22,6 +23,8 @@ class ServerSentEvents {
   bool Data(const std::string& payload);  // "data: PAYLOAD\n\n"
   bool KeepAlive();                       // ": keep-alive\n\n"
   bool Done();                            // "data: [DONE]\n\n", and the body ends
+  bool Event(const std::string& name, const std::string& payload);  // "event: NAME\ndata: PAYLOAD\n\n"
+  bool End();                             // the body ends
 
  private:
   bool Write(const std::string& text);

@@ -23,6 +23,32 @@ absl::StatusOr<std::string> SchemaText(const json& schema, const std::string& fi
   return InvalidField(field, "must be a JSON Schema (an object, or its JSON text)");
 }
 
+// A json_schema format's fields (`name`, `description`, `strict`, `schema`) in `spec`, named under `field`;
+// `type_key`: the spec is the format object itself and carries its `type` (the Responses API's flat shape).
+absl::StatusOr<RequestedConstraint> ParseJsonSchemaSpec(const json& spec, const std::string& field, bool type_key) {
+  bool strict = false;  // OpenAI's default
+  for (const auto& [key, value] : spec.items()) {
+    const std::string at = absl::StrCat(field, ".", key);
+    if (key == "name") {
+      if (!value.is_string() || value.get<std::string>().empty() || value.get<std::string>().size() > 64) {
+        return InvalidField(at, "must be a name of 1 to 64 characters");
+      }
+    } else if (key == "description") {
+      if (!value.is_string()) return InvalidField(at, "must be a string");
+    } else if (key == "strict") {
+      if (!value.is_null() && !value.is_boolean()) return InvalidField(at, "must be true or false");
+      strict = value.is_boolean() && value.get<bool>();
+    } else if (key != "schema" && !(type_key && key == "type")) {
+      return KeyError(field, key, "is not a known parameter");
+    }
+  }
+  if (!spec.contains("name")) return InvalidField(field + ".name", "is required");
+  const auto schema = spec.find("schema");
+  if (schema == spec.end() || schema->is_null()) return InvalidField(field + ".schema", "is required");
+  ARACH_ASSIGN_OR_RETURN(std::string text, SchemaText(*schema, field + ".schema"));
+  return RequestedConstraint{OutputConstraint::JsonSchema(std::move(text), strict), field + ".schema"};
+}
+
 absl::StatusOr<RequestedConstraint> ParseResponseFormat(const json& format) {
   if (!format.is_object()) return InvalidField("response_format", "must be an object with a type");
   const auto type = format.find("type");
@@ -40,27 +66,7 @@ absl::StatusOr<RequestedConstraint> ParseResponseFormat(const json& format) {
   }
   const auto spec = format.find("json_schema");
   if (spec == format.end() || !spec->is_object()) return InvalidField("response_format.json_schema", "is required (an object)");
-  bool strict = false;  // OpenAI's default
-  for (const auto& [key, value] : spec->items()) {
-    const std::string field = absl::StrCat("response_format.json_schema.", key);
-    if (key == "name") {
-      if (!value.is_string() || value.get<std::string>().empty() || value.get<std::string>().size() > 64) {
-        return InvalidField(field, "must be a name of 1 to 64 characters");
-      }
-    } else if (key == "description") {
-      if (!value.is_string()) return InvalidField(field, "must be a string");
-    } else if (key == "strict") {
-      if (!value.is_null() && !value.is_boolean()) return InvalidField(field, "must be true or false");
-      strict = value.is_boolean() && value.get<bool>();
-    } else if (key != "schema") {
-      return KeyError("response_format.json_schema", key, "is not a known parameter");
-    }
-  }
-  if (!spec->contains("name")) return InvalidField("response_format.json_schema.name", "is required");
-  const auto schema = spec->find("schema");
-  if (schema == spec->end() || schema->is_null()) return InvalidField("response_format.json_schema.schema", "is required");
-  ARACH_ASSIGN_OR_RETURN(std::string text, SchemaText(*schema, "response_format.json_schema.schema"));
-  return RequestedConstraint{OutputConstraint::JsonSchema(std::move(text), strict), "response_format.json_schema.schema"};
+  return ParseJsonSchemaSpec(*spec, "response_format.json_schema", /*type_key=*/false);
 }
 
 absl::StatusOr<RequestedConstraint> ParseStructuredOutputs(const json& spec) {
@@ -113,6 +119,22 @@ absl::StatusOr<RequestedConstraint> ParseStructuredOutput(const json& body) {
     return InvalidField("structured_outputs", "give either response_format or structured_outputs, not both");
   }
   return from_format.constraint.active() ? from_format : from_outputs;
+}
+
+absl::StatusOr<RequestedConstraint> ParseTextFormat(const json& format, const std::string& field) {
+  if (format.is_null()) return RequestedConstraint{};
+  if (!format.is_object()) return InvalidField(field, "must be an object with a type");
+  const auto type = format.find("type");
+  if (type == format.end() || !type->is_string()) return InvalidField(field + ".type", "is required: text, json_object or json_schema");
+  const std::string kind = type->get<std::string>();
+  if (kind == "text" || kind == "json_object") {
+    for (const auto& [key, value] : format.items()) {
+      if (key != "type") return KeyError(field, key, "is not a known parameter");
+    }
+    return kind == "text" ? RequestedConstraint{} : RequestedConstraint{OutputConstraint::JsonObject(), field};
+  }
+  if (kind != "json_schema") return InvalidField(field + ".type", absl::StrCat("'", kind, "' is not text, json_object or json_schema"));
+  return ParseJsonSchemaSpec(format, field, /*type_key=*/true);
 }
 
 }  // namespace arach::server::http

@@ -21,4 +21,8 @@ struct RequestedConstraint {
 
 absl::StatusOr<RequestedConstraint> ParseStructuredOutput(const nlohmann::json& body);
 
+// The Responses API's `text.format` (`format`, named `field`): {"type": "text"}, {"type": "json_object"} or the
+// flat {"type": "json_schema", "name", "schema", "strict", "description"}; null asks for nothing.
+absl::StatusOr<RequestedConstraint> ParseTextFormat(const nlohmann::json& format, const std::string& field);
+
 }  // namespace arach::server::http

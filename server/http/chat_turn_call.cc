@@ -1,0 +1,67 @@
+#include "server/http/chat_turn_call.h"
+
+#include "engine/core/status.h"
+#include "server/request_limits.h"
+
+namespace arach::server::http {
+
+ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatRequest request, ResolvedVariant variant, Identity identity,
+                           std::string conversation_field)
+    : GenerationCall(context, std::move(ticket), request.fields, std::move(variant), std::move(identity)),
+      request_(std::move(request)),
+      conversation_field_(std::move(conversation_field)) {}
+
+absl::Status ChatTurnCall::Start() {
+  Engine& e = engine();
+  ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
+  ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_));
+  const ChatOutputFormat& format = context().chat_output;
+  ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
+                                             fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));
+  SamplingParams sampling = fields().sampling;
+  if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size(), fields().n);
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < fields().n; ++i) {
+    EngineRequest r;
+    r.prompt = prompt_.ids;
+    r.variant = variant();
+    r.sampling = sampling;
+    r.sampling.skip_special_tokens = fields().skip_special_tokens && !plan_.keep_special_tokens;
+    r.constraint = plan_.constraint;
+    parsers_.emplace_back();
+    if (plan_.parse_tools || format.reasoning) parsers_.back().emplace(format, plan_.parse_tools, plan_.prompt_opens_reasoning);
+    AddEndOfTurn(prompt_, &r.sampling);
+    if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
+    logprobs_.emplace_back();
+    if (fields().logprobs) logprobs_.back().emplace(e.tokenizer(), prompt_.ids);
+    requests.push_back(std::move(r));
+  }
+  const std::vector<std::string> prompt_fields(requests.size(), conversation_field_);
+  return Submit(std::move(requests), prompt_fields, /*own_constraint_field=*/"tools");
+}
+
+ChatOutputDelta ChatTurnCall::TakeDelta(int index, Choice& choice, bool final) {
+  ChatOutputDelta delta;
+  std::optional<ChatOutputParser>& parser = parsers_[static_cast<size_t>(index)];
+  if (!parser) {
+    delta.content = std::move(choice.text);
+    choice.text.clear();
+    return delta;
+  }
+  delta = parser->Feed(choice.text);
+  choice.text.clear();
+  if (final) {
+    ChatOutputDelta rest = parser->Finish();
+    delta.reasoning += rest.reasoning;
+    delta.content += rest.content;
+    for (ParsedToolCall& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
+  }
+  return delta;
+}
+
+int ChatTurnCall::num_tool_calls(int index) const {
+  const std::optional<ChatOutputParser>& parser = parsers_[static_cast<size_t>(index)];
+  return parser ? parser->num_tool_calls() : 0;
+}
+
+}  // namespace arach::server::http

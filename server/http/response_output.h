@@ -1,0 +1,50 @@
+// The output of a Responses API answer (/v1/responses), built from a chat turn's parts as they come
+// (chat_output_parser.h): reasoning becomes a `reasoning` item (reasoning_text), content a `message` item
+// (output_text), each tool call a `function_call` item. An item stays open while its kind of part goes on and is
+// done when another kind comes or the turn ends. The stream's events and the whole answer's items come from the
+// same calls, so streamed events always assemble to the items of the whole answer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "server/chat_output/chat_output_parser.h"
+
+namespace arach::server::http {
+
+class ResponseOutput {
+ public:
+  // Item ids are "rs_", "msg_" or "fc_", then `id_stem`, "_" and the item's output index.
+  explicit ResponseOutput(std::string id_stem) : id_stem_(std::move(id_stem)) {}
+
+  // The events `delta` makes (each {"type": ..., ...}, without a sequence number).
+  std::vector<nlohmann::json> Add(const ChatOutputDelta& delta);
+  // The events that close the open item (a turn that said nothing gets an empty message). `incomplete`: the turn
+  // was cut off (max_output_tokens), and the open message says so in its status.
+  std::vector<nlohmann::json> Finish(bool incomplete);
+
+  // The items done so far, in order (all of them after Finish).
+  const nlohmann::json& items() const { return items_; }
+  // All the reasoning text (for the count of reasoning tokens).
+  const std::string& reasoning() const { return reasoning_; }
+
+ private:
+  enum class Kind { kNone, kReasoning, kMessage };
+  void Open(Kind kind, std::vector<nlohmann::json>& events);
+  void Close(bool incomplete, std::vector<nlohmann::json>& events);
+  void Append(Kind kind, const std::string& text, std::vector<nlohmann::json>& events);
+  void AddCall(const ParsedToolCall& call, std::vector<nlohmann::json>& events);
+  // The fields that place an event in item `open_` ("item_id", "output_index", "content_index").
+  nlohmann::json At(const char* type) const;
+  std::string NextId(const char* prefix) const;
+
+  std::string id_stem_;
+  nlohmann::json items_ = nlohmann::json::array();
+  Kind open_ = Kind::kNone;  // the kind of the item open at index items_.size()
+  std::string open_id_;
+  std::string open_text_;
+  std::string reasoning_;
+};
+
+}  // namespace arach::server::http

@@ -1,0 +1,150 @@
+#include "server/http/responses.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
+#include "server/http/chat_turn_call.h"
+#include "server/http/http_call.h"
+#include "server/http/openai_error.h"
+#include "server/http/response_output.h"
+#include "server/http/responses_request.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+class ResponsesCall : public ChatTurnCall {
+ public:
+  ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const std::string& request_id)
+      : ChatTurnCall(context, std::move(ticket), std::move(request.chat), std::move(variant), {request_id, "/v1/responses", "resp_"},
+                     "input"),
+        echo_(std::move(request.echo)),
+        output_(request_id) {}
+
+ protected:
+  std::string ObjectName() const override { return "response"; }
+  // The choice's output items (the answer has one choice).
+  json ChoiceJson(int index, Choice& choice, bool final) override;
+  std::string ParameterName(absl::string_view engine_field) const override {
+    return engine_field == "max_tokens" ? "max_output_tokens" : OpenAiFieldName(engine_field);
+  }
+  json WholeAnswer() override { return ResponseJson(ChoiceJson(0, choices()[0], true)); }
+  bool StreamOpened(ServerSentEvents& events) override;
+  bool StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) override;
+  bool StreamEnded(ServerSentEvents& events) override;
+  bool StreamFailed(ServerSentEvents& events, const absl::Status& failure) override;
+
+ private:
+  // The events of what `choice` has said since it was last read (and, `finished`, of its end).
+  std::vector<json> Read(int index, Choice& choice, bool finished);
+  bool cut_off() const { return choices()[0].finish && choices()[0].finish->reason == FinishReason::kLength; }
+  // The response object: in progress (no output yet), else finished with `output`.
+  json ResponseJson(std::optional<json> output) const;
+  json ResponseUsage() const;
+  bool Send(ServerSentEvents& events, json event);
+
+  json echo_;
+  ResponseOutput output_;
+  int sequence_number_ = 0;
+};
+
+std::vector<json> ResponsesCall::Read(int index, Choice& choice, bool finished) {
+  std::vector<json> events = output_.Add(TakeDelta(index, choice, finished));
+  choice.tokens.clear();
+  if (finished) {
+    for (json& event : output_.Finish(cut_off())) events.push_back(std::move(event));
+  }
+  return events;
+}
+
+json ResponsesCall::ChoiceJson(int index, Choice& choice, bool final) {
+  Read(index, choice, final);
+  return output_.items();
+}
+
+json ResponsesCall::ResponseUsage() const {
+  const json chat = UsageJson();
+  int reasoning_tokens = 0;
+  if (!output_.reasoning().empty()) {  // the reasoning text as the tokenizer encodes it
+    absl::StatusOr<std::vector<int32_t>> ids = engine().tokenizer().Encode(output_.reasoning(), /*add_special_tokens=*/false);
+    if (ids.ok()) reasoning_tokens = static_cast<int>(ids->size());
+  }
+  return {{"input_tokens", chat["prompt_tokens"]},
+          {"input_tokens_details", {{"cached_tokens", chat["prompt_tokens_details"]["cached_tokens"]}}},
+          {"output_tokens", chat["completion_tokens"]},
+          {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens}}},
+          {"total_tokens", chat["total_tokens"]}};
+}
+
+json ResponsesCall::ResponseJson(std::optional<json> output) const {
+  const bool finished = output.has_value();
+  const bool incomplete = finished && cut_off();
+  json response = {{"id", absl::StrCat(identity().id_prefix, identity().request_id)},
+                   {"object", "response"},
+                   {"created_at", created()},
+                   {"status", !finished ? "in_progress" : incomplete ? "incomplete" : "completed"},
+                   {"background", false},
+                   {"error", nullptr},
+                   {"incomplete_details", incomplete ? json{{"reason", "max_output_tokens"}} : json(nullptr)},
+                   {"model", fields().model},
+                   {"output", finished ? std::move(*output) : json::array()},
+                   {"previous_response_id", nullptr},
+                   {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+                   {"service_tier", "default"},
+                   {"store", false},
+                   {"truncation", "disabled"},
+                   {"usage", finished ? ResponseUsage() : json(nullptr)},
+                   {"arach_variant", variant_name()}};
+  response.update(echo_);
+  if (finished) {
+    if (std::optional<json> attention = AttentionJsonOf(choices()[0])) response["arach_attention"] = std::move(*attention);
+  }
+  return response;
+}
+
+bool ResponsesCall::Send(ServerSentEvents& events, json event) {
+  event["sequence_number"] = sequence_number_++;
+  const std::string type = event["type"].get<std::string>();
+  return events.Event(type, JsonText(event));
+}
+
+bool ResponsesCall::StreamOpened(ServerSentEvents& events) {
+  return Send(events, {{"type", "response.created"}, {"response", ResponseJson(std::nullopt)}}) &&
+         Send(events, {{"type", "response.in_progress"}, {"response", ResponseJson(std::nullopt)}});
+}
+
+bool ResponsesCall::StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) {
+  for (json& event : Read(index, choice, finished)) {
+    if (!Send(events, std::move(event))) return false;
+  }
+  choice.opened = true;
+  return true;
+}
+
+bool ResponsesCall::StreamEnded(ServerSentEvents& events) {
+  json response = ResponseJson(output_.items());
+  const std::string type = response["status"] == "incomplete" ? "response.incomplete" : "response.completed";
+  return Send(events, {{"type", type}, {"response", std::move(response)}}) && events.End();
+}
+
+bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& failure) {
+  const json error = ErrorBody(failure)["error"];
+  Send(events, {{"type", "error"}, {"code", error["code"]}, {"message", error["message"]}, {"param", error["param"]}});
+  return events.End();
+}
+
+}  // namespace
+
+void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
+  ServeGeneration(context, request, response, "/v1/responses",
+                  [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
+                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body));
+                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.chat.fields));
+                    SetVariantHeaders(response, variant);
+                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id);
+                    ARACH_RETURN_IF_ERROR(call->Start());
+                    return call;
+                  });
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,310 @@
+#include "server/http/responses_request.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+#include "engine/core/status.h"
+#include "server/http/request_fields.h"
+#include "server/json_body.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+absl::Status Bad(const std::string& param, absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat(param, ": ", what)); }
+
+// `status` with the parameter its message names rewritten from chat's shape to the Responses API's
+// ("tools[1].function.name" -> "tools[1].name").
+absl::Status InResponsesTerms(const absl::Status& status, absl::string_view chat_part, absl::string_view responses_part) {
+  const std::string message(status.message());
+  const size_t param_end = message.find(": ");
+  const size_t at = message.find(std::string(chat_part));
+  if (status.ok() || at == std::string::npos || at > param_end) return status;
+  return absl::Status(status.code(), absl::StrCat(message.substr(0, at), responses_part, message.substr(at + chat_part.size())));
+}
+
+// The text of a message's content: a string, or a list of text parts (input_text; output_text and refusal in
+// the assistant's turns, as a client sends back what it was given) joined with "\n".
+absl::StatusOr<std::string> ContentText(const ordered_json& content, const std::string& field, bool assistant) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return Bad(field, "must be a string or a list of content parts");
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const ordered_json& part = content[j];
+    const std::string at = absl::StrCat(field, "[", j, "]");
+    if (!part.is_object()) return Bad(at, "must be a content part object");
+    const std::string type = part.value("type", "");
+    const char* text_key = type == "input_text" || (assistant && type == "output_text") ? "text"
+                           : assistant && type == "refusal"                              ? "refusal"
+                                                                                         : nullptr;
+    if (text_key == nullptr) {
+      return Bad(at + ".type", type.empty() ? "is required" : absl::StrCat("'", type, "' is not supported (text only: input_text",
+                                                                           assistant ? ", output_text, refusal)" : ")"));
+    }
+    const auto value = part.find(text_key);
+    if (value == part.end() || !value->is_string()) return Bad(absl::StrCat(at, ".", text_key), "must be a string");
+    if (j > 0) text += "\n";
+    text += value->get<std::string>();
+  }
+  return text;
+}
+
+absl::StatusOr<std::string> RequiredString(const ordered_json& item, const std::string& key, const std::string& at) {
+  const auto value = item.find(key);
+  if (value == item.end() || !value->is_string() || value->get<std::string>().empty()) return Bad(at + "." + key, "is required (a non-empty string)");
+  return value->get<std::string>();
+}
+
+// The text a reasoning item carries: its reasoning_text content, else its summary's texts.
+absl::StatusOr<std::string> ReasoningText(const ordered_json& item, const std::string& at) {
+  std::string text;
+  for (const char* key : {"content", "summary"}) {
+    const auto parts = item.find(key);
+    if (parts == item.end() || parts->is_null()) continue;
+    if (!parts->is_array()) return Bad(absl::StrCat(at, ".", key), "must be a list");
+    for (size_t j = 0; j < parts->size(); ++j) {
+      const ordered_json& part = (*parts)[j];
+      const auto part_text = part.is_object() ? part.find("text") : part.end();
+      if (!part.is_object() || part_text == part.end() || !part_text->is_string()) {
+        return Bad(absl::StrCat(at, ".", key, "[", j, "].text"), "must be a string");
+      }
+      if (!text.empty()) text += "\n";
+      text += part_text->get<std::string>();
+    }
+    if (!text.empty()) break;
+  }
+  return text;
+}
+
+// The conversation as chat messages: `instructions` as a system message, then `input`.
+class ConversationBuilder {
+ public:
+  absl::Status AddInstructions(const ordered_json& instructions) {
+    if (instructions.is_null()) return absl::OkStatus();
+    if (!instructions.is_string()) return Bad("instructions", "must be a string");
+    messages_.push_back({{"role", "system"}, {"content", instructions.get<std::string>()}});
+    return absl::OkStatus();
+  }
+
+  absl::Status AddInput(const ordered_json& input) {
+    if (input.is_string()) {
+      messages_.push_back({{"role", "user"}, {"content", input.get<std::string>()}});
+      return absl::OkStatus();
+    }
+    if (!input.is_array() || input.empty()) return Bad("input", "is required (a string or a non-empty list of items)");
+    for (size_t i = 0; i < input.size(); ++i) ARACH_RETURN_IF_ERROR(AddItem(input[i], absl::StrCat("input[", i, "]")));
+    if (pending_reasoning_) return Bad(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    return absl::OkStatus();
+  }
+
+  ordered_json Take() { return std::move(messages_); }
+
+ private:
+  absl::Status AddItem(const ordered_json& item, const std::string& at) {
+    if (!item.is_object()) return Bad(at, "must be an item object");
+    const auto type_it = item.find("type");
+    if (type_it != item.end() && !type_it->is_string()) return Bad(at + ".type", "must be a string");
+    const std::string type = type_it == item.end() ? (item.contains("role") ? "message" : "") : type_it->get<std::string>();
+    if (type == "message") return AddMessage(item, at);
+    if (type == "function_call") return AddFunctionCall(item, at);
+    if (type == "function_call_output") return AddFunctionCallOutput(item, at);
+    if (type == "reasoning") {
+      ARACH_ASSIGN_OR_RETURN(std::string text, ReasoningText(item, at));
+      pending_reasoning_ = pending_reasoning_ ? absl::StrCat(*pending_reasoning_, "\n", text) : text;
+      reasoning_at_ = at;
+      return absl::OkStatus();
+    }
+    if (type == "item_reference") return Bad(at + ".type", "'item_reference' is not supported: nothing is stored here; send the item itself");
+    if (type.empty()) return Bad(at + ".type", "is required (message, function_call, function_call_output or reasoning)");
+    return Bad(at + ".type", absl::StrCat("'", type, "' is not supported (message, function_call, function_call_output or reasoning)"));
+  }
+
+  absl::Status AddMessage(const ordered_json& item, const std::string& at) {
+    const auto role_it = item.find("role");
+    const std::string role = role_it != item.end() && role_it->is_string() ? role_it->get<std::string>() : "";
+    if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
+      return Bad(at + ".role", "is required: user, assistant, system or developer");
+    }
+    const auto content = item.find("content");
+    if (content == item.end() || content->is_null()) return Bad(at + ".content", "is required");
+    ARACH_ASSIGN_OR_RETURN(std::string text, ContentText(*content, at + ".content", role == "assistant"));
+    if (role == "assistant") {
+      AssistantTurn(/*for_call=*/false)["content"] = std::move(text);
+      return absl::OkStatus();
+    }
+    if (pending_reasoning_) return Bad(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    messages_.push_back({{"role", role}, {"content", std::move(text)}});
+    return absl::OkStatus();
+  }
+
+  absl::Status AddFunctionCall(const ordered_json& item, const std::string& at) {
+    ARACH_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", at));
+    ARACH_ASSIGN_OR_RETURN(std::string name, RequiredString(item, "name", at));
+    const auto arguments = item.find("arguments");
+    if (arguments == item.end() || !arguments->is_string()) return Bad(at + ".arguments", "is required (the arguments' JSON text)");
+    ordered_json& turn = AssistantTurn(/*for_call=*/true);
+    turn["tool_calls"].push_back(
+        {{"id", call_id}, {"type", "function"}, {"function", {{"name", std::move(name)}, {"arguments", arguments->get<std::string>()}}}});
+    call_ids_.push_back(std::move(call_id));
+    return absl::OkStatus();
+  }
+
+  absl::Status AddFunctionCallOutput(const ordered_json& item, const std::string& at) {
+    ARACH_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", at));
+    if (std::find(call_ids_.begin(), call_ids_.end(), call_id) == call_ids_.end()) {
+      return Bad(at + ".call_id", absl::StrCat("'", call_id, "' answers no function_call before it in input"));
+    }
+    const auto output = item.find("output");
+    if (output == item.end() || output->is_null()) return Bad(at + ".output", "is required");
+    if (pending_reasoning_) return Bad(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    ARACH_ASSIGN_OR_RETURN(std::string text, ContentText(*output, at + ".output", /*assistant=*/false));
+    messages_.push_back({{"role", "tool"}, {"tool_call_id", std::move(call_id)}, {"content", std::move(text)}});
+    return absl::OkStatus();
+  }
+
+  // The assistant turn that an assistant message or function call goes into: a message starts one; a call joins
+  // the assistant turn just before it (its message's text, or the calls before it), else starts one. A reasoning
+  // item before it becomes the turn's reasoning_content (as the chat templates of reasoning models read it).
+  ordered_json& AssistantTurn(bool for_call) {
+    const bool reuse = for_call && !messages_.empty() && messages_.back()["role"] == "assistant" && !pending_reasoning_;
+    if (!reuse) {
+      messages_.push_back({{"role", "assistant"}, {"content", nullptr}});
+      if (pending_reasoning_) messages_.back()["reasoning_content"] = std::move(*pending_reasoning_);
+      pending_reasoning_.reset();
+    }
+    ordered_json& turn = messages_.back();
+    if (for_call && !turn.contains("tool_calls")) turn["tool_calls"] = ordered_json::array();
+    return turn;
+  }
+
+  ordered_json messages_ = ordered_json::array();
+  std::vector<std::string> call_ids_;
+  std::optional<std::string> pending_reasoning_;
+  std::string reasoning_at_;
+};
+
+// The flat function tools of the Responses API ({"type": "function", "name", "description", "parameters",
+// "strict"}) in chat's shape ({"type": "function", "function": {...}}), in the order and with the keys given.
+absl::StatusOr<ordered_json> ChatTools(const ordered_json& tools) {
+  if (tools.is_null()) return tools;
+  if (!tools.is_array()) return Bad("tools", "must be a list of tools");
+  ordered_json chat = ordered_json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ordered_json& tool = tools[i];
+    const std::string at = absl::StrCat("tools[", i, "]");
+    if (!tool.is_object()) return Bad(at, "must be an object");
+    const std::string type = tool.value("type", "");
+    if (type != "function") {
+      return Bad(at + ".type", type.empty() ? "is required (\"function\")"
+                                            : absl::StrCat("'", type, "' is not supported (function tools only)"));
+    }
+    ordered_json function = ordered_json::object();
+    for (const auto& [key, value] : tool.items()) {
+      if (key != "type") function[key] = value;
+    }
+    chat.push_back({{"type", "function"}, {"function", std::move(function)}});
+  }
+  return chat;
+}
+
+// The Responses API's tool_choice ("auto", "none", "required", {"type": "function", "name"}) in chat's shape.
+absl::StatusOr<json> ChatToolChoice(const json& choice) {
+  if (!choice.is_object()) return choice;
+  const std::string type = choice.value("type", "");
+  if (type != "function") {
+    return Bad("tool_choice.type", absl::StrCat("'", type, "' is not supported (auto, none, required or a function)"));
+  }
+  const auto name = choice.find("name");
+  if (name == choice.end() || !name->is_string()) return Bad("tool_choice.name", "is required (a string)");
+  return json{{"type", "function"}, {"function", {{"name", *name}}}};
+}
+
+absl::Status CheckStreamOptions(const json& body) {
+  const auto options = body.find("stream_options");
+  if (options == body.end() || options->is_null()) return absl::OkStatus();
+  if (!options->is_object()) return Bad("stream_options", "must be an object");
+  if (!body.value("stream", false)) return Bad("stream_options", "is only allowed when stream is true");
+  for (const auto& [key, value] : options->items()) {
+    if (key != "include_obfuscation") return KeyError("stream_options", key, "is not a known parameter");
+    if (!value.is_boolean()) return Bad("stream_options.include_obfuscation", "must be true or false");
+  }
+  return absl::OkStatus();  // (no obfuscation padding is ever sent)
+}
+
+json Given(const json& body, const char* key, json otherwise) {
+  const auto it = body.find(key);
+  return it == body.end() || it->is_null() ? otherwise : *it;
+}
+
+}  // namespace
+
+absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_text) {
+  ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
+  if (!body.is_object()) return Bad("body", "must be a JSON object");
+  ARACH_ASSIGN_OR_RETURN(json plain, ParseJson(body_text, "body"));  // the same body, for the shared fields
+  ARACH_RETURN_IF_ERROR(CheckRequestParameters(plain, OpenAiRoute::kResponses));
+  ARACH_RETURN_IF_ERROR(CheckStreamOptions(plain));
+  ResponsesRequest request;
+  ChatRequest& chat = request.chat;
+  json shared = plain;
+  shared.erase("stream_options");  // (the Responses API's own; chat's are read by ParseGenerationFields)
+  ARACH_ASSIGN_OR_RETURN(chat.fields, ParseGenerationFields(shared, {"max_output_tokens"}));
+  if (const auto text = plain.find("text"); text != plain.end() && !text->is_null()) {
+    if (!text->is_object()) return Bad("text", "must be an object");
+    for (const auto& [key, value] : text->items()) {
+      if (key == "verbosity" && !value.is_null() && value != "medium") return Bad("text.verbosity", "is not supported");
+      if (key != "format" && key != "verbosity") return KeyError("text", key, "is not a known parameter");
+    }
+    ARACH_ASSIGN_OR_RETURN(chat.fields.structured_output, ParseTextFormat(text->value("format", json()), "text.format"));
+  }
+  if (const json truncation = Given(plain, "truncation", "disabled"); truncation != "disabled") {
+    return Bad("truncation", "only \"disabled\" is supported (a conversation longer than the context is refused, never cut)");
+  }
+
+  ConversationBuilder conversation;
+  ARACH_RETURN_IF_ERROR(conversation.AddInstructions(body.value("instructions", ordered_json())));
+  const auto input = body.find("input");
+  if (input == body.end() || input->is_null()) return Bad("input", "is required (a string or a non-empty list of items)");
+  ARACH_RETURN_IF_ERROR(conversation.AddInput(*input));
+  chat.input.messages = conversation.Take();
+
+  ARACH_ASSIGN_OR_RETURN(const ordered_json tools, ChatTools(body.value("tools", ordered_json())));
+  auto parsed_tools = ParseTools(json(tools), "tools");
+  if (!parsed_tools.ok()) return InResponsesTerms(parsed_tools.status(), "].function", "]");
+  chat.tools = std::move(*parsed_tools);
+  if (!chat.tools.empty()) chat.input.tools = tools;
+  ARACH_ASSIGN_OR_RETURN(const json tool_choice, ChatToolChoice(plain.value("tool_choice", json())));
+  auto parsed_choice = ParseToolChoice(tool_choice, chat.tools, "tool_choice");
+  if (!parsed_choice.ok()) return InResponsesTerms(parsed_choice.status(), "tool_choice.function.name", "tool_choice.name");
+  chat.tool_choice = *parsed_choice;
+  if (chat.tool_choice.mode == ToolChoice::Mode::kNone) chat.input.tools = nullptr;  // no call can come
+  if (const json parallel = Given(plain, "parallel_tool_calls", true); parallel.is_boolean()) {
+    chat.parallel_tool_calls = parallel.get<bool>();
+  } else {
+    return Bad("parallel_tool_calls", "must be true or false");
+  }
+  if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
+    ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(*kwargs, "chat_template_kwargs"));
+    chat.input.extra = *kwargs;
+  }
+  if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return Bad("metadata", "must be an object");
+  request.echo = {{"instructions", Given(plain, "instructions", nullptr)},
+                  {"max_output_tokens", Given(plain, "max_output_tokens", nullptr)},
+                  {"metadata", Given(plain, "metadata", json::object())},
+                  {"parallel_tool_calls", chat.parallel_tool_calls},
+                  {"temperature", Given(plain, "temperature", 1.0)},
+                  {"text", {{"format", Given(plain.value("text", json::object()), "format", {{"type", "text"}})}}},
+                  {"tool_choice", Given(plain, "tool_choice", "auto")},
+                  {"tools", Given(plain, "tools", json::array())},
+                  {"top_p", Given(plain, "top_p", 1.0)},
+                  {"user", Given(plain, "user", nullptr)}};
+  return request;
+}
+
+}  // namespace arach::server::http
