@@ -28,6 +28,13 @@ absl::Status InResponsesTerms(const absl::Status& status, absl::string_view chat
   return absl::Status(status.code(), absl::StrCat(message.substr(0, at), responses_part, message.substr(at + chat_part.size())));
 }
 
+// The string at `key` of `object`, or "" where it is absent or not a string.
+template <typename Json>
+std::string StringAt(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->template get<std::string>() : "";
+}
+
 // The text of a message's content: a string, or a list of text parts (input_text; output_text and refusal in
 // the assistant's turns, as a client sends back what it was given) joined with "\n".
 absl::StatusOr<std::string> ContentText(const ordered_json& content, const std::string& field, bool assistant) {
@@ -38,12 +45,12 @@ absl::StatusOr<std::string> ContentText(const ordered_json& content, const std::
     const ordered_json& part = content[j];
     const std::string at = absl::StrCat(field, "[", j, "]");
     if (!part.is_object()) return Bad(at, "must be a content part object");
-    const std::string type = part.value("type", "");
+    const std::string type = StringAt(part, "type");
     const char* text_key = type == "input_text" || (assistant && type == "output_text") ? "text"
                            : assistant && type == "refusal"                              ? "refusal"
                                                                                          : nullptr;
     if (text_key == nullptr) {
-      return Bad(at + ".type", type.empty() ? "is required" : absl::StrCat("'", type, "' is not supported (text only: input_text",
+      return Bad(at + ".type", type.empty() ? "is required (a string)" : absl::StrCat("'", type, "' is not supported (text only: input_text",
                                                                            assistant ? ", output_text, refusal)" : ")"));
     }
     const auto value = part.find(text_key);
@@ -198,7 +205,7 @@ absl::StatusOr<ordered_json> ChatTools(const ordered_json& tools) {
     const ordered_json& tool = tools[i];
     const std::string at = absl::StrCat("tools[", i, "]");
     if (!tool.is_object()) return Bad(at, "must be an object");
-    const std::string type = tool.value("type", "");
+    const std::string type = StringAt(tool, "type");
     if (type != "function") {
       return Bad(at + ".type", type.empty() ? "is required (\"function\")"
                                             : absl::StrCat("'", type, "' is not supported (function tools only)"));
@@ -215,7 +222,7 @@ absl::StatusOr<ordered_json> ChatTools(const ordered_json& tools) {
 // The Responses API's tool_choice ("auto", "none", "required", {"type": "function", "name"}) in chat's shape.
 absl::StatusOr<json> ChatToolChoice(const json& choice) {
   if (!choice.is_object()) return choice;
-  const std::string type = choice.value("type", "");
+  const std::string type = StringAt(choice, "type");
   if (type != "function") {
     return Bad("tool_choice.type", absl::StrCat("'", type, "' is not supported (auto, none, required or a function)"));
   }
@@ -228,7 +235,7 @@ absl::Status CheckStreamOptions(const json& body) {
   const auto options = body.find("stream_options");
   if (options == body.end() || options->is_null()) return absl::OkStatus();
   if (!options->is_object()) return Bad("stream_options", "must be an object");
-  if (!body.value("stream", false)) return Bad("stream_options", "is only allowed when stream is true");
+  if (const auto stream = body.find("stream"); stream == body.end() || *stream != true) return Bad("stream_options", "is only allowed when stream is true");
   for (const auto& [key, value] : options->items()) {
     if (key != "include_obfuscation") return KeyError("stream_options", key, "is not a known parameter");
     if (!value.is_boolean()) return Bad("stream_options.include_obfuscation", "must be true or false");

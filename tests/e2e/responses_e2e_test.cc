@@ -1,0 +1,231 @@
+// The OpenAI Responses API (/v1/responses) end to end: arach-server on qwen3-tiny with the real Qwen3 template
+// (../shared/fixtures/chat). A response is the chat turn /v1/chat/completions answers for the same conversation
+// (greedy: the same text, usage and finish); a stream's named events come in sequence and assemble to the
+// whole answer; function calls go round the loop (the calls sent back with their outputs render the conversation
+// chat renders); errors name the Responses API's parameters in OpenAI's shape. The openai client's own
+// responses helpers: tests/openai_client/responses.mjs.
+#include <httplib.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "engine/constraint/constraint_compiler.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/http_answer.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+using json = nlohmann::json;
+using testing::HttpAnswer;
+using testing::ServerProcess;
+
+// A streamed answer: each event's name and data.
+struct StreamEvent {
+  std::string name;
+  json data;
+};
+
+// The texts of a response's output items of `type` ("message": output_text, "reasoning": reasoning_text), joined.
+std::string TextOf(const json& response, const std::string& type) {
+  std::string text;
+  for (const json& item : response["output"]) {
+    if (item["type"] != type) continue;
+    for (const json& part : item["content"]) text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+class ResponsesServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::HaveFixtures()) return;
+    dir_ = new testing::ScopedTempDir();
+    const std::string path = dir_->path() + "/qwen3.jinja";
+    std::ifstream in(testing::FixturePath("chat/templates.json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(path) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
+    auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
+                                                             "--kv_cache_bytes=33554432"});
+    if (server.ok()) server_ = server->release();
+    start_status_ = new absl::Status(server.status());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+    delete start_status_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    ASSERT_NE(server_, nullptr) << *start_status_;
+  }
+
+  static HttpAnswer Post(const std::string& path, const nlohmann::ordered_json& body) {
+    return testing::HttpSend(server_->http_address(), "POST", path, body.dump());
+  }
+  static std::vector<StreamEvent> PostStream(const nlohmann::ordered_json& body) {
+    httplib::Client client("http://" + server_->http_address());
+    client.set_read_timeout(120, 0);
+    httplib::Result r = client.Post("/v1/responses", body.dump(), "application/json");
+    std::vector<StreamEvent> events;
+    if (!r || r->status != 200) {
+      ADD_FAILURE() << "stream: " << (r ? r->body : "no answer");
+      return events;
+    }
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    for (absl::string_view block : absl::StrSplit(r->body, "\n\n", absl::SkipEmpty())) {
+      StreamEvent event;
+      for (absl::string_view line : absl::StrSplit(block, '\n')) {
+        if (absl::ConsumePrefix(&line, "event: ")) event.name = std::string(line);
+        if (absl::ConsumePrefix(&line, "data: ")) event.data = json::parse(line, nullptr, false);
+      }
+      if (!event.name.empty() || !event.data.is_null()) events.push_back(std::move(event));
+    }
+    return events;
+  }
+
+  static testing::ScopedTempDir* dir_;
+  static ServerProcess* server_;
+  static absl::Status* start_status_;
+};
+
+testing::ScopedTempDir* ResponsesServer::dir_ = nullptr;
+ServerProcess* ResponsesServer::server_ = nullptr;
+absl::Status* ResponsesServer::start_status_ = nullptr;
+
+TEST_F(ResponsesServer, AResponseIsTheChatTurnChatCompletionsAnswers) {
+  for (const bool thinking : {false, true}) {
+    SCOPED_TRACE(thinking ? "thinking" : "not thinking");
+    const json kwargs = {{"enable_thinking", thinking}};
+    const HttpAnswer response = Post("/v1/responses", {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", "Tell me a story."},
+                                                       {"max_output_tokens", 24}, {"temperature", 0}, {"chat_template_kwargs", kwargs}});
+    const HttpAnswer chat = Post("/v1/chat/completions", {{"model", "qwen3-tiny"}, {"messages", {{{"role", "system"}, {"content", "Be brief."}},
+                                                                                                  {{"role", "user"}, {"content", "Tell me a story."}}}},
+                                                          {"max_tokens", 24}, {"temperature", 0}, {"chat_template_kwargs", kwargs}});
+    ASSERT_EQ(response.status, 200) << response.body;
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    const json& r = response.body;
+    const json& message = chat.body["choices"][0]["message"];
+    EXPECT_EQ(r["object"], "response");
+    EXPECT_EQ(r["id"].get<std::string>().rfind("resp_", 0), 0u) << r["id"];
+    EXPECT_EQ(TextOf(r, "message"), message["content"].is_string() ? message["content"].get<std::string>() : "");
+    EXPECT_EQ(TextOf(r, "reasoning"), message["reasoning_content"].is_string() ? message["reasoning_content"].get<std::string>() : "");
+    EXPECT_EQ(r["usage"]["input_tokens"], chat.body["usage"]["prompt_tokens"]);
+    EXPECT_EQ(r["usage"]["output_tokens"], chat.body["usage"]["completion_tokens"]);
+    EXPECT_EQ(r["usage"]["total_tokens"], chat.body["usage"]["total_tokens"]);
+    const bool cut_off = chat.body["choices"][0]["finish_reason"] == "length";
+    EXPECT_EQ(r["status"], cut_off ? "incomplete" : "completed");
+    const json incomplete_details = cut_off ? json{{"reason", "max_output_tokens"}} : json(nullptr);
+    EXPECT_EQ(r["incomplete_details"], incomplete_details);
+    EXPECT_EQ(r["instructions"], "Be brief.");
+    EXPECT_EQ(r["max_output_tokens"], 24);
+    EXPECT_EQ(r["store"], false) << "nothing is stored";
+    EXPECT_EQ(response.header("x-arach-variant"), "base");
+  }
+}
+
+TEST_F(ResponsesServer, StreamedEventsComeInSequenceAndAssembleToTheWholeAnswer) {
+  const nlohmann::ordered_json body = {{"model", "qwen3-tiny"}, {"input", "Hello there"}, {"max_output_tokens", 40},
+                                       {"temperature", 1}, {"seed", 7}};
+  const HttpAnswer whole = Post("/v1/responses", body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  nlohmann::ordered_json streamed_body = body;
+  streamed_body["stream"] = true;
+  const std::vector<StreamEvent> events = PostStream(streamed_body);
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events[0].name, "response.created");
+  EXPECT_EQ(events[0].data["response"]["status"], "in_progress");
+  EXPECT_EQ(events[1].name, "response.in_progress");
+  std::string text;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].data["type"], events[i].name) << "the event's name is its type";
+    EXPECT_EQ(events[i].data["sequence_number"], i);
+    if (events[i].name == "response.output_text.delta") text += events[i].data["delta"].get<std::string>();
+  }
+  const json& final_response = events.back().data["response"];
+  EXPECT_TRUE(events.back().name == "response.completed" || events.back().name == "response.incomplete") << events.back().name;
+  EXPECT_EQ(final_response["status"], whole.body["status"]);
+  EXPECT_EQ(text, TextOf(final_response, "message"));
+  EXPECT_EQ(text, TextOf(whole.body, "message")) << "seeded: the stream says what the whole answer says";
+  EXPECT_EQ(final_response["usage"], whole.body["usage"]);
+  EXPECT_EQ(final_response["output"].size(), whole.body["output"].size());
+}
+
+TEST_F(ResponsesServer, FunctionCallsGoRoundTheLoopAsChatsToolCallsDo) {
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "tool calls need structured output: " << StructuredOutputBackend();
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([{"type": "function", "name": "get_weather",
+      "description": "Weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}},
+      "required": ["city"], "additionalProperties": false}}])");
+  const nlohmann::ordered_json user = {{"role", "user"}, {"content", "Weather in Paris?"}};
+  const json kwargs = {{"enable_thinking", false}};
+  const HttpAnswer first = Post("/v1/responses", {{"model", "qwen3-tiny"}, {"input", {user}}, {"tools", tools}, {"tool_choice", "required"},
+                                                  {"parallel_tool_calls", false}, {"max_output_tokens", 60}, {"temperature", 1}, {"seed", 3},
+                                                  {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(first.body["status"], "completed") << first.body;
+  nlohmann::ordered_json input = {user};
+  nlohmann::ordered_json chat_calls = nlohmann::ordered_json::array();
+  for (const json& item : first.body["output"]) {
+    if (item["type"] != "function_call") continue;
+    EXPECT_EQ(item["name"], "get_weather");
+    EXPECT_EQ(item["status"], "completed");
+    const json arguments = json::parse(item["arguments"].get<std::string>(), nullptr, false);
+    EXPECT_TRUE(arguments.is_object() && arguments["city"].is_string()) << item;
+    input.push_back(nlohmann::ordered_json::parse(item.dump()));  // sent back as it came
+    chat_calls.push_back({{"id", item["call_id"]}, {"type", "function"},
+                          {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
+  }
+  ASSERT_EQ(chat_calls.size(), 1u) << first.body;
+  input.push_back({{"type", "function_call_output"}, {"call_id", chat_calls[0]["id"]}, {"output", "Sunny, 21 C"}});
+
+  // The next turn: greedy, its answer is the chat turn's for the same conversation.
+  const HttpAnswer second = Post("/v1/responses", {{"model", "qwen3-tiny"}, {"input", input}, {"tools", tools}, {"max_output_tokens", 16},
+                                                   {"temperature", 0}, {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(second.status, 200) << second.body;
+  nlohmann::ordered_json chat_tools = nlohmann::ordered_json::array();
+  for (const auto& tool : tools) {
+    nlohmann::ordered_json function = tool;
+    function.erase("type");
+    chat_tools.push_back({{"type", "function"}, {"function", function}});
+  }
+  const HttpAnswer chat = Post("/v1/chat/completions",
+                               {{"model", "qwen3-tiny"},
+                                {"messages", {user, {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", chat_calls}},
+                                              {{"role", "tool"}, {"tool_call_id", chat_calls[0]["id"]}, {"content", "Sunny, 21 C"}}}},
+                                {"tools", chat_tools}, {"max_tokens", 16}, {"temperature", 0}, {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(second.body["usage"]["input_tokens"], chat.body["usage"]["prompt_tokens"]) << "the same prompt";
+  const json& message = chat.body["choices"][0]["message"];
+  EXPECT_EQ(TextOf(second.body, "message"), message["content"].is_string() ? message["content"].get<std::string>() : "");
+}
+
+TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
+  std::string too_long;  // more tokens than the model's 40,960 positions
+  for (int i = 0; i < 25000; ++i) too_long += " " + std::to_string(i);
+  const std::vector<std::pair<nlohmann::ordered_json, std::string>> cases = {
+      {{{"model", "qwen3-tiny"}, {"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}},
+       "input[0].content[0].type"},
+      {{{"model", "qwen3-tiny"}, {"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens"},
+      {{{"model", "qwen3-tiny"}, {"input", too_long}}, "input"},
+      {{{"model", "qwen3-tiny"}, {"input", "x"}, {"previous_response_id", "resp_1"}}, "previous_response_id"},
+      {{{"model", "qwen3-tiny"}, {"input", "x"}, {"temperature", -1}}, "temperature"},
+  };
+  for (const auto& [body, param] : cases) {
+    const HttpAnswer answer = Post("/v1/responses", body);
+    EXPECT_EQ(answer.status, 400) << body.dump().substr(0, 200) << " -> " << answer.body.dump().substr(0, 300);
+    EXPECT_EQ(answer.body["error"]["param"], param) << answer.body.dump().substr(0, 300);
+  }
+  const HttpAnswer other_model = Post("/v1/responses", {{"model", "gpt-5"}, {"input", "x"}});
+  EXPECT_EQ(other_model.status, 404) << other_model.body;
+}
+
+}  // namespace
+}  // namespace arach

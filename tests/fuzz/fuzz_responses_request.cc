@@ -1,0 +1,25 @@
+// libFuzzer: arbitrary bytes as the body of POST /v1/responses reach the HTTP API's reader (ParseResponsesRequest:
+// input items, instructions, flat tools, tool_choice, text.format and the parameter check): every outcome is a
+// request or an INVALID_ARGUMENT naming a parameter; never a crash or an exception.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "server/http/openai_error.h"
+#include "server/http/responses_request.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  const absl::StatusOr<arach::server::http::ResponsesRequest> request = arach::server::http::ParseResponsesRequest(body);
+  if (!request.ok()) {
+    if (request.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
+    if (arach::server::http::ErrorParam(request.status()).empty()) std::abort();  // every refusal names a parameter
+    (void)arach::server::http::JsonText(arach::server::http::ErrorBody(request.status()));
+    return 0;
+  }
+  if (request->chat.input.messages.empty() || request->chat.fields.n != 1) std::abort();
+  const bool named = request->chat.tool_choice.mode == arach::server::ToolChoice::Mode::kNamed;
+  if (named && request->chat.tools.empty()) std::abort();  // a named function is one of the tools
+  return 0;
+}

@@ -1,0 +1,285 @@
+// The Responses API's pieces without a server: a /v1/responses body read as the chat turn it asks for (every
+// error naming the Responses API's own parameter), and the output items with the stream events that build them
+// (the events, accumulated the way OpenAI's clients do, give the items of the whole answer).
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/http/openai_error.h"
+#include "server/http/response_output.h"
+#include "server/http/responses_request.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+std::string ParamOf(const std::string& body) {
+  const absl::StatusOr<ResponsesRequest> parsed = ParseResponsesRequest(body);
+  if (parsed.ok()) return "<ok>";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << parsed.status();
+  return ErrorParam(parsed.status());
+}
+
+TEST(ResponsesRequest, AStringInputIsOneUserTurnAfterTheInstructions) {
+  auto parsed = ParseResponsesRequest(
+      R"({"model": "m", "instructions": "Be brief.", "input": "Hi", "max_output_tokens": 7, "temperature": 0.5, "user": "u1"})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->chat.input.messages, ordered_json::parse(R"([{"role": "system", "content": "Be brief."},
+                                                                {"role": "user", "content": "Hi"}])"));
+  EXPECT_EQ(parsed->chat.fields.sampling.max_tokens, 7);
+  EXPECT_TRUE(parsed->chat.fields.max_tokens_given);
+  EXPECT_FLOAT_EQ(parsed->chat.fields.sampling.temperature, 0.5f);
+  EXPECT_EQ(parsed->chat.fields.variant.experiment_key, "u1");
+  EXPECT_EQ(parsed->chat.fields.n, 1);
+  EXPECT_EQ(parsed->echo["instructions"], "Be brief.");
+  EXPECT_EQ(parsed->echo["max_output_tokens"], 7);
+  EXPECT_EQ(parsed->echo["tools"], json::array());
+  EXPECT_EQ(parsed->echo["text"], json::parse(R"({"format": {"type": "text"}})"));
+  EXPECT_EQ(parsed->chat.tool_choice.mode, ToolChoice::Mode::kNone) << "no tools: no calls";
+}
+
+TEST(ResponsesRequest, ItemsBecomeTheChatConversation) {
+  // What a client sends back after a turn that reasoned, said something and called two functions.
+  auto parsed = ParseResponsesRequest(R"({"model": "m", "input": [
+      {"role": "developer", "content": [{"type": "input_text", "text": "Use tools."}]},
+      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}, {"type": "input_text", "text": "Now."}]},
+      {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "Need the tool."}]},
+      {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+       "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+      {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "weather", "arguments": "{\"city\": \"Paris\"}"},
+      {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "time", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "call_a", "output": "sunny"},
+      {"type": "function_call_output", "call_id": "call_b", "output": [{"type": "input_text", "text": "noon"}]},
+      {"role": "user", "content": "Thanks"}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->chat.input.messages, ordered_json::parse(R"([
+      {"role": "developer", "content": "Use tools."},
+      {"role": "user", "content": "Weather?\nNow."},
+      {"role": "assistant", "content": "Checking.", "reasoning_content": "Need the tool.", "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "time", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "call_a", "content": "sunny"},
+      {"role": "tool", "tool_call_id": "call_b", "content": "noon"},
+      {"role": "user", "content": "Thanks"}])"));
+}
+
+TEST(ResponsesRequest, FlatFunctionToolsChoiceAndTextFormat) {
+  auto parsed = ParseResponsesRequest(R"({"model": "m", "input": "x", "parallel_tool_calls": false,
+      "tools": [{"type": "function", "name": "weather", "description": "d", "parameters": {"type": "object"}, "strict": true}],
+      "tool_choice": {"type": "function", "name": "weather"},
+      "text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}, "strict": true}}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->chat.tools.size(), 1u);
+  EXPECT_EQ(parsed->chat.tools[0].name, "weather");
+  EXPECT_EQ(parsed->chat.input.tools, ordered_json::parse(R"([{"type": "function", "function":
+      {"name": "weather", "description": "d", "parameters": {"type": "object"}, "strict": true}}])"))
+      << "the template sees chat's shape";
+  EXPECT_EQ(parsed->chat.tool_choice.mode, ToolChoice::Mode::kNamed);
+  EXPECT_EQ(parsed->chat.tool_choice.name, "weather");
+  EXPECT_FALSE(parsed->chat.parallel_tool_calls);
+  EXPECT_EQ(parsed->chat.fields.structured_output.constraint.kind, OutputConstraint::Kind::kJsonSchema);
+  EXPECT_TRUE(parsed->chat.fields.structured_output.constraint.strict);
+  EXPECT_EQ(parsed->chat.fields.structured_output.field, "text.format.schema");
+  EXPECT_EQ(parsed->echo["tool_choice"], json::parse(R"({"type": "function", "name": "weather"})"));
+
+  auto none = ParseResponsesRequest(R"({"model": "m", "input": "x", "tool_choice": "none",
+      "tools": [{"type": "function", "name": "weather"}]})");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->chat.input.tools.is_null()) << "tool_choice none keeps the tools out of the prompt";
+  auto object = ParseResponsesRequest(R"({"model": "m", "input": "x", "text": {"format": {"type": "json_object"}}})");
+  ASSERT_TRUE(object.ok());
+  EXPECT_EQ(object->chat.fields.structured_output.constraint.kind, OutputConstraint::Kind::kJsonObject);
+}
+
+TEST(ResponsesRequest, ClientsDefaultsAskForNothing) {
+  EXPECT_EQ(ParamOf(R"({"model": "m", "input": "x", "store": true, "background": false, "include": [], "truncation": "disabled",
+      "reasoning": {"effort": null, "summary": null}, "metadata": {"k": "v"}, "service_tier": "auto", "stream": true,
+      "stream_options": {"include_obfuscation": false}, "text": {"format": {"type": "text"}, "verbosity": "medium"}})"),
+            "<ok>");
+}
+
+TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"input": "x"})", "model"},
+      {R"({"model": "m"})", "input"},
+      {R"({"model": "m", "input": []})", "input"},
+      {R"({"model": "m", "input": "x", "instructions": 3})", "instructions"},
+      {R"({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})", "input[0].content[0].type"},
+      {R"({"model": "m", "input": [{"role": "user", "content": [{"type": "output_text", "text": "t"}]}]})", "input[0].content[0].type"},
+      {R"({"model": "m", "input": [{"role": "tool", "content": "t"}]})", "input[0].role"},
+      {R"({"model": "m", "input": [{"role": "user"}]})", "input[0].content"},
+      {R"({"model": "m", "input": [{"content": "t"}]})", "input[0].type"},
+      {R"({"model": "m", "input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type"},
+      {R"({"model": "m", "input": [{"type": "web_search_call"}]})", "input[0].type"},
+      {R"({"model": "m", "input": [{"type": "function_call", "call_id": "c", "arguments": "{}"}]})", "input[0].name"},
+      {R"({"model": "m", "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}]})", "input[0].arguments"},
+      {R"({"model": "m", "input": [{"role": "user", "content": "q"}, {"type": "function_call_output", "call_id": "c", "output": "o"}]})",
+       "input[1].call_id"},
+      {R"({"model": "m", "input": [{"role": "user", "content": "q"}, {"type": "reasoning", "summary": []}]})", "input[1]"},
+      {R"({"model": "m", "input": [{"type": "reasoning", "content": [{"type": "reasoning_text"}]}]})", "input[0].content[0].text"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "web_search"}]})", "tools[0].type"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "bad name"}]})", "tools[0].name"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"type": "array"}}]})",
+       "tools[0].parameters.type"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function", "name": "g"}})",
+       "tool_choice.name"},
+      {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "allowed_tools"}})",
+       "tool_choice.type"},
+      {R"({"model": "m", "input": "x", "tool_choice": "required"})", "tool_choice"},
+      {R"({"model": "m", "input": "x", "parallel_tool_calls": "yes"})", "parallel_tool_calls"},
+      {R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "schema": {}}}})", "text.format.name"},
+      {R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": 3}}})", "text.format.schema"},
+      {R"({"model": "m", "input": "x", "text": {"format": {"type": "yaml"}}})", "text.format.type"},
+      {R"({"model": "m", "input": "x", "text": {"verbosity": "low"}})", "text.verbosity"},
+      {R"({"model": "m", "input": "x", "max_output_tokens": "9"})", "max_output_tokens"},
+      {R"({"model": "m", "input": "x", "truncation": "auto"})", "truncation"},
+      {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
+      {R"({"model": "m", "input": "x", "conversation": "conv_1"})", "conversation"},
+      {R"({"model": "m", "input": "x", "background": true})", "background"},
+      {R"({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})", "include"},
+      {R"({"model": "m", "input": "x", "reasoning": {"effort": "high"}})", "reasoning"},
+      {R"({"model": "m", "input": "x", "n": 2})", "n"},
+      {R"({"model": "m", "input": "x", "max_tokens": 2})", "max_tokens"},
+      {R"({"model": "m", "input": "x", "messages": []})", "messages"},
+      {R"({"model": "m", "input": "x", "frobnicate": 1})", "frobnicate"},
+      {R"({"model": "m", "input": "x", "stream": true, "stream_options": {"include_usage": true}})", "stream_options.include_usage"},
+      {R"({"model": "m", "input": "x", "stream_options": {"include_obfuscation": true}})", "stream_options"},
+      {R"({"model": "m", "input": "x", "metadata": []})", "metadata"},
+      {R"({"model": "m", "input": "x", "chat_template_kwargs": {"messages": []}})", "chat_template_kwargs"},
+  };
+  for (const auto& [body, param] : cases) EXPECT_EQ(ParamOf(body), param) << body;
+  // Chat's own parameters are told apart from unknown ones.
+  auto n = ParseResponsesRequest(R"({"model": "m", "input": "x", "n": 2})");
+  EXPECT_NE(n.status().message().find("not a parameter of /v1/responses"), std::string::npos) << n.status();
+}
+
+// The response as OpenAI's clients build it from a stream's events (openai-node's ResponseStream, extended to
+// reasoning items), checking that each event places itself at an item and a content part that exist.
+class StreamAccumulator {
+ public:
+  void Apply(const json& event) {
+    const std::string type = event["type"];
+    if (type == "response.output_item.added") {
+      ASSERT_EQ(event["output_index"], output_.size()) << event;
+      output_.push_back(event["item"]);
+      return;
+    }
+    ASSERT_LT(event["output_index"].get<size_t>(), output_.size()) << event;
+    json& item = output_[event["output_index"].get<size_t>()];
+    if (event.contains("item_id")) ASSERT_EQ(event["item_id"], item["id"]) << event;
+    if (type == "response.content_part.added") {
+      item["content"].push_back(event["part"]);
+    } else if (type == "response.output_text.delta" || type == "response.reasoning_text.delta") {
+      ASSERT_LT(event["content_index"].get<size_t>(), item["content"].size()) << event;
+      json& part = item["content"][event["content_index"].get<size_t>()];
+      ASSERT_EQ(part["type"], type == "response.output_text.delta" ? "output_text" : "reasoning_text") << event;
+      part["text"] = part["text"].get<std::string>() + event["delta"].get<std::string>();
+    } else if (type == "response.function_call_arguments.delta") {
+      item["arguments"] = item["arguments"].get<std::string>() + event["delta"].get<std::string>();
+    } else if (type == "response.output_text.done" || type == "response.reasoning_text.done") {
+      EXPECT_EQ(event["text"], item["content"][event["content_index"].get<size_t>()]["text"]) << event;
+    } else if (type == "response.function_call_arguments.done") {
+      EXPECT_EQ(event["arguments"], item["arguments"]) << event;
+    } else if (type == "response.output_item.done") {
+      json expected = item;
+      expected["status"] = event["item"]["status"];
+      EXPECT_EQ(event["item"], expected) << "an item's done event repeats what its events built";
+      item = event["item"];
+    } else if (type != "response.content_part.done") {
+      ADD_FAILURE() << "unexpected event " << event;
+    }
+  }
+  const json& output() const { return output_; }
+
+ private:
+  json output_ = json::array();
+};
+
+std::vector<json> Concat(std::vector<json> a, const std::vector<json>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
+  ResponseOutput output("abc");
+  StreamAccumulator stream;
+  std::vector<json> events;
+  ChatOutputDelta d1;
+  d1.reasoning = "Think";
+  ChatOutputDelta d2;
+  d2.reasoning = "ing.";
+  d2.content = "Let me ";
+  ChatOutputDelta d3;
+  d3.content = "check.";
+  d3.tool_calls = {{"weather", R"({"city":"Paris"})"}, {"time", "{}"}};
+  ChatOutputDelta d4;
+  d4.content = "Done";
+  for (const ChatOutputDelta& d : {d1, d2, d3, d4}) events = Concat(events, output.Add(d));
+  events = Concat(events, output.Finish(/*incomplete=*/false));
+  for (const json& e : events) stream.Apply(e);
+  const json& items = output.items();
+  EXPECT_EQ(stream.output(), items);
+  ASSERT_EQ(items.size(), 5u);
+  EXPECT_EQ(items[0]["type"], "reasoning");
+  EXPECT_EQ(items[0]["content"][0]["text"], "Thinking.");
+  EXPECT_EQ(items[1]["type"], "message");
+  EXPECT_EQ(items[1]["content"][0]["text"], "Let me check.");
+  EXPECT_EQ(items[1]["status"], "completed");
+  EXPECT_EQ(items[2]["type"], "function_call");
+  EXPECT_EQ(items[2]["name"], "weather");
+  EXPECT_EQ(items[2]["arguments"], R"({"city":"Paris"})");
+  EXPECT_EQ(items[2]["status"], "completed");
+  EXPECT_EQ(items[3]["name"], "time");
+  EXPECT_NE(items[2]["call_id"], items[3]["call_id"]);
+  EXPECT_EQ(items[4]["content"][0]["text"], "Done") << "content after a call is a message of its own";
+  EXPECT_EQ(output.reasoning(), "Thinking.");
+  std::vector<std::string> ids;
+  for (const json& item : items) ids.push_back(item["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"rs_abc_0", "msg_abc_1", "fc_abc_2", "fc_abc_3", "msg_abc_4"}));
+}
+
+TEST(ResponseOutput, ACutOffMessageIsIncompleteAndASilentTurnIsAnEmptyMessage) {
+  ResponseOutput cut("x");
+  ChatOutputDelta d;
+  d.content = "Once upon";
+  StreamAccumulator stream;
+  std::vector<json> events = cut.Add(d);
+  events = Concat(events, cut.Finish(/*incomplete=*/true));
+  for (const json& e : events) stream.Apply(e);
+  ASSERT_EQ(cut.items().size(), 1u);
+  EXPECT_EQ(cut.items()[0]["status"], "incomplete");
+  EXPECT_EQ(stream.output(), cut.items());
+
+  ResponseOutput silent("y");
+  StreamAccumulator silent_stream;
+  std::vector<json> silent_events = silent.Add(ChatOutputDelta{});
+  silent_events = Concat(silent_events, silent.Finish(false));
+  for (const json& e : silent_events) silent_stream.Apply(e);
+  ASSERT_EQ(silent.items().size(), 1u);
+  EXPECT_EQ(silent.items()[0]["type"], "message");
+  EXPECT_EQ(silent.items()[0]["content"][0]["text"], "");
+  EXPECT_EQ(silent_stream.output(), silent.items());
+}
+
+TEST(ResponseOutput, AWholeTurnGivesTheSameItemsAsItsPieces) {
+  ChatOutputDelta whole;
+  whole.reasoning = "Hmm.";
+  whole.content = "Hello world";
+  ResponseOutput at_once("s");
+  at_once.Add(whole);
+  at_once.Finish(false);
+  ResponseOutput in_pieces("s");
+  for (const char* piece : {"Hel", "lo", " world"}) {
+    ChatOutputDelta d;
+    if (std::string(piece) == "Hel") d.reasoning = "Hmm.";
+    d.content = piece;
+    in_pieces.Add(d);
+  }
+  in_pieces.Finish(false);
+  EXPECT_EQ(at_once.items(), in_pieces.items());
+}
+
+}  // namespace
+}  // namespace arach::server::http
