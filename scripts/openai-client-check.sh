@@ -2,7 +2,8 @@
 # Drives a fixture arach-server (gpt2-tiny with its adapter) through its OpenAI HTTP API with the official
 # openai npm client (installed from the npm registry into tests/openai_client) and compares the answers with
 # the gRPC API (tests/openai_client/check.mjs); then /v1/chat/completions on qwen3-tiny with the real Qwen3 chat
-# template (tests/openai_client/chat.mjs) and its Responses API (responses.mjs), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
+# template (tests/openai_client/chat.mjs) and its Responses API (responses.mjs; agents.mjs: the OpenAI Agents SDK's tool
+# loop and output types), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
 # calls in the Hermes syntax (tools.mjs); tool calls in the Llama 3.1 and Mistral syntaxes on llama3-tiny with
 # templates written in those conventions (tests/openai_client/templates); then a closed server, HTTPS and an API
 # key (tests/openai_client/secure.mjs).
@@ -16,7 +17,7 @@ for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "[openai-client] $tool not found: skipped"; exit 77; }
 done
 [ -d "$fixtures/gpt2-tiny" ] || { echo "[openai-client] no fixtures at $fixtures: skipped"; exit 77; }
-if [ ! -d "$check/node_modules/openai" ] || [ ! -d "$check/node_modules/ajv" ]; then
+if [ ! -d "$check/node_modules/openai" ] || [ ! -d "$check/node_modules/ajv" ] || [ ! -d "$check/node_modules/@openai/agents" ]; then
   (cd "$check" && npm ci --no-audit --no-fund --silent) || { echo "[openai-client] npm ci failed: skipped"; exit 77; }
 fi
 source scripts/lib/fixture-server.sh
@@ -33,6 +34,7 @@ if grep -q "Structured output.*: unavailable" <<< "$server_help"; then
   node "$check/responses.mjs" "$http" qwen3-tiny no-tools
 else
   node "$check/responses.mjs" "$http" qwen3-tiny tools
+  node "$check/agents.mjs" "$http" qwen3-tiny
 fi
 if grep -q "Structured output.*: unavailable" <<< "$server_help"; then
   echo "[openai-client] structured output and tool calls: skipped (this build has no xgrammar)"
