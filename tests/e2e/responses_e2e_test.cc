@@ -6,18 +6,14 @@
 // responses helpers: tests/openai_client/responses.mjs.
 #include <httplib.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_split.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/http_answer.h"
+#include "tests/testing/qwen3_chat_server.h"
 #include "tests/testing/server_process.h"
-#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -42,32 +38,8 @@ std::string TextOf(const json& response, const std::string& type) {
   return text;
 }
 
-class ResponsesServer : public ::testing::Test {
+class ResponsesServer : public testing::SharedQwen3ChatServer<ResponsesServer> {
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    dir_ = new testing::ScopedTempDir();
-    const std::string path = dir_->path() + "/qwen3.jinja";
-    std::ifstream in(testing::FixturePath("chat/templates.json"));
-    std::stringstream text;
-    text << in.rdbuf();
-    std::ofstream(path) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
-    auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
-                                                             "--kv_cache_bytes=33554432"});
-    if (server.ok()) server_ = server->release();
-    start_status_ = new absl::Status(server.status());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-    delete start_status_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
-    ASSERT_NE(server_, nullptr) << *start_status_;
-  }
-
   static HttpAnswer Post(const std::string& path, const nlohmann::ordered_json& body) {
     return testing::HttpSend(server_->http_address(), "POST", path, body.dump());
   }
@@ -92,14 +64,7 @@ class ResponsesServer : public ::testing::Test {
     return events;
   }
 
-  static testing::ScopedTempDir* dir_;
-  static ServerProcess* server_;
-  static absl::Status* start_status_;
 };
-
-testing::ScopedTempDir* ResponsesServer::dir_ = nullptr;
-ServerProcess* ResponsesServer::server_ = nullptr;
-absl::Status* ResponsesServer::start_status_ = nullptr;
 
 TEST_F(ResponsesServer, AResponseIsTheChatTurnChatCompletionsAnswers) {
   for (const bool thinking : {false, true}) {

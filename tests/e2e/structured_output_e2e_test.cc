@@ -15,10 +15,9 @@
 #include "engine/constraint/constraint_compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/qwen3_chat_server.h"
 #include "tests/testing/server_process.h"
-#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -31,31 +30,12 @@ constexpr char kTools[] = R"([{"type": "function", "function": {"name": "get_wea
   "properties": {"city": {"type": "string", "maxLength": 8}, "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"],
   "additionalProperties": false}}}, {"type": "function", "function": {"name": "noop"}}])";
 
-class StructuredOutputServer : public ::testing::Test {
+class StructuredOutputServer : public testing::SharedQwen3ChatServer<StructuredOutputServer> {
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::HaveFixtures()) return;
-    dir_ = new testing::ScopedTempDir();
-    const std::string path = dir_->path() + "/qwen3.jinja";
-    std::ifstream in(testing::FixturePath("chat/templates.json"));
-    std::stringstream text;
-    text << in.rdbuf();
-    std::ofstream(path) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
-    auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
-                                                             "--kv_cache_bytes=33554432"});
-    if (server.ok()) server_ = server->release();
-    start_status_ = new absl::Status(server.status());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-    delete start_status_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    ARACH_REQUIRE_FIXTURES();
+    SharedQwen3ChatServer::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
-    ASSERT_NE(server_, nullptr) << *start_status_;
   }
 
   struct Streamed {
@@ -96,14 +76,7 @@ class StructuredOutputServer : public ::testing::Test {
     return request;
   }
 
-  static testing::ScopedTempDir* dir_;
-  static ServerProcess* server_;
-  static absl::Status* start_status_;
 };
-
-testing::ScopedTempDir* StructuredOutputServer::dir_ = nullptr;
-ServerProcess* StructuredOutputServer::server_ = nullptr;
-absl::Status* StructuredOutputServer::start_status_ = nullptr;
 
 TEST_F(StructuredOutputServer, GrpcGenerateFollowsTheRegexAndStops) {
   auto client = ArachClient::Connect(server_->grpc_address());
