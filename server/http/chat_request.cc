@@ -62,6 +62,15 @@ absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
 
 }  // namespace
 
+absl::Status ReadChatTemplateKwargs(const ordered_json& body, ChatInput& input) {
+  const auto kwargs = body.find("chat_template_kwargs");
+  if (kwargs == body.end() || kwargs->is_null()) return absl::OkStatus();
+  if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
+  ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(*kwargs, "chat_template_kwargs"));
+  input.extra = *kwargs;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
   ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
   if (!body.is_object()) return Bad("body", "must be a JSON object");
@@ -82,11 +91,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
     if (!agp->is_boolean()) return Bad("add_generation_prompt", "must be true or false");
     request.input.add_generation_prompt = agp->get<bool>();
   }
-  if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
-    ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(*kwargs, "chat_template_kwargs"));
-    request.input.extra = *kwargs;
-  }
+  ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, request.input));
   if (const auto rp = body.find("return_prompt"); rp != body.end() && !rp->is_null()) {
     if (!rp->is_boolean()) return Bad("return_prompt", "must be true or false");
     request.return_prompt = rp->get<bool>();

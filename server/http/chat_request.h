@@ -26,4 +26,8 @@ struct ChatRequest {
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);
 
+// `chat_template_kwargs` of `body` (an object of extra template variables; not one the template defines itself)
+// into `input.extra`; absent or null leaves it empty. Shared by the chat routes.
+absl::Status ReadChatTemplateKwargs(const nlohmann::ordered_json& body, ChatInput& input);
+
 }  // namespace arach::server::http

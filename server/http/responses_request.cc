@@ -295,11 +295,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   } else {
     return Bad("parallel_tool_calls", "must be true or false");
   }
-  if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
-    ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(*kwargs, "chat_template_kwargs"));
-    chat.input.extra = *kwargs;
-  }
+  ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, chat.input));
   if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return Bad("metadata", "must be an object");
   request.echo = {{"instructions", Given(plain, "instructions", nullptr)},
                   {"max_output_tokens", Given(plain, "max_output_tokens", nullptr)},
