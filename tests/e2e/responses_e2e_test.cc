@@ -2,8 +2,8 @@
 // (../shared/fixtures/chat). A response is the chat turn /v1/chat/completions answers for the same conversation
 // (greedy: the same text, usage and finish); a stream's named events come in sequence and assemble to the
 // whole answer; function calls go round the loop (the calls sent back with their outputs render the conversation
-// chat renders); errors name the Responses API's parameters in OpenAI's shape. The openai client's own
-// responses helpers: tests/openai_client/responses.mjs.
+// chat renders); errors name the Responses API's parameters in OpenAI's shape, and a stored response's routes say
+// that nothing is stored. The openai client's own responses helpers: tests/openai_client/responses.mjs.
 #include <httplib.h>
 
 #include "absl/strings/str_split.h"
@@ -190,6 +190,15 @@ TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
   }
   const HttpAnswer other_model = Post("/v1/responses", {{"model", "gpt-5"}, {"input", "x"}});
   EXPECT_EQ(other_model.status, 404) << other_model.body;
+  // Nothing is stored: retrieving, deleting or cancelling a response says so.
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/responses/resp_1"}, {"GET", "/v1/responses/resp_1/input_items"}, {"DELETE", "/v1/responses/resp_1"}}) {
+    httplib::Client client("http://" + server_->http_address());
+    httplib::Result r = method == "GET" ? client.Get(path) : client.Delete(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 404) << path;
+    EXPECT_NE(r->body.find("'resp_1' is not stored here"), std::string::npos) << path << ": " << r->body;
+  }
 }
 
 }  // namespace
