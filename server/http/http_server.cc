@@ -17,6 +17,7 @@
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
 #include "server/http/responses.h"
+#include "server/http/tokenize.h"
 
 namespace arach::server::http {
 namespace {
@@ -24,7 +25,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                   "/v1/responses"};
+                                   "/v1/responses", "/tokenize", "/detokenize"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -213,6 +214,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   });
   server.Post("/v1/chat/completions", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleChatCompletions(context, request, response);
+  });
+  server.Post("/tokenize", [&context](const httplib::Request& request, httplib::Response& response) {
+    HandleTokenize(context, request, response);
+  });
+  server.Post("/detokenize", [&context](const httplib::Request& request, httplib::Response& response) {
+    HandleDetokenize(context, request, response);
   });
   server.Post("/v1/responses", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleResponses(context, request, response);

@@ -1,0 +1,92 @@
+// vLLM's tokenizer routes on the HTTP API (POST /tokenize, /detokenize) end to end, on qwen3-tiny with the real
+// Qwen3 template: a prompt's ids equal gRPC Tokenize's; a conversation's count equals the prompt_tokens that
+// /v1/chat/completions reports for it, and its ids decode to the prompt chat rendered (return_prompt); ids
+// decode back to their text; errors name the field.
+#include <httplib.h>
+
+#include "client/arach_client.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/http_answer.h"
+#include "tests/testing/qwen3_chat_server.h"
+
+namespace arach {
+namespace {
+
+using json = nlohmann::json;
+using testing::HttpAnswer;
+
+class TokenizeServer : public testing::SharedQwen3ChatServer<TokenizeServer> {
+ protected:
+  static HttpAnswer Post(const std::string& path, const json& body) {
+    return testing::HttpSend(server_->http_address(), "POST", path, body.dump());
+  }
+};
+
+TEST_F(TokenizeServer, APromptsIdsAreGrpcTokenizesAndDecodeBack) {
+  const std::string text = "Hello world, <|im_end|> and caf\xc3\xa9.";
+  auto client = client::ArachClient::Connect(server_->grpc_address());
+  for (const bool special : {true, false}) {
+    const HttpAnswer answer = Post("/tokenize", {{"model", "qwen3-tiny"}, {"prompt", text}, {"add_special_tokens", special}});
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    arach::v1::TokenizeRequest request;
+    request.add_texts(text);
+    request.set_add_bos(special);
+    arach::v1::TokenizeResponse grpc_ids;
+    grpc::ClientContext context;
+    ASSERT_TRUE(client->inference().Tokenize(&context, request, &grpc_ids).ok());
+    const std::vector<int32_t> ids = answer.body["tokens"].get<std::vector<int32_t>>();
+    EXPECT_EQ(ids, std::vector<int32_t>(grpc_ids.tokens(0).ids().begin(), grpc_ids.tokens(0).ids().end()));
+    EXPECT_EQ(answer.body["count"], ids.size());
+    EXPECT_EQ(answer.body["max_model_len"], 40960);
+    const HttpAnswer text_back = Post("/detokenize", {{"tokens", ids}});
+    ASSERT_EQ(text_back.status, 200) << text_back.body;
+    EXPECT_EQ(text_back.body["prompt"], text) << "special tokens written in the text decode back";
+  }
+}
+
+TEST_F(TokenizeServer, AConversationCountsWhatChatCompletionsRenders) {
+  const json messages = json::parse(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}])");
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}}])");
+  for (const bool thinking : {true, false}) {
+    const json kwargs = {{"enable_thinking", thinking}};
+    const HttpAnswer tokenized = Post("/tokenize", {{"messages", messages}, {"tools", tools}, {"chat_template_kwargs", kwargs}});
+    ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+    const HttpAnswer chat = Post("/v1/chat/completions", {{"model", "qwen3-tiny"}, {"messages", messages}, {"tools", tools}, {"max_tokens", 1},
+                                                          {"chat_template_kwargs", kwargs}, {"return_prompt", true}});
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    EXPECT_EQ(tokenized.body["count"], chat.body["usage"]["prompt_tokens"]);
+    const HttpAnswer rendered = Post("/detokenize", {{"tokens", tokenized.body["tokens"]}});
+    ASSERT_EQ(rendered.status, 200) << rendered.body;
+    EXPECT_EQ(rendered.body["prompt"], chat.body["arach_prompt"]);
+  }
+  const HttpAnswer without_prompt = Post("/tokenize", {{"messages", messages}, {"add_generation_prompt", false}});
+  const HttpAnswer with_prompt = Post("/tokenize", {{"messages", messages}});
+  ASSERT_EQ(without_prompt.status, 200) << without_prompt.body;
+  EXPECT_LT(without_prompt.body["count"], with_prompt.body["count"]) << "add_generation_prompt false leaves the assistant's header out";
+}
+
+TEST_F(TokenizeServer, ErrorsNameTheField) {
+  const std::vector<std::tuple<std::string, json, int, std::string>> cases = {
+      {"/tokenize", {{"prompt", 3}}, 400, "prompt"},
+      {"/tokenize", {{"prompt", "x"}, {"add_special_tokens", "yes"}}, 400, "add_special_tokens"},
+      {"/tokenize", {{"prompt", "x"}, {"return_token_strs", true}}, 400, "return_token_strs"},
+      {"/tokenize", {{"prompt", "x"}, {"n", 2}}, 400, "n"},
+      {"/tokenize", {{"messages", json::array()}}, 400, "messages"},
+      {"/tokenize", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"add_special_tokens", true}}, 400, "add_special_tokens"},
+      {"/tokenize", {{"model", "gpt-5"}, {"prompt", "x"}}, 404, "model"},
+      {"/detokenize", {{"tokens", {1, -2}}}, 400, "tokens[1]"},
+      {"/detokenize", {{"tokens", {1, 999999999}}}, 400, "tokens[1]"},
+      {"/detokenize", {{"tokens", "1 2"}}, 400, "tokens"},
+      {"/detokenize", {{"prompt", "x"}}, 400, "prompt"},
+  };
+  for (const auto& [path, body, status, param] : cases) {
+    const HttpAnswer answer = Post(path, body);
+    EXPECT_EQ(answer.status, status) << path << " " << body;
+    EXPECT_EQ(answer.body["error"]["param"], param) << path << " " << body << " -> " << answer.body;
+  }
+}
+
+}  // namespace
+}  // namespace arach
