@@ -123,6 +123,16 @@ TEST_F(Keys, HttpAndGrpcRefuseMissingAndWrongKeysAndServeValidOnes) {
     EXPECT_THAT(text, Not(HasSubstr("sk-plain-secret")));
     EXPECT_THAT(text, Not(HasSubstr("sk-full-secret")));
   }
+
+  // The other routes of the HTTP API take the key as well (the model has no chat template: responses is a 400).
+  for (const auto& [method, path, body, keyed] : std::vector<std::tuple<std::string, std::string, std::string, int>>{
+           {"POST", "/v1/responses", R"({"model": "tiny", "input": "x", "max_output_tokens": 1})", 400},
+           {"GET", "/v1/responses/resp_1", "", 404},
+           {"POST", "/tokenize", R"({"prompt": "x"})", 200},
+           {"POST", "/detokenize", R"({"tokens": [5]})", 200}}) {
+    EXPECT_EQ(testing::HttpSend(server->http_address(), method, path, body).status, 401) << path;
+    EXPECT_EQ(testing::HttpSend(server->http_address(), method, path, body, Bearer("sk-plain-secret")).status, keyed) << path;
+  }
 }
 
 TEST_F(Keys, MetricsAuthKeysTheMetricsToo) {
