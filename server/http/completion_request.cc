@@ -210,9 +210,16 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   if (const json* key = Field(body, "experiment_key"); key != nullptr) {
     if (!key->is_string()) return Bad("experiment_key", "must be a string");
     f.variant.experiment_key = key->get<std::string>();
-  } else if (const json* user = Field(body, "user"); user != nullptr) {
-    if (!user->is_string()) return Bad("user", "must be a string");
-    f.variant.experiment_key = user->get<std::string>();
+  } else {
+    // OpenAI's end-user identifiers, the newer one (safety_identifier, which replaces `user`) last: a sticky
+    // A/B assignment per end user where the request names no experiment key.
+    for (const char* key : {"user", "safety_identifier"}) {
+      const json* id = Field(body, key);
+      if (id == nullptr) continue;
+      if (!id->is_string()) return Bad(key, "must be a string");
+      f.variant.experiment_key = id->get<std::string>();
+      break;
+    }
   }
   return f;
 }

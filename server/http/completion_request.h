@@ -33,7 +33,7 @@ struct GenerationFields {
   std::optional<int> logprobs;  // alternatives per token (0..20); set: log-probs are returned
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens and stop
   bool max_tokens_given = false;  // else max_tokens is 16 (completions) or chat's DefaultChatMaxTokens
-  RequestedVariant variant;  // arach, arach_offset, skip; experiment_key (else `user`)
+  RequestedVariant variant;  // arach, arach_offset, skip; experiment_key (else `user`, else `safety_identifier`)
   bool skip_special_tokens = true;  // leave special tokens out of the text (as vLLM does)
   bool diagnostics = false;         // each choice reports where its prompt's attention went (arach_attention)
   std::optional<int> priority;      // lower first (vLLM's `priority`); default: the API key's, else 0

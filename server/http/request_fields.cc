@@ -22,7 +22,8 @@ constexpr std::string_view kShared[] = {
     "structured_outputs",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
-    // accepted, and change nothing in the output (`user` is the experiment key when none is given)
+    // accepted, and change nothing in the output (`user`, else `safety_identifier`, is the experiment key when none
+    // is given)
     "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
 constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo"};
 constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",

@@ -69,6 +69,13 @@ TEST(CompletionRequest, ReadsSamplingStopsLogprobsAndVariantFields) {
   EXPECT_TRUE(r->fields.stream);
   EXPECT_TRUE(r->fields.include_usage);
   EXPECT_EQ(r->fields.variant.experiment_key, "u1") << "`user` is the experiment key";
+  auto safety = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "safety_identifier": "end-user-7"})");
+  ASSERT_TRUE(safety.ok()) << safety.status();
+  EXPECT_EQ(safety->fields.variant.experiment_key, "end-user-7") << "OpenAI's newer end-user id keys the assignment too";
+  auto both = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "user": "u", "safety_identifier": "s", "experiment_key": "e"})");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->fields.variant.experiment_key, "e");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "safety_identifier": 7})"), "safety_identifier");
   EXPECT_EQ(*r->fields.variant.arach_offset, -1.5f);
   EXPECT_EQ(r->fields.model, "m:arach");
 }
