@@ -86,6 +86,10 @@ int Engine::MaxNewTokens(int prompt_len) const {
   return static_cast<int>(std::max<int64_t>(0, std::min(context_left, pool_left)));
 }
 
+absl::Status Engine::CheckConstraint(const OutputConstraint& constraint, absl::string_view field) const {
+  return constraints_->Compile(constraint, field).status();
+}
+
 absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names) {
   const ModelConfig& c = model_.config;
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), names));

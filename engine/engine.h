@@ -81,6 +81,10 @@ class Engine {
   // pool), FAILED_PRECONDITION (the skip variant without an adapter), RESOURCE_EXHAUSTED (the queue is
   // full), UNAVAILABLE (shut down).
   absl::StatusOr<uint64_t> Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names = EngineFieldName);
+  // Compiles `constraint` for this model as Submit would (the compiled grammar stays cached for the requests that
+  // follow): the errors of ConstraintCompiler::Compile, naming `field`. For a caller that builds a larger
+  // constraint out of this one and wants a failure named where it lies.
+  absl::Status CheckConstraint(const OutputConstraint& constraint, absl::string_view field) const;
   // Ends a request at the next step boundary (its observer gets OnFinish with kCancelled); unknown ids are ignored.
   void Cancel(uint64_t id);
   // Stops the step thread; requests still queued or running finish with kCancelled / UNAVAILABLE.

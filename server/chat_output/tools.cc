@@ -251,8 +251,14 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   const bool may_reason = format.reasoning && !plan.prompt_opens_reasoning && !absl::EndsWith(prompt_end, kThinkClose);
   if (!plan.prompt_opens_reasoning) {  // a turn that starts inside <think> is read, not constrained
     plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason, content_format);
+    plan.joins_content = content_format.has_value() && plan.constraint.active();
   }
   return plan;
+}
+
+absl::Status CheckJoinedContent(const ChatTurnPlan& plan, const Engine& engine, const OutputConstraint& content,
+                                const std::string& content_field) {
+  return plan.joins_content ? engine.CheckConstraint(content, content_field) : absl::OkStatus();
 }
 
 std::string NewToolCallId() {

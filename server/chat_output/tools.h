@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/constraint/output_constraint.h"
+#include "engine/engine.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/chat_output/chat_output_format.h"
@@ -50,6 +51,7 @@ struct ChatTurnPlan {
   bool parse_tools = false;             // tool calls are read out of the turn
   bool prompt_opens_reasoning = false;  // the prompt ends inside <think>: the turn starts as reasoning
   bool keep_special_tokens = false;     // the call marker is a special token: the text must keep it
+  bool joins_content = false;           // the constraint holds the content's format beside the calls (auto)
 };
 
 // The plan for a chat turn offering `tools` with `choice`, its content held to `content` (response_format /
@@ -62,6 +64,12 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
                                           bool parallel, absl::string_view prompt, const OutputConstraint& content,
                                           const Tokenizer& tokenizer, const std::string& tools_field,
                                           const std::string& tool_choice_field);
+
+// Where `plan` joins the turn's content format with its calls (tool_choice auto beside a response format), the
+// format compiled alone (Engine::CheckConstraint), so that an error in it names `content_field` (the response
+// format's parameter) rather than the tools; OK otherwise.
+absl::Status CheckJoinedContent(const ChatTurnPlan& plan, const Engine& engine, const OutputConstraint& content,
+                                const std::string& content_field);
 
 // "call_" and 24 random hexadecimal digits: a tool call's id.
 std::string NewToolCallId();

@@ -183,6 +183,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     ARACH_ASSIGN_OR_RETURN(const ChatTurnPlan plan,
                            PlanChatTurn(context_.chat_output, tools, choice, !chat.has_parallel_tool_calls() || chat.parallel_tool_calls(),
                                         prompt.text, *content, engine.tokenizer(), "tools_json", "tool_choice_json"));
+    ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan, engine, *content, "generation.structured_output"));
     stream_->StartChatOutput(context_.chat_output, plan);
     tool_constraint_ = plan.constraint;
     keep_special_tokens_ = plan.keep_special_tokens;

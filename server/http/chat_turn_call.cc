@@ -18,6 +18,7 @@ absl::Status ChatTurnCall::Start() {
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
                                              fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));
+  ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan_, e, fields().structured_output.constraint, fields().structured_output.field));
   SamplingParams sampling = fields().sampling;
   if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size(), fields().n);
   std::vector<EngineRequest> requests;

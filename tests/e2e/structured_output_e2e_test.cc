@@ -296,6 +296,26 @@ TEST_F(StructuredOutputServer, ToolsBesideAResponseFormatGiveEitherCallsOrConten
   }
 }
 
+// A response format that cannot be compiled, beside tools with tool_choice auto (where both go into one
+// constraint): the error names the format's parameter, not the tools, on both APIs.
+TEST_F(StructuredOutputServer, ABadFormatBesideToolsIsNamedAsTheFormat) {
+  const json bad_schema = json::parse(R"({"type": "object", "properties": {"a": {"$ref": "#/defs/nope"}}})");
+  const json answer = PostChat({{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 4},
+                                {"tools", nlohmann::ordered_json::parse(kTools)}, {"tool_choice", "auto"},
+                                {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", bad_schema}}}}}});
+  EXPECT_EQ(answer["http_status"], 400) << answer;
+  EXPECT_EQ(answer["error"]["param"], "response_format.json_schema.schema") << answer;
+
+  auto client = ArachClient::Connect(server_->grpc_address());
+  arach::v1::ChatRequest chat = UserChat("x", 1);
+  chat.set_tools_json(kTools);
+  chat.set_tool_choice_json(R"("auto")");
+  chat.mutable_generation()->mutable_structured_output()->set_json_schema(bad_schema.dump());
+  const Streamed out = Collect([&](const auto& on) { return client->Chat(chat, on); });
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(out.status.error_message(), "generation.structured_output: ")) << out.status.error_message();
+}
+
 // A streamed turn of tool calls: the tokens of a call not yet closed make no chunks of their own (an empty delta
 // says nothing); the call comes whole in one delta, the same as the answer sent whole.
 TEST_F(StructuredOutputServer, StreamedToolCallsComeInOneDeltaWithoutEmptyChunks) {
