@@ -60,6 +60,17 @@ absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::str
   return absl::OkStatus();
 }
 
+absl::Status SetTurnOpening(std::optional<bool> add_generation_prompt, bool continue_final_message, const std::string& continue_field,
+                            ChatInput& input) {
+  input.continue_final_message = continue_final_message;
+  input.add_generation_prompt = add_generation_prompt.value_or(!continue_final_message);
+  if (continue_final_message && input.add_generation_prompt) {
+    return InvalidField(continue_field, "cannot be combined with add_generation_prompt true (the final message is continued, no "
+                                        "new turn is opened)");
+  }
+  return absl::OkStatus();
+}
+
 ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template) {
   ChatInput out = input;
   const bool reads_developer = chat_template.source().find("developer") != std::string::npos;

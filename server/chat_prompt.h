@@ -27,6 +27,12 @@ struct ChatPrompt {
 // ("messages[1].content"; the tool calls as `tool_calls_field`: "tool_calls", gRPC's "tool_calls_json").
 absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::string_view tool_calls_field);
 
+// How the prompt ends, for both APIs: `continue_final_message` leaves the final message open for the model to
+// continue (a prefill); add_generation_prompt is as given, else true unless the final message is continued. Both
+// true is INVALID_ARGUMENT naming `continue_field`.
+absl::Status SetTurnOpening(std::optional<bool> add_generation_prompt, bool continue_final_message, const std::string& continue_field,
+                            ChatInput& input);
+
 // `input` as `chat_template` is written to read it:
 //  - the content of assistant turns that only call tools (null, as OpenAI clients send them back) as "": the
 //    templates' authors write `'</think>' in message.content` and the like, which null would break (vLLM renders

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "engine/chat/jinja_interpreter.h"
@@ -62,7 +63,35 @@ absl::Status CheckExtraTemplateVariables(const nlohmann::ordered_json& extra, ab
   return absl::OkStatus();
 }
 
+namespace {
+
+// `rendered` cut after the final message's text (ChatTemplate::Render's continue_final_message).
+absl::StatusOr<std::string> OpenFinalMessage(std::string rendered, const nlohmann::ordered_json& messages) {
+  const auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("continue_final_message: ", what)); };
+  const nlohmann::ordered_json* content = messages.empty() ? nullptr : &messages.back()["content"];
+  if (content == nullptr || !content->is_string() || absl::StripAsciiWhitespace(content->get<std::string>()).empty()) {
+    return bad("the final message has no text to continue");
+  }
+  const std::string& text = content->get_ref<const std::string&>();
+  const absl::string_view stripped = absl::StripAsciiWhitespace(text);
+  const size_t at = absl::string_view(rendered).rfind(stripped);
+  if (at == std::string::npos) {
+    return bad("the final message's text does not appear in the prompt the chat template writes (the template changes it)");
+  }
+  const absl::string_view leading_trimmed = absl::StripLeadingAsciiWhitespace(text);
+  // Where the template wrote the message as given (no leading whitespace, trailing whitespace kept), the prompt keeps
+  // its trailing whitespace too; else it ends with the trimmed text (transformers' rule, to the character).
+  const bool kept = absl::string_view(rendered).substr(at, leading_trimmed.size()) == text;
+  rendered.resize(at + (kept ? leading_trimmed.size() : stripped.size()));
+  return rendered;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
+  if (input.continue_final_message && input.add_generation_prompt) {
+    return absl::InvalidArgumentError("continue_final_message: cannot be combined with add_generation_prompt (set it false)");
+  }
   jinja::Dict variables;
   ARACH_ASSIGN_OR_RETURN(Value messages, Value::FromJson(input.messages));
   variables.Set("messages", std::move(messages));
@@ -91,6 +120,7 @@ absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
     if (text.status().GetPayload(jinja::kRaisedByTemplate)) return absl::InvalidArgumentError(text.status().message());
     return absl::InvalidArgumentError(absl::StrCat("the chat template (", origin_, ") failed: ", text.status().message()));
   }
+  if (input.continue_final_message) return OpenFinalMessage(std::move(*text), input.messages);
   return text;
 }
 

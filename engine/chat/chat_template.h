@@ -21,6 +21,10 @@ struct ChatInput {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // [{"role", "content", ...}, ...]
   nlohmann::ordered_json tools;                   // null, or OpenAI function specs
   bool add_generation_prompt = true;
+  // Leave the final message open (transformers' continue_final_message): the prompt ends right after that
+  // message's text, without the markers that close its turn, so that the model continues it (a "prefill" of the
+  // assistant's answer). Not together with add_generation_prompt.
+  bool continue_final_message = false;
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // chat_template_kwargs (e.g. enable_thinking)
 };
 
@@ -32,7 +36,11 @@ class ChatTemplate {
                                                                    std::string origin);
 
   // The prompt text. INVALID_ARGUMENT with the template's own message when it raises (raise_exception),
-  // or naming the line and column where rendering failed.
+  // or naming the line and column where rendering failed. With continue_final_message, the text is cut after the
+  // last place the final message's text (trimmed) appears, as transformers' apply_chat_template cuts it (keeping
+  // the message's trailing whitespace where the template kept it); INVALID_ARGUMENT "continue_final_message: ..."
+  // when it is combined with add_generation_prompt, the final message has no text, or the template does not
+  // write that text as given.
   absl::StatusOr<std::string> Render(const ChatInput& input) const;
 
   const std::string& source() const { return source_; }

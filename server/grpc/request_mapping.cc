@@ -130,7 +130,8 @@ absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
     ARACH_ASSIGN_OR_RETURN(input.tools, ParseJsonField(r.tools_json(), "tools_json", false));
     if (input.tools.empty()) input.tools = nullptr;
   }
-  if (r.has_add_generation_prompt()) input.add_generation_prompt = r.add_generation_prompt();
+  ARACH_RETURN_IF_ERROR(SetTurnOpening(r.has_add_generation_prompt() ? std::optional<bool>(r.add_generation_prompt()) : std::nullopt,
+                                       r.continue_final_message(), "continue_final_message", input));
   if (!r.chat_template_kwargs_json().empty()) {
     ARACH_ASSIGN_OR_RETURN(input.extra, ParseJsonField(r.chat_template_kwargs_json(), "chat_template_kwargs_json", true));
     ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(input.extra, "chat_template_kwargs_json"));

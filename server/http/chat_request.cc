@@ -1,5 +1,8 @@
 #include "server/http/chat_request.h"
 
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/chat_prompt.h"
@@ -62,6 +65,18 @@ absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
 
 }  // namespace
 
+absl::Status ReadTurnOpening(const ordered_json& body, ChatInput& input) {
+  std::optional<bool> add_generation_prompt, continue_final_message;
+  for (const auto& [key, out] : {std::pair{"add_generation_prompt", &add_generation_prompt},
+                                 std::pair{"continue_final_message", &continue_final_message}}) {
+    const auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (!it->is_boolean()) return Bad(key, "must be true or false");
+    *out = it->get<bool>();
+  }
+  return SetTurnOpening(add_generation_prompt, continue_final_message.value_or(false), "continue_final_message", input);
+}
+
 absl::Status ReadChatTemplateKwargs(const ordered_json& body, ChatInput& input) {
   const auto kwargs = body.find("chat_template_kwargs");
   if (kwargs == body.end() || kwargs->is_null()) return absl::OkStatus();
@@ -87,10 +102,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
     if (!parallel->is_boolean()) return Bad("parallel_tool_calls", "must be true or false");
     request.parallel_tool_calls = parallel->get<bool>();
   }
-  if (const auto agp = body.find("add_generation_prompt"); agp != body.end() && !agp->is_null()) {
-    if (!agp->is_boolean()) return Bad("add_generation_prompt", "must be true or false");
-    request.input.add_generation_prompt = agp->get<bool>();
-  }
+  ARACH_RETURN_IF_ERROR(ReadTurnOpening(body, request.input));
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, request.input));
   if (const auto rp = body.find("return_prompt"); rp != body.end() && !rp->is_null()) {
     if (!rp->is_boolean()) return Bad("return_prompt", "must be true or false");

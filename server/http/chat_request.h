@@ -26,6 +26,11 @@ struct ChatRequest {
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);
 
+// `add_generation_prompt` and `continue_final_message` (vLLM's: the final message is left open for the model to
+// continue, a prefill) of `body` into `input` (SetTurnOpening: add_generation_prompt defaults to true, or to false
+// where the final message is continued). Shared by the chat routes.
+absl::Status ReadTurnOpening(const nlohmann::ordered_json& body, ChatInput& input);
+
 // `chat_template_kwargs` of `body` (an object of extra template variables; not one the template defines itself)
 // into `input.extra`; absent or null leaves it empty. Shared by the chat routes.
 absl::Status ReadChatTemplateKwargs(const nlohmann::ordered_json& body, ChatInput& input);

@@ -54,7 +54,6 @@ absl::StatusOr<std::vector<int32_t>> Tokenize(const ServiceContext& context, con
   ARACH_RETURN_IF_ERROR(CheckModel(context, engine, body));
   absl::Status error;
   if (BoolAt(body, "return_token_strs", &error).value_or(false)) return Bad("return_token_strs", "is not supported");
-  if (BoolAt(body, "continue_final_message", &error).value_or(false)) return Bad("continue_final_message", "is not supported");
   ARACH_RETURN_IF_ERROR(error);
   if (body.contains("messages")) {
     ARACH_RETURN_IF_ERROR(CheckKeys(body, {"model", "messages", "tools", "add_generation_prompt", "chat_template_kwargs",
@@ -66,12 +65,12 @@ absl::StatusOr<std::vector<int32_t>> Tokenize(const ServiceContext& context, con
     // The conversation read as /v1/chat/completions reads it, and rendered the same way.
     ordered_json chat = body;
     chat["model"] = context.served_model_name;
-    for (const char* key : {"add_special_tokens", "return_token_strs", "continue_final_message"}) chat.erase(key);
+    for (const char* key : {"add_special_tokens", "return_token_strs"}) chat.erase(key);
     ARACH_ASSIGN_OR_RETURN(const ChatRequest request, ParseChatRequest(chat.dump()));
     ARACH_ASSIGN_OR_RETURN(const ChatPrompt prompt, RenderChatPrompt(engine, context.limits, request.input, "messages"));
     return prompt.ids;
   }
-  ARACH_RETURN_IF_ERROR(CheckKeys(body, {"model", "prompt", "add_special_tokens", "return_token_strs", "continue_final_message"}));
+  ARACH_RETURN_IF_ERROR(CheckKeys(body, {"model", "prompt", "add_special_tokens", "return_token_strs"}));
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || !prompt->is_string()) return Bad("prompt", "is required (a string), or give messages");
   const std::string& text = prompt->get_ref<const std::string&>();

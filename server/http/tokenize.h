@@ -1,7 +1,8 @@
 // vLLM's tokenizer routes, for clients that count or build prompts in tokens (LiteLLM's /tokenize, benchmark
 // harnesses building exact-N prompts):
 //  - POST /tokenize: {"prompt": TEXT, "add_special_tokens": true} or a chat conversation {"messages", "tools",
-//    "add_generation_prompt": true, "chat_template_kwargs"} rendered exactly as /v1/chat/completions renders it
+//    "add_generation_prompt", "continue_final_message", "chat_template_kwargs"} rendered exactly as
+//    /v1/chat/completions renders it
 //    (so `count` equals that request's usage.prompt_tokens) -> {"count", "max_model_len", "tokens"}.
 //  - POST /detokenize: {"tokens": [ids]} -> {"prompt": the text they decode to, special tokens included}.
 // `model`, when given, must be one the server serves. Admitted as every API call is (keys, rpm); errors in

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -117,6 +118,62 @@ TEST(ChatServer, GrpcChatAndHttpChatRenderTheReferencePromptAndAnswerAlike) {
     if (r.has_finish()) developer_finish = r.finish();
   }).ok());
   EXPECT_EQ(developer_finish.chat_prompt(), ReferenceText("qwen3", "multi_turn_system"));
+}
+
+// continue_final_message (vLLM's prefill): the prompt is the conversation up to the end of the final message's
+// text, without the markers that close the turn; the answer continues it, as a completion of that prompt does; both
+// APIs alike.
+TEST(ChatServer, ContinueFinalMessagePrefillsTheAssistantsAnswer) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  auto server = StartChatServer(dir, "qwen3");
+  ASSERT_NE(server, nullptr);
+  const ordered_json messages = ordered_json::parse(R"([{"role": "user", "content": "Name a colour."},
+                                                        {"role": "assistant", "content": "My favourite colour is"}])");
+  const json kwargs = {{"enable_thinking", false}};
+  const HttpAnswer prefilled = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(messages.dump())}, {"max_tokens", 8},
+                                                  {"temperature", 0}, {"continue_final_message", true}, {"return_prompt", true},
+                                                  {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(prefilled.status, 200) << prefilled.body;
+  const HttpAnswer closed = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(messages.dump())}, {"max_tokens", 1},
+                                               {"add_generation_prompt", false}, {"return_prompt", true}, {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(closed.status, 200) << closed.body;
+  const std::string prompt = prefilled.body["arach_prompt"];
+  const std::string whole = closed.body["arach_prompt"];
+  EXPECT_EQ(whole, prompt + "<|im_end|>\n") << "the prefill is the whole conversation but the end of its turn";
+  EXPECT_TRUE(absl::EndsWith(prompt, "My favourite colour is")) << prompt;
+
+  // The answer continues the prompt as a greedy completion of it does (until the end of the turn).
+  httplib::Client http("http://" + server->http_address());
+  const json completion = json::parse(http.Post("/v1/completions", json{{"model", "qwen3-tiny"}, {"prompt", prompt}, {"max_tokens", 8},
+                                                                       {"temperature", 0}}.dump(), "application/json")->body);
+  const std::string content = prefilled.body["choices"][0]["message"]["content"];
+  const std::string continued = completion["choices"][0]["text"];
+  EXPECT_EQ(continued.substr(0, content.size()), content);
+  if (prefilled.body["choices"][0]["finish_reason"] == "length") EXPECT_EQ(continued, content);
+
+  auto client = ArachClient::Connect(server->grpc_address());
+  arach::v1::ChatRequest request = GrpcChat(messages, 8);
+  request.set_continue_final_message(true);
+  request.set_chat_template_kwargs_json(kwargs.dump());
+  std::string text;
+  arach::v1::Finish finish;
+  ASSERT_TRUE(client->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+    text += r.text();
+    if (r.has_finish()) finish = r.finish();
+  }).ok());
+  EXPECT_EQ(finish.chat_prompt(), prompt);
+  EXPECT_EQ(text, content);
+
+  // A new turn cannot be opened after a message left open.
+  const HttpAnswer both = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(messages.dump())},
+                                             {"continue_final_message", true}, {"add_generation_prompt", true}});
+  EXPECT_EQ(both.status, 400);
+  EXPECT_EQ(both.body["error"]["param"], "continue_final_message") << both.body;
+  request.set_add_generation_prompt(true);
+  const grpc::Status refused = client->Chat(request, [](const arach::v1::GenerateResponse&) {});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(refused.error_message(), "continue_final_message: ")) << refused.error_message();
 }
 
 TEST(ChatServer, TheTemplatesOwnErrorIsTheAnswer) {

@@ -61,6 +61,15 @@ TEST_F(TokenizeServer, AConversationCountsWhatChatCompletionsRenders) {
     ASSERT_EQ(rendered.status, 200) << rendered.body;
     EXPECT_EQ(rendered.body["prompt"], chat.body["arach_prompt"]);
   }
+  // A final assistant message left open (continue_final_message) counts as chat counts it.
+  json prefill = messages;
+  prefill.push_back({{"role", "assistant"}, {"content", "It is"}});
+  const HttpAnswer open_turn = Post("/tokenize", {{"messages", prefill}, {"continue_final_message", true}});
+  const HttpAnswer open_chat = Post("/v1/chat/completions", {{"model", "qwen3-tiny"}, {"messages", prefill}, {"max_tokens", 1},
+                                                             {"continue_final_message", true}});
+  ASSERT_EQ(open_turn.status, 200) << open_turn.body;
+  ASSERT_EQ(open_chat.status, 200) << open_chat.body;
+  EXPECT_EQ(open_turn.body["count"], open_chat.body["usage"]["prompt_tokens"]);
   const HttpAnswer without_prompt = Post("/tokenize", {{"messages", messages}, {"add_generation_prompt", false}});
   const HttpAnswer with_prompt = Post("/tokenize", {{"messages", messages}});
   ASSERT_EQ(without_prompt.status, 200) << without_prompt.body;

@@ -161,6 +161,41 @@ TEST(ChatTemplate, VariablesAndRaisedErrors) {
             "the chat template (chat_template.jinja) failed: line 2, column 24: can only concatenate str (not \"int\") to str");
 }
 
+// transformers' continue_final_message: the prompt ends after the final message's text (the markers that close
+// its turn cut off), its trailing whitespace kept only where the template wrote the message as given.
+TEST(ChatTemplate, ContinueFinalMessageCutsThePromptAfterTheFinalMessage) {
+  TokenizerConfig tokens;
+  tokens.eos_token = "</s>";
+  auto as_given = ChatTemplate::Parse("{% for m in messages %}<{{ m.role }}>{{ m.content }}{{ eos_token }}\n{% endfor %}"
+                                      "{% if add_generation_prompt %}<assistant>{% endif %}", tokens, "t");
+  auto trimming = ChatTemplate::Parse("{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}{{ eos_token }}\n{% endfor %}", tokens, "t");
+  auto changing = ChatTemplate::Parse("{% for m in messages %}<{{ m.role }}>{{ m.content | upper }}{{ eos_token }}{% endfor %}", tokens, "t");
+  ASSERT_TRUE(as_given.ok() && trimming.ok() && changing.ok());
+  ChatInput input;
+  input.add_generation_prompt = false;
+  input.continue_final_message = true;
+  input.messages = ordered_json::parse(R"([{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": "Hi  "}])");
+  EXPECT_EQ(*(*as_given)->Render(input), "<user>Say hi</s>\n<assistant>Hi  ") << "written as given: trailing spaces kept";
+  EXPECT_EQ(*(*trimming)->Render(input), "<user>Say hi</s>\n<assistant>Hi") << "trimmed by the template: cut after the text";
+  input.messages.back()["content"] = " Hi ";
+  EXPECT_EQ(*(*as_given)->Render(input), "<user>Say hi</s>\n<assistant> Hi") << "leading whitespace: cut after the trimmed text";
+  input.messages.back()["content"] = "Say hi";  // the same text earlier in the prompt: the last place counts
+  EXPECT_EQ(*(*as_given)->Render(input), "<user>Say hi</s>\n<assistant>Say hi");
+
+  const auto error_of = [&](const absl::StatusOr<std::shared_ptr<const ChatTemplate>>& t) {
+    absl::StatusOr<std::string> text = (*t)->Render(input);
+    EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(text.status().message());
+  };
+  input.messages.back()["content"] = "hi";
+  EXPECT_EQ(error_of(changing).rfind("continue_final_message: the final message's text does not appear", 0), 0u) << error_of(changing);
+  input.messages.back()["content"] = "  ";
+  EXPECT_EQ(error_of(as_given), "continue_final_message: the final message has no text to continue");
+  input.messages.back()["content"] = "Hi";
+  input.add_generation_prompt = true;
+  EXPECT_EQ(error_of(as_given).rfind("continue_final_message: cannot be combined with add_generation_prompt", 0), 0u);
+}
+
 TEST(ChatTemplate, StrftimeNowFormatsTheCurrentDate) {
   auto t = ChatTemplate::Parse("{{ strftime_now('%Y') | int > 2000 }} {{ strftime_now('%d %b %Y') | length }}", TokenizerConfig{}, "t");
   ASSERT_TRUE(t.ok());
