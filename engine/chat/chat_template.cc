@@ -68,8 +68,11 @@ namespace {
 // `rendered` cut after the final message's text (ChatTemplate::Render's continue_final_message).
 absl::StatusOr<std::string> OpenFinalMessage(std::string rendered, const nlohmann::ordered_json& messages) {
   const auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("continue_final_message: ", what)); };
-  const nlohmann::ordered_json* content = messages.empty() ? nullptr : &messages.back()["content"];
-  if (content == nullptr || !content->is_string() || absl::StripAsciiWhitespace(content->get<std::string>()).empty()) {
+  // (find, not operator[]: the const operator[] of a missing key is undefined behaviour in nlohmann)
+  const nlohmann::ordered_json* final_message = messages.is_array() && !messages.empty() ? &messages.back() : nullptr;
+  const auto content = final_message != nullptr && final_message->is_object() ? final_message->find("content") : nlohmann::ordered_json::const_iterator();
+  if (final_message == nullptr || !final_message->is_object() || content == final_message->end() || !content->is_string() ||
+      absl::StripAsciiWhitespace(content->get_ref<const std::string&>()).empty()) {
     return bad("the final message has no text to continue");
   }
   const std::string& text = content->get_ref<const std::string&>();

@@ -191,6 +191,8 @@ TEST(ChatTemplate, ContinueFinalMessageCutsThePromptAfterTheFinalMessage) {
   EXPECT_EQ(error_of(changing).rfind("continue_final_message: the final message's text does not appear", 0), 0u) << error_of(changing);
   input.messages.back()["content"] = "  ";
   EXPECT_EQ(error_of(as_given), "continue_final_message: the final message has no text to continue");
+  input.messages.back() = ordered_json{{"role", "assistant"}};  // no content at all
+  EXPECT_EQ(error_of(as_given), "continue_final_message: the final message has no text to continue");
   input.messages.back()["content"] = "Hi";
   input.add_generation_prompt = true;
   EXPECT_EQ(error_of(as_given).rfind("continue_final_message: cannot be combined with add_generation_prompt", 0), 0u);
