@@ -90,7 +90,7 @@ std::optional<json> ContentFormat(const OutputConstraint& content) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::string& field) {
+absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::string& field, ToolShape shape) {
   std::vector<ToolSpec> specs;
   if (tools.is_null()) return specs;
   if (!tools.is_array()) return InvalidField(field, "must be a list of tools");
@@ -99,47 +99,60 @@ absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::s
     const json& tool = tools[i];
     if (!tool.is_object()) return InvalidField(at, "must be an object");
     const auto type = tool.find("type");
-    if (type == tool.end() || *type != "function") return InvalidField(at + ".type", "must be \"function\" (the only kind of tool supported)");
-    const auto function = tool.find("function");
-    if (function == tool.end() || !function->is_object()) return InvalidField(at + ".function", "is required (an object)");
+    if (type == tool.end() || !type->is_string()) return InvalidField(at + ".type", "is required (\"function\")");
+    if (*type != "function") {
+      return InvalidField(at + ".type", absl::StrCat("'", type->get<std::string>(), "' is not supported (function tools only)"));
+    }
+    // The object holding the function's fields, and the prefix naming them.
+    const json* function = &tool;
+    std::string function_at = at;
+    if (shape == ToolShape::kNested) {
+      const auto nested = tool.find("function");
+      if (nested == tool.end() || !nested->is_object()) return InvalidField(at + ".function", "is required (an object)");
+      function = &*nested;
+      function_at = at + ".function";
+    }
     ToolSpec spec;
     const auto name = function->find("name");
     if (name == function->end() || !name->is_string() || !ValidFunctionName(name->get<std::string>())) {
-      return InvalidField(at + ".function.name", "is required: 1 to 64 letters, digits, underscores or dashes");
+      return InvalidField(function_at + ".name", "is required: 1 to 64 letters, digits, underscores or dashes");
     }
     spec.name = name->get<std::string>();
     for (const ToolSpec& earlier : specs) {
-      if (earlier.name == spec.name) return InvalidField(at + ".function.name", absl::StrCat("'", spec.name, "' is given twice"));
+      if (earlier.name == spec.name) return InvalidField(function_at + ".name", absl::StrCat("'", spec.name, "' is given twice"));
     }
     const auto parameters = function->find("parameters");
     if (parameters == function->end() || parameters->is_null()) {
       spec.parameters = {{"type", "object"}, {"properties", json::object()}};
     } else if (!parameters->is_object()) {
-      return InvalidField(at + ".function.parameters", "must be a JSON Schema object");
+      return InvalidField(function_at + ".parameters", "must be a JSON Schema object");
     } else {
       // A call's arguments are a JSON object (the parsers take nothing else for a call): a schema of another
       // type is refused, one without a type is held to objects.
       spec.parameters = *parameters;
-      const auto type = parameters->find("type");
-      if (type == parameters->end()) {
+      const auto parameters_type = parameters->find("type");
+      if (parameters_type == parameters->end()) {
         spec.parameters["type"] = "object";
-      } else if (*type != "object") {
-        return InvalidField(at + ".function.parameters.type", "must be \"object\" (a call's arguments are a JSON object)");
+      } else if (*parameters_type != "object") {
+        return InvalidField(function_at + ".parameters.type", "must be \"object\" (a call's arguments are a JSON object)");
       }
     }
     if (const auto description = function->find("description"); description != function->end() && !description->is_null() &&
                                                                  !description->is_string()) {
-      return InvalidField(at + ".function.description", "must be a string");
+      return InvalidField(function_at + ".description", "must be a string");
     }
     if (const auto strict = function->find("strict"); strict != function->end() && !strict->is_null() && !strict->is_boolean()) {
-      return InvalidField(at + ".function.strict", "must be true or false");
+      return InvalidField(function_at + ".strict", "must be true or false");
     }
     specs.push_back(std::move(spec));
   }
   return specs;
 }
 
-absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector<ToolSpec>& tools, const std::string& field) {
+absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector<ToolSpec>& tools, const std::string& field,
+                                           ToolShape shape) {
+  const char* const function_form = shape == ToolShape::kNested ? "{\"type\": \"function\", \"function\": {\"name\": ...}}"
+                                                                : "{\"type\": \"function\", \"name\": ...}";
   ToolChoice out;
   if (choice.is_null()) {
     out.mode = tools.empty() ? ToolChoice::Mode::kNone : ToolChoice::Mode::kAuto;
@@ -158,18 +171,26 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector
     }
   } else if (choice.is_object()) {
     const auto type = choice.find("type");
-    const auto function = choice.find("function");
-    if (type == choice.end() || *type != "function" || function == choice.end() || !function->is_object() ||
-        !function->contains("name") || !(*function)["name"].is_string()) {
-      return InvalidField(field, "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    if (type == choice.end() || *type != "function") {
+      return InvalidField(field + ".type", absl::StrCat("must be \"function\" (or tool_choice auto, none or required): ", function_form));
     }
+    const json* function = &choice;
+    std::string name_at = field + ".name";
+    if (shape == ToolShape::kNested) {
+      const auto nested = choice.find("function");
+      if (nested == choice.end() || !nested->is_object()) return InvalidField(field + ".function", absl::StrCat("is required: ", function_form));
+      function = &*nested;
+      name_at = field + ".function.name";
+    }
+    const auto name = function->find("name");
+    if (name == function->end() || !name->is_string()) return InvalidField(name_at, "is required (a string)");
     out.mode = ToolChoice::Mode::kNamed;
-    out.name = (*function)["name"].get<std::string>();
+    out.name = name->get<std::string>();
     bool known = false;
     for (const ToolSpec& tool : tools) known = known || tool.name == out.name;
-    if (!known) return InvalidField(field + ".function.name", absl::StrCat("'", out.name, "' is not one of the tools"));
+    if (!known) return InvalidField(name_at, absl::StrCat("'", out.name, "' is not one of the tools"));
   } else {
-    return InvalidField(field, "must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    return InvalidField(field, absl::StrCat("must be auto, none, required or ", function_form));
   }
   if (out.mode != ToolChoice::Mode::kNone && tools.empty()) return InvalidField(field, "asks for tool calls but no tools are given");
   return out;

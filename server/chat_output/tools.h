@@ -29,13 +29,22 @@ struct ToolChoice {
   std::string name;  // kNamed: the function
 };
 
-// OpenAI's `tools` (each {"type": "function", "function": {"name", "description", "parameters", "strict"}}).
-// Errors are INVALID_ARGUMENT naming `field` ("tools[1].function.name").
-absl::StatusOr<std::vector<ToolSpec>> ParseTools(const nlohmann::json& tools, const std::string& field);
+// How an API writes a function tool. Chat completions (and gRPC's tools_json) nest its fields under "function":
+// {"type": "function", "function": {"name", "description", "parameters", "strict"}}, tool_choice
+// {"type": "function", "function": {"name"}}. The Responses API writes them flat: {"type": "function", "name",
+// "description", "parameters", "strict"}, tool_choice {"type": "function", "name"}.
+enum class ToolShape { kNested, kFlat };
 
-// OpenAI's `tool_choice`: "auto", "none", "required" or {"type": "function", "function": {"name": ...}} naming one
-// of `tools`; null means auto where there are tools, else none. Errors name `field`.
-absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const std::vector<ToolSpec>& tools, const std::string& field);
+// OpenAI's `tools` in `shape`. Errors are INVALID_ARGUMENT naming `field` as the caller wrote it
+// ("tools[1].function.name" nested, "tools[1].name" flat).
+absl::StatusOr<std::vector<ToolSpec>> ParseTools(const nlohmann::json& tools, const std::string& field,
+                                                 ToolShape shape = ToolShape::kNested);
+
+// OpenAI's `tool_choice`: "auto", "none", "required" or a function of `tools` named in `shape`; null means auto
+// where there are tools, else none. Errors name `field` ("tool_choice.function.name" nested, "tool_choice.name"
+// flat).
+absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const std::vector<ToolSpec>& tools, const std::string& field,
+                                           ToolShape shape = ToolShape::kNested);
 
 // The constraint for a chat turn that may (auto) or must (required, named) call `tools` in `format`'s syntax;
 // `parallel`: more than one call may come. `may_reason`: a <think>...</think> block may come first (reasoning

@@ -18,16 +18,6 @@ using ordered_json = nlohmann::ordered_json;
 
 absl::Status Bad(const std::string& param, absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat(param, ": ", what)); }
 
-// `status` with the parameter its message names rewritten from chat's shape to the Responses API's
-// ("tools[1].function.name" -> "tools[1].name").
-absl::Status InResponsesTerms(const absl::Status& status, absl::string_view chat_part, absl::string_view responses_part) {
-  const std::string message(status.message());
-  const size_t param_end = message.find(": ");
-  const size_t at = message.find(std::string(chat_part));
-  if (status.ok() || at == std::string::npos || at > param_end) return status;
-  return absl::Status(status.code(), absl::StrCat(message.substr(0, at), responses_part, message.substr(at + chat_part.size())));
-}
-
 // The string at `key` of `object`, or "" where it is absent or not a string.
 template <typename Json>
 std::string StringAt(const Json& object, const char* key) {
@@ -195,21 +185,11 @@ class ConversationBuilder {
   std::string reasoning_at_;
 };
 
-// The flat function tools of the Responses API ({"type": "function", "name", "description", "parameters",
-// "strict"}) in chat's shape ({"type": "function", "function": {...}}), in the order and with the keys given.
-absl::StatusOr<ordered_json> ChatTools(const ordered_json& tools) {
-  if (tools.is_null()) return tools;
-  if (!tools.is_array()) return Bad("tools", "must be a list of tools");
+// The Responses API's flat function tools (validated by ParseTools) in chat's shape, as a chat template
+// expects them: {"type": "function", "function": {...the tool's other fields, in the caller's order...}}.
+ordered_json ChatShapedTools(const ordered_json& tools) {
   ordered_json chat = ordered_json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ordered_json& tool = tools[i];
-    const std::string at = absl::StrCat("tools[", i, "]");
-    if (!tool.is_object()) return Bad(at, "must be an object");
-    const std::string type = StringAt(tool, "type");
-    if (type != "function") {
-      return Bad(at + ".type", type.empty() ? "is required (\"function\")"
-                                            : absl::StrCat("'", type, "' is not supported (function tools only)"));
-    }
+  for (const ordered_json& tool : tools) {
     ordered_json function = ordered_json::object();
     for (const auto& [key, value] : tool.items()) {
       if (key != "type") function[key] = value;
@@ -217,18 +197,6 @@ absl::StatusOr<ordered_json> ChatTools(const ordered_json& tools) {
     chat.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
   return chat;
-}
-
-// The Responses API's tool_choice ("auto", "none", "required", {"type": "function", "name"}) in chat's shape.
-absl::StatusOr<json> ChatToolChoice(const json& choice) {
-  if (!choice.is_object()) return choice;
-  const std::string type = StringAt(choice, "type");
-  if (type != "function") {
-    return Bad("tool_choice.type", absl::StrCat("'", type, "' is not supported (auto, none, required or a function)"));
-  }
-  const auto name = choice.find("name");
-  if (name == choice.end() || !name->is_string()) return Bad("tool_choice.name", "is required (a string)");
-  return json{{"type", "function"}, {"function", {{"name", *name}}}};
 }
 
 absl::Status CheckStreamOptions(const json& body) {
@@ -280,15 +248,9 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ARACH_RETURN_IF_ERROR(conversation.AddInput(*input));
   chat.input.messages = conversation.Take();
 
-  ARACH_ASSIGN_OR_RETURN(const ordered_json tools, ChatTools(body.value("tools", ordered_json())));
-  auto parsed_tools = ParseTools(json(tools), "tools");
-  if (!parsed_tools.ok()) return InResponsesTerms(parsed_tools.status(), "].function", "]");
-  chat.tools = std::move(*parsed_tools);
-  if (!chat.tools.empty()) chat.input.tools = tools;
-  ARACH_ASSIGN_OR_RETURN(const json tool_choice, ChatToolChoice(plain.value("tool_choice", json())));
-  auto parsed_choice = ParseToolChoice(tool_choice, chat.tools, "tool_choice");
-  if (!parsed_choice.ok()) return InResponsesTerms(parsed_choice.status(), "tool_choice.function.name", "tool_choice.name");
-  chat.tool_choice = *parsed_choice;
+  ARACH_ASSIGN_OR_RETURN(chat.tools, ParseTools(plain.value("tools", json()), "tools", ToolShape::kFlat));
+  if (!chat.tools.empty()) chat.input.tools = ChatShapedTools(body.at("tools"));
+  ARACH_ASSIGN_OR_RETURN(chat.tool_choice, ParseToolChoice(plain.value("tool_choice", json()), chat.tools, "tool_choice", ToolShape::kFlat));
   if (chat.tool_choice.mode == ToolChoice::Mode::kNone) chat.input.tools = nullptr;  // no call can come
   if (const json parallel = Given(plain, "parallel_tool_calls", true); parallel.is_boolean()) {
     chat.parallel_tool_calls = parallel.get<bool>();

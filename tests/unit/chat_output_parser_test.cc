@@ -138,7 +138,7 @@ TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
   ASSERT_EQ(specs->size(), 2u);
   EXPECT_EQ((*specs)[1].parameters, json::parse(R"({"type": "object", "properties": {}})"));
   EXPECT_EQ(ParseTools(json::parse(R"([{"type": "code_interpreter"}])"), "tools").status().message(),
-            "tools[0].type: must be \"function\" (the only kind of tool supported)");
+            "tools[0].type: 'code_interpreter' is not supported (function tools only)");
   EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "function": {"name": "a b"}}])"), "tools").status().message(),
             "tools[0].function.name: is required: 1 to 64 letters, digits, underscores or dashes");
   // A call's arguments are an object: a schema of another type is refused (the constrained call would never parse
@@ -159,6 +159,47 @@ TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
             "tool_choice.function.name: 'other' is not one of the tools");
   EXPECT_EQ(ParseToolChoice("required", {}, "tool_choice").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseToolChoice("sometimes", *specs, "tool_choice").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The Responses API writes a function tool's fields flat: they are read alike and named where the caller wrote them.
+TEST(Tools, FlatShapeIsReadAlikeAndNamedAsWritten) {
+  using json = nlohmann::json;
+  const json nested = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": {}}}}}])");
+  const json flat = json::parse(R"([{"type": "function", "name": "f", "parameters": {"properties": {"a": {}}}}])");
+  auto from_nested = ParseTools(nested, "tools");
+  auto from_flat = ParseTools(flat, "tools", ToolShape::kFlat);
+  ASSERT_TRUE(from_nested.ok()) << from_nested.status();
+  ASSERT_TRUE(from_flat.ok()) << from_flat.status();
+  ASSERT_EQ(from_flat->size(), 1u);
+  EXPECT_EQ((*from_flat)[0].name, (*from_nested)[0].name);
+  EXPECT_EQ((*from_flat)[0].parameters, (*from_nested)[0].parameters);
+  EXPECT_EQ(ParseTools(nested, "tools", ToolShape::kFlat).status().message(),
+            "tools[0].name: is required: 1 to 64 letters, digits, underscores or dashes")
+      << "a nested tool is not a flat one";
+  EXPECT_EQ(ParseTools(flat, "tools").status().message(), "tools[0].function: is required (an object)");
+  EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "name": "f", "parameters": {"type": "array"}}])"), "tools", ToolShape::kFlat)
+                .status().message(),
+            "tools[0].parameters.type: must be \"object\" (a call's arguments are a JSON object)");
+  EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "name": "f"}, {"type": "function", "name": "f"}])"), "tools", ToolShape::kFlat)
+                .status().message(),
+            "tools[1].name: 'f' is given twice");
+  EXPECT_EQ(ParseTools(json::parse(R"([{"type": "function", "name": "f", "strict": "yes"}])"), "tools", ToolShape::kFlat).status().message(),
+            "tools[0].strict: must be true or false");
+
+  auto named = ParseToolChoice(json::parse(R"({"type": "function", "name": "f"})"), *from_flat, "tool_choice", ToolShape::kFlat);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->mode, ToolChoice::Mode::kNamed);
+  EXPECT_EQ(named->name, "f");
+  EXPECT_EQ(ParseToolChoice(json::parse(R"({"type": "function", "name": "g"})"), *from_flat, "tool_choice", ToolShape::kFlat)
+                .status().message(),
+            "tool_choice.name: 'g' is not one of the tools");
+  EXPECT_EQ(ParseToolChoice(json::parse(R"({"type": "function", "function": {"name": "f"}})"), *from_flat, "tool_choice", ToolShape::kFlat)
+                .status().message(),
+            "tool_choice.name: is required (a string)");
+  EXPECT_EQ(ParseToolChoice(json::parse(R"({"type": "function", "name": "f"})"), *from_flat, "tool_choice").status().message(),
+            "tool_choice.function: is required: {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  EXPECT_EQ(ParseToolChoice(json::parse(R"({"type": "allowed_tools"})"), *from_flat, "tool_choice", ToolShape::kFlat).status().message(),
+            "tool_choice.type: must be \"function\" (or tool_choice auto, none or required): {\"type\": \"function\", \"name\": ...}");
 }
 
 TEST(ChatOutputFormat, ChosenFromTheTemplateOrTheFlags) {
