@@ -19,6 +19,27 @@ absl::Status KeyError(absl::string_view parent, const std::string& key, absl::st
 
 namespace {
 
+template <typename Json>
+absl::StatusOr<std::optional<bool>> BoolAt(const Json& object, const std::string& key, absl::string_view field) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return absl::InvalidArgumentError(absl::StrCat(field.empty() ? key : field, ": must be true or false"));
+  return it->template get<bool>();
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<bool>> OptionalBoolAt(const nlohmann::json& object, const std::string& key, absl::string_view field) {
+  return BoolAt(object, key, field);
+}
+
+absl::StatusOr<std::optional<bool>> OptionalBoolAt(const nlohmann::ordered_json& object, const std::string& key,
+                                                   absl::string_view field) {
+  return BoolAt(object, key, field);
+}
+
+namespace {
+
 // nlohmann's parse error without its "[json.exception.parse_error.101] " prefix, e.g. "parse error at line 1,
 // column 9: syntax error while parsing value - unexpected ','; expected ...", clipped (its "last read" may quote a
 // long token of the client's text).

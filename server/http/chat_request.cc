@@ -66,14 +66,8 @@ absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
 }  // namespace
 
 absl::Status ReadTurnOpening(const ordered_json& body, ChatInput& input) {
-  std::optional<bool> add_generation_prompt, continue_final_message;
-  for (const auto& [key, out] : {std::pair{"add_generation_prompt", &add_generation_prompt},
-                                 std::pair{"continue_final_message", &continue_final_message}}) {
-    const auto it = body.find(key);
-    if (it == body.end() || it->is_null()) continue;
-    if (!it->is_boolean()) return Bad(key, "must be true or false");
-    *out = it->get<bool>();
-  }
+  ARACH_ASSIGN_OR_RETURN(const std::optional<bool> add_generation_prompt, OptionalBoolAt(body, "add_generation_prompt"));
+  ARACH_ASSIGN_OR_RETURN(const std::optional<bool> continue_final_message, OptionalBoolAt(body, "continue_final_message"));
   return SetTurnOpening(add_generation_prompt, continue_final_message.value_or(false), "continue_final_message", input);
 }
 
@@ -88,9 +82,13 @@ absl::Status ReadChatTemplateKwargs(const ordered_json& body, ChatInput& input) 
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
   ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
+  return ChatRequestFromJson(body);
+}
+
+absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
   if (!body.is_object()) return Bad("body", "must be a JSON object");
   ChatRequest request;
-  ARACH_ASSIGN_OR_RETURN(const nlohmann::json plain, ParseJson(body_text, "body"));  // the same body, for the shared fields
+  const nlohmann::json plain(body);  // the same body, for the shared fields
   ARACH_RETURN_IF_ERROR(CheckRequestParameters(plain, OpenAiRoute::kChatCompletions));
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(plain, {"max_completion_tokens", "max_tokens"}));
   ARACH_ASSIGN_OR_RETURN(request.input.messages, ReadMessages(body));
@@ -98,16 +96,12 @@ absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
   if (!request.tools.empty()) request.input.tools = body["tools"];  // as given, in its key order, for the template
   ARACH_ASSIGN_OR_RETURN(request.tool_choice, ParseToolChoice(plain.value("tool_choice", nlohmann::json()), request.tools, "tool_choice"));
   if (request.tool_choice.mode == ToolChoice::Mode::kNone) request.input.tools = nullptr;  // no call can come
-  if (const auto parallel = plain.find("parallel_tool_calls"); parallel != plain.end() && !parallel->is_null()) {
-    if (!parallel->is_boolean()) return Bad("parallel_tool_calls", "must be true or false");
-    request.parallel_tool_calls = parallel->get<bool>();
-  }
+  ARACH_ASSIGN_OR_RETURN(const std::optional<bool> parallel, OptionalBoolAt(plain, "parallel_tool_calls"));
+  request.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadTurnOpening(body, request.input));
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, request.input));
-  if (const auto rp = body.find("return_prompt"); rp != body.end() && !rp->is_null()) {
-    if (!rp->is_boolean()) return Bad("return_prompt", "must be true or false");
-    request.return_prompt = rp->get<bool>();
-  }
+  ARACH_ASSIGN_OR_RETURN(const std::optional<bool> return_prompt, OptionalBoolAt(body, "return_prompt"));
+  request.return_prompt = return_prompt.value_or(false);
   if (const auto echo = body.find("echo"); echo != body.end() && echo->is_boolean() && echo->get<bool>()) {
     return Bad("echo", "is not supported for chat (use return_prompt to see the rendered prompt)");
   }

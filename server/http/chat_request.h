@@ -25,6 +25,8 @@ struct ChatRequest {
 };
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);
+// The same, from a body already parsed (by ParseOrderedJson, which bounds its nesting).
+absl::StatusOr<ChatRequest> ChatRequestFromJson(const nlohmann::ordered_json& body);
 
 // `add_generation_prompt` and `continue_final_message` (vLLM's: the final message is left open for the model to
 // continue, a prefill) of `body` into `input` (SetTurnOpening: add_generation_prompt defaults to true, or to false

@@ -46,14 +46,6 @@ absl::Status ReadNumber(const json& body, const std::string& key, std::optional<
   return absl::OkStatus();
 }
 
-absl::Status ReadBool(const json& body, const std::string& key, std::optional<bool>* out) {
-  const json* v = Field(body, key);
-  if (v == nullptr) return absl::OkStatus();
-  if (!v->is_boolean()) return Bad(key, "must be true or false");
-  *out = v->get<bool>();
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::vector<int32_t>> ReadIds(const json& list, const std::string& param) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -108,7 +100,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, arach_offset;
   std::optional<uint64_t> seed;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "n", &n));
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "stream", &stream));
+  ARACH_ASSIGN_OR_RETURN(stream, OptionalBoolAt(body, "stream"));
   for (const std::string& key : max_tokens_keys) {
     if (max_tokens) break;
     ARACH_RETURN_IF_ERROR(ReadNumber(body, key, &max_tokens));
@@ -122,12 +114,12 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "frequency_penalty", &frequency_penalty));
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "seed", &seed));
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "min_tokens", &min_tokens));
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &ignore_eos));
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "skip_special_tokens", &skip_special));
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "arach", &arach));
+  ARACH_ASSIGN_OR_RETURN(ignore_eos, OptionalBoolAt(body, "ignore_eos"));
+  ARACH_ASSIGN_OR_RETURN(skip_special, OptionalBoolAt(body, "skip_special_tokens"));
+  ARACH_ASSIGN_OR_RETURN(arach, OptionalBoolAt(body, "arach"));
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "arach_offset", &arach_offset));
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "skip", &skip));
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "diagnostics", &diagnostics));
+  ARACH_ASSIGN_OR_RETURN(skip, OptionalBoolAt(body, "skip"));
+  ARACH_ASSIGN_OR_RETURN(diagnostics, OptionalBoolAt(body, "diagnostics"));
 
   f.n = n.value_or(1);
   if (f.n < 1 || f.n > 16) return Bad("n", absl::StrCat(f.n, " must be in [1, 16]"));
@@ -139,7 +131,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
       if (key != "include_usage") return KeyError("stream_options", key, "is not a known parameter");
     }
     std::optional<bool> include_usage;
-    ARACH_RETURN_IF_ERROR(ReadBool(*options, "include_usage", &include_usage));
+    ARACH_ASSIGN_OR_RETURN(include_usage, OptionalBoolAt(*options, "include_usage", "stream_options.include_usage"));
     f.include_usage = include_usage.value_or(false);
   }
   SamplingParams& sp = f.sampling;
@@ -232,7 +224,7 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, {"max_tokens"}));
   ARACH_ASSIGN_OR_RETURN(request.prompts, ReadPrompts(body));
   std::optional<bool> echo;
-  ARACH_RETURN_IF_ERROR(ReadBool(body, "echo", &echo));
+  ARACH_ASSIGN_OR_RETURN(echo, OptionalBoolAt(body, "echo"));
   request.echo = echo.value_or(false);
   if (const json* max_tokens = Field(body, "max_tokens"); max_tokens != nullptr && max_tokens->is_number_integer() &&
                                                            max_tokens->get<int64_t>() == 0) {

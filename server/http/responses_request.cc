@@ -206,7 +206,7 @@ absl::Status CheckStreamOptions(const json& body) {
   if (const auto stream = body.find("stream"); stream == body.end() || *stream != true) return Bad("stream_options", "is only allowed when stream is true");
   for (const auto& [key, value] : options->items()) {
     if (key != "include_obfuscation") return KeyError("stream_options", key, "is not a known parameter");
-    if (!value.is_boolean()) return Bad("stream_options.include_obfuscation", "must be true or false");
+    ARACH_RETURN_IF_ERROR(OptionalBoolAt(*options, key, "stream_options.include_obfuscation").status());
   }
   return absl::OkStatus();  // (no obfuscation padding is ever sent)
 }
@@ -252,11 +252,8 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   if (!chat.tools.empty()) chat.input.tools = ChatShapedTools(body.at("tools"));
   ARACH_ASSIGN_OR_RETURN(chat.tool_choice, ParseToolChoice(plain.value("tool_choice", json()), chat.tools, "tool_choice", ToolShape::kFlat));
   if (chat.tool_choice.mode == ToolChoice::Mode::kNone) chat.input.tools = nullptr;  // no call can come
-  if (const json parallel = Given(plain, "parallel_tool_calls", true); parallel.is_boolean()) {
-    chat.parallel_tool_calls = parallel.get<bool>();
-  } else {
-    return Bad("parallel_tool_calls", "must be true or false");
-  }
+  ARACH_ASSIGN_OR_RETURN(const std::optional<bool> parallel, OptionalBoolAt(plain, "parallel_tool_calls"));
+  chat.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, chat.input));
   if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return Bad("metadata", "must be an object");
   request.echo = {{"instructions", Given(plain, "instructions", nullptr)},

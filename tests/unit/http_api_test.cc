@@ -9,6 +9,7 @@
 #include "server/http/completion_request.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
+#include "server/http/tokenize_request.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/make_model/synthetic_tokenizer.h"
 
@@ -122,7 +123,8 @@ TEST(CompletionRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "n": 17})"), "n");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "seed": -1})"), "seed");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": 1})"), "stream");
-  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": true, "stream_options": {"include_usage": "yes"}})"), "include_usage");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": true, "stream_options": {"include_usage": "yes"}})"), "stream_options.include_usage")
+      << "a nested field is named by its path";
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream_options": {"include_usage": true}})"), "stream_options")
       << "stream options of an answer that is not streamed are not silently dropped";
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "stream": false, "stream_options": {}})"), "stream_options");
@@ -291,6 +293,74 @@ TEST(RequestParameters, UnknownAndUnimplementedAreRefusedNoOpsAccepted) {
   EXPECT_EQ(chat(R"(, "modalities": ["text", "audio"])"), "modalities: only text output is supported; leave modalities out");
   EXPECT_EQ(chat(R"(, "tool_choice": "required")"), "tool_choice: asks for tool calls but no tools are given");
   EXPECT_EQ(chat(R"(, "parallel_tool_calls": 1)"), "parallel_tool_calls: must be true or false");
+}
+
+TEST(TokenizeRequest, ReadsAPromptOrAConversation) {
+  auto prompt = ParseTokenizeRequest(R"({"model": "m", "prompt": "Hi", "add_special_tokens": false})", 100);
+  ASSERT_TRUE(prompt.ok()) << prompt.status();
+  EXPECT_EQ(prompt->model, "m");
+  EXPECT_EQ(prompt->prompt, "Hi");
+  EXPECT_FALSE(prompt->add_special_tokens);
+  EXPECT_FALSE(prompt->chat.has_value());
+  EXPECT_TRUE(ParseTokenizeRequest(R"({"prompt": "Hi"})", 100)->add_special_tokens) << "vLLM's default";
+
+  auto chat = ParseTokenizeRequest(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+                                       "tools": [{"type": "function", "function": {"name": "f"}}], "add_generation_prompt": false,
+                                       "chat_template_kwargs": {"enable_thinking": false}})",
+                                   100);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  ASSERT_TRUE(chat->chat.has_value());
+  EXPECT_FALSE(chat->model.has_value());
+  EXPECT_EQ(chat->chat->input.messages[0]["content"], "a\nb") << "read as the chat route reads it";
+  EXPECT_EQ(chat->chat->tools.size(), 1u);
+  EXPECT_FALSE(chat->chat->input.add_generation_prompt);
+  EXPECT_EQ(chat->chat->input.extra["enable_thinking"], false);
+  auto continued = ParseTokenizeRequest(R"({"messages": [{"role": "assistant", "content": "x"}], "continue_final_message": true})", 100);
+  ASSERT_TRUE(continued.ok()) << continued.status();
+  EXPECT_TRUE(continued->chat->input.continue_final_message);
+
+  auto ids = ParseDetokenizeRequest(R"({"model": "m", "tokens": [0, 5, 2147483647]})", 3);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->ids, (std::vector<int32_t>{0, 5, 2147483647}));
+  EXPECT_EQ(ids->model, "m");
+}
+
+TEST(TokenizeRequest, EveryBadFieldIsNamed) {
+  const auto tokenize_param = [](const std::string& body) {
+    auto parsed = ParseTokenizeRequest(body, 8);
+    return parsed.ok() ? "<ok>" : ErrorParam(parsed.status());
+  };
+  EXPECT_EQ(tokenize_param("[]"), "body");
+  EXPECT_EQ(tokenize_param(R"({"prompt": "a", "model": 3})"), "model");
+  EXPECT_EQ(tokenize_param(R"({})"), "prompt");
+  EXPECT_EQ(tokenize_param(R"({"prompt": 3})"), "prompt");
+  EXPECT_EQ(tokenize_param(R"({"prompt": "123456789"})"), "prompt") << "over the byte limit";
+  EXPECT_EQ(tokenize_param(R"({"prompt": "12345678"})"), "<ok>") << "at the byte limit";
+  EXPECT_EQ(tokenize_param(R"({"prompt": "a", "add_special_tokens": "no"})"), "add_special_tokens");
+  EXPECT_EQ(tokenize_param(R"({"prompt": "a", "return_token_strs": true})"), "return_token_strs");
+  EXPECT_EQ(tokenize_param(R"({"prompt": "a", "tools": []})"), "tools") << "a prompt's body takes no chat fields";
+  EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "add_special_tokens": true})"), "add_special_tokens");
+  EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "temperature": 1})"), "temperature");
+  EXPECT_EQ(tokenize_param(R"({"messages": []})"), "messages");
+  EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": 3}]})"), "messages[0].content");
+  EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function"}]})"), "tools[0].function");
+  EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": 1})"), "add_generation_prompt");
+  EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": true, "continue_final_message": true})"),
+            "continue_final_message");
+
+  const auto detokenize_param = [](const std::string& body) {
+    auto parsed = ParseDetokenizeRequest(body, 2);
+    return parsed.ok() ? "<ok>" : ErrorParam(parsed.status());
+  };
+  EXPECT_EQ(detokenize_param(R"({"tokens": [1, 2]})"), "<ok>");
+  EXPECT_EQ(detokenize_param(R"({"tokens": [1, 2, 3]})"), "tokens") << "over the id limit";
+  EXPECT_EQ(detokenize_param(R"({"tokens": "1 2"})"), "tokens");
+  EXPECT_EQ(detokenize_param(R"({})"), "tokens");
+  EXPECT_EQ(detokenize_param(R"({"tokens": [1, -1]})"), "tokens[1]");
+  EXPECT_EQ(detokenize_param(R"({"tokens": [2147483648]})"), "tokens[0]");
+  EXPECT_EQ(detokenize_param(R"({"tokens": [1.5]})"), "tokens[0]");
+  EXPECT_EQ(detokenize_param(R"({"tokens": [1], "prompt": "a"})"), "prompt");
+  EXPECT_EQ(detokenize_param(R"({"tokens": [1], "model": []})"), "model");
 }
 
 TEST(OpenAiError, ShapeStatusAndParam) {
