@@ -93,9 +93,14 @@ absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestL
                "--chat_template FILE, or use the completions API"));
   }
   ChatPrompt prompt;
-  absl::StatusOr<std::string> text = chat_template->Render(ConversationForTemplate(input, *chat_template));
+  const ChatInput conversation = ConversationForTemplate(input, *chat_template);
+  absl::StatusOr<std::string> text = chat_template->Render(conversation);
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", text.status().message()));
   prompt.text = std::move(*text);
+  if (conversation.continue_final_message && !conversation.messages.empty()) {
+    const auto content = conversation.messages.back().find("content");
+    if (content != conversation.messages.back().end() && content->is_string()) prompt.continued = content->get<std::string>();
+  }
   if (prompt.text.size() > limits.max_prompt_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": the rendered prompt's ", prompt.text.size(),
                                                    " bytes exceed the limit of ", limits.max_prompt_bytes));

@@ -18,6 +18,7 @@ struct ChatPrompt {
   std::string text;                    // the rendered template
   std::vector<int32_t> ids;            // its tokens
   std::optional<int32_t> end_of_turn;  // the tokenizer's eos_token (e.g. <|im_end|>, <|eot_id|>), when it has one
+  std::string continued;  // continue_final_message: the final message's text, which the prompt ends with; else empty
 };
 
 // OpenAI's rules on a conversation, for both APIs, on the messages as the templates see them (content a string or

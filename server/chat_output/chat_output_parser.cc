@@ -88,10 +88,12 @@ std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separa
 
 }  // namespace
 
-ChatOutputParser::ChatOutputParser(const ChatOutputFormat& format, bool parse_tools, bool prompt_opens_reasoning)
+ChatOutputParser::ChatOutputParser(const ChatOutputFormat& format, bool parse_tools, TurnStart start)
     : format_(format),
       parse_tools_(parse_tools && format.tools != ToolCallSyntax::kNone),
-      phase_(prompt_opens_reasoning ? Phase::kReasoning : format.reasoning ? Phase::kStart : Phase::kContent) {}
+      phase_(start == TurnStart::kReasoning                      ? Phase::kReasoning
+             : start == TurnStart::kOpen && format.reasoning ? Phase::kStart
+                                                               : Phase::kContent) {}
 
 ChatOutputDelta ChatOutputParser::Feed(absl::string_view text) {
   pending_.append(text.data(), text.size());

@@ -29,11 +29,18 @@ struct ChatOutputDelta {
   bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
 };
 
+// Where the text the parser reads starts within the assistant's turn.
+enum class TurnStart {
+  kOpen,       // at the turn's start: a reasoning model may open it with a <think> block
+  kReasoning,  // inside a <think> block the prompt opened (a template that starts the turn thinking, a prefill)
+  kContent,    // inside the content: a prefill (continue_final_message) wrote content or closed its reasoning
+};
+
 class ChatOutputParser {
  public:
-  // `parse_tools`: the request offered tools (else tool syntax is plain content). `prompt_opens_reasoning`:
-  // the prompt ended inside a <think> block (the turn starts as reasoning).
-  ChatOutputParser(const ChatOutputFormat& format, bool parse_tools, bool prompt_opens_reasoning);
+  // `parse_tools`: the request offered tools (else tool syntax is plain content). `start`: where the turn is
+  // when the model's text begins (ChatTurnPlan::turn_start).
+  ChatOutputParser(const ChatOutputFormat& format, bool parse_tools, TurnStart start);
 
   // The parts `text` completes.
   ChatOutputDelta Feed(absl::string_view text);

@@ -88,6 +88,17 @@ std::optional<json> ContentFormat(const OutputConstraint& content) {
   return std::nullopt;
 }
 
+// Where the model's text begins within its turn: after a prompt ending `prompt_end` (trailing whitespace stripped)
+// whose turn already holds `continued` (a prefill's text).
+TurnStart StartOfTurn(const ChatOutputFormat& format, absl::string_view prompt_end, absl::string_view continued) {
+  if (!format.reasoning) return TurnStart::kOpen;
+  continued = absl::StripAsciiWhitespace(continued);
+  if (continued.empty()) return absl::EndsWith(prompt_end, kThinkOpen) ? TurnStart::kReasoning : TurnStart::kOpen;
+  const size_t open = continued.rfind(kThinkOpen);
+  if (open != absl::string_view::npos && continued.find(kThinkClose, open) == absl::string_view::npos) return TurnStart::kReasoning;
+  return TurnStart::kContent;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<ToolSpec>> ParseTools(const json& tools, const std::string& field, ToolShape shape) {
@@ -241,12 +252,13 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
 }
 
 absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                          bool parallel, absl::string_view prompt, const OutputConstraint& content,
-                                          const Tokenizer& tokenizer, const std::string& tools_field,
+                                          bool parallel, absl::string_view prompt, absl::string_view continued,
+                                          const OutputConstraint& content, const Tokenizer& tokenizer, const std::string& tools_field,
                                           const std::string& tool_choice_field) {
   ChatTurnPlan plan;
   const absl::string_view prompt_end = absl::StripTrailingAsciiWhitespace(prompt);
-  plan.prompt_opens_reasoning = format.reasoning && absl::EndsWith(prompt_end, kThinkOpen);
+  plan.turn_start = StartOfTurn(format, prompt_end, continued);
+  const bool starts_reasoning = plan.turn_start == TurnStart::kReasoning;
   if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
   if (format.tools == ToolCallSyntax::kNone) {
     return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
@@ -257,9 +269,9 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   std::optional<json> content_format;
   if (content.active() && choice.mode == ToolChoice::Mode::kAuto) {
     content_format = ContentFormat(content);
-    if (!content_format || plan.prompt_opens_reasoning) {
+    if (!content_format || starts_reasoning) {
       return InvalidField(tool_choice_field, absl::StrCat("tool calls cannot be combined with a ", content.KindName(),
-                                                          plan.prompt_opens_reasoning ? " where the turn starts inside reasoning" : "",
+                                                          starts_reasoning ? " where the turn starts inside reasoning" : "",
                                                           "; set tool_choice to none or drop the response format"));
     }
   }
@@ -268,9 +280,10 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
     const std::optional<int32_t> marker = tokenizer.TokenToId(kMistralToolCalls);
     plan.keep_special_tokens = marker && tokenizer.IsSpecial(*marker);
   }
-  // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false), none may come.
-  const bool may_reason = format.reasoning && !plan.prompt_opens_reasoning && !absl::EndsWith(prompt_end, kThinkClose);
-  if (!plan.prompt_opens_reasoning) {  // a turn that starts inside <think> is read, not constrained
+  // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false) or a prefill went on to
+  // the content, none may come.
+  const bool may_reason = format.reasoning && plan.turn_start == TurnStart::kOpen && !absl::EndsWith(prompt_end, kThinkClose);
+  if (!starts_reasoning) {  // a turn that starts inside <think> is read, not constrained
     plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason, content_format);
     plan.joins_content = content_format.has_value() && plan.constraint.active();
   }

@@ -15,6 +15,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/chat_output/chat_output_format.h"
+#include "server/chat_output/chat_output_parser.h"
 
 namespace arach::server {
 
@@ -58,19 +59,24 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
 struct ChatTurnPlan {
   OutputConstraint constraint;          // the tool-call constraint (kind none where calls are not constrained)
   bool parse_tools = false;             // tool calls are read out of the turn
-  bool prompt_opens_reasoning = false;  // the prompt ends inside <think>: the turn starts as reasoning
+  TurnStart turn_start = TurnStart::kOpen;  // where the model's text begins: inside <think> (a prompt or prefill that
+                                           // opened it), inside a prefill's content, or at the turn's start
   bool keep_special_tokens = false;     // the call marker is a special token: the text must keep it
   bool joins_content = false;           // the constraint holds the content's format beside the calls (auto)
 };
 
-// The plan for a chat turn offering `tools` with `choice`, its content held to `content` (response_format /
-// structured_outputs; kind none: free) where it calls no tool: with auto, the plan's constraint lets the turn be
+// The plan for a chat turn offering `tools` with `choice`, after `prompt` (the rendered conversation), whose last
+// `continued` bytes are the text of a final message the turn continues (continue_final_message; else empty: a
+// prefill that opened <think> without closing it continues the reasoning, one with other text continues the
+// content). Its content is held to `content` (response_format / structured_outputs; kind none: free) where it
+// calls no tool: with auto, the plan's constraint lets the turn be
 // either such content or calls (as OpenAI's structured outputs with function calling); required or named need
 // calls, which the content's format does not concern. INVALID_ARGUMENT naming `tools_field` when the model has no
 // tool-call syntax we can read, or naming `tool_choice_field` for content that cannot join calls (a structural
 // tag of the client's own, or a turn that starts inside reasoning).
 absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                          bool parallel, absl::string_view prompt, const OutputConstraint& content,
+                                          bool parallel, absl::string_view prompt, absl::string_view continued,
+                                          const OutputConstraint& content,
                                           const Tokenizer& tokenizer, const std::string& tools_field,
                                           const std::string& tool_choice_field);
 

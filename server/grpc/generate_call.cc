@@ -69,7 +69,7 @@ class GenerateStream : public RequestObserver {
   }
   // Before submission, a Chat call on a model whose turns hold reasoning or tool calls: they leave `text`.
   void StartChatOutput(const ChatOutputFormat& format, const ChatTurnPlan& plan) {
-    if (plan.parse_tools || format.reasoning) chat_output_.emplace(format, plan.parse_tools, plan.prompt_opens_reasoning);
+    if (plan.parse_tools || format.reasoning) chat_output_.emplace(format, plan.parse_tools, plan.turn_start);
   }
 
  private:
@@ -182,7 +182,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (!content.ok()) return absl::InvalidArgumentError(absl::StrCat("generation.", content.status().message()));
     ARACH_ASSIGN_OR_RETURN(const ChatTurnPlan plan,
                            PlanChatTurn(context_.chat_output, tools, choice, !chat.has_parallel_tool_calls() || chat.parallel_tool_calls(),
-                                        prompt.text, *content, engine.tokenizer(), "tools_json", "tool_choice_json"));
+                                        prompt.text, prompt.continued, *content, engine.tokenizer(), "tools_json", "tool_choice_json"));
     ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan, engine, *content, "generation.structured_output"));
     stream_->StartChatOutput(context_.chat_output, plan);
     tool_constraint_ = plan.constraint;

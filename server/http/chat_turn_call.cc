@@ -17,7 +17,7 @@ absl::Status ChatTurnCall::Start() {
   ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_));
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
-                                             fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));
+                                             prompt_.continued, fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));
   ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan_, e, fields().structured_output.constraint, fields().structured_output.field));
   SamplingParams sampling = fields().sampling;
   if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size(), fields().n);
@@ -30,7 +30,7 @@ absl::Status ChatTurnCall::Start() {
     r.sampling.skip_special_tokens = fields().skip_special_tokens && !plan_.keep_special_tokens;
     r.constraint = plan_.constraint;
     parsers_.emplace_back();
-    if (plan_.parse_tools || format.reasoning) parsers_.back().emplace(format, plan_.parse_tools, plan_.prompt_opens_reasoning);
+    if (plan_.parse_tools || format.reasoning) parsers_.back().emplace(format, plan_.parse_tools, plan_.turn_start);
     AddEndOfTurn(prompt_, &r.sampling);
     if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
     logprobs_.emplace_back();

@@ -53,7 +53,7 @@ TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
   ASSERT_TRUE(tools.ok());
   server::ToolChoice required;
   required.mode = server::ToolChoice::Mode::kRequired;
-  auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+  auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->keep_special_tokens);
   ASSERT_TRUE(plan->constraint.active());
@@ -71,7 +71,7 @@ TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
     ASSERT_TRUE(observer->Wait());
     EXPECT_EQ(observer->finish().reason, FinishReason::kStop) << observer->text();
     EXPECT_EQ(observer->tokens().front(), *marker) << "the constraint lets the special token itself open the call";
-    server::ChatOutputParser parser(format, true, false);
+    server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
     server::ChatOutputDelta out = parser.Feed(observer->text());
     const server::ChatOutputDelta rest = parser.Finish();
     out.tool_calls.insert(out.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());

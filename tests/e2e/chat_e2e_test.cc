@@ -165,6 +165,23 @@ TEST(ChatServer, ContinueFinalMessagePrefillsTheAssistantsAnswer) {
   EXPECT_EQ(finish.chat_prompt(), prompt);
   EXPECT_EQ(text, content);
 
+  // A prefill that opens the reasoning without closing it is continued as reasoning: the model's text up to its
+  // </think> is the reasoning, the rest the content (as a greedy completion of the same prompt splits).
+  const ordered_json thinking = ordered_json::parse(R"([{"role": "user", "content": "Name a colour."},
+                                                        {"role": "assistant", "content": "<think>\nThe user wants"}])");
+  const HttpAnswer reasoned = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(thinking.dump())}, {"max_tokens", 12},
+                                                 {"temperature", 0}, {"continue_final_message", true}, {"return_prompt", true}});
+  ASSERT_EQ(reasoned.status, 200) << reasoned.body;
+  const json reasoned_completion = json::parse(
+      http.Post("/v1/completions", json{{"model", "qwen3-tiny"}, {"prompt", reasoned.body["arach_prompt"]}, {"max_tokens", 12},
+                                        {"temperature", 0}, {"skip_special_tokens", false}}.dump(), "application/json")->body);
+  const std::string thought = reasoned_completion["choices"][0]["text"];
+  const size_t close = thought.find("</think>");
+  const json& reasoned_message = reasoned.body["choices"][0]["message"];
+  ASSERT_FALSE(thought.substr(0, close).empty());
+  EXPECT_EQ(reasoned_message["reasoning_content"], thought.substr(0, close)) << reasoned.body;
+  if (close == std::string::npos) EXPECT_EQ(reasoned_message["content"], "") << reasoned.body;
+
   // A new turn cannot be opened after a message left open.
   const HttpAnswer both = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(messages.dump())},
                                              {"continue_final_message", true}, {"add_generation_prompt", true}});

@@ -30,14 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   format.tools = static_cast<arach::server::ToolCallSyntax>(data[0] % 4);
   format.reasoning = (data[0] & 4) != 0;
   const bool parse_tools = (data[0] & 8) != 0;
-  const bool opens_reasoning = (data[0] & 16) != 0;
+  const arach::server::TurnStart start = (data[0] & 16)   ? arach::server::TurnStart::kReasoning
+                                         : (data[0] & 32) ? arach::server::TurnStart::kContent
+                                                          : arach::server::TurnStart::kOpen;
   const std::string text(reinterpret_cast<const char*>(data + 2), size - 2);
   const size_t cut = text.empty() ? 0 : data[1] % (text.size() + 1);
 
-  ChatOutputParser whole(format, parse_tools, opens_reasoning);
+  ChatOutputParser whole(format, parse_tools, start);
   const ChatOutputDelta w = whole.Feed(text);
   const std::string expected = Flatten(w, whole.Finish(), {});
-  ChatOutputParser split(format, parse_tools, opens_reasoning);
+  ChatOutputParser split(format, parse_tools, start);
   const ChatOutputDelta first = split.Feed(text.substr(0, cut));
   const ChatOutputDelta second = split.Feed(text.substr(cut));
   if (Flatten(first, second, split.Finish()) != expected) std::abort();

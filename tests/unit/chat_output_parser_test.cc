@@ -21,8 +21,8 @@ void Add(Parsed& p, const ChatOutputDelta& d) {
   for (const ParsedToolCall& c : d.tool_calls) p.calls.emplace_back(c.name, c.arguments);
 }
 
-Parsed Whole(const ChatOutputFormat& format, const std::string& text, bool tools = true, bool opens_reasoning = false) {
-  ChatOutputParser parser(format, tools, opens_reasoning);
+Parsed Whole(const ChatOutputFormat& format, const std::string& text, bool tools = true, TurnStart start = TurnStart::kOpen) {
+  ChatOutputParser parser(format, tools, start);
   Parsed p;
   Add(p, parser.Feed(text));
   Add(p, parser.Finish());
@@ -33,14 +33,14 @@ Parsed Whole(const ChatOutputFormat& format, const std::string& text, bool tools
 void ExpectStreamsLikeWhole(const ChatOutputFormat& format, const std::string& text, bool tools = true) {
   const Parsed whole = Whole(format, text, tools);
   for (size_t cut = 0; cut <= text.size(); ++cut) {
-    ChatOutputParser parser(format, tools, false);
+    ChatOutputParser parser(format, tools, TurnStart::kOpen);
     Parsed p;
     Add(p, parser.Feed(text.substr(0, cut)));
     Add(p, parser.Feed(text.substr(cut)));
     Add(p, parser.Finish());
     ASSERT_EQ(p, whole) << "split at " << cut << " of: " << text;
   }
-  ChatOutputParser parser(format, tools, false);
+  ChatOutputParser parser(format, tools, TurnStart::kOpen);
   Parsed p;
   for (char c : text) Add(p, parser.Feed(std::string(1, c)));
   Add(p, parser.Finish());
@@ -95,8 +95,20 @@ TEST(ChatOutputParser, ReasoningOnlyWhereTheTurnOpensIt) {
   EXPECT_EQ(Whole(f, "plain <think>x</think>").content, "plain <think>x</think>");
   EXPECT_EQ(Whole(f, "<thi").content, "<thi");
   EXPECT_EQ(Whole(f, "<think>cut off").reasoning, "cut off");
-  EXPECT_EQ(Whole(f, "still thinking</think>answer", true, /*opens_reasoning=*/true).reasoning, "still thinking");
+  EXPECT_EQ(Whole(f, "still thinking</think>answer", true, TurnStart::kReasoning).reasoning, "still thinking");
   ExpectStreamsLikeWhole(f, "<think>\nhmm < / think\n</think>\n\nThe answer < 3.");
+}
+
+// A prefill (continue_final_message) that wrote content or closed its reasoning continues the content: a <think>
+// the model writes then is text, not reasoning.
+TEST(ChatOutputParser, ATurnThatStartsInTheContentHasNoReasoning) {
+  const auto f = Format(ToolCallSyntax::kHermes, true);
+  const Parsed p = Whole(f, "<think>a</think>b", true, TurnStart::kContent);
+  EXPECT_EQ(p.content, "<think>a</think>b");
+  EXPECT_EQ(p.reasoning, "");
+  const Parsed call = Whole(f, " red.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", true, TurnStart::kContent);
+  EXPECT_EQ(call.content, " red.") << "calls are still read";
+  ASSERT_EQ(call.calls.size(), 1u);
 }
 
 TEST(ChatOutputParser, Llama3JsonCallsOpenTheTurn) {
