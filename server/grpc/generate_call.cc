@@ -162,8 +162,9 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   }
 
  private:
-  // Renders the conversation into `chat_generation_` (the generation fields with the prompt's token ids) and
-  // submits that; engine errors name "messages" for the prompt and "generation.<field>" for the rest.
+  // Renders the conversation, maps the generation fields with the prompt's token ids filled in, plans the turn
+  // (tool calls, reasoning) on the mapped structured output, and submits; errors name "messages" for the prompt
+  // and "generation.<field>" for the rest.
   absl::Status SubmitChat(grpc::CallbackServerContext* call, const arach::v1::ChatRequest& chat, const Variant& variant) {
     if (chat.generation().prompt_case() != arach::v1::GenerateRequest::PROMPT_NOT_SET) {
       return absl::InvalidArgumentError("generation: leave its prompt unset in Chat (the messages are the prompt)");
@@ -178,49 +179,62 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (choice.mode == ToolChoice::Mode::kNone) input.tools = nullptr;  // no call can come
     Engine& engine = ticket_.engine();
     ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(engine, context_.limits, input, "messages"));
-    absl::StatusOr<OutputConstraint> content = ToOutputConstraint(chat.generation().structured_output());
-    if (!content.ok()) return absl::InvalidArgumentError(absl::StrCat("generation.", content.status().message()));
+    arach::v1::GenerateRequest generation = chat.generation();
+    if (!generation.has_max_tokens()) {
+      generation.set_max_tokens(static_cast<uint32_t>(DefaultChatMaxTokens(context_.limits, engine, ticket_.caller().limits, prompt.ids.size(), /*choices=*/1)));
+    }
+    for (int32_t id : prompt.ids) generation.mutable_token_ids()->add_ids(id);
+    if (!generation.ignore_eos() && prompt.end_of_turn) generation.add_stop_token_ids(*prompt.end_of_turn);
+    ARACH_ASSIGN_OR_RETURN(EngineRequest engine_request, Map(generation, variant, /*chat=*/true));
     ARACH_ASSIGN_OR_RETURN(const ChatTurnPlan plan,
                            PlanChatTurn(context_.chat_output, tools, choice, !chat.has_parallel_tool_calls() || chat.parallel_tool_calls(),
-                                        prompt.text, prompt.continued, *content, engine.tokenizer(), "tools_json", "tool_choice_json"));
-    ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan, engine, *content, "generation.structured_output"));
+                                        prompt.text, prompt.continued, engine_request.constraint, engine.tokenizer(), "tools_json",
+                                        "tool_choice_json"));
+    ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan, engine, engine_request.constraint, "generation.structured_output"));
     stream_->StartChatOutput(context_.chat_output, plan);
-    tool_constraint_ = plan.constraint;
-    keep_special_tokens_ = plan.keep_special_tokens;
-    chat_generation_ = chat.generation();
-    if (!chat_generation_.has_max_tokens()) {
-      chat_generation_.set_max_tokens(static_cast<uint32_t>(DefaultChatMaxTokens(context_.limits, engine, ticket_.caller().limits, prompt.ids.size(), /*choices=*/1)));
-    }
-    for (int32_t id : prompt.ids) chat_generation_.mutable_token_ids()->add_ids(id);
-    if (!chat_generation_.ignore_eos() && prompt.end_of_turn) chat_generation_.add_stop_token_ids(*prompt.end_of_turn);
+    const bool tool_calls = plan.constraint.active();  // the constraint comes from the tools' schemas
+    if (tool_calls) engine_request.constraint = plan.constraint;  // (it holds the structured_output's format where one is asked)
+    if (plan.keep_special_tokens) engine_request.sampling.skip_special_tokens = false;
     if (chat.return_prompt()) stream_->SetChatPrompt(prompt.text);
-    return Submit(call, chat_generation_, variant, /*chat=*/true);
+    return SubmitMapped(call, std::move(engine_request), [tool_calls](absl::string_view field) {
+      if (field == "constraint" && tool_calls) return std::string("tools_json");
+      if (field == "prompt") return std::string("messages");
+      return absl::StrCat("generation.", GrpcFieldName(field, "messages"));
+    });
   }
 
-  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::GenerateRequest& request, const Variant& variant,
-                      bool chat = false) {
-    Engine& engine = ticket_.engine();
+  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::GenerateRequest& request, const Variant& variant) {
     std::string prompt_field;
-    absl::StatusOr<EngineRequest> mapped = ToEngineRequest(engine, context_.limits, request, variant, &prompt_field);
+    ARACH_ASSIGN_OR_RETURN(EngineRequest engine_request, Map(request, variant, /*chat=*/false, &prompt_field));
+    return SubmitMapped(call, std::move(engine_request),
+                        [prompt_field](absl::string_view field) { return GrpcFieldName(field, prompt_field); });
+  }
+
+  // `request` as an engine request with the caller's priority; a Chat call's errors name "generation.<field>".
+  // `prompt_field`: which of the request's prompt fields it used.
+  absl::StatusOr<EngineRequest> Map(const arach::v1::GenerateRequest& request, const Variant& variant, bool chat,
+                                    std::string* prompt_field = nullptr) {
+    std::string field;
+    absl::StatusOr<EngineRequest> mapped = ToEngineRequest(ticket_.engine(), context_.limits, request, variant, &field);
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
-    EngineRequest engine_request = std::move(*mapped);
-    if (chat) prompt_field = "messages";
-    const bool tool_calls = chat && tool_constraint_.active();  // the constraint comes from the tools' schemas
-    if (tool_calls) engine_request.constraint = tool_constraint_;  // (it holds the structured_output's format where one is asked)
-    if (chat && keep_special_tokens_) engine_request.sampling.skip_special_tokens = false;
-    engine_request.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
+    mapped->priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
+    if (prompt_field != nullptr) *prompt_field = field;
+    return mapped;
+  }
+
+  // Reserves the request's tokens, applies the server's policy and submits; `field_name` names an engine field in
+  // the caller's terms.
+  absl::Status SubmitMapped(grpc::CallbackServerContext* call, EngineRequest engine_request,
+                            std::function<std::string(absl::string_view)> field_name) {
+    Engine& engine = ticket_.engine();
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(static_cast<int64_t>(engine_request.prompt.size()) + engine_request.sampling.max_tokens,
-                                                chat ? "generation.max_tokens" : "max_tokens"));
+                                                field_name("max_tokens")));
     context_.policy->Apply(engine_request);
     stream_->StartLogprobs(engine.tokenizer(), engine_request.prompt);
     if (call->deadline() != std::chrono::system_clock::time_point::max()) {
       engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
     }
-    ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, [&](absl::string_view field) {
-      if (field == "constraint" && tool_calls) return std::string("tools_json");
-      if (field == "prompt" || !chat) return GrpcFieldName(field, prompt_field);
-      return absl::StrCat("generation.", GrpcFieldName(field, prompt_field));
-    }));
+    ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, std::move(field_name)));
     submitted_ = true;
     return absl::OkStatus();
   }
@@ -232,9 +246,6 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   ServiceContext& context_;
   CallTicket ticket_;
   std::shared_ptr<GenerateStream> stream_;
-  arach::v1::GenerateRequest chat_generation_;  // a Chat call's request, prompt filled in
-  OutputConstraint tool_constraint_;            // a Chat call's tool-call constraint
-  bool keep_special_tokens_ = false;            // its tool-call marker is a special token
   uint64_t engine_id_ = 0;
   bool submitted_ = false;
 };
