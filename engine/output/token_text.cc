@@ -11,8 +11,8 @@ namespace arach {
 PieceDecoder::PieceDecoder(const Tokenizer& tokenizer, std::span<const int32_t> context)
     : tokenizer_(tokenizer), context_(context.end() - std::min(context.size(), kDetokenizeContext), context.end()) {}
 
-absl::StatusOr<std::string> PieceDecoder::Piece(int32_t token) const {
-  return DecodePiece(tokenizer_, context_, token, /*skip_special_tokens=*/false);
+absl::StatusOr<std::string> PieceDecoder::Piece(int32_t token, bool skip_special_tokens) const {
+  return DecodePiece(tokenizer_, context_, token, skip_special_tokens);
 }
 
 absl::StatusOr<TokenText> PieceDecoder::Text(int32_t token, float logprob) const {

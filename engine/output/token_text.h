@@ -32,8 +32,9 @@ class PieceDecoder {
  public:
   // `context`: the ids before the first token (its last few decode the first piece).
   PieceDecoder(const Tokenizer& tokenizer, std::span<const int32_t> context);
-  // The raw bytes `token` would add now.
-  absl::StatusOr<std::string> Piece(int32_t token) const;
+  // The raw bytes `token` would add now; `skip_special_tokens`: as an answer's text that skips special tokens
+  // has them (the engine's detokenizer gives the same piece).
+  absl::StatusOr<std::string> Piece(int32_t token, bool skip_special_tokens = false) const;
   // `token` with `logprob` as it would be added now.
   absl::StatusOr<TokenText> Text(int32_t token, float logprob) const;
   // `sampled` and its alternatives as they would be added now (alternatives in the context of the same

@@ -114,12 +114,23 @@ void ChatOutputParser::AddCalls(ChatOutputDelta& out, std::vector<ParsedToolCall
   drop_leading_space_ = true;
 }
 
+void ChatOutputParser::Consume(size_t n) {
+  pending_.erase(0, n);
+  consumed_ += n;
+}
+
 void ChatOutputParser::AppendContent(ChatOutputDelta& out, absl::string_view text) {
   if (drop_leading_space_) text = StripLeadingSpace(text);
   if (text.empty()) return;
   drop_leading_space_ = false;
   content_started_ = true;
   out.content.append(text.data(), text.size());
+  const size_t begin = consumed_ + static_cast<size_t>(text.data() - pending_.data());  // `text` lies in pending_
+  if (!out.content_from.empty() && out.content_from.back().end == begin) {
+    out.content_from.back().end = begin + text.size();
+  } else {
+    out.content_from.push_back({begin, begin + text.size()});
+  }
 }
 
 void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
@@ -127,7 +138,7 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
     switch (phase_) {
       case Phase::kStart:
         if (absl::StartsWith(pending_, kThinkOpen)) {
-          pending_.erase(0, kThinkOpen.size());
+          Consume(kThinkOpen.size());
           phase_ = Phase::kReasoning;
           continue;
         }
@@ -139,14 +150,14 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
         const size_t close = absl::string_view(pending_).find(kThinkClose);
         if (close != absl::string_view::npos) {
           out.reasoning += pending_.substr(0, close);
-          pending_.erase(0, close + kThinkClose.size());
+          Consume(close + kThinkClose.size());
           phase_ = Phase::kContent;
           drop_leading_space_ = true;  // the answer starts after the blank line that follows </think>
           continue;
         }
         const size_t keep = final ? 0 : PartialMarkerAtEnd(pending_, kThinkClose);
         out.reasoning += pending_.substr(0, pending_.size() - keep);
-        pending_.erase(0, pending_.size() - keep);
+        Consume(pending_.size() - keep);
         return;
       }
 
@@ -168,7 +179,7 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
           const size_t at = absl::string_view(pending_).find(marker);
           if (at != absl::string_view::npos) {
             AppendContent(out, StripTrailingSpace(absl::string_view(pending_).substr(0, at)));
-            pending_.erase(0, at);
+            Consume(at);
             phase_ = format_.tools == ToolCallSyntax::kHermes ? Phase::kHermesCall : Phase::kToolTail;
             continue;
           }
@@ -183,9 +194,9 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
         }
         AppendContent(out, absl::string_view(pending_).substr(0, end));
         if (final) {
-          pending_.clear();
+          Consume(pending_.size());
         } else {
-          pending_.erase(0, end);
+          Consume(end);
         }
         return;
       }
@@ -195,7 +206,7 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
         if (close == absl::string_view::npos) {
           if (final) {  // cut off inside the call: its text is content
             AppendContent(out, pending_);
-            pending_.clear();
+            Consume(pending_.size());
           }
           return;
         }
@@ -207,7 +218,7 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
         } else {
           AppendContent(out, absl::string_view(pending_).substr(0, close + kHermesClose.size()));
         }
-        pending_.erase(0, close + kHermesClose.size());
+        Consume(close + kHermesClose.size());
         phase_ = Phase::kContent;
         continue;
       }
@@ -220,7 +231,7 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
         } else {
           AppendContent(out, pending_);
         }
-        pending_.clear();
+        Consume(pending_.size());
         return;
       }
     }

@@ -22,10 +22,20 @@ struct ParsedToolCall {
   std::string arguments;  // the arguments object as compact JSON text
 };
 
+// Bytes [begin, end) of a turn's text: all the text fed to a parser, joined.
+struct TextSpan {
+  size_t begin = 0;
+  size_t end = 0;
+  bool operator==(const TextSpan&) const = default;
+};
+
 struct ChatOutputDelta {
   std::string reasoning;
   std::string content;
   std::vector<ParsedToolCall> tool_calls;
+  // Where in the turn's text `content` was taken from, in order: the spans' text joined is `content` (what the
+  // turn's tokens said in its content, for the log-probs of the content's tokens).
+  std::vector<TextSpan> content_from;
   bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
 };
 
@@ -61,7 +71,11 @@ class ChatOutputParser {
   ChatOutputFormat format_;
   bool parse_tools_;
   Phase phase_;
+  // Drops the first `n` bytes of pending_ (returned, or read as markers and calls).
+  void Consume(size_t n);
+
   std::string pending_;           // text received and not yet returned
+  size_t consumed_ = 0;           // bytes of the turn's text before pending_
   bool content_started_ = false;  // some content was returned (llama3_json calls must open the turn)
   bool drop_leading_space_ = false;  // after a call or the reasoning: whitespace before more content is dropped
   int num_tool_calls_ = 0;

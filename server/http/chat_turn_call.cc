@@ -27,9 +27,10 @@ absl::Status ChatTurnCall::Start() {
     r.prompt = prompt_.ids;
     r.variant = variant();
     r.sampling = sampling;
-    r.sampling.skip_special_tokens = fields().skip_special_tokens && !plan_.keep_special_tokens;
+    r.sampling.skip_special_tokens = text_skips_special_tokens();
     r.constraint = plan_.constraint;
     parsers_.emplace_back();
+    unparsed_taken_.push_back(0);
     if (plan_.parse_tools || format.reasoning) parsers_.back().emplace(format, plan_.parse_tools, plan_.turn_start);
     AddEndOfTurn(prompt_, &r.sampling);
     if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
@@ -44,7 +45,10 @@ absl::Status ChatTurnCall::Start() {
 ChatOutputDelta ChatTurnCall::TakeDelta(int index, Choice& choice, bool final) {
   ChatOutputDelta delta;
   std::optional<ChatOutputParser>& parser = parsers_[static_cast<size_t>(index)];
-  if (!parser) {
+  if (!parser) {  // all content
+    size_t& taken = unparsed_taken_[static_cast<size_t>(index)];
+    if (!choice.text.empty()) delta.content_from.push_back({taken, taken + choice.text.size()});
+    taken += choice.text.size();
     delta.content = std::move(choice.text);
     choice.text.clear();
     return delta;
@@ -55,6 +59,7 @@ ChatOutputDelta ChatTurnCall::TakeDelta(int index, Choice& choice, bool final) {
     ChatOutputDelta rest = parser->Finish();
     delta.reasoning += rest.reasoning;
     delta.content += rest.content;
+    delta.content_from.insert(delta.content_from.end(), rest.content_from.begin(), rest.content_from.end());
     for (ParsedToolCall& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
   }
   return delta;

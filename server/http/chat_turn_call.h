@@ -32,11 +32,14 @@ class ChatTurnCall : public GenerationCall {
   const ChatPrompt& prompt() const { return prompt_; }
   // Whether choice `index`'s text is read apart into reasoning, content and tool calls.
   bool parses(int index) const { return parsers_[static_cast<size_t>(index)].has_value(); }
-  // The parts of `choice`'s pending text (clearing it); `final`: the turn has ended, with whatever the parser
-  // held back. Without a parser the text is all content.
+  // The parts of `choice`'s pending text (clearing it), with the spans of the turn's text its content came from;
+  // `final`: the turn has ended, with whatever the parser held back. Without a parser the text is all content.
   ChatOutputDelta TakeDelta(int index, Choice& choice, bool final);
   // Tool calls read out of choice `index` so far.
   int num_tool_calls(int index) const;
+  // Whether the answer's text leaves special tokens out (the request's skip_special_tokens, unless the tool-call
+  // marker is one).
+  bool text_skips_special_tokens() const { return fields().skip_special_tokens && !plan_.keep_special_tokens; }
   // The log-probs of choice `index`, when the request asked for them.
   std::optional<ChatLogprobs>& logprobs(int index) { return logprobs_[static_cast<size_t>(index)]; }
 
@@ -47,6 +50,7 @@ class ChatTurnCall : public GenerationCall {
   ChatTurnPlan plan_;
   std::vector<std::optional<ChatLogprobs>> logprobs_;     // [choices], when asked for
   std::vector<std::optional<ChatOutputParser>> parsers_;  // [choices], where the model's reasoning or tool calls are read
+  std::vector<size_t> unparsed_taken_;                    // [choices], bytes of text taken where there is no parser
 };
 
 }  // namespace arach::server::http

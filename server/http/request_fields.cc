@@ -34,7 +34,7 @@ constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "
 // chat's n/stop/logprobs, and ours.
 constexpr std::string_view kResponses[] = {
     "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "stream", "stream_options", "tools",
-    "tool_choice", "parallel_tool_calls", "text", "truncation",
+    "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs",
     // vLLM's sampling extensions and chat-template arguments
     "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "priority",
     "chat_template_kwargs",
@@ -49,8 +49,6 @@ constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
     {"background", "background responses are not supported (stream instead)"},
     {"prompt", "stored prompt templates are not supported"},
-    {"include", "is not supported (no extra output data can be included)"},
-    {"top_logprobs", "log-probs are not supported on /v1/responses (use /v1/chat/completions)"},
     {"reasoning", "is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)"},
     {"max_tool_calls", "is not supported (parallel_tool_calls false allows one call)"},
 };

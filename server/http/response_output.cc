@@ -9,8 +9,8 @@ using json = nlohmann::json;
 
 namespace {
 
-json OutputText(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}};
+json OutputText(const std::string& text, json logprobs = json::array()) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", std::move(logprobs)}};
 }
 
 json ReasoningText(const std::string& text) { return {{"type", "reasoning_text"}, {"text", text}}; }
@@ -26,6 +26,7 @@ json ResponseOutput::At(const char* type) const {
 void ResponseOutput::Open(Kind kind, std::vector<json>& events) {
   open_ = kind;
   open_text_.clear();
+  open_logprobs_ = json::array();
   json item;
   json part;
   if (kind == Kind::kReasoning) {
@@ -48,9 +49,9 @@ void ResponseOutput::Close(bool incomplete, std::vector<json>& events) {
   const bool reasoning = open_ == Kind::kReasoning;
   json done = At(reasoning ? "response.reasoning_text.done" : "response.output_text.done");
   done["text"] = open_text_;
-  if (!reasoning) done["logprobs"] = json::array();
+  if (!reasoning) done["logprobs"] = open_logprobs_;
   events.push_back(std::move(done));
-  const json part = reasoning ? ReasoningText(open_text_) : OutputText(open_text_);
+  const json part = reasoning ? ReasoningText(open_text_) : OutputText(open_text_, open_logprobs_);
   json part_done = At("response.content_part.done");
   part_done["part"] = part;
   events.push_back(std::move(part_done));
@@ -63,7 +64,7 @@ void ResponseOutput::Close(bool incomplete, std::vector<json>& events) {
   open_ = Kind::kNone;
 }
 
-void ResponseOutput::Append(Kind kind, const std::string& text, std::vector<json>& events) {
+void ResponseOutput::Append(Kind kind, const std::string& text, json logprobs, std::vector<json>& events) {
   if (text.empty()) return;
   if (open_ != kind) {
     Close(/*incomplete=*/false, events);
@@ -72,7 +73,10 @@ void ResponseOutput::Append(Kind kind, const std::string& text, std::vector<json
   open_text_ += text;
   json delta = At(kind == Kind::kReasoning ? "response.reasoning_text.delta" : "response.output_text.delta");
   delta["delta"] = text;
-  if (kind == Kind::kMessage) delta["logprobs"] = json::array();
+  if (kind == Kind::kMessage) {
+    for (const json& entry : logprobs) open_logprobs_.push_back(entry);
+    delta["logprobs"] = std::move(logprobs);
+  }
   events.push_back(std::move(delta));
 }
 
@@ -92,11 +96,11 @@ void ResponseOutput::AddCall(const ParsedToolCall& call, std::vector<json>& even
   items_.push_back(std::move(item));
 }
 
-std::vector<json> ResponseOutput::Add(const ChatOutputDelta& delta) {
+std::vector<json> ResponseOutput::Add(const ChatOutputDelta& delta, json content_logprobs) {
   std::vector<json> events;
   reasoning_ += delta.reasoning;
-  Append(Kind::kReasoning, delta.reasoning, events);
-  Append(Kind::kMessage, delta.content, events);
+  Append(Kind::kReasoning, delta.reasoning, json::array(), events);
+  Append(Kind::kMessage, delta.content, std::move(content_logprobs), events);
   for (const ParsedToolCall& call : delta.tool_calls) AddCall(call, events);
   return events;
 }

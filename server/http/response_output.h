@@ -18,8 +18,9 @@ class ResponseOutput {
   // Item ids are "rs_", "msg_" or "fc_", then `id_stem`, "_" and the item's output index.
   explicit ResponseOutput(std::string id_stem) : id_stem_(std::move(id_stem)) {}
 
-  // The events `delta` makes (each {"type": ..., ...}, without a sequence number).
-  std::vector<nlohmann::json> Add(const ChatOutputDelta& delta);
+  // The events `delta` makes (each {"type": ..., ...}, without a sequence number). `content_logprobs`: the log-prob
+  // entries of the tokens of its content (ContentLogprobs), carried by its output_text delta and then the part.
+  std::vector<nlohmann::json> Add(const ChatOutputDelta& delta, nlohmann::json content_logprobs = nlohmann::json::array());
   // The events that close the open item (a turn that said nothing gets an empty message). `incomplete`: the turn
   // was cut off (max_output_tokens), and the open message says so in its status.
   std::vector<nlohmann::json> Finish(bool incomplete);
@@ -33,7 +34,7 @@ class ResponseOutput {
   enum class Kind { kNone, kReasoning, kMessage };
   void Open(Kind kind, std::vector<nlohmann::json>& events);
   void Close(bool incomplete, std::vector<nlohmann::json>& events);
-  void Append(Kind kind, const std::string& text, std::vector<nlohmann::json>& events);
+  void Append(Kind kind, const std::string& text, nlohmann::json logprobs, std::vector<nlohmann::json>& events);
   void AddCall(const ParsedToolCall& call, std::vector<nlohmann::json>& events);
   // The fields that place an event in item `open_` ("item_id", "output_index", "content_index").
   nlohmann::json At(const char* type) const;
@@ -44,6 +45,7 @@ class ResponseOutput {
   Kind open_ = Kind::kNone;  // the kind of the item open at index items_.size()
   std::string open_id_;
   std::string open_text_;
+  nlohmann::json open_logprobs_ = nlohmann::json::array();  // the open message's
   std::string reasoning_;
 };
 

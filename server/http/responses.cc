@@ -7,6 +7,7 @@
 #include "server/http/openai_error.h"
 #include "server/http/response_output.h"
 #include "server/http/responses_request.h"
+#include "server/http/token_logprobs.h"
 
 namespace arach::server::http {
 namespace {
@@ -26,7 +27,9 @@ class ResponsesCall : public ChatTurnCall {
   // The choice's output items (the answer has one choice).
   json ChoiceJson(int index, Choice& choice, bool final) override;
   std::string ParameterName(absl::string_view engine_field) const override {
-    return engine_field == "max_tokens" ? "max_output_tokens" : OpenAiFieldName(engine_field);
+    if (engine_field == "max_tokens") return "max_output_tokens";
+    if (engine_field == "top_logprobs") return "top_logprobs";
+    return OpenAiFieldName(engine_field);
   }
   json WholeAnswer() override { return ResponseJson(ChoiceJson(0, choices()[0], true)); }
   bool StreamOpened(ServerSentEvents& events) override;
@@ -45,12 +48,22 @@ class ResponsesCall : public ChatTurnCall {
 
   json echo_;
   ResponseOutput output_;
+  std::optional<ContentLogprobs> content_logprobs_;  // include message.output_text.logprobs: the message's tokens
   int sequence_number_ = 0;
 };
 
 std::vector<json> ResponsesCall::Read(int index, Choice& choice, bool finished) {
-  std::vector<json> events = output_.Add(TakeDelta(index, choice, finished));
+  if (fields().logprobs && !content_logprobs_) {  // (the prompt is rendered by now)
+    content_logprobs_.emplace(engine().tokenizer(), prompt().ids, text_skips_special_tokens());
+  }
+  if (content_logprobs_) {
+    for (const SampledToken& token : choice.tokens) {
+      if (absl::Status status = content_logprobs_->Add(token); !status.ok()) Fail(status);
+    }
+  }
   choice.tokens.clear();
+  const ChatOutputDelta delta = TakeDelta(index, choice, finished);
+  std::vector<json> events = output_.Add(delta, content_logprobs_ ? content_logprobs_->Take(delta.content_from) : json::array());
   if (finished) {
     for (json& event : output_.Finish(cut_off())) events.push_back(std::move(event));
   }

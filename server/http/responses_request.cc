@@ -211,6 +211,39 @@ absl::Status CheckStreamOptions(const json& body) {
   return absl::OkStatus();  // (no obfuscation padding is ever sent)
 }
 
+// `include` (of what OpenAI can include, message.output_text.logprobs: the message's tokens with their log-probs)
+// and `top_logprobs` (0..20 alternatives per token, with that include; 0 asks for nothing) into `fields`.
+absl::Status ReadLogprobs(const json& body, GenerationFields& fields) {
+  constexpr absl::string_view kLogprobs = "message.output_text.logprobs";
+  bool logprobs = false;
+  if (const auto include = body.find("include"); include != body.end() && !include->is_null()) {
+    if (!include->is_array()) return Bad("include", "must be a list of strings");
+    for (size_t i = 0; i < include->size(); ++i) {
+      const json& value = (*include)[i];
+      const std::string at = absl::StrCat("include[", i, "]");
+      if (!value.is_string()) return Bad(at, "must be a string");
+      if (value.get<std::string>() != kLogprobs) {
+        return Bad(at, absl::StrCat("'", ClipForError(value.get<std::string>(), 80), "' is not supported (only ", kLogprobs, ")"));
+      }
+      logprobs = true;
+    }
+  }
+  std::optional<int> top;
+  if (const auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > SamplingParams::kMaxTopLogprobs) {
+      return Bad("top_logprobs", absl::StrCat("must be an integer in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
+    }
+    if (!logprobs && it->get<int64_t>() > 0) return Bad("top_logprobs", absl::StrCat("needs include [\"", kLogprobs, "\"] (the log-probs it adds to)"));
+    top = static_cast<int>(it->get<int64_t>());
+  }
+  if (logprobs) {
+    fields.logprobs = top.value_or(0);
+    fields.sampling.logprobs = true;
+    fields.sampling.top_logprobs = *fields.logprobs;
+  }
+  return absl::OkStatus();
+}
+
 json Given(const json& body, const char* key, json otherwise) {
   const auto it = body.find(key);
   return it == body.end() || it->is_null() ? otherwise : *it;
@@ -228,7 +261,9 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ChatRequest& chat = request.chat;
   json shared = plain;
   shared.erase("stream_options");  // (the Responses API's own; chat's are read by ParseGenerationFields)
+  shared.erase("top_logprobs");    // (read with include, not with chat's logprobs flag)
   ARACH_ASSIGN_OR_RETURN(chat.fields, ParseGenerationFields(shared, {"max_output_tokens"}));
+  ARACH_RETURN_IF_ERROR(ReadLogprobs(plain, chat.fields));
   if (const auto text = plain.find("text"); text != plain.end() && !text->is_null()) {
     if (!text->is_object()) return Bad("text", "must be an object");
     for (const auto& [key, value] : text->items()) {
@@ -264,6 +299,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
                   {"text", {{"format", Given(plain.value("text", json::object()), "format", {{"type", "text"}})}}},
                   {"tool_choice", Given(plain, "tool_choice", "auto")},
                   {"tools", Given(plain, "tools", json::array())},
+                  {"top_logprobs", Given(plain, "top_logprobs", 0)},
                   {"top_p", Given(plain, "top_p", 1.0)},
                   {"user", Given(plain, "user", nullptr)}};
   return request;

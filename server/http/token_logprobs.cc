@@ -47,15 +47,19 @@ json ChatEntry(const TokenText& text) {
   return {{"token", text.bytes}, {"logprob", text.logprob}, {"bytes", std::move(bytes)}};
 }
 
-}  // namespace
-
-absl::Status ChatLogprobs::Add(const SampledToken& token) {
-  ARACH_ASSIGN_OR_RETURN(const TokenTextWithTop text, pieces_.Next(token));
+json ChatEntryWithTop(const TokenTextWithTop& text) {
   json entry = ChatEntry(text.chosen);
   json top = json::array();
   for (const TokenText& alternative : text.top) top.push_back(ChatEntry(alternative));
   entry["top_logprobs"] = std::move(top);
-  content_.push_back(std::move(entry));
+  return entry;
+}
+
+}  // namespace
+
+absl::Status ChatLogprobs::Add(const SampledToken& token) {
+  ARACH_ASSIGN_OR_RETURN(const TokenTextWithTop text, pieces_.Next(token));
+  content_.push_back(ChatEntryWithTop(text));
   return absl::OkStatus();
 }
 
@@ -63,6 +67,32 @@ json ChatLogprobs::TakeJson() {
   json out = {{"content", std::move(content_)}};
   content_ = json::array();
   return out;
+}
+
+absl::Status ContentLogprobs::Add(const SampledToken& token) {
+  ARACH_ASSIGN_OR_RETURN(const std::string piece, pieces_.Piece(token.token, skips_special_tokens_));
+  ARACH_ASSIGN_OR_RETURN(const TokenTextWithTop text, pieces_.Next(token));
+  unplaced_.push_back({{text_end_, text_end_ + piece.size()}, ChatEntryWithTop(text)});
+  text_end_ += piece.size();
+  return absl::OkStatus();
+}
+
+json ContentLogprobs::Take(std::span<const TextSpan> spans) {
+  json entries = json::array();
+  for (const TextSpan& span : spans) {
+    while (!unplaced_.empty()) {
+      const TextSpan& token = unplaced_.front().bytes;
+      if (token.end <= span.begin) {  // wholly before the content: its text went elsewhere
+        unplaced_.pop_front();
+      } else if (token.begin < span.end) {  // overlaps the content
+        entries.push_back(std::move(unplaced_.front().entry));
+        unplaced_.pop_front();
+      } else {
+        break;  // after this span
+      }
+    }
+  }
+  return entries;
 }
 
 }  // namespace arach::server::http

@@ -4,10 +4,12 @@
 // character shows U+FFFD (chat's `bytes` keep the raw bytes).
 //  - completions (legacy): {"tokens", "token_logprobs", "top_logprobs": [{piece: lp}], "text_offset"}, byte
 //    offsets into the choice's text; top_logprobs holds the requested alternatives plus the chosen token.
-//  - chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]}.
+//  - chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]}; the
+//    Responses API's output_text.logprobs are the same entries, of the content's tokens only (ContentLogprobs).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +20,7 @@
 #include "engine/sampling/logprobs.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
+#include "server/chat_output/chat_output_parser.h"
 
 namespace arach::server::http {
 
@@ -50,6 +53,34 @@ class ChatLogprobs {
  private:
   PieceDecoder pieces_;
   nlohmann::json content_ = nlohmann::json::array();
+};
+
+// The chat-shaped entries of the tokens a turn's content came from, for the Responses API's output_text (its
+// reasoning and tool calls carry none). Tokens are added as they come and placed by the spans of the turn's text
+// that the content was taken from (ChatOutputDelta::content_from): a token whose bytes in that text overlap the
+// content is the content's. A token's bytes are its piece as the answer's text has it (none for a special token
+// where the text skips them).
+class ContentLogprobs {
+ public:
+  // `text_skips_special_tokens`: as the engine request's skip_special_tokens.
+  ContentLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> context, bool text_skips_special_tokens)
+      : pieces_(tokenizer, context), skips_special_tokens_(text_skips_special_tokens) {}
+
+  // The next generated token (its text comes after the text of the tokens added before).
+  absl::Status Add(const SampledToken& token);
+  // The entries of the tokens that `spans` overlap (spans after those of earlier calls, in order), in order; tokens
+  // wholly before a span said something else (reasoning, a call, a marker) and are dropped.
+  nlohmann::json Take(std::span<const TextSpan> spans);
+
+ private:
+  struct Unplaced {
+    TextSpan bytes;  // where the token's piece lies in the turn's text
+    nlohmann::json entry;
+  };
+  PieceDecoder pieces_;
+  bool skips_special_tokens_;
+  size_t text_end_ = 0;  // bytes of the turn's text that the tokens added so far make
+  std::deque<Unplaced> unplaced_;
 };
 
 }  // namespace arach::server::http

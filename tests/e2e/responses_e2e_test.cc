@@ -172,6 +172,61 @@ TEST_F(ResponsesServer, FunctionCallsGoRoundTheLoopAsChatsToolCallsDo) {
   EXPECT_EQ(TextOf(second.body, "message"), message["content"].is_string() ? message["content"].get<std::string>() : "");
 }
 
+// include ["message.output_text.logprobs"]: the message's output_text carries the log-probs of its tokens, the
+// entries chat completions gives for the same greedy turn (where the whole turn is content), streamed with the
+// deltas; a turn that only calls a function has no message, so no log-probs.
+TEST_F(ResponsesServer, AMessagesLogprobsAreThoseOfItsTokens) {
+  const json kwargs = {{"enable_thinking", false}};
+  const nlohmann::ordered_json body = {{"model", "qwen3-tiny"}, {"input", "Name a colour."}, {"max_output_tokens", 12}, {"temperature", 0},
+                                       {"include", {"message.output_text.logprobs"}}, {"top_logprobs", 2}, {"chat_template_kwargs", kwargs}};
+  const HttpAnswer response = Post("/v1/responses", body);
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.body["top_logprobs"], 2);
+  json entries = json::array();
+  std::string tokens;
+  for (const json& item : response.body["output"]) {
+    if (item["type"] != "message") continue;
+    for (const json& entry : item["content"][0]["logprobs"]) {
+      entries.push_back(entry);
+      tokens += entry["token"].get<std::string>();
+      EXPECT_EQ(entry["top_logprobs"].size(), 2u) << entry;
+    }
+  }
+  ASSERT_FALSE(entries.empty()) << response.body;
+  EXPECT_EQ(tokens, TextOf(response.body, "message")) << "the entries are the message's tokens";
+
+  const HttpAnswer chat = Post("/v1/chat/completions", {{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "Name a colour."}}}},
+                                                        {"max_tokens", 12}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2},
+                                                        {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  const json& chat_entries = chat.body["choices"][0]["logprobs"]["content"];
+  if (chat.body["choices"][0]["finish_reason"] == "length") {
+    EXPECT_EQ(entries, chat_entries);
+  } else {  // (chat also lists the end-of-turn token, which says nothing in the message)
+    ASSERT_GE(chat_entries.size(), entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) EXPECT_EQ(entries[i], chat_entries[i]) << i;
+  }
+
+  nlohmann::ordered_json streamed_body = body;
+  streamed_body["stream"] = true;
+  json streamed = json::array();
+  for (const StreamEvent& event : PostStream(streamed_body)) {
+    if (event.name != "response.output_text.delta") continue;
+    for (const json& entry : event.data["logprobs"]) streamed.push_back(entry);
+  }
+  EXPECT_EQ(streamed, entries) << "the deltas carry their tokens' log-probs";
+
+  if (!StructuredOutputAvailable()) return;
+  const HttpAnswer called = Post("/v1/responses", {{"model", "qwen3-tiny"}, {"input", "Weather in Paris?"},
+                                                   {"tools", {{{"type", "function"}, {"name", "get_weather"}}}}, {"tool_choice", "required"},
+                                                   {"parallel_tool_calls", false}, {"max_output_tokens", 40}, {"temperature", 0},
+                                                   {"include", {"message.output_text.logprobs"}}, {"chat_template_kwargs", kwargs}});
+  ASSERT_EQ(called.status, 200) << called.body;
+  for (const json& item : called.body["output"]) {
+    EXPECT_EQ(item["type"], "function_call") << called.body;
+  }
+}
+
 TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
   std::string too_long;  // more tokens than the model's 40,960 positions
   for (int i = 0; i < 25000; ++i) too_long += " " + std::to_string(i);

@@ -3,7 +3,8 @@
 // conversation (greedy); the client's stream helper (responses.stream) accepts every event and its final
 // response equals the events' text; text.format json_schema gives JSON that the client parses (Ajv as the
 // oracle); with TOOLS "tools" (a build with xgrammar) a required function call comes back as a function_call
-// item, and the calls with their outputs go back as input for the next turn, as an agent loop sends them.
+// item, and the calls with their outputs go back as input for the next turn, as an agent loop sends them;
+// include message.output_text.logprobs gives the message's tokens with their log-probs, whole and streamed.
 import Ajv2020 from "ajv/dist/2020.js";
 import OpenAI from "openai";
 
@@ -37,6 +38,22 @@ async function sameAsChat() {
     JSON.stringify(response.usage));
   check("status follows the finish", response.status === (chat.choices[0].finish_reason === "length" ? "incomplete" : "completed"),
     `${response.status} / ${chat.choices[0].finish_reason}`);
+}
+
+async function logprobs() {
+  const params = { model, input: "Name a colour.", max_output_tokens: 12, temperature: 0, include: ["message.output_text.logprobs"],
+    top_logprobs: 2, ...noThinking };
+  const response = await client.responses.create(params);
+  const part = response.output.find((item) => item.type === "message").content[0];
+  check("include message.output_text.logprobs gives the message's tokens", part.logprobs.length > 0 &&
+    part.logprobs.map((entry) => entry.token).join("") === part.text &&
+    part.logprobs.every((entry) => typeof entry.logprob === "number" && entry.top_logprobs.length === 2), JSON.stringify(part));
+  let streamed = [];
+  const stream = client.responses.stream(params);
+  stream.on("response.output_text.delta", (event) => { streamed = streamed.concat(event.logprobs); });
+  await stream.finalResponse();
+  check("the stream's deltas carry the same log-probs", JSON.stringify(streamed) === JSON.stringify(part.logprobs),
+    `${streamed.length} vs ${part.logprobs.length}`);
 }
 
 async function streamHelper() {
@@ -119,6 +136,7 @@ async function errors() {
 
 await sameAsChat();
 await streamHelper();
+await logprobs();
 await jsonSchema().catch((error) => check("text.format json_schema", toolsMode !== "tools" && /structured output/.test(error.message),
   error.message));
 if (toolsMode === "tools") await toolLoop();

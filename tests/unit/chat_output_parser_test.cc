@@ -99,6 +99,29 @@ TEST(ChatOutputParser, ReasoningOnlyWhereTheTurnOpensIt) {
   ExpectStreamsLikeWhole(f, "<think>\nhmm < / think\n</think>\n\nThe answer < 3.");
 }
 
+// The content says where in the turn's text it came from (for the log-probs of its tokens), fed whole or in pieces.
+TEST(ChatOutputParser, ContentSaysWhereItCameFrom) {
+  const auto f = Format(ToolCallSyntax::kHermes, true);
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+  const std::string text = "<think>r</think>\n\nHi " + call + "\nok";
+  const size_t hi = text.find("Hi");
+  const size_t ok = text.rfind("ok");
+  ChatOutputParser whole(f, true, TurnStart::kOpen);
+  ChatOutputDelta d = whole.Feed(text);
+  const ChatOutputDelta rest = whole.Finish();
+  d.content_from.insert(d.content_from.end(), rest.content_from.begin(), rest.content_from.end());
+  EXPECT_EQ(d.content_from, (std::vector<TextSpan>{{hi, hi + 2}, {ok, ok + 2}})) << "the call, the reasoning and the spaces are not content";
+  ChatOutputParser bytewise(f, true, TurnStart::kOpen);
+  std::vector<TextSpan> spans;
+  for (char c : text) {
+    for (const TextSpan& span : bytewise.Feed(std::string(1, c)).content_from) spans.push_back(span);
+  }
+  for (const TextSpan& span : bytewise.Finish().content_from) spans.push_back(span);
+  std::string from_spans;
+  for (const TextSpan& span : spans) from_spans += text.substr(span.begin, span.end - span.begin);
+  EXPECT_EQ(from_spans, "Hiok");
+}
+
 // A prefill (continue_final_message) that wrote content or closed its reasoning continues the content: a <think>
 // the model writes then is text, not reasoning.
 TEST(ChatOutputParser, ATurnThatStartsInTheContentHasNoReasoning) {

@@ -4,11 +4,11 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "server/http/token_logprobs.h"
 #include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
+#include "server/http/token_logprobs.h"
 #include "server/http/tokenize_request.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/make_model/synthetic_tokenizer.h"
@@ -418,6 +418,30 @@ TEST(CompletionLogprobs, PiecesOffsetsAndAlternatives) {
   EXPECT_EQ(first["text_offset"], json({0, 1}));
   ASSERT_TRUE(logprobs.Add('d', -1.0f, nullptr).ok());
   EXPECT_EQ(logprobs.TakeJson()["text_offset"], json({2})) << "offsets continue across a stream's deltas";
+}
+
+// The Responses API's output_text carries the log-probs of the tokens its content came from, placed by the spans
+// of the turn's text the parser took the content from: tokens of a call or reasoning between them have none.
+TEST(ContentLogprobs, TokensArePlacedByTheContentsSpans) {
+  testing::ScopedTempDir dir;
+  ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 400, 3).ok());
+  auto tokenizer = LoadTokenizer(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  ContentLogprobs logprobs(**tokenizer, std::vector<int32_t>{'a'}, /*text_skips_special_tokens=*/true);
+  const auto tokens_of = [](const json& entries) {
+    std::string text;
+    for (const json& entry : entries) text += entry["token"].get<std::string>();
+    return text;
+  };
+  // The turn's text "xy<z>ab" in byte tokens, "<z>" read as something else than content.
+  for (char c : std::string("xy<")) ASSERT_TRUE(logprobs.Add({c, -0.5f, {{'q', -1.0f}}}).ok());
+  const json first = logprobs.Take(std::vector<TextSpan>{{0, 2}});
+  EXPECT_EQ(tokens_of(first), "xy");
+  EXPECT_EQ(first[0]["logprob"], -0.5f);
+  EXPECT_EQ(first[0]["top_logprobs"][0]["token"], "q");
+  EXPECT_EQ(logprobs.Take({}), json::array()) << "a token not yet placed waits";
+  for (char c : std::string("z>ab")) ASSERT_TRUE(logprobs.Add({c, -0.25f, {}}).ok());
+  EXPECT_EQ(tokens_of(logprobs.Take(std::vector<TextSpan>{{5, 6}, {6, 7}})), "ab") << "the tokens of <z> are dropped";
 }
 
 }  // namespace

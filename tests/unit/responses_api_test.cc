@@ -93,6 +93,24 @@ TEST(ResponsesRequest, FlatFunctionToolsChoiceAndTextFormat) {
   EXPECT_EQ(object->chat.fields.structured_output.constraint.kind, OutputConstraint::Kind::kJsonObject);
 }
 
+TEST(ResponsesRequest, IncludeAsksForTheMessagesLogprobs) {
+  auto parsed = ParseResponsesRequest(
+      R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 3})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->chat.fields.logprobs, 3);
+  EXPECT_TRUE(parsed->chat.fields.sampling.logprobs);
+  EXPECT_EQ(parsed->chat.fields.sampling.top_logprobs, 3);
+  EXPECT_EQ(parsed->echo["top_logprobs"], 3);
+  auto without_top = ParseResponsesRequest(R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"]})");
+  ASSERT_TRUE(without_top.ok()) << without_top.status();
+  EXPECT_EQ(without_top->chat.fields.logprobs, 0);
+  EXPECT_TRUE(without_top->chat.fields.sampling.logprobs);
+  auto none = ParseResponsesRequest(R"({"model": "m", "input": "x", "top_logprobs": 0})");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->chat.fields.logprobs.has_value());
+  EXPECT_FALSE(none->chat.fields.sampling.logprobs);
+}
+
 TEST(ResponsesRequest, ClientsDefaultsAskForNothing) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "input": "x", "store": true, "background": false, "include": [], "truncation": "disabled",
       "reasoning": {"effort": null, "summary": null}, "metadata": {"k": "v"}, "service_tier": "auto", "stream": true,
@@ -138,7 +156,12 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"model": "m", "input": "x", "conversation": "conv_1"})", "conversation"},
       {R"({"model": "m", "input": "x", "background": true})", "background"},
-      {R"({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})", "include"},
+      {R"({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})", "include[0]"},
+      {R"({"model": "m", "input": "x", "include": "message.output_text.logprobs"})", "include"},
+      {R"({"model": "m", "input": "x", "include": [3]})", "include[0]"},
+      {R"({"model": "m", "input": "x", "top_logprobs": 2})", "top_logprobs"},
+      {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 21})", "top_logprobs"},
+      {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 1.5})", "top_logprobs"},
       {R"({"model": "m", "input": "x", "reasoning": {"effort": "high"}})", "reasoning"},
       {R"({"model": "m", "input": "x", "n": 2})", "n"},
       {R"({"model": "m", "input": "x", "max_tokens": 2})", "max_tokens"},
@@ -176,10 +199,15 @@ class StreamAccumulator {
       json& part = item["content"][event["content_index"].get<size_t>()];
       ASSERT_EQ(part["type"], type == "response.output_text.delta" ? "output_text" : "reasoning_text") << event;
       part["text"] = part["text"].get<std::string>() + event["delta"].get<std::string>();
+      if (part["type"] == "output_text") {
+        for (const json& entry : event["logprobs"]) part["logprobs"].push_back(entry);
+      }
     } else if (type == "response.function_call_arguments.delta") {
       item["arguments"] = item["arguments"].get<std::string>() + event["delta"].get<std::string>();
     } else if (type == "response.output_text.done" || type == "response.reasoning_text.done") {
-      EXPECT_EQ(event["text"], item["content"][event["content_index"].get<size_t>()]["text"]) << event;
+      const json& part = item["content"][event["content_index"].get<size_t>()];
+      EXPECT_EQ(event["text"], part["text"]) << event;
+      if (type == "response.output_text.done") EXPECT_EQ(event["logprobs"], part["logprobs"]) << event;
     } else if (type == "response.function_call_arguments.done") {
       EXPECT_EQ(event["arguments"], item["arguments"]) << event;
     } else if (type == "response.output_item.done") {
@@ -238,6 +266,32 @@ TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
   std::vector<std::string> ids;
   for (const json& item : items) ids.push_back(item["id"]);
   EXPECT_EQ(ids, (std::vector<std::string>{"rs_abc_0", "msg_abc_1", "fc_abc_2", "fc_abc_3", "msg_abc_4"}));
+}
+
+TEST(ResponseOutput, AMessagesLogprobsComeWithItsTextAndStayInItsPart) {
+  ResponseOutput output("lp");
+  StreamAccumulator stream;
+  std::vector<json> events;
+  ChatOutputDelta d1;
+  d1.reasoning = "Hm.";
+  d1.content = "Hel";
+  ChatOutputDelta d2;
+  d2.content = "lo";
+  const json hel = json::array({{{"token", "Hel"}, {"logprob", -0.5}}});
+  const json lo = json::array({{{"token", "lo"}, {"logprob", -0.25}}});
+  events = Concat(events, output.Add(d1, hel));
+  events = Concat(events, output.Add(d2, lo));
+  events = Concat(events, output.Finish(false));
+  for (const json& e : events) stream.Apply(e);
+  EXPECT_EQ(stream.output(), output.items());
+  ASSERT_EQ(output.items().size(), 2u);
+  EXPECT_EQ(output.items()[1]["content"][0]["logprobs"], json::array({hel[0], lo[0]}));
+  EXPECT_EQ(output.items()[0]["content"][0].count("logprobs"), 0u) << "reasoning has none";
+  size_t deltas = 0;
+  for (const json& e : events) {
+    if (e["type"] == "response.output_text.delta") EXPECT_EQ(e["logprobs"], deltas++ == 0 ? hel : lo);
+  }
+  EXPECT_EQ(deltas, 2u);
 }
 
 TEST(ResponseOutput, ACutOffMessageIsIncompleteAndASilentTurnIsAnEmptyMessage) {
