@@ -10,6 +10,12 @@
 #include "engine/sampling/logprobs.h"
 
 namespace arach {
+namespace {
+
+// A cancel that arrives this close to the request's deadline is the deadline's (Engine::Cancel).
+constexpr auto kDeadlineCancelSlack = std::chrono::milliseconds(50);
+
+}  // namespace
 
 struct Engine::RequestState {
   RequestState(uint64_t id_in, EngineRequest request_in, std::shared_ptr<RequestObserver> observer_in, const Tokenizer& tokenizer,
@@ -214,12 +220,17 @@ void Engine::TakeInbox(std::unique_lock<std::mutex>& lock) {
   cancels.swap(cancels_);
   lock.unlock();
   Adopt(arrived);
-  // gRPC cancels a call whose deadline passed before the step's own check sees it: that is a deadline, not the
-  // client going away (the finish reason in metrics and the request log tells the two apart).
+  // gRPC cancels a call whose deadline passed before the step's own check sees it, and a client's deadline fires
+  // when ours does (its cancel may come first): that is a deadline, not the client going away (the finish reason
+  // in metrics and the request log tells the two apart).
   if (!cancels.empty()) ExpireDeadlines();
   for (uint64_t id : cancels) {
     const auto it = requests_.find(id);
-    if (it != requests_.end() && !it->second->finished) {
+    if (it == requests_.end() || it->second->finished) continue;
+    const std::optional<Clock::time_point>& deadline = it->second->request.deadline;
+    if (deadline && *deadline <= Clock::now() + kDeadlineCancelSlack) {
+      Finish(*it->second, FinishReason::kDeadline, absl::DeadlineExceededError("the request's deadline passed"));
+    } else {
       Finish(*it->second, FinishReason::kCancelled, absl::CancelledError("cancelled by the client"));
     }
   }

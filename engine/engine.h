@@ -85,7 +85,9 @@ class Engine {
   // follow): the errors of ConstraintCompiler::Compile, naming `field`. For a caller that builds a larger
   // constraint out of this one and wants a failure named where it lies.
   absl::Status CheckConstraint(const OutputConstraint& constraint, absl::string_view field) const;
-  // Ends a request at the next step boundary (its observer gets OnFinish with kCancelled); unknown ids are ignored.
+  // Ends a request at the next step boundary (its observer gets OnFinish with kCancelled, or kDeadline where its
+  // deadline is at most kDeadlineCancelSlack away: a client's own deadline fires when ours does, and its cancel
+  // may arrive first); unknown ids are ignored.
   void Cancel(uint64_t id);
   // Stops the step thread; requests still queued or running finish with kCancelled / UNAVAILABLE.
   void Shutdown();

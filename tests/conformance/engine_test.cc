@@ -274,6 +274,26 @@ TEST(EngineLimits, InvalidRequestsNameTheField) {
   EXPECT_EQ(observer->finish_count(), 0) << "nothing was queued";
 }
 
+// A client's deadline fires when the request's does, and its cancel may arrive first: a cancel that close to the
+// deadline is the deadline's; one well before it is the client's.
+TEST(EngineLifecycle, ACancelAtTheDeadlineIsTheDeadlines) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = testing::MakeFixtureEngine();
+  ASSERT_NE(engine, nullptr);
+  for (const bool near : {true, false}) {
+    Job job;
+    job.request.prompt = {464, 1110, 286};
+    job.request.sampling.max_tokens = 200;
+    job.request.sampling.ignore_eos = true;
+    job.request.deadline = Clock::now() + (near ? std::chrono::milliseconds(30) : std::chrono::milliseconds(60000));
+    auto id = engine->Submit(job.request, job.observer);
+    ASSERT_TRUE(id.ok());
+    engine->Cancel(*id);
+    ASSERT_TRUE(job.observer->Wait());
+    EXPECT_EQ(job.observer->finish().reason, near ? FinishReason::kDeadline : FinishReason::kCancelled) << near;
+  }
+}
+
 TEST(EngineLifecycle, DeadlinesAndCancellationFreeTheBlocks) {
   ARACH_REQUIRE_FIXTURES();
   auto engine = testing::MakeFixtureEngine();
