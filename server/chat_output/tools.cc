@@ -208,7 +208,7 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector
 }
 
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                    bool parallel, bool may_reason, const std::optional<nlohmann::json>& content) {
+                                    bool parallel, ReasoningFirst reasoning, const std::optional<nlohmann::json>& content) {
   const ToolCallSyntax syntax = format.tools;
   if (syntax == ToolCallSyntax::kNone || choice.mode == ToolChoice::Mode::kNone) return {};
   const bool named = choice.mode == ToolChoice::Mode::kNamed;
@@ -242,11 +242,14 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
   } else {
     format_json = calls_only();
   }
-  // Free text (auto without content) holds any reasoning; elsewhere a <think> block may come first.
-  if (may_reason && (choice.mode != ToolChoice::Mode::kAuto || content)) {
-    const json thinking = Tag(std::string(kThinkOpen), {{"type", "any_text"}}, absl::StrCat(kThinkClose, "\n\n"));
-    format_json = {{"type", "sequence"},
-                   {"elements", json::array({{{"type", "optional"}, {"content", thinking}}, format_json})}};
+  // Free text (auto without content) holds any reasoning; elsewhere the reasoning comes first: a <think> block that
+  // may open the turn, or the rest of the one the turn starts inside.
+  if (reasoning != ReasoningFirst::kNone && (choice.mode != ToolChoice::Mode::kAuto || content)) {
+    const std::string close = absl::StrCat(kThinkClose, "\n\n");
+    const json first = reasoning == ReasoningFirst::kOptional
+                           ? json{{"type", "optional"}, {"content", Tag(std::string(kThinkOpen), {{"type", "any_text"}}, close)}}
+                           : Tag("", {{"type", "any_text"}}, close);
+    format_json = {{"type", "sequence"}, {"elements", json::array({first, format_json})}};
   }
   return OutputConstraint::StructuralTag(json{{"type", "structural_tag"}, {"format", format_json}}.dump());
 }
@@ -258,7 +261,6 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   ChatTurnPlan plan;
   const absl::string_view prompt_end = absl::StripTrailingAsciiWhitespace(prompt);
   plan.turn_start = StartOfTurn(format, prompt_end, continued);
-  const bool starts_reasoning = plan.turn_start == TurnStart::kReasoning;
   if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
   if (format.tools == ToolCallSyntax::kNone) {
     return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
@@ -269,9 +271,8 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   std::optional<json> content_format;
   if (content.active() && choice.mode == ToolChoice::Mode::kAuto) {
     content_format = ContentFormat(content);
-    if (!content_format || starts_reasoning) {
+    if (!content_format) {
       return InvalidField(tool_choice_field, absl::StrCat("tool calls cannot be combined with a ", content.KindName(),
-                                                          starts_reasoning ? " where the turn starts inside reasoning" : "",
                                                           "; set tool_choice to none or drop the response format"));
     }
   }
@@ -282,11 +283,14 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   }
   // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false) or a prefill went on to
   // the content, none may come.
-  const bool may_reason = format.reasoning && plan.turn_start == TurnStart::kOpen && !absl::EndsWith(prompt_end, kThinkClose);
-  if (!starts_reasoning) {  // a turn that starts inside <think> is read, not constrained
-    plan.constraint = ToolCallConstraint(format, tools, choice, parallel, may_reason, content_format);
-    plan.joins_content = content_format.has_value() && plan.constraint.active();
+  ReasoningFirst reasoning = ReasoningFirst::kNone;
+  if (plan.turn_start == TurnStart::kReasoning) {
+    reasoning = ReasoningFirst::kRequired;
+  } else if (format.reasoning && plan.turn_start == TurnStart::kOpen && !absl::EndsWith(prompt_end, kThinkClose)) {
+    reasoning = ReasoningFirst::kOptional;
   }
+  plan.constraint = ToolCallConstraint(format, tools, choice, parallel, reasoning, content_format);
+  plan.joins_content = content_format.has_value() && plan.constraint.active();
   return plan;
 }
 

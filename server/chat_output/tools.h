@@ -47,13 +47,19 @@ absl::StatusOr<std::vector<ToolSpec>> ParseTools(const nlohmann::json& tools, co
 absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const std::vector<ToolSpec>& tools, const std::string& field,
                                            ToolShape shape = ToolShape::kNested);
 
+// What comes before a turn's calls or content (reasoning models).
+enum class ReasoningFirst {
+  kNone,      // nothing: not a reasoning model, or the prompt closed the reasoning (or went on to the content)
+  kOptional,  // a <think>...</think> block may open the turn
+  kRequired,  // the turn starts inside <think> (a template that opens it, a prefill): its text runs to </think> first
+};
+
 // The constraint for a chat turn that may (auto) or must (required, named) call `tools` in `format`'s syntax;
-// `parallel`: more than one call may come. `may_reason`: a <think>...</think> block may come first (reasoning
-// models). `content`: with auto, the format (a structural-tag element) the turn's content must match where it
+// `parallel`: more than one call may come. `reasoning`: what comes first. `content`: with auto, the format (a structural-tag element) the turn's content must match where it
 // makes no call (response_format / structured_outputs); the turn is then either such content or calls; nullopt:
 // free text, calls anywhere after it. Empty (kind none) for tool_choice none or a format without tool calls.
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
-                                    bool parallel, bool may_reason, const std::optional<nlohmann::json>& content);
+                                    bool parallel, ReasoningFirst reasoning, const std::optional<nlohmann::json>& content);
 
 // How one chat turn is generated and read, from the request's tools and the rendered prompt.
 struct ChatTurnPlan {
@@ -73,7 +79,7 @@ struct ChatTurnPlan {
 // either such content or calls (as OpenAI's structured outputs with function calling); required or named need
 // calls, which the content's format does not concern. INVALID_ARGUMENT naming `tools_field` when the model has no
 // tool-call syntax we can read, or naming `tool_choice_field` for content that cannot join calls (a structural
-// tag of the client's own, or a turn that starts inside reasoning).
+// tag of the client's own).
 absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                                           bool parallel, absl::string_view prompt, absl::string_view continued,
                                           const OutputConstraint& content,

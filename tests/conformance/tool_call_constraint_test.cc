@@ -1,5 +1,6 @@
 // Tool-call constraints (server/chat_output/tools.h) through the engine where the end-to-end suites cannot reach:
-// Mistral's [TOOL_CALLS] as a special token of the tokenizer, which the constraint must name by id.
+// Mistral's [TOOL_CALLS] as a special token of the tokenizer, which the constraint must name by id; a turn that
+// starts inside <think>, walked token by token (a tiny model does not close its reasoning on cue).
 #include <filesystem>
 #include <fstream>
 
@@ -80,6 +81,57 @@ TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
     const nlohmann::json arguments = nlohmann::json::parse(out.tool_calls[0].arguments);
     EXPECT_TRUE(arguments["a"].is_number_integer() && arguments["a"] >= 0 && arguments["a"] <= 9) << out.tool_calls[0].arguments;
   }
+}
+
+// A turn that starts inside <think> (a prefill that opened it; a template that does) with tool_choice required: the
+// constraint lets the reasoning run to </think>, then holds the turn to the call; the turn cannot end before it, and
+// a call written inside the reasoning is reasoning text, not the call.
+TEST(StructuredOutputToolCalls, ATurnStartingInsideReasoningRunsToItsCloseThenCalls) {
+  ARACH_REQUIRE_FIXTURES();
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+  auto tokenizer = LoadTokenizer(testing::FixturePath("qwen3-tiny"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::optional<int32_t> end_of_turn = (*tokenizer)->TokenToId("<|im_end|>");
+  ASSERT_TRUE(end_of_turn.has_value());
+  server::ChatOutputFormat format;
+  format.tools = server::ToolCallSyntax::kHermes;
+  format.reasoning = true;
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "noop"}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  server::ToolChoice required;
+  required.mode = server::ToolChoice::Mode::kRequired;
+  const std::string prefill = "<think>\nThe user asks";
+  auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "<|im_start|>assistant\n" + prefill, prefill,
+                                   OutputConstraint{}, **tokenizer, "tools", "tool_choice");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->turn_start, server::TurnStart::kReasoning);
+  ASSERT_TRUE(plan->constraint.active()) << "the turn is held to the tools";
+
+  ConstraintCompiler compiler(**tokenizer, 151936, {*end_of_turn});
+  auto compiled = compiler.Compile(plan->constraint, "tools");
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const std::string call = "<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n</tool_call>";
+  // Feeds `text`; whether every token was accepted, and whether the turn may end after it.
+  const auto walk = [&](const std::string& text, bool& may_end) {
+    auto matcher = ConstraintMatcher::Create(*compiled, {*end_of_turn});
+    if (!matcher.ok()) return false;
+    auto ids = (*tokenizer)->Encode(text, /*add_special_tokens=*/false);
+    if (!ids.ok()) return false;
+    for (int32_t id : *ids) {
+      if (!matcher->Accept(id)) return false;
+    }
+    auto allowed = matcher->AllowedTokens();
+    may_end = allowed.ok() && ((*allowed)[*end_of_turn / 32] >> (*end_of_turn % 32) & 1u) != 0;
+    return true;
+  };
+  bool may_end = true;
+  ASSERT_TRUE(walk(" about the weather.", may_end));
+  EXPECT_FALSE(may_end) << "the turn cannot end inside its reasoning";
+  ASSERT_TRUE(walk(" about the weather." + call, may_end)) << "a call inside the reasoning is reasoning text";
+  EXPECT_FALSE(may_end) << "and not the call the turn needs";
+  ASSERT_TRUE(walk(" about the weather.</think>\n\n" + call, may_end));
+  EXPECT_TRUE(may_end) << "the call after the reasoning completes the turn";
+  EXPECT_FALSE(walk(" about the weather.</think>\n\nSunny.", may_end)) << "required: no content after the reasoning";
 }
 
 }  // namespace

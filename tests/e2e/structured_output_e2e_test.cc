@@ -316,6 +316,32 @@ TEST_F(StructuredOutputServer, ABadFormatBesideToolsIsNamedAsTheFormat) {
   EXPECT_TRUE(absl::StartsWith(out.status.error_message(), "generation.structured_output: ")) << out.status.error_message();
 }
 
+// A turn that starts inside <think> (here a prefill that opened it; a template may too) takes tools with
+// tool_choice required, and auto beside a response format (once refused): its reasoning is read apart, and the
+// constraint holds the calls or the format for after </think> (tool_call_constraint_test walks that constraint).
+TEST_F(StructuredOutputServer, ATurnThatStartsInsideReasoningTakesTools) {
+  const nlohmann::ordered_json schema = {{"type", "object"}, {"properties", {{"answer", {{"enum", {"yes", "no"}}}}}}, {"required", {"answer"}}};
+  for (const bool with_format : {false, true}) {
+    SCOPED_TRACE(with_format ? "auto beside a response format" : "required");
+    nlohmann::ordered_json body = {
+        {"model", "qwen3-tiny"},
+        {"messages", {{{"role", "user"}, {"content", "weather in Oslo?"}}, {{"role", "assistant"}, {"content", "<think>\nThe user asks"}}}},
+        {"continue_final_message", true}, {"tools", nlohmann::ordered_json::parse(kTools)},
+        {"tool_choice", with_format ? "auto" : "required"}, {"parallel_tool_calls", false}, {"max_tokens", 16}, {"temperature", 1},
+        {"seed", 5}};
+    if (with_format) body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "answer"}, {"schema", schema}}}};
+    const json http = PostChat(body);
+    ASSERT_EQ(http["http_status"], 200) << http;
+    const json& message = http["choices"][0]["message"];
+    const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
+    const std::string reasoning = message["reasoning_content"].is_string() ? message["reasoning_content"].get<std::string>() : "";
+    EXPECT_EQ(content.find("</think>"), std::string::npos) << "the reasoning is read apart: " << http;
+    if (http["choices"][0]["finish_reason"] == "length" && !message.contains("tool_calls")) {
+      EXPECT_FALSE(reasoning.empty()) << "cut off inside the reasoning: " << http;
+    }
+  }
+}
+
 // A streamed turn of tool calls: the tokens of a call not yet closed make no chunks of their own (an empty delta
 // says nothing); the call comes whole in one delta, the same as the answer sent whole.
 TEST_F(StructuredOutputServer, StreamedToolCallsComeInOneDeltaWithoutEmptyChunks) {
