@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/chat_prompt.h"
 #include "server/http/request_fields.h"
@@ -14,26 +15,22 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-absl::Status Bad(const std::string& param, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(param, ": ", what));
-}
-
 // A message's content as the templates expect it: a string (text parts joined with "\n"), or null.
 absl::StatusOr<ordered_json> NormalizeContent(const ordered_json& content, const std::string& param) {
   if (content.is_null() || content.is_string()) return content;
-  if (!content.is_array()) return Bad(param, "must be a string, null, or a list of content parts");
+  if (!content.is_array()) return InvalidField(param, "must be a string, null, or a list of content parts");
   std::string text;
   for (size_t j = 0; j < content.size(); ++j) {
     const ordered_json& part = content[j];
     const std::string part_param = absl::StrCat(param, "[", j, "]");
-    if (!part.is_object()) return Bad(part_param, "must be a content part object");
+    if (!part.is_object()) return InvalidField(part_param, "must be a content part object");
     const auto type = part.find("type");
-    if (type == part.end() || !type->is_string()) return Bad(absl::StrCat(part_param, ".type"), "is required");
+    if (type == part.end() || !type->is_string()) return InvalidField(absl::StrCat(part_param, ".type"), "is required");
     if (*type != "text") {
-      return Bad(absl::StrCat(part_param, ".type"), absl::StrCat("'", type->get<std::string>(), "' is not supported (text only)"));
+      return InvalidField(absl::StrCat(part_param, ".type"), absl::StrCat("'", type->get<std::string>(), "' is not supported (text only)"));
     }
     const auto part_text = part.find("text");
-    if (part_text == part.end() || !part_text->is_string()) return Bad(absl::StrCat(part_param, ".text"), "must be a string");
+    if (part_text == part.end() || !part_text->is_string()) return InvalidField(absl::StrCat(part_param, ".text"), "must be a string");
     if (j > 0) text += "\n";
     text += part_text->get<std::string>();
   }
@@ -42,14 +39,14 @@ absl::StatusOr<ordered_json> NormalizeContent(const ordered_json& content, const
 
 absl::StatusOr<ordered_json> ReadMessages(const ordered_json& body) {
   const auto it = body.find("messages");
-  if (it == body.end() || !it->is_array() || it->empty()) return Bad("messages", "is required (a non-empty list)");
+  if (it == body.end() || !it->is_array() || it->empty()) return InvalidField("messages", "is required (a non-empty list)");
   ordered_json messages = ordered_json::array();
   for (size_t i = 0; i < it->size(); ++i) {
     const ordered_json& message = (*it)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
-    if (!message.is_object()) return Bad(param, "must be an object");
+    if (!message.is_object()) return InvalidField(param, "must be an object");
     const auto role = message.find("role");
-    if (role == message.end() || !role->is_string()) return Bad(absl::StrCat(param, ".role"), "is required (a string)");
+    if (role == message.end() || !role->is_string()) return InvalidField(absl::StrCat(param, ".role"), "is required (a string)");
     ordered_json normalized = message;
     const auto content = message.find("content");
     if (content == message.end()) {
@@ -74,7 +71,7 @@ absl::Status ReadTurnOpening(const ordered_json& body, ChatInput& input) {
 absl::Status ReadChatTemplateKwargs(const ordered_json& body, ChatInput& input) {
   const auto kwargs = body.find("chat_template_kwargs");
   if (kwargs == body.end() || kwargs->is_null()) return absl::OkStatus();
-  if (!kwargs->is_object()) return Bad("chat_template_kwargs", "must be an object");
+  if (!kwargs->is_object()) return InvalidField("chat_template_kwargs", "must be an object");
   ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(*kwargs, "chat_template_kwargs"));
   input.extra = *kwargs;
   return absl::OkStatus();
@@ -86,7 +83,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
 }
 
 absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
-  if (!body.is_object()) return Bad("body", "must be a JSON object");
+  if (!body.is_object()) return InvalidField("body", "must be a JSON object");
   ChatRequest request;
   const nlohmann::json plain(body);  // the same body, for the shared fields
   ARACH_RETURN_IF_ERROR(CheckRequestParameters(plain, OpenAiRoute::kChatCompletions));
@@ -103,7 +100,7 @@ absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> return_prompt, OptionalBoolAt(body, "return_prompt"));
   request.return_prompt = return_prompt.value_or(false);
   if (const auto echo = body.find("echo"); echo != body.end() && echo->is_boolean() && echo->get<bool>()) {
-    return Bad("echo", "is not supported for chat (use return_prompt to see the rendered prompt)");
+    return InvalidField("echo", "is not supported for chat (use return_prompt to see the rendered prompt)");
   }
   return request;
 }

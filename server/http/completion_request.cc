@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/http/request_fields.h"
 #include "server/json_body.h"
@@ -13,8 +14,6 @@ namespace arach::server::http {
 namespace {
 
 using json = nlohmann::json;
-
-absl::Status Bad(absl::string_view param, absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat(param, ": ", what)); }
 
 // The field `key` of `body`, or nullptr when absent or null.
 const json* Field(const json& body, const std::string& key) {
@@ -26,21 +25,21 @@ template <typename T>
 absl::Status ReadNumber(const json& body, const std::string& key, std::optional<T>* out) {
   const json* v = Field(body, key);
   if (v == nullptr) return absl::OkStatus();
-  if (!v->is_number()) return Bad(key, "must be a number");
+  if (!v->is_number()) return InvalidField(key, "must be a number");
   const double d = v->get<double>();
-  if (!std::isfinite(d)) return Bad(key, "must be finite");
+  if (!std::isfinite(d)) return InvalidField(key, "must be finite");
   if constexpr (std::is_same_v<T, float>) {
-    if (std::abs(d) > std::numeric_limits<float>::max()) return Bad(key, "is out of range");
+    if (std::abs(d) > std::numeric_limits<float>::max()) return InvalidField(key, "is out of range");
   }
   if constexpr (std::is_integral_v<T>) {
-    if (!v->is_number_integer()) return Bad(key, "must be an integer");
+    if (!v->is_number_integer()) return InvalidField(key, "must be an integer");
     if (d < static_cast<double>(std::numeric_limits<T>::min()) || d > static_cast<double>(std::numeric_limits<T>::max())) {
-      return Bad(key, "is out of range");
+      return InvalidField(key, "is out of range");
     }
   }
   *out = static_cast<T>(v->is_number_integer() ? static_cast<double>(v->get<int64_t>()) : d);
   if constexpr (std::is_same_v<T, uint64_t>) {
-    if (!v->is_number_unsigned()) return Bad(key, "must be an integer >= 0");
+    if (!v->is_number_unsigned()) return InvalidField(key, "must be an integer >= 0");
     *out = v->get<uint64_t>();
   }
   return absl::OkStatus();
@@ -49,9 +48,9 @@ absl::Status ReadNumber(const json& body, const std::string& key, std::optional<
 absl::StatusOr<std::vector<int32_t>> ReadIds(const json& list, const std::string& param) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].is_number_integer()) return Bad(absl::StrCat(param, "[", i, "]"), "must be a token id (an integer)");
+    if (!list[i].is_number_integer()) return InvalidField(absl::StrCat(param, "[", i, "]"), "must be a token id (an integer)");
     const int64_t id = list[i].get<int64_t>();
-    if (id < INT32_MIN || id > INT32_MAX) return Bad(absl::StrCat(param, "[", i, "]"), "is out of range");
+    if (id < INT32_MIN || id > INT32_MAX) return InvalidField(absl::StrCat(param, "[", i, "]"), "is out of range");
     ids.push_back(static_cast<int32_t>(id));
   }
   return ids;
@@ -59,9 +58,9 @@ absl::StatusOr<std::vector<int32_t>> ReadIds(const json& list, const std::string
 
 absl::StatusOr<std::vector<PromptInput>> ReadPrompts(const json& body) {
   const json* prompt = Field(body, "prompt");
-  if (prompt == nullptr) return Bad("prompt", "is required");
+  if (prompt == nullptr) return InvalidField("prompt", "is required");
   if (prompt->is_string()) return std::vector<PromptInput>{{prompt->get<std::string>(), {}}};
-  if (!prompt->is_array() || prompt->empty()) return Bad("prompt", "must be a string, token ids, or a non-empty list of either");
+  if (!prompt->is_array() || prompt->empty()) return InvalidField("prompt", "must be a string, token ids, or a non-empty list of either");
   if ((*prompt)[0].is_number()) {
     ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(*prompt, "prompt"));
     return std::vector<PromptInput>{{std::nullopt, std::move(ids)}};
@@ -75,7 +74,7 @@ absl::StatusOr<std::vector<PromptInput>> ReadPrompts(const json& body) {
       ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(item, absl::StrCat("prompt[", i, "]")));
       prompts.push_back({std::nullopt, std::move(ids)});
     } else {
-      return Bad(absl::StrCat("prompt[", i, "]"), "must be a string or a list of token ids");
+      return InvalidField(absl::StrCat("prompt[", i, "]"), "must be a string or a list of token ids");
     }
   }
   return prompts;
@@ -92,7 +91,7 @@ std::string OpenAiFieldName(absl::string_view engine_field) {
 absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const std::vector<std::string>& max_tokens_keys) {
   GenerationFields f;
   const json* model = Field(body, "model");
-  if (model == nullptr || !model->is_string() || model->get<std::string>().empty()) return Bad("model", "is required (a string)");
+  if (model == nullptr || !model->is_string() || model->get<std::string>().empty()) return InvalidField("model", "is required (a string)");
   f.model = model->get<std::string>();
 
   std::optional<int> n, logprobs, max_tokens, top_k, min_tokens;
@@ -122,11 +121,11 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_ASSIGN_OR_RETURN(diagnostics, OptionalBoolAt(body, "diagnostics"));
 
   f.n = n.value_or(1);
-  if (f.n < 1 || f.n > 16) return Bad("n", absl::StrCat(f.n, " must be in [1, 16]"));
+  if (f.n < 1 || f.n > 16) return InvalidField("n", absl::StrCat(f.n, " must be in [1, 16]"));
   f.stream = stream.value_or(false);
   if (const json* options = Field(body, "stream_options"); options != nullptr) {
-    if (!options->is_object()) return Bad("stream_options", "must be an object");
-    if (!f.stream) return Bad("stream_options", "is only allowed when stream is true");
+    if (!options->is_object()) return InvalidField("stream_options", "must be an object");
+    if (!f.stream) return InvalidField("stream_options", "is only allowed when stream is true");
     for (const auto& [key, value] : options->items()) {
       if (key != "include_usage") return KeyError("stream_options", key, "is not a known parameter");
     }
@@ -154,23 +153,23 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
       sp.stop.push_back(stop->get<std::string>());
     } else if (stop->is_array()) {
       for (size_t i = 0; i < stop->size(); ++i) {
-        if (!(*stop)[i].is_string()) return Bad(absl::StrCat("stop[", i, "]"), "must be a string");
+        if (!(*stop)[i].is_string()) return InvalidField(absl::StrCat("stop[", i, "]"), "must be a string");
         sp.stop.push_back((*stop)[i].get<std::string>());
       }
     } else {
-      return Bad("stop", "must be a string or a list of strings");
+      return InvalidField("stop", "must be a string or a list of strings");
     }
   }
   if (const json* ids = Field(body, "stop_token_ids"); ids != nullptr) {
-    if (!ids->is_array()) return Bad("stop_token_ids", "must be a list of token ids");
+    if (!ids->is_array()) return InvalidField("stop_token_ids", "must be a list of token ids");
     ARACH_ASSIGN_OR_RETURN(sp.stop_token_ids, ReadIds(*ids, "stop_token_ids"));
   }
   if (const json* bias = Field(body, "logit_bias"); bias != nullptr) {
-    if (!bias->is_object()) return Bad("logit_bias", "must be an object of token id -> bias");
+    if (!bias->is_object()) return InvalidField("logit_bias", "must be an object of token id -> bias");
     for (const auto& [key, value] : bias->items()) {
       int32_t token;
-      if (!absl::SimpleAtoi(key, &token)) return Bad("logit_bias", absl::StrCat("key \"", key, "\" is not a token id"));
-      if (!value.is_number()) return Bad("logit_bias", absl::StrCat("the bias of ", key, " must be a number"));
+      if (!absl::SimpleAtoi(key, &token)) return InvalidField("logit_bias", absl::StrCat("key \"", key, "\" is not a token id"));
+      if (!value.is_number()) return InvalidField("logit_bias", absl::StrCat("the bias of ", key, " must be a number"));
       sp.logit_bias.emplace_back(token, value.get<float>());
     }
   }
@@ -179,7 +178,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_logprobs", &top_logprobs));
   const json* lp = Field(body, "logprobs");
   const bool chat_logprobs = lp != nullptr && lp->is_boolean() && lp->get<bool>();
-  if (top_logprobs && !chat_logprobs) return Bad("top_logprobs", "needs \"logprobs\": true");
+  if (top_logprobs && !chat_logprobs) return InvalidField("top_logprobs", "needs \"logprobs\": true");
   if (chat_logprobs) {
     logprobs = top_logprobs.value_or(0);
   } else if (lp != nullptr && !lp->is_boolean()) {
@@ -187,7 +186,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   }
   if (logprobs) {
     if (*logprobs < 0 || *logprobs > SamplingParams::kMaxTopLogprobs) {
-      return Bad(top_logprobs ? "top_logprobs" : "logprobs",
+      return InvalidField(top_logprobs ? "top_logprobs" : "logprobs",
                  absl::StrCat(*logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
     }
     f.logprobs = logprobs;
@@ -200,7 +199,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "priority", &f.priority));
   ARACH_ASSIGN_OR_RETURN(f.structured_output, ParseStructuredOutput(body));
   if (const json* key = Field(body, "experiment_key"); key != nullptr) {
-    if (!key->is_string()) return Bad("experiment_key", "must be a string");
+    if (!key->is_string()) return InvalidField("experiment_key", "must be a string");
     f.variant.experiment_key = key->get<std::string>();
   } else {
     // OpenAI's end-user identifiers, the newer one (safety_identifier, which replaces `user`) last: a sticky
@@ -208,7 +207,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     for (const char* key : {"user", "safety_identifier"}) {
       const json* id = Field(body, key);
       if (id == nullptr) continue;
-      if (!id->is_string()) return Bad(key, "must be a string");
+      if (!id->is_string()) return InvalidField(key, "must be a string");
       f.variant.experiment_key = id->get<std::string>();
       break;
     }
@@ -218,7 +217,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body_text) {
   ARACH_ASSIGN_OR_RETURN(const json body, ParseJson(body_text, "body"));
-  if (!body.is_object()) return Bad("body", "must be a JSON object");
+  if (!body.is_object()) return InvalidField("body", "must be a JSON object");
   ARACH_RETURN_IF_ERROR(CheckRequestParameters(body, OpenAiRoute::kCompletions));
   CompletionRequest request;
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, {"max_tokens"}));
@@ -228,10 +227,10 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body
   request.echo = echo.value_or(false);
   if (const json* max_tokens = Field(body, "max_tokens"); max_tokens != nullptr && max_tokens->is_number_integer() &&
                                                            max_tokens->get<int64_t>() == 0) {
-    if (!request.echo) return Bad("max_tokens", "0 is only allowed with echo (scoring the prompt)");
+    if (!request.echo) return InvalidField("max_tokens", "0 is only allowed with echo (scoring the prompt)");
     request.score_only = true;
   }
-  if (request.fields.stream && request.score_only) return Bad("stream", "is not supported when scoring (max_tokens 0)");
+  if (request.fields.stream && request.score_only) return InvalidField("stream", "is not supported when scoring (max_tokens 0)");
   return request;
 }
 

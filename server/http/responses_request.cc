@@ -16,8 +16,6 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-absl::Status Bad(const std::string& param, absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat(param, ": ", what)); }
-
 // The string at `key` of `object`, or "" where it is absent or not a string.
 template <typename Json>
 std::string StringAt(const Json& object, const char* key) {
@@ -29,22 +27,22 @@ std::string StringAt(const Json& object, const char* key) {
 // the assistant's turns, as a client sends back what it was given) joined with "\n".
 absl::StatusOr<std::string> ContentText(const ordered_json& content, const std::string& field, bool assistant) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) return Bad(field, "must be a string or a list of content parts");
+  if (!content.is_array()) return InvalidField(field, "must be a string or a list of content parts");
   std::string text;
   for (size_t j = 0; j < content.size(); ++j) {
     const ordered_json& part = content[j];
     const std::string at = absl::StrCat(field, "[", j, "]");
-    if (!part.is_object()) return Bad(at, "must be a content part object");
+    if (!part.is_object()) return InvalidField(at, "must be a content part object");
     const std::string type = StringAt(part, "type");
     const char* text_key = type == "input_text" || (assistant && type == "output_text") ? "text"
                            : assistant && type == "refusal"                              ? "refusal"
                                                                                          : nullptr;
     if (text_key == nullptr) {
-      return Bad(at + ".type", type.empty() ? "is required (a string)" : absl::StrCat("'", type, "' is not supported (text only: input_text",
+      return InvalidField(at + ".type", type.empty() ? "is required (a string)" : absl::StrCat("'", type, "' is not supported (text only: input_text",
                                                                            assistant ? ", output_text, refusal)" : ")"));
     }
     const auto value = part.find(text_key);
-    if (value == part.end() || !value->is_string()) return Bad(absl::StrCat(at, ".", text_key), "must be a string");
+    if (value == part.end() || !value->is_string()) return InvalidField(absl::StrCat(at, ".", text_key), "must be a string");
     if (j > 0) text += "\n";
     text += value->get<std::string>();
   }
@@ -53,7 +51,7 @@ absl::StatusOr<std::string> ContentText(const ordered_json& content, const std::
 
 absl::StatusOr<std::string> RequiredString(const ordered_json& item, const std::string& key, const std::string& at) {
   const auto value = item.find(key);
-  if (value == item.end() || !value->is_string() || value->get<std::string>().empty()) return Bad(at + "." + key, "is required (a non-empty string)");
+  if (value == item.end() || !value->is_string() || value->get<std::string>().empty()) return InvalidField(at + "." + key, "is required (a non-empty string)");
   return value->get<std::string>();
 }
 
@@ -63,12 +61,12 @@ absl::StatusOr<std::string> ReasoningText(const ordered_json& item, const std::s
   for (const char* key : {"content", "summary"}) {
     const auto parts = item.find(key);
     if (parts == item.end() || parts->is_null()) continue;
-    if (!parts->is_array()) return Bad(absl::StrCat(at, ".", key), "must be a list");
+    if (!parts->is_array()) return InvalidField(absl::StrCat(at, ".", key), "must be a list");
     for (size_t j = 0; j < parts->size(); ++j) {
       const ordered_json& part = (*parts)[j];
       const auto part_text = part.is_object() ? part.find("text") : part.end();
       if (!part.is_object() || part_text == part.end() || !part_text->is_string()) {
-        return Bad(absl::StrCat(at, ".", key, "[", j, "].text"), "must be a string");
+        return InvalidField(absl::StrCat(at, ".", key, "[", j, "].text"), "must be a string");
       }
       if (!text.empty()) text += "\n";
       text += part_text->get<std::string>();
@@ -83,7 +81,7 @@ class ConversationBuilder {
  public:
   absl::Status AddInstructions(const ordered_json& instructions) {
     if (instructions.is_null()) return absl::OkStatus();
-    if (!instructions.is_string()) return Bad("instructions", "must be a string");
+    if (!instructions.is_string()) return InvalidField("instructions", "must be a string");
     messages_.push_back({{"role", "system"}, {"content", instructions.get<std::string>()}});
     return absl::OkStatus();
   }
@@ -93,9 +91,9 @@ class ConversationBuilder {
       messages_.push_back({{"role", "user"}, {"content", input.get<std::string>()}});
       return absl::OkStatus();
     }
-    if (!input.is_array() || input.empty()) return Bad("input", "is required (a string or a non-empty list of items)");
+    if (!input.is_array() || input.empty()) return InvalidField("input", "is required (a string or a non-empty list of items)");
     for (size_t i = 0; i < input.size(); ++i) ARACH_RETURN_IF_ERROR(AddItem(input[i], absl::StrCat("input[", i, "]")));
-    if (pending_reasoning_) return Bad(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    if (pending_reasoning_) return InvalidField(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
     return absl::OkStatus();
   }
 
@@ -103,9 +101,9 @@ class ConversationBuilder {
 
  private:
   absl::Status AddItem(const ordered_json& item, const std::string& at) {
-    if (!item.is_object()) return Bad(at, "must be an item object");
+    if (!item.is_object()) return InvalidField(at, "must be an item object");
     const auto type_it = item.find("type");
-    if (type_it != item.end() && !type_it->is_string()) return Bad(at + ".type", "must be a string");
+    if (type_it != item.end() && !type_it->is_string()) return InvalidField(at + ".type", "must be a string");
     const std::string type = type_it == item.end() ? (item.contains("role") ? "message" : "") : type_it->get<std::string>();
     if (type == "message") return AddMessage(item, at);
     if (type == "function_call") return AddFunctionCall(item, at);
@@ -116,25 +114,25 @@ class ConversationBuilder {
       reasoning_at_ = at;
       return absl::OkStatus();
     }
-    if (type == "item_reference") return Bad(at + ".type", "'item_reference' is not supported: nothing is stored here; send the item itself");
-    if (type.empty()) return Bad(at + ".type", "is required (message, function_call, function_call_output or reasoning)");
-    return Bad(at + ".type", absl::StrCat("'", type, "' is not supported (message, function_call, function_call_output or reasoning)"));
+    if (type == "item_reference") return InvalidField(at + ".type", "'item_reference' is not supported: nothing is stored here; send the item itself");
+    if (type.empty()) return InvalidField(at + ".type", "is required (message, function_call, function_call_output or reasoning)");
+    return InvalidField(at + ".type", absl::StrCat("'", type, "' is not supported (message, function_call, function_call_output or reasoning)"));
   }
 
   absl::Status AddMessage(const ordered_json& item, const std::string& at) {
     const auto role_it = item.find("role");
     const std::string role = role_it != item.end() && role_it->is_string() ? role_it->get<std::string>() : "";
     if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
-      return Bad(at + ".role", "is required: user, assistant, system or developer");
+      return InvalidField(at + ".role", "is required: user, assistant, system or developer");
     }
     const auto content = item.find("content");
-    if (content == item.end() || content->is_null()) return Bad(at + ".content", "is required");
+    if (content == item.end() || content->is_null()) return InvalidField(at + ".content", "is required");
     ARACH_ASSIGN_OR_RETURN(std::string text, ContentText(*content, at + ".content", role == "assistant"));
     if (role == "assistant") {
       AssistantTurn(/*for_call=*/false)["content"] = std::move(text);
       return absl::OkStatus();
     }
-    if (pending_reasoning_) return Bad(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    if (pending_reasoning_) return InvalidField(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
     messages_.push_back({{"role", role}, {"content", std::move(text)}});
     return absl::OkStatus();
   }
@@ -143,7 +141,7 @@ class ConversationBuilder {
     ARACH_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", at));
     ARACH_ASSIGN_OR_RETURN(std::string name, RequiredString(item, "name", at));
     const auto arguments = item.find("arguments");
-    if (arguments == item.end() || !arguments->is_string()) return Bad(at + ".arguments", "is required (the arguments' JSON text)");
+    if (arguments == item.end() || !arguments->is_string()) return InvalidField(at + ".arguments", "is required (the arguments' JSON text)");
     ordered_json& turn = AssistantTurn(/*for_call=*/true);
     turn["tool_calls"].push_back(
         {{"id", call_id}, {"type", "function"}, {"function", {{"name", std::move(name)}, {"arguments", arguments->get<std::string>()}}}});
@@ -154,11 +152,11 @@ class ConversationBuilder {
   absl::Status AddFunctionCallOutput(const ordered_json& item, const std::string& at) {
     ARACH_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", at));
     if (std::find(call_ids_.begin(), call_ids_.end(), call_id) == call_ids_.end()) {
-      return Bad(at + ".call_id", absl::StrCat("'", call_id, "' answers no function_call before it in input"));
+      return InvalidField(at + ".call_id", absl::StrCat("'", call_id, "' answers no function_call before it in input"));
     }
     const auto output = item.find("output");
-    if (output == item.end() || output->is_null()) return Bad(at + ".output", "is required");
-    if (pending_reasoning_) return Bad(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    if (output == item.end() || output->is_null()) return InvalidField(at + ".output", "is required");
+    if (pending_reasoning_) return InvalidField(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
     ARACH_ASSIGN_OR_RETURN(std::string text, ContentText(*output, at + ".output", /*assistant=*/false));
     messages_.push_back({{"role", "tool"}, {"tool_call_id", std::move(call_id)}, {"content", std::move(text)}});
     return absl::OkStatus();
@@ -202,8 +200,8 @@ ordered_json ChatShapedTools(const ordered_json& tools) {
 absl::Status CheckStreamOptions(const json& body) {
   const auto options = body.find("stream_options");
   if (options == body.end() || options->is_null()) return absl::OkStatus();
-  if (!options->is_object()) return Bad("stream_options", "must be an object");
-  if (const auto stream = body.find("stream"); stream == body.end() || *stream != true) return Bad("stream_options", "is only allowed when stream is true");
+  if (!options->is_object()) return InvalidField("stream_options", "must be an object");
+  if (const auto stream = body.find("stream"); stream == body.end() || *stream != true) return InvalidField("stream_options", "is only allowed when stream is true");
   for (const auto& [key, value] : options->items()) {
     if (key != "include_obfuscation") return KeyError("stream_options", key, "is not a known parameter");
     ARACH_RETURN_IF_ERROR(OptionalBoolAt(*options, key, "stream_options.include_obfuscation").status());
@@ -217,13 +215,13 @@ absl::Status ReadLogprobs(const json& body, GenerationFields& fields) {
   constexpr absl::string_view kLogprobs = "message.output_text.logprobs";
   bool logprobs = false;
   if (const auto include = body.find("include"); include != body.end() && !include->is_null()) {
-    if (!include->is_array()) return Bad("include", "must be a list of strings");
+    if (!include->is_array()) return InvalidField("include", "must be a list of strings");
     for (size_t i = 0; i < include->size(); ++i) {
       const json& value = (*include)[i];
       const std::string at = absl::StrCat("include[", i, "]");
-      if (!value.is_string()) return Bad(at, "must be a string");
+      if (!value.is_string()) return InvalidField(at, "must be a string");
       if (value.get<std::string>() != kLogprobs) {
-        return Bad(at, absl::StrCat("'", ClipForError(value.get<std::string>(), 80), "' is not supported (only ", kLogprobs, ")"));
+        return InvalidField(at, absl::StrCat("'", ClipForError(value.get<std::string>(), 80), "' is not supported (only ", kLogprobs, ")"));
       }
       logprobs = true;
     }
@@ -231,9 +229,9 @@ absl::Status ReadLogprobs(const json& body, GenerationFields& fields) {
   std::optional<int> top;
   if (const auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > SamplingParams::kMaxTopLogprobs) {
-      return Bad("top_logprobs", absl::StrCat("must be an integer in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
+      return InvalidField("top_logprobs", absl::StrCat("must be an integer in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
     }
-    if (!logprobs && it->get<int64_t>() > 0) return Bad("top_logprobs", absl::StrCat("needs include [\"", kLogprobs, "\"] (the log-probs it adds to)"));
+    if (!logprobs && it->get<int64_t>() > 0) return InvalidField("top_logprobs", absl::StrCat("needs include [\"", kLogprobs, "\"] (the log-probs it adds to)"));
     top = static_cast<int>(it->get<int64_t>());
   }
   if (logprobs) {
@@ -253,7 +251,7 @@ json Given(const json& body, const char* key, json otherwise) {
 
 absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_text) {
   ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
-  if (!body.is_object()) return Bad("body", "must be a JSON object");
+  if (!body.is_object()) return InvalidField("body", "must be a JSON object");
   ARACH_ASSIGN_OR_RETURN(json plain, ParseJson(body_text, "body"));  // the same body, for the shared fields
   ARACH_RETURN_IF_ERROR(CheckRequestParameters(plain, OpenAiRoute::kResponses));
   ARACH_RETURN_IF_ERROR(CheckStreamOptions(plain));
@@ -265,21 +263,21 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ARACH_ASSIGN_OR_RETURN(chat.fields, ParseGenerationFields(shared, {"max_output_tokens"}));
   ARACH_RETURN_IF_ERROR(ReadLogprobs(plain, chat.fields));
   if (const auto text = plain.find("text"); text != plain.end() && !text->is_null()) {
-    if (!text->is_object()) return Bad("text", "must be an object");
+    if (!text->is_object()) return InvalidField("text", "must be an object");
     for (const auto& [key, value] : text->items()) {
-      if (key == "verbosity" && !value.is_null() && value != "medium") return Bad("text.verbosity", "is not supported");
+      if (key == "verbosity" && !value.is_null() && value != "medium") return InvalidField("text.verbosity", "is not supported");
       if (key != "format" && key != "verbosity") return KeyError("text", key, "is not a known parameter");
     }
     ARACH_ASSIGN_OR_RETURN(chat.fields.structured_output, ParseTextFormat(text->value("format", json()), "text.format"));
   }
   if (const json truncation = Given(plain, "truncation", "disabled"); truncation != "disabled") {
-    return Bad("truncation", "only \"disabled\" is supported (a conversation longer than the context is refused, never cut)");
+    return InvalidField("truncation", "only \"disabled\" is supported (a conversation longer than the context is refused, never cut)");
   }
 
   ConversationBuilder conversation;
   ARACH_RETURN_IF_ERROR(conversation.AddInstructions(body.value("instructions", ordered_json())));
   const auto input = body.find("input");
-  if (input == body.end() || input->is_null()) return Bad("input", "is required (a string or a non-empty list of items)");
+  if (input == body.end() || input->is_null()) return InvalidField("input", "is required (a string or a non-empty list of items)");
   ARACH_RETURN_IF_ERROR(conversation.AddInput(*input));
   chat.input.messages = conversation.Take();
 
@@ -290,7 +288,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> parallel, OptionalBoolAt(plain, "parallel_tool_calls"));
   chat.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, chat.input));
-  if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return Bad("metadata", "must be an object");
+  if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return InvalidField("metadata", "must be an object");
   request.echo = {{"instructions", Given(plain, "instructions", nullptr)},
                   {"max_output_tokens", Given(plain, "max_output_tokens", nullptr)},
                   {"metadata", Given(plain, "metadata", json::object())},
