@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
 #include "server/chat_output/chat_output_parser.h"
@@ -224,8 +225,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
 
   // Reserves the request's tokens, applies the server's policy and submits; `field_name` names an engine field in
   // the caller's terms.
-  absl::Status SubmitMapped(grpc::CallbackServerContext* call, EngineRequest engine_request,
-                            std::function<std::string(absl::string_view)> field_name) {
+  absl::Status SubmitMapped(grpc::CallbackServerContext* call, EngineRequest engine_request, FieldNames field_name) {
     Engine& engine = ticket_.engine();
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(static_cast<int64_t>(engine_request.prompt.size()) + engine_request.sampling.max_tokens,
                                                 field_name("max_tokens")));
@@ -234,7 +234,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     if (call->deadline() != std::chrono::system_clock::time_point::max()) {
       engine_request.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
     }
-    ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, std::move(field_name)));
+    ARACH_ASSIGN_OR_RETURN(engine_id_, engine.Submit(std::move(engine_request), stream_, field_name));
     submitted_ = true;
     return absl::OkStatus();
   }
