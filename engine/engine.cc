@@ -24,7 +24,8 @@ struct Engine::RequestState {
         request(std::move(request_in)),
         observer(std::move(observer_in)),
         seq(block_size),
-        detokenizer(tokenizer, request.sampling.stop, request.prompt, request.sampling.skip_special_tokens) {}
+        detokenizer(tokenizer, request.sampling.stop, request.prompt, request.sampling.skip_special_tokens,
+                    request.sampling.include_stop_str_in_output) {}
 
   uint64_t id;
   EngineRequest request;
@@ -33,6 +34,7 @@ struct Engine::RequestState {
   IncrementalDetokenizer detokenizer;
   uint64_t seed = 0;
   std::vector<int32_t> stop_ids;     // ids that end generation (EOS unless ignored, stop_token_ids)
+  std::optional<int32_t> stop_token_id;  // the request's stop_token_ids entry that ended it (FinishInfo)
   int max_len = 0;                   // prompt + max_tokens, capped by the context
   bool queued = true;                // counted in Engine::queued_
   bool finished = false;
@@ -256,6 +258,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.status = std::move(status);
   info.text = r.detokenizer.Flush();
   info.stop_string = r.detokenizer.matched_stop();
+  info.stop_token_id = r.stop_token_id;
   info.usage.prompt_tokens = r.seq.prompt_len;
   info.usage.completion_tokens = std::max(0, r.seq.num_generated());
   info.usage.cached_prompt_tokens = r.seq.num_cached_prompt_tokens;
@@ -373,6 +376,10 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
     chunk.text = std::move(*text);
   }
   r.observer->OnChunk(chunk);
+  const std::vector<int32_t>& asked_stops = sp.stop_token_ids;
+  if (stop_token && std::find(asked_stops.begin(), asked_stops.end(), sampled.token) != asked_stops.end()) {
+    r.stop_token_id = sampled.token;
+  }
   if (stop_token || constraint_complete || r.detokenizer.stopped()) {
     Finish(r, FinishReason::kStop);
   } else if (seq.num_generated() >= sp.max_tokens || static_cast<int>(seq.tokens.size()) >= r.max_len) {

@@ -111,6 +111,9 @@ struct FinishInfo {
   absl::Status status;             // OK unless reason is kError, kDeadline or kCancelled
   std::string text;                // text still held back at the end (emit it after the last chunk)
   std::string stop_string;         // the stop string that ended the text, if any
+  // The request's stop_token_ids entry that ended it, if one did (the model's own end-of-sequence tokens are not
+  // reported, unless the request listed them).
+  std::optional<int32_t> stop_token_id;
   Usage usage;
   Timings timings;
   uint64_t seed = 0;               // the sampling seed used (the request's, or drawn): resubmitting with it reproduces the draws

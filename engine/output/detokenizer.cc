@@ -6,8 +6,12 @@
 namespace arach {
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
-                                               std::span<const int32_t> prompt, bool skip_special_tokens)
-    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens), stops_(std::move(stop_strings)) {
+                                               std::span<const int32_t> prompt, bool skip_special_tokens,
+                                               bool include_stop_string)
+    : tokenizer_(tokenizer),
+      skip_special_tokens_(skip_special_tokens),
+      include_stop_string_(include_stop_string),
+      stops_(std::move(stop_strings)) {
   for (const std::string& s : stops_) longest_stop_ = std::max(longest_stop_, s.size());
   const size_t keep = std::min(prompt.size(), kDetokenizeContext);
   context_.assign(prompt.end() - keep, prompt.end());
@@ -42,7 +46,8 @@ absl::StatusOr<std::string> IncrementalDetokenizer::Add(int32_t token) {
   }
   size_t end;
   if (stop_at != std::string::npos) {
-    bytes_.resize(std::max(stop_at, emitted_));
+    const size_t text_end = include_stop_string_ ? stop_at + matched_stop_.size() : stop_at;
+    bytes_.resize(std::max(text_end, emitted_));
     end = bytes_.size();
   } else {
     end = CompleteUtf8Prefix(bytes_);

@@ -1,6 +1,6 @@
 // Turns a stream of generated token ids into text deltas: a delta never ends inside a UTF-8 character
 // and never shows the start of a possible stop string; when a stop string appears the text ends just
-// before it. Malformed byte sequences a model may produce are replaced by U+FFFD.
+// before it (or, with `include_stop_string`, just after it). Malformed byte sequences a model may produce are replaced by U+FFFD.
 //
 // Each token is decoded in the context of the few tokens before it (starting with the prompt's last
 // ones): the new text is Decode(context + token) minus Decode(context). So decoders whose output depends
@@ -29,7 +29,8 @@ class IncrementalDetokenizer {
  public:
   // `prompt` gives the context of the first generated token (its last kDetokenizeContext ids are kept).
   IncrementalDetokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings,
-                         std::span<const int32_t> prompt = {}, bool skip_special_tokens = false);
+                         std::span<const int32_t> prompt = {}, bool skip_special_tokens = false,
+                         bool include_stop_string = false);
 
   // Adds a generated token; returns the text that can be shown now.
   absl::StatusOr<std::string> Add(int32_t token);
@@ -42,6 +43,7 @@ class IncrementalDetokenizer {
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_tokens_;
+  bool include_stop_string_;  // the text keeps the stop string that ends it
   std::vector<int32_t> context_;  // the last ids decoded (at most kDetokenizeContext)
   std::vector<std::string> stops_;
   size_t longest_stop_ = 0;

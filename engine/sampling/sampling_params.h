@@ -29,6 +29,7 @@ struct SamplingParams {
   int max_tokens = 16;              // tokens to generate at most (>= 1)
   int min_tokens = 0;               // stop tokens are suppressed until this many were generated
   std::vector<std::string> stop;    // stop strings (the text ends before the first one)
+  bool include_stop_str_in_output = false;  // ... or with it: the text ends after the stop string (vLLM's name)
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;          // do not stop at the model's end-of-sequence tokens
   bool skip_special_tokens = true;  // leave special tokens (<|eot_id|>, </s>, ...) out of the text

@@ -66,6 +66,7 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   if (r.has_max_tokens()) sp.max_tokens = ClampToInt(r.max_tokens());
   sp.min_tokens = ClampToInt(r.min_tokens());
   sp.stop.assign(r.stop().begin(), r.stop().end());
+  sp.include_stop_str_in_output = r.include_stop_str_in_output();
   sp.stop_token_ids.assign(r.stop_token_ids().begin(), r.stop_token_ids().end());
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits, sp));
   sp.ignore_eos = r.ignore_eos();
@@ -205,6 +206,7 @@ void FillServedVariant(const ResolvedVariant& resolved, arach::v1::ServedVariant
 void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const std::string& request_id, arach::v1::Finish* out) {
   out->set_reason(info.reason == FinishReason::kLength ? arach::v1::FINISH_REASON_LENGTH : arach::v1::FINISH_REASON_STOP);
   out->set_stop_string(info.stop_string);
+  if (info.stop_token_id) out->set_stop_token_id(*info.stop_token_id);
   arach::v1::Usage* usage = out->mutable_usage();
   usage->set_prompt_tokens(info.usage.prompt_tokens);
   usage->set_completion_tokens(info.usage.completion_tokens);

@@ -72,6 +72,7 @@ json ChatCall::ChoiceJson(int index, Choice& choice, bool final) {
   if (final && choice.finish && Answered(*choice.finish)) {
     const bool called = num_tool_calls(index) > 0;
     out["finish_reason"] = called && choice.finish->reason == FinishReason::kStop ? "tool_calls" : FinishReasonName(choice.finish->reason);
+    out["stop_reason"] = StopReasonJson(*choice.finish);
   }
   return out;
 }

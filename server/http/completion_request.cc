@@ -95,7 +95,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.model = model->get<std::string>();
 
   std::optional<int> n, logprobs, max_tokens, top_k, min_tokens;
-  std::optional<bool> stream, ignore_eos, arach, skip, skip_special, diagnostics;
+  std::optional<bool> stream, ignore_eos, arach, skip, skip_special, diagnostics, include_stop;
   std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, arach_offset;
   std::optional<uint64_t> seed;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "n", &n));
@@ -119,6 +119,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "arach_offset", &arach_offset));
   ARACH_ASSIGN_OR_RETURN(skip, OptionalBoolAt(body, "skip"));
   ARACH_ASSIGN_OR_RETURN(diagnostics, OptionalBoolAt(body, "diagnostics"));
+  ARACH_ASSIGN_OR_RETURN(include_stop, OptionalBoolAt(body, "include_stop_str_in_output"));
 
   f.n = n.value_or(1);
   if (f.n < 1 || f.n > 16) return InvalidField("n", absl::StrCat(f.n, " must be in [1, 16]"));
@@ -160,6 +161,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
       return InvalidField("stop", "must be a string or a list of strings");
     }
   }
+  sp.include_stop_str_in_output = include_stop.value_or(false);
   if (const json* ids = Field(body, "stop_token_ids"); ids != nullptr) {
     if (!ids->is_array()) return InvalidField("stop_token_ids", "must be a list of token ids");
     ARACH_ASSIGN_OR_RETURN(sp.stop_token_ids, ReadIds(*ids, "stop_token_ids"));

@@ -129,7 +129,10 @@ json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
     out["logprobs"] = logprobs->TakeJson();
   }
   choice.tokens.clear();
-  if (final && choice.finish && Answered(*choice.finish)) out["finish_reason"] = FinishReasonName(choice.finish->reason);
+  if (final && choice.finish && Answered(*choice.finish)) {
+    out["finish_reason"] = FinishReasonName(choice.finish->reason);
+    out["stop_reason"] = StopReasonJson(*choice.finish);
+  }
   return out;
 }
 

@@ -13,6 +13,13 @@ using json = nlohmann::json;
 
 bool Answered(const FinishInfo& info) { return info.reason == FinishReason::kStop || info.reason == FinishReason::kLength; }
 
+json StopReasonJson(const FinishInfo& info) {
+  if (info.reason != FinishReason::kStop) return nullptr;
+  if (!info.stop_string.empty()) return info.stop_string;
+  if (info.stop_token_id) return *info.stop_token_id;
+  return nullptr;
+}
+
 namespace {
 
 // [layers][heads] as nested arrays (the layout of refs/sink_refs.json).

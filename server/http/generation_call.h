@@ -124,6 +124,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
 
 // The finish reasons that carry an answer (stop, length).
 bool Answered(const FinishInfo& info);
+// A choice's `stop_reason` (vLLM's): the stop string or the request's stop token id that ended the text, else null
+// (the model's end of sequence, max_tokens, a completed constraint).
+nlohmann::json StopReasonJson(const FinishInfo& info);
 
 // Serves a generation route: admits the call, lets `start` parse the body, resolve the variant and submit the
 // choices, then answers whole or streamed. A refusal (400, 404, 429, 503) is answered in OpenAI's shape,

@@ -18,7 +18,7 @@ using json = nlohmann::json;
 constexpr std::string_view kShared[] = {
     "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "ignore_eos",
-    "skip_special_tokens", "stop", "stop_token_ids", "logit_bias", "logprobs", "priority", "response_format",
+    "skip_special_tokens", "stop", "include_stop_str_in_output", "stop_token_ids", "logit_bias", "logprobs", "priority", "response_format",
     "structured_outputs",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
@@ -68,7 +68,6 @@ constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
     {"guided_choice", "is not supported: use structured_outputs.choice"},
     {"guided_grammar", "is not supported: use structured_outputs.grammar"},
     {"guided_json_object", "is not supported: use response_format {\"type\": \"json_object\"}"},
-    {"include_stop_str_in_output", "is not supported"},
     {"use_beam_search", "beam search is not supported"},
     {"length_penalty", "is not supported (no beam search)"},
     {"prompt_logprobs", "is not supported: use echo with logprobs on /v1/completions"},

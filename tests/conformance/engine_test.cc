@@ -339,6 +339,7 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   EXPECT_EQ(stop.observer->finish().reason, FinishReason::kStop);
   EXPECT_EQ(stop.observer->finish().stop_string, "not");
   EXPECT_EQ(stop.observer->text(), ":\nI'll ");
+  EXPECT_FALSE(stop.observer->finish().stop_token_id.has_value());
   for (const StreamChunk& chunk : stop.observer->chunks()) {
     EXPECT_TRUE(DecodeUtf8(chunk.text).ok());
     ASSERT_EQ(chunk.tokens.size(), 1u);
@@ -346,6 +347,15 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
     EXPECT_EQ(chunk.tokens[0].top[0].token, chunk.tokens[0].token) << "greedy picks the most likely token";
     EXPECT_LE(chunk.tokens[0].logprob, 0.0f);
   }
+  // include_stop_str_in_output: the same tokens, the text through the stop string.
+  Job kept;
+  kept.request = stop.request;
+  kept.request.sampling.include_stop_str_in_output = true;
+  ASSERT_TRUE(engine->Submit(kept.request, kept.observer).ok());
+  ASSERT_TRUE(kept.observer->Wait());
+  EXPECT_EQ(kept.observer->finish().stop_string, "not");
+  EXPECT_EQ(kept.observer->text(), ":\nI'll not");
+  EXPECT_EQ(kept.observer->tokens(), stop.observer->tokens());
   // Prompt log-probs equal the offline scorer's.
   Job score;
   score.request.prompt = p48;
@@ -380,6 +390,20 @@ TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {
   EXPECT_EQ(stop.observer->finish().reason, FinishReason::kStop);
   EXPECT_EQ(stop.observer->tokens(), std::vector<int32_t>{25});
   EXPECT_EQ(stop.observer->text(), "") << "a stop token adds no text";
+  EXPECT_EQ(stop.observer->finish().stop_token_id, std::optional<int32_t>(25)) << "the request's stop token is reported";
+  EXPECT_TRUE(stop.observer->finish().stop_string.empty());
+  // The model's own end of sequence (forced here by a logit bias) is not a stop token the request listed.
+  ASSERT_FALSE(engine->model_config().eos_token_ids.empty());
+  const int32_t eos = engine->model_config().eos_token_ids[0];
+  Job ended;
+  ended.request = stop.request;
+  ended.request.sampling.stop_token_ids.clear();
+  ended.request.sampling.logit_bias = {{eos, 100.0f}};
+  ASSERT_TRUE(engine->Submit(ended.request, ended.observer).ok());
+  ASSERT_TRUE(ended.observer->Wait());
+  EXPECT_EQ(ended.observer->tokens(), std::vector<int32_t>{eos});
+  EXPECT_EQ(ended.observer->finish().reason, FinishReason::kStop);
+  EXPECT_FALSE(ended.observer->finish().stop_token_id.has_value());
   Job held;
   held.request = stop.request;
   held.request.sampling.min_tokens = 4;

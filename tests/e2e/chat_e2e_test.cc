@@ -5,8 +5,10 @@
 // server at start, naming the file, line and column.
 #include <httplib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "client/arach_client.h"
@@ -94,15 +96,38 @@ TEST(ChatServer, GrpcChatAndHttpChatRenderTheReferencePromptAndAnswerAlike) {
   arach::v1::ChatRequest request = GrpcChat(conversation["messages"], 10);
   request.mutable_generation()->mutable_variant()->set_arach(true);
   std::string text;
+  std::vector<int32_t> tokens;
   arach::v1::Finish finish;
   const grpc::Status status = client->Chat(request, [&](const arach::v1::GenerateResponse& r) {
     text += r.text();
+    tokens.insert(tokens.end(), r.token_ids().begin(), r.token_ids().end());
     if (r.has_finish()) finish = r.finish();
   });
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(finish.chat_prompt(), ReferenceText("qwen3", "multi_turn_system"));
   EXPECT_EQ(text, http.body["choices"][0]["message"]["content"]) << "the same prompt, variant and greedy sampling";
   EXPECT_EQ(finish.variant().name(), "arach");
+  EXPECT_FALSE(finish.has_stop_token_id());
+  EXPECT_EQ(http.body["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(http.body["choices"][0].contains("stop_reason") && http.body["choices"][0]["stop_reason"].is_null()) << http.body;
+
+  // A stop token the request lists is its stop_reason (an id), over both APIs.
+  ASSERT_GE(tokens.size(), 2u);
+  const HttpAnswer stopped = PostChat(*server, {{"model", "qwen3-tiny:arach"}, {"messages", json::parse(conversation["messages"].dump())},
+                                                {"max_tokens", 10}, {"temperature", 0}, {"stop_token_ids", {tokens[1]}}});
+  ASSERT_EQ(stopped.status, 200) << stopped.body;
+  EXPECT_EQ(stopped.body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(stopped.body["choices"][0]["stop_reason"], tokens[1]);
+  const size_t first_at = std::find(tokens.begin(), tokens.end(), tokens[1]) - tokens.begin();
+  EXPECT_EQ(stopped.body["usage"]["completion_tokens"], first_at + 1) << "the generation ends at that token";
+  request.mutable_generation()->add_stop_token_ids(tokens[1]);
+  arach::v1::Finish stopped_finish;
+  ASSERT_TRUE(client->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+    if (r.has_finish()) stopped_finish = r.finish();
+  }).ok());
+  EXPECT_EQ(stopped_finish.reason(), arach::v1::FINISH_REASON_STOP);
+  ASSERT_TRUE(stopped_finish.has_stop_token_id());
+  EXPECT_EQ(stopped_finish.stop_token_id(), tokens[1]);
 
   // OpenAI's developer role is the system role of its newer models: a template that never names it (Qwen3's) gets
   // it as system; it dropped the instructions from the prompt before.

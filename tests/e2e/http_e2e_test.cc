@@ -230,6 +230,68 @@ TEST_F(HttpFixtureServer, StreamedChunksWhileAStopStringIsHeldBackAreNotEmpty) {
   EXPECT_LT(stopped.size(), plain.size()) << "the two held-back tokens come out in one chunk";
 }
 
+// stop_reason (vLLM's) says what ended a choice: the stop string, a stop token id the request listed, else null;
+// include_stop_str_in_output keeps the stop string in the text, whole and streamed. Greedy after p48 gives
+// ":\nI'll not, ..." (the fixture's reference), so ":" (id 25) is the first token and "not" comes within 12 tokens.
+TEST_F(HttpFixtureServer, StopReasonSaysWhatEndedTheText) {
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}};
+  const HttpAnswer plain = Complete(*server_, body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json& plain_choice = plain.body["choices"][0];
+  EXPECT_EQ(plain_choice["finish_reason"], "length");
+  ASSERT_TRUE(plain_choice.contains("stop_reason"));
+  EXPECT_TRUE(plain_choice["stop_reason"].is_null());
+  const std::string text = plain_choice["text"];
+  const size_t at = text.find("not");
+  ASSERT_NE(at, std::string::npos) << text;
+
+  json with_stop = body;
+  with_stop["stop"] = {"not", "never"};
+  const HttpAnswer cut = Complete(*server_, with_stop);
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(cut.body["choices"][0]["text"], text.substr(0, at));
+  EXPECT_EQ(cut.body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(cut.body["choices"][0]["stop_reason"], "not");
+
+  json kept = with_stop;
+  kept["include_stop_str_in_output"] = true;
+  const HttpAnswer whole = Complete(*server_, kept);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.body["choices"][0]["text"], text.substr(0, at + 3));
+  EXPECT_EQ(whole.body["choices"][0]["stop_reason"], "not");
+  EXPECT_EQ(whole.body["usage"]["completion_tokens"], cut.body["usage"]["completion_tokens"]);
+
+  kept["stream"] = true;
+  const StreamResult stream = Stream(*server_, kept);
+  ASSERT_EQ(stream.status, 200);
+  std::string streamed;
+  json last_choice;
+  for (const std::string& event : stream.events) {
+    if (event == "[DONE]") continue;
+    const json choice = json::parse(event)["choices"][0];
+    streamed += choice["text"].get<std::string>();
+    if (choice["finish_reason"].is_null()) EXPECT_FALSE(choice.contains("stop_reason")) << "only the last chunk says why it stopped";
+    last_choice = choice;
+  }
+  EXPECT_EQ(streamed, text.substr(0, at + 3));
+  EXPECT_EQ(last_choice["finish_reason"], "stop");
+  EXPECT_EQ(last_choice["stop_reason"], "not");
+
+  json token_stop = body;
+  token_stop["stop_token_ids"] = {25};
+  const HttpAnswer by_token = Complete(*server_, token_stop);
+  ASSERT_EQ(by_token.status, 200) << by_token.body;
+  EXPECT_EQ(by_token.body["choices"][0]["text"], "");
+  EXPECT_EQ(by_token.body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(by_token.body["choices"][0]["stop_reason"], 25);
+
+  json not_a_bool = body;
+  not_a_bool["include_stop_str_in_output"] = "yes";
+  const HttpAnswer refused = Complete(*server_, not_a_bool);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body["error"]["param"], "include_stop_str_in_output") << refused.body;
+}
+
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
   const HttpAnswer answer = Complete(*server_, body);

@@ -255,6 +255,29 @@ TEST_F(DetokenizerTest, StopStringEndsTheTextAndIsHeldBackMeanwhile) {
   EXPECT_EQ(d.matched_stop(), "END");
 }
 
+// include_stop_str_in_output: the text runs to the end of the stop string and no further (the rest of the token
+// that completes it is cut all the same); the earlier partial match "EN" is released when it fails.
+TEST_F(DetokenizerTest, AStopStringKeptInTheTextEndsItJustAfter) {
+  const std::vector<int32_t> prompt;
+  IncrementalDetokenizer d(*tokenizer_, {"END", "zE"}, prompt, /*skip_special_tokens=*/false, /*include_stop_string=*/true);
+  std::string all;
+  for (int32_t b : Bytes("xyENwEND tail")) {
+    auto delta = d.Add(b);
+    ASSERT_TRUE(delta.ok());
+    all += *delta;
+    if (d.stopped()) break;
+    EXPECT_EQ(all.find("EN", 4), std::string::npos) << "a possible stop string is held back until it is whole";
+  }
+  ASSERT_TRUE(d.stopped());
+  EXPECT_EQ(all + d.Flush(), "xyENwEND");
+  EXPECT_EQ(d.matched_stop(), "END");
+  // Several bytes in one token: what follows the stop string within the token is cut.
+  IncrementalDetokenizer whole(*tokenizer_, {"END"}, prompt, false, true);
+  std::string text;
+  for (int32_t b : Bytes("abEND")) text += *whole.Add(b);
+  EXPECT_EQ(text + whole.Flush(), "abEND");
+}
+
 TEST_F(DetokenizerTest, MalformedBytesBecomeReplacementCharacters) {
   IncrementalDetokenizer d(*tokenizer_, {});
   std::string all;
