@@ -243,13 +243,15 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     format_json = calls_only();
   }
   // Free text (auto without content) holds any reasoning; elsewhere the reasoning comes first: a <think> block that
-  // may open the turn, or the rest of the one the turn starts inside.
+  // may open the turn, or the rest of the one the turn starts inside. It ends at the first </think>, and the
+  // whitespace models write after it (Qwen3's blank line, one newline, none) may follow, a few characters at most (a
+  // run of whitespace is where a weak model goes to never finish).
   if (reasoning != ReasoningFirst::kNone && (choice.mode != ToolChoice::Mode::kAuto || content)) {
-    const std::string close = absl::StrCat(kThinkClose, "\n\n");
-    const json first = reasoning == ReasoningFirst::kOptional
-                           ? json{{"type", "optional"}, {"content", Tag(std::string(kThinkOpen), {{"type", "any_text"}}, close)}}
-                           : Tag("", {{"type", "any_text"}}, close);
-    format_json = {{"type", "sequence"}, {"elements", json::array({first, format_json})}};
+    const std::string open = reasoning == ReasoningFirst::kOptional ? std::string(kThinkOpen) : "";
+    const json block = Tag(open, {{"type", "any_text"}}, std::string(kThinkClose));
+    const json first = reasoning == ReasoningFirst::kOptional ? json{{"type", "optional"}, {"content", block}} : block;
+    const json whitespace = {{"type", "regex"}, {"pattern", "[ \\t\\r\\n]{0,4}"}};
+    format_json = {{"type", "sequence"}, {"elements", json::array({first, whitespace, format_json})}};
   }
   return OutputConstraint::StructuralTag(json{{"type", "structural_tag"}, {"format", format_json}}.dump());
 }

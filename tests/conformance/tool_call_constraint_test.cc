@@ -84,8 +84,8 @@ TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
 }
 
 // A turn that starts inside <think> (a prefill that opened it; a template that does) with tool_choice required: the
-// constraint lets the reasoning run to </think>, then holds the turn to the call; the turn cannot end before it, and
-// a call written inside the reasoning is reasoning text, not the call.
+// constraint lets the reasoning run to </think> (and a little whitespace), then holds the turn to the call; the turn
+// cannot end before it, and a call written inside the reasoning is reasoning text, not the call.
 TEST(StructuredOutputToolCalls, ATurnStartingInsideReasoningRunsToItsCloseThenCalls) {
   ARACH_REQUIRE_FIXTURES();
   if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
@@ -131,6 +131,12 @@ TEST(StructuredOutputToolCalls, ATurnStartingInsideReasoningRunsToItsCloseThenCa
   EXPECT_FALSE(may_end) << "and not the call the turn needs";
   ASSERT_TRUE(walk(" about the weather.</think>\n\n" + call, may_end));
   EXPECT_TRUE(may_end) << "the call after the reasoning completes the turn";
+  for (const std::string after : {"", "\n", " \n"}) {
+    may_end = false;
+    ASSERT_TRUE(walk(" about the weather.</think>" + after + call, may_end)) << "other whitespace after </think>: '" << after << "'";
+    EXPECT_TRUE(may_end);
+  }
+  EXPECT_FALSE(walk(" about the weather.</think>\n\n\n\n\n\n\n\n" + call, may_end)) << "a run of whitespace is bounded";
   EXPECT_FALSE(walk(" about the weather.</think>\n\nSunny.", may_end)) << "required: no content after the reasoning";
 }
 
