@@ -280,6 +280,13 @@ std::optional<int32_t> HfTokenizer::TokenToId(absl::string_view token) const {
   return model_.TokenId(token);
 }
 
+std::optional<std::string> HfTokenizer::IdToToken(int32_t id) const {
+  if (const auto it = added_by_id_.find(id); it != added_by_id_.end()) return it->second.content;
+  const std::string& token = model_.TokenString(id);
+  if (token.empty()) return std::nullopt;  // an id the vocabulary lacks (a padding row)
+  return token;
+}
+
 bool HfTokenizer::IsSpecial(int32_t id) const {
   const auto it = added_by_id_.find(id);
   return it != added_by_id_.end() && it->second.special;

@@ -34,6 +34,7 @@ class HfTokenizer final : public Tokenizer {
   absl::StatusOr<std::string> Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
   int vocab_size() const override { return vocab_size_; }
   std::optional<int32_t> TokenToId(absl::string_view token) const override;
+  std::optional<std::string> IdToToken(int32_t id) const override;
   bool IsSpecial(int32_t id) const override;
   std::string Describe() const override { return description_; }
   const TokenizerConfig& config() const override { return config_; }

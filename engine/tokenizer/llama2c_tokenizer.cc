@@ -113,4 +113,9 @@ std::optional<int32_t> Llama2cTokenizer::TokenToId(absl::string_view token) cons
   return it->second;
 }
 
+std::optional<std::string> Llama2cTokenizer::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= pieces_.size()) return std::nullopt;
+  return pieces_[static_cast<size_t>(id)];
+}
+
 }  // namespace arach

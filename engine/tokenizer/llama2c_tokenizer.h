@@ -25,6 +25,7 @@ class Llama2cTokenizer final : public Tokenizer {
   absl::StatusOr<std::string> Decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
   int vocab_size() const override { return static_cast<int>(pieces_.size()); }
   std::optional<int32_t> TokenToId(absl::string_view token) const override;
+  std::optional<std::string> IdToToken(int32_t id) const override;
   bool IsSpecial(int32_t id) const override { return id == kUnk || id == kBos || id == kEos; }
   std::string Describe() const override { return description_; }
 

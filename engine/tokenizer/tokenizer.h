@@ -33,6 +33,9 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   // The id of a token written exactly as in the vocabulary (e.g. "<|endoftext|>"), if any.
   virtual std::optional<int32_t> TokenToId(absl::string_view token) const = 0;
+  // The token `id` as the vocabulary writes it (TokenToId's inverse: "Ġthe" in a byte-level BPE, "▁the" in a
+  // SentencePiece one, "<|endoftext|>"), if the tokenizer knows the id. Hugging Face's convert_ids_to_tokens.
+  virtual std::optional<std::string> IdToToken(int32_t id) const = 0;
   // Whether `id` is a special token (dropped by Decode with skip_special_tokens).
   virtual bool IsSpecial(int32_t id) const = 0;
   // Short description, e.g. "BPE (dir/tokenizer.json)".

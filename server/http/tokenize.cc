@@ -23,10 +23,8 @@ absl::Status CheckModel(const ServiceContext& context, const Engine& engine, con
   return VariantOfModelId(*model, context.served_model_name, engine.has_adapter()).status();
 }
 
-// The token ids of a /tokenize body.
-absl::StatusOr<std::vector<int32_t>> Tokenize(const ServiceContext& context, const Engine& engine, const std::string& body) {
-  ARACH_ASSIGN_OR_RETURN(const TokenizeRequest request, ParseTokenizeRequest(body, context.limits.max_tokenize_bytes));
-  ARACH_RETURN_IF_ERROR(CheckModel(context, engine, request.model));
+// The token ids of a /tokenize request.
+absl::StatusOr<std::vector<int32_t>> Tokenize(const ServiceContext& context, const Engine& engine, const TokenizeRequest& request) {
   if (request.chat) {  // rendered as /v1/chat/completions renders it
     ARACH_ASSIGN_OR_RETURN(const ChatPrompt prompt, RenderChatPrompt(engine, context.limits, request.chat->input, "messages"));
     return prompt.ids;
@@ -34,6 +32,25 @@ absl::StatusOr<std::vector<int32_t>> Tokenize(const ServiceContext& context, con
   absl::StatusOr<std::vector<int32_t>> ids = engine.tokenizer().Encode(request.prompt, request.add_special_tokens);
   if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("prompt: ", ids.status().message()));
   return ids;
+}
+
+// The answer to a /tokenize body: {"count", "max_model_len", "tokens"}, and "token_strs" when asked.
+absl::StatusOr<json> TokenizeAnswer(const ServiceContext& context, const Engine& engine, const std::string& body) {
+  ARACH_ASSIGN_OR_RETURN(const TokenizeRequest request, ParseTokenizeRequest(body, context.limits.max_tokenize_bytes));
+  ARACH_RETURN_IF_ERROR(CheckModel(context, engine, request.model));
+  ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, Tokenize(context, engine, request));
+  json answer = {{"count", ids.size()}, {"max_model_len", engine.model_config().max_positions}};
+  if (request.return_token_strs) {
+    json strings = json::array();
+    for (int32_t id : ids) {
+      const std::optional<std::string> token = engine.tokenizer().IdToToken(id);
+      if (!token) return absl::InternalError(absl::StrCat("the tokenizer gave id ", id, ", which its vocabulary lacks"));
+      strings.push_back(SanitizeUtf8(*token));
+    }
+    answer["token_strs"] = std::move(strings);
+  }
+  answer["tokens"] = std::move(ids);
+  return answer;
 }
 
 // The text of a /detokenize body.
@@ -66,8 +83,7 @@ void ServeTokenizerCall(ServiceContext& context, const httplib::Request& request
 
 void HandleTokenize(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
   ServeTokenizerCall(context, request, response, "Tokenize", [&](const Engine& engine) -> absl::StatusOr<json> {
-    ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, Tokenize(context, engine, request.body));
-    return json{{"count", ids.size()}, {"max_model_len", engine.model_config().max_positions}, {"tokens", std::move(ids)}};
+    return TokenizeAnswer(context, engine, request.body);
   });
 }
 

@@ -39,7 +39,7 @@ absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body_tex
   TokenizeRequest request;
   ARACH_ASSIGN_OR_RETURN(ordered_json body, ReadBody(body_text, request.model));
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> token_strings, OptionalBoolAt(body, "return_token_strs"));
-  if (token_strings.value_or(false)) return InvalidField("return_token_strs", "is not supported");
+  request.return_token_strs = token_strings.value_or(false);
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> special, OptionalBoolAt(body, "add_special_tokens"));
   if (body.contains("messages")) {
     ARACH_RETURN_IF_ERROR(CheckKeys(body, {"model", "messages", "tools", "add_generation_prompt", "chat_template_kwargs",

@@ -22,6 +22,8 @@ struct TokenizeRequest {
   // {"messages", "tools", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"}: the
   // conversation (its generation fields unused); nullopt for a prompt.
   std::optional<ChatRequest> chat;
+  // "return_token_strs": the answer lists each token as the vocabulary writes it too ("token_strs").
+  bool return_token_strs = false;
 };
 
 // `max_prompt_bytes`: the longest prompt text taken (RequestLimits::max_tokenize_bytes).

@@ -2,6 +2,8 @@
 // of refs/tokenizer_refs.jsonl, and the 263 texts of tokenizers/refs.jsonl for the real tokenizer.json
 // files of Llama 2, Llama 3 and Qwen3 (ids, ids with special tokens, decoded text).
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -153,6 +155,46 @@ TEST(TokenizerRefs, Llama2cDecodesTheReferenceStory) {
   ASSERT_TRUE(encoded.ok()) << encoded.status();
   EXPECT_EQ(std::vector<int32_t>(encoded->begin(), encoded->end()),
             std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<long>(encoded->size())));
+}
+
+// IdToToken is the vocabulary's own string of every id (Hugging Face's convert_ids_to_tokens), read here straight
+// from each fixture's files: tokenizer.json's model.vocab and added_tokens, GPT-2's vocab.json, llama2.c's
+// pieces.json.
+TEST(TokenizerRefs, IdToTokenIsTheVocabularysOwnString) {
+  ARACH_REQUIRE_FIXTURES();
+  const auto read_json = [](const std::string& path) {
+    std::ifstream in(testing::FixturePath(path));
+    return nlohmann::json::parse(in);
+  };
+  // `expected`: id -> token string.
+  const auto check = [](const std::string& dir, const std::map<int32_t, std::string>& expected) {
+    auto tokenizer = LoadTokenizer(testing::FixturePath(dir));
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    ASSERT_FALSE(expected.empty()) << dir;
+    int mismatches = 0;
+    for (const auto& [id, token] : expected) {
+      const std::optional<std::string> got = (*tokenizer)->IdToToken(id);
+      if (got != token && ++mismatches <= 5) ADD_FAILURE() << dir << " id " << id << ": '" << got.value_or("(none)") << "', not '" << token << "'";
+    }
+    EXPECT_EQ(mismatches, 0) << dir << " of " << expected.size();
+    EXPECT_EQ((*tokenizer)->IdToToken(-1), std::nullopt);
+    EXPECT_EQ((*tokenizer)->IdToToken(expected.rbegin()->first + 1000), std::nullopt);
+  };
+  for (const std::string dir : {"tokenizers/llama2", "tokenizers/llama3", "tokenizers/qwen3", "neox-tiny"}) {
+    const nlohmann::json file = read_json(dir + "/tokenizer.json");
+    std::map<int32_t, std::string> expected;
+    for (const auto& [token, id] : file["model"]["vocab"].items()) expected[id.get<int32_t>()] = token;
+    for (const auto& added : file["added_tokens"]) expected[added["id"].get<int32_t>()] = added["content"].get<std::string>();
+    check(dir, expected);
+  }
+  std::map<int32_t, std::string> gpt2;
+  const nlohmann::json vocab = read_json("gpt2-tiny/vocab.json");
+  for (const auto& [token, id] : vocab.items()) gpt2[id.get<int32_t>()] = token;
+  check("gpt2-tiny", gpt2);
+  std::map<int32_t, std::string> llama2c;
+  const nlohmann::json pieces = read_json("llama-stories260k/pieces.json");
+  for (size_t id = 0; id < pieces.size(); ++id) llama2c[static_cast<int32_t>(id)] = pieces[id].get<std::string>();
+  check("llama-stories260k", llama2c);
 }
 
 }  // namespace

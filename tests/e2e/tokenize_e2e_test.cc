@@ -1,7 +1,7 @@
 // vLLM's tokenizer routes on the HTTP API (POST /tokenize, /detokenize) end to end, on qwen3-tiny with the real
 // Qwen3 template: a prompt's ids equal gRPC Tokenize's; a conversation's count equals the prompt_tokens that
 // /v1/chat/completions reports for it, and its ids decode to the prompt chat rendered (return_prompt); ids
-// decode back to their text; errors name the field.
+// decode back to their text; token strings are the vocabulary's; errors name the field.
 #include <httplib.h>
 
 #include "client/arach_client.h"
@@ -45,6 +45,22 @@ TEST_F(TokenizeServer, APromptsIdsAreGrpcTokenizesAndDecodeBack) {
   }
 }
 
+// return_token_strs (vLLM's): each token as the vocabulary writes it (byte-level BPE: a leading space is "Ġ"),
+// for a prompt and for a conversation; absent unless asked.
+TEST_F(TokenizeServer, TokenStringsAreTheVocabularysOwn) {
+  const HttpAnswer answer = Post("/tokenize", {{"prompt", "Hello world<|im_end|>"}, {"return_token_strs", true}});
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  EXPECT_EQ(answer.body["token_strs"], json::array({"Hello", "\u0120world", "<|im_end|>"})) << answer.body;
+  EXPECT_EQ(answer.body["tokens"].size(), 3u);
+  const HttpAnswer plain = Post("/tokenize", {{"prompt", "Hello world"}, {"return_token_strs", false}});
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_FALSE(plain.body.contains("token_strs"));
+  const HttpAnswer chat = Post("/tokenize", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"return_token_strs", true}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  ASSERT_EQ(chat.body["token_strs"].size(), chat.body["tokens"].size());
+  EXPECT_EQ(chat.body["token_strs"][0], "<|im_start|>");
+}
+
 TEST_F(TokenizeServer, AConversationCountsWhatChatCompletionsRenders) {
   const json messages = json::parse(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}])");
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
@@ -80,7 +96,7 @@ TEST_F(TokenizeServer, ErrorsNameTheField) {
   const std::vector<std::tuple<std::string, json, int, std::string>> cases = {
       {"/tokenize", {{"prompt", 3}}, 400, "prompt"},
       {"/tokenize", {{"prompt", "x"}, {"add_special_tokens", "yes"}}, 400, "add_special_tokens"},
-      {"/tokenize", {{"prompt", "x"}, {"return_token_strs", true}}, 400, "return_token_strs"},
+      {"/tokenize", {{"prompt", "x"}, {"return_token_strs", "yes"}}, 400, "return_token_strs"},
       {"/tokenize", {{"prompt", "x"}, {"n", 2}}, 400, "n"},
       {"/tokenize", {{"messages", json::array()}}, 400, "messages"},
       {"/tokenize", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"add_special_tokens", true}}, 400, "add_special_tokens"},

@@ -303,6 +303,8 @@ TEST(TokenizeRequest, ReadsAPromptOrAConversation) {
   EXPECT_FALSE(prompt->add_special_tokens);
   EXPECT_FALSE(prompt->chat.has_value());
   EXPECT_TRUE(ParseTokenizeRequest(R"({"prompt": "Hi"})", 100)->add_special_tokens) << "vLLM's default";
+  EXPECT_FALSE(prompt->return_token_strs);
+  EXPECT_TRUE(ParseTokenizeRequest(R"({"prompt": "Hi", "return_token_strs": true})", 100)->return_token_strs);
 
   auto chat = ParseTokenizeRequest(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
                                        "tools": [{"type": "function", "function": {"name": "f"}}], "add_generation_prompt": false,
@@ -318,6 +320,9 @@ TEST(TokenizeRequest, ReadsAPromptOrAConversation) {
   auto continued = ParseTokenizeRequest(R"({"messages": [{"role": "assistant", "content": "x"}], "continue_final_message": true})", 100);
   ASSERT_TRUE(continued.ok()) << continued.status();
   EXPECT_TRUE(continued->chat->input.continue_final_message);
+  auto chat_strings = ParseTokenizeRequest(R"({"messages": [{"role": "user", "content": "x"}], "return_token_strs": true})", 100);
+  ASSERT_TRUE(chat_strings.ok()) << chat_strings.status();
+  EXPECT_TRUE(chat_strings->return_token_strs);
 
   auto ids = ParseDetokenizeRequest(R"({"model": "m", "tokens": [0, 5, 2147483647]})", 3);
   ASSERT_TRUE(ids.ok()) << ids.status();
@@ -337,7 +342,7 @@ TEST(TokenizeRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(tokenize_param(R"({"prompt": "123456789"})"), "prompt") << "over the byte limit";
   EXPECT_EQ(tokenize_param(R"({"prompt": "12345678"})"), "<ok>") << "at the byte limit";
   EXPECT_EQ(tokenize_param(R"({"prompt": "a", "add_special_tokens": "no"})"), "add_special_tokens");
-  EXPECT_EQ(tokenize_param(R"({"prompt": "a", "return_token_strs": true})"), "return_token_strs");
+  EXPECT_EQ(tokenize_param(R"({"prompt": "a", "return_token_strs": 1})"), "return_token_strs");
   EXPECT_EQ(tokenize_param(R"({"prompt": "a", "tools": []})"), "tools") << "a prompt's body takes no chat fields";
   EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "add_special_tokens": true})"), "add_special_tokens");
   EXPECT_EQ(tokenize_param(R"({"messages": [{"role": "user", "content": "a"}], "temperature": 1})"), "temperature");
