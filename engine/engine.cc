@@ -43,6 +43,7 @@ struct Engine::RequestState {
   std::vector<float> prompt_logprobs;
   std::vector<bool> prompt_is_greedy;
   std::vector<int32_t> prompt_argmax;
+  std::vector<int32_t> prompt_ranks;
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
   std::optional<KeptGeneration> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
@@ -135,6 +136,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
     state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
     state->prompt_argmax.assign(std::max(0, prompt_len - 1), 0);
+    state->prompt_ranks.assign(std::max(0, prompt_len - 1), 0);
     if (state->request.prompt_top_logprobs > 0) state->prompt_top_logprobs.assign(std::max(0, prompt_len - 1), {});
   }
   seq.background = state->request.request_class == RequestClass::kBackground;
@@ -280,6 +282,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.prompt_logprobs = std::move(r.prompt_logprobs);
   info.prompt_is_greedy = std::move(r.prompt_is_greedy);
   info.prompt_argmax = std::move(r.prompt_argmax);
+  info.prompt_ranks = std::move(r.prompt_ranks);
   if (r.generated) {
     r.generated->sequence = r.seq.tokens;
     r.generated->prompt_len = r.seq.prompt_len;
@@ -462,6 +465,7 @@ void Engine::Step() {
           r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(logits, r.seq.tokens[position + 1]));
           r.prompt_argmax[position] = ArgMax(logits);
           r.prompt_is_greedy[position] = r.prompt_argmax[position] == r.seq.tokens[position + 1];
+          r.prompt_ranks[position] = RankOf(logits, r.seq.tokens[position + 1]);
           if (r.request.prompt_top_logprobs > 0) {
             r.prompt_top_logprobs[position] = RawLogprobs(logits, r.seq.tokens[position + 1], r.request.prompt_top_logprobs).top;
           }

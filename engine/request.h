@@ -122,6 +122,7 @@ struct FinishInfo {
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
   std::vector<int32_t> prompt_argmax;  // [prompt_len - 1]: the most likely token at position t >= 1 (when asked)
+  std::vector<int32_t> prompt_ranks;   // [prompt_len - 1]: prompt[t]'s rank in the vocabulary, 1 = most likely (when asked)
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;  // [prompt_len - 1][k] alternatives (when asked)
   // Mean raw-model log-prob of the generated tokens (quality signal); set when the engine computes
   // log-probs for every token (EngineConfig::always_compute_logprobs) or the request asked for them.

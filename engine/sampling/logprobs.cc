@@ -10,6 +10,11 @@ int32_t ArgMax(std::span<const float> values) {
   return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
 }
 
+int32_t RankOf(std::span<const float> values, int32_t index) {
+  const float value = values[static_cast<size_t>(index)];
+  return 1 + static_cast<int32_t>(std::count_if(values.begin(), values.end(), [value](float v) { return v > value; }));
+}
+
 double LogSoftmaxAt(std::span<const float> values, int32_t index) {
   const float max_value = *std::max_element(values.begin(), values.end());
   double sum = 0.0;

@@ -21,6 +21,8 @@ struct SampledToken {
 
 // Index of the largest value (the first one on ties).
 int32_t ArgMax(std::span<const float> values);
+// 1 + the number of values greater than values[index]: the token's rank in the vocabulary (1 = most likely).
+int32_t RankOf(std::span<const float> values, int32_t index);
 // log softmax(values)[index], computed in double precision.
 double LogSoftmaxAt(std::span<const float> values, int32_t index);
 // log softmax(logits)[token] and the `n` most likely tokens with their log-probs.

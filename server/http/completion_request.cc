@@ -195,6 +195,13 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     sp.logprobs = true;
     sp.top_logprobs = *logprobs;
   }
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "prompt_logprobs", &f.prompt_logprobs));
+  if (f.prompt_logprobs) {
+    if (*f.prompt_logprobs < 0 || *f.prompt_logprobs > SamplingParams::kMaxTopLogprobs) {
+      return InvalidField("prompt_logprobs", absl::StrCat(*f.prompt_logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
+    }
+    if (f.stream) return InvalidField("prompt_logprobs", "is not available with stream (the prompt's log-probs come whole); ask without stream");
+  }
   f.variant.arach = arach;
   f.variant.arach_offset = arach_offset;
   f.variant.skip = skip;

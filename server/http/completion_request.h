@@ -31,6 +31,9 @@ struct GenerationFields {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::optional<int> logprobs;  // alternatives per token (0..20); set: log-probs are returned
+  // vLLM's prompt_logprobs: each prompt token's log-prob and rank, with this many alternatives (0..20); whole
+  // answers only (refused with stream).
+  std::optional<int> prompt_logprobs;
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens and stop
   bool max_tokens_given = false;  // else max_tokens is 16 (completions) or chat's DefaultChatMaxTokens
   RequestedVariant variant;  // arach, arach_offset, skip; experiment_key (else `user`, else `safety_identifier`)

@@ -115,8 +115,10 @@ absl::Status CompletionCall::OnChoiceFinished(int index, Choice& choice) {
       ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], std::nullopt, nullptr));
       continue;
     }
-    const std::vector<TokenLogprob>* top = info.prompt_top_logprobs.size() >= t ? &info.prompt_top_logprobs[t - 1] : &no_alternatives;
-    ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], info.prompt_logprobs[t - 1], top));
+    const std::vector<TokenLogprob>& all = info.prompt_top_logprobs.size() >= t ? info.prompt_top_logprobs[t - 1] : no_alternatives;
+    // The engine kept as many alternatives as prompt_logprobs or logprobs asks for, the more likely first.
+    const std::vector<TokenLogprob> top(all.begin(), all.begin() + std::min(all.size(), static_cast<size_t>(*fields().logprobs)));
+    ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], info.prompt_logprobs[t - 1], &top));
   }
   return FlushTokens(choice, logprobs);
 }
@@ -132,6 +134,14 @@ json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
   if (final && choice.finish && Answered(*choice.finish)) {
     out["finish_reason"] = FinishReasonName(choice.finish->reason);
     out["stop_reason"] = StopReasonJson(*choice.finish);
+    if (fields().prompt_logprobs) {
+      absl::StatusOr<json> prompt_logprobs = PromptLogprobsOf(choice);
+      if (prompt_logprobs.ok()) {
+        out["prompt_logprobs"] = std::move(*prompt_logprobs);
+      } else {
+        Fail(prompt_logprobs.status());
+      }
+    }
   }
   return out;
 }

@@ -1,9 +1,12 @@
 #include "server/http/generation_call.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
+#include "server/http/token_logprobs.h"
 #include "server/request_limits.h"
 #include "server/request_log.h"
 
@@ -67,6 +70,10 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
   int64_t tokens = 0;  // what the call may use: every choice's prompt and max_tokens
   for (EngineRequest& r : requests) {
+    if (fields_.prompt_logprobs) {  // vLLM's prompt_logprobs (PromptLogprobsOf); echo may ask for more alternatives
+      r.sampling.prompt_logprobs = true;
+      r.prompt_top_logprobs = std::max(r.prompt_top_logprobs, *fields_.prompt_logprobs);
+    }
     r.priority = ticket_.PriorityFor(fields_.priority);
     tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
   }
@@ -134,6 +141,11 @@ json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final)
     if (std::optional<json> attention = AttentionJsonOf(choice)) out["arach_attention"] = std::move(*attention);
   }
   return out;
+}
+
+absl::StatusOr<json> GenerationCall::PromptLogprobsOf(const Choice& choice) const {
+  if (!fields_.prompt_logprobs || !choice.finish) return json(nullptr);
+  return PromptLogprobsJson(engine().tokenizer(), choice.prompt, *choice.finish, *fields_.prompt_logprobs);
 }
 
 json GenerationCall::UsageJson() const {

@@ -97,6 +97,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   nlohmann::json UsageJson() const;
   // The choice's attention diagnostics (arach_attention) once it has finished, when the request asked.
   std::optional<nlohmann::json> AttentionJsonOf(const Choice& choice) const;
+  // The choice's prompt_logprobs (token_logprobs.h's PromptLogprobsJson) once it has finished, when the request
+  // asked; null otherwise.
+  absl::StatusOr<nlohmann::json> PromptLogprobsOf(const Choice& choice) const;
   const Identity& identity() const { return identity_; }
   int64_t created() const { return created_; }
   std::string variant_name() const { return variant_.variant.Name(); }

@@ -18,7 +18,7 @@ using json = nlohmann::json;
 constexpr std::string_view kShared[] = {
     "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "ignore_eos",
-    "skip_special_tokens", "stop", "include_stop_str_in_output", "stop_token_ids", "logit_bias", "logprobs", "priority", "response_format",
+    "skip_special_tokens", "stop", "include_stop_str_in_output", "stop_token_ids", "logit_bias", "logprobs", "prompt_logprobs", "priority", "response_format",
     "structured_outputs",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
@@ -70,7 +70,6 @@ constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
     {"guided_json_object", "is not supported: use response_format {\"type\": \"json_object\"}"},
     {"use_beam_search", "beam search is not supported"},
     {"length_penalty", "is not supported (no beam search)"},
-    {"prompt_logprobs", "is not supported: use echo with logprobs on /v1/completions"},
     {"best_of", "is not supported beyond 1 (ask for n choices instead)"},
     {"suffix", "is not supported (insertion needs a fill-in-the-middle model)"},
 };

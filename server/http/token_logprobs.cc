@@ -95,4 +95,35 @@ json ContentLogprobs::Take(std::span<const TextSpan> spans) {
   return entries;
 }
 
+absl::StatusOr<json> PromptLogprobsJson(const Tokenizer& tokenizer, std::span<const int32_t> prompt, const FinishInfo& info,
+                                        int top_n) {
+  const size_t scored = prompt.empty() ? 0 : prompt.size() - 1;
+  if (info.prompt_logprobs.size() != scored || info.prompt_ranks.size() != scored ||
+      (top_n > 0 && info.prompt_top_logprobs.size() != scored)) {
+    return absl::InternalError("the engine returned no log-probs for the prompt");
+  }
+  json out = json::array();
+  if (!prompt.empty()) out.push_back(nullptr);
+  PieceDecoder pieces(tokenizer, {});
+  for (size_t t = 0; t < scored; ++t) {
+    pieces.Advance(prompt[t]);
+    const int32_t token = prompt[t + 1];
+    json position = json::object();
+    const auto add = [&](int32_t id, float logprob, int32_t rank) -> absl::Status {
+      ARACH_ASSIGN_OR_RETURN(const TokenText text, pieces.Text(id, logprob));
+      position[std::to_string(id)] = {{"logprob", logprob}, {"rank", rank}, {"decoded_token", text.text}};
+      return absl::OkStatus();
+    };
+    ARACH_RETURN_IF_ERROR(add(token, info.prompt_logprobs[t], info.prompt_ranks[t]));
+    if (top_n > 0) {
+      const std::vector<TokenLogprob>& top = info.prompt_top_logprobs[t];
+      for (size_t k = 0; k < top.size() && k < static_cast<size_t>(top_n); ++k) {
+        if (top[k].token != token) ARACH_RETURN_IF_ERROR(add(top[k].token, top[k].logprob, static_cast<int32_t>(k + 1)));
+      }
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
+}
+
 }  // namespace arach::server::http

@@ -6,6 +6,7 @@
 //    offsets into the choice's text; top_logprobs holds the requested alternatives plus the chosen token.
 //  - chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]}; the
 //    Responses API's output_text.logprobs are the same entries, of the content's tokens only (ContentLogprobs).
+// And vLLM's prompt_logprobs, for both routes (PromptLogprobsJson).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/output/token_text.h"
+#include "engine/request.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -82,5 +84,12 @@ class ContentLogprobs {
   size_t text_end_ = 0;  // bytes of the turn's text that the tokens added so far make
   std::deque<Unplaced> unplaced_;
 };
+
+// vLLM's prompt_logprobs of `prompt`: null for its first token, then per token an object keyed by token id,
+// {"<id>": {"logprob", "rank", "decoded_token"}}, holding the token itself (its rank in the vocabulary) and its
+// `top_n` most likely alternatives (ranked 1..top_n), each decoded as the piece it would add after the prompt
+// tokens before it. `info` carries the engine's prompt log-probs, ranks and alternatives (at least top_n).
+absl::StatusOr<nlohmann::json> PromptLogprobsJson(const Tokenizer& tokenizer, std::span<const int32_t> prompt, const FinishInfo& info,
+                                                  int top_n);
 
 }  // namespace arach::server::http

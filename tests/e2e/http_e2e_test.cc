@@ -292,6 +292,63 @@ TEST_F(HttpFixtureServer, StopReasonSaysWhatEndedTheText) {
   EXPECT_EQ(refused.body["error"]["param"], "include_stop_str_in_output") << refused.body;
 }
 
+// vLLM's prompt_logprobs: null, then each prompt token's log-prob (echo's, which equal gRPC Score's below) with its
+// rank in the vocabulary and the asked alternatives, keyed by id; echo beside it keeps its own number of
+// alternatives; not with stream.
+TEST_F(HttpFixtureServer, PromptLogprobsAreEchosWithRanksAndAlternatives) {
+  const json ids = PromptIds();
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", ids}, {"max_tokens", 2}, {"temperature", 0}, {"prompt_logprobs", 3}};
+  const HttpAnswer answer = Complete(*server_, body);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const json& prompt_logprobs = answer.body["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(prompt_logprobs.size(), ids.size());
+  EXPECT_TRUE(prompt_logprobs[0].is_null());
+  const HttpAnswer echo = Complete(*server_, {{"model", "gpt2-tiny"}, {"prompt", ids}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}});
+  ASSERT_EQ(echo.status, 200) << echo.body;
+  const json& echo_logprobs = echo.body["choices"][0]["logprobs"];
+  int ranked_first = 0;
+  for (size_t t = 1; t < ids.size(); ++t) {
+    const json& entry = prompt_logprobs[t];
+    const std::string key = std::to_string(ids[t].get<int32_t>());
+    ASSERT_TRUE(entry.contains(key)) << t << ": " << entry;
+    const float logprob = entry[key]["logprob"];
+    const int rank = entry[key]["rank"];
+    EXPECT_NEAR(logprob, echo_logprobs["token_logprobs"][t].get<float>(), 1e-5) << t;
+    EXPECT_EQ(entry[key]["decoded_token"], echo_logprobs["tokens"][t]) << t;
+    EXPECT_EQ(entry.size(), rank <= 3 ? 3u : 4u) << t << ": the token, and three alternatives it may be one of";
+    float best = -1e30f;
+    for (const auto& [alternative, value] : echo_logprobs["top_logprobs"][t].items()) best = std::max(best, value.get<float>());
+    for (const auto& [id, value] : entry.items()) {
+      if (id == key) continue;
+      EXPECT_GE(value["rank"].get<int>(), 1);
+      EXPECT_LE(value["rank"].get<int>(), 3);
+      if (value["rank"] == 1) EXPECT_NEAR(value["logprob"].get<float>(), best, 1e-5) << t;
+      EXPECT_EQ(value["rank"].get<int>() < rank, value["logprob"].get<float>() > logprob) << t << ": ranks follow the log-probs";
+    }
+    ranked_first += rank == 1 ? 1 : 0;
+  }
+  EXPECT_GT(ranked_first, 0) << "some prompt tokens are the model's first choice";
+  EXPECT_LT(ranked_first, static_cast<int>(ids.size()) - 1) << "and some are not";
+
+  json with_echo = body;
+  with_echo["echo"] = true;
+  with_echo["logprobs"] = 1;
+  const HttpAnswer both = Complete(*server_, with_echo);
+  ASSERT_EQ(both.status, 200) << both.body;
+  EXPECT_EQ(both.body["choices"][0]["prompt_logprobs"], prompt_logprobs);
+  for (size_t t = 1; t < ids.size(); ++t) {
+    EXPECT_LE(both.body["choices"][0]["logprobs"]["top_logprobs"][t].size(), 2u) << "echo's one alternative and the token";
+  }
+  EXPECT_FALSE(echo.body["choices"][0].contains("prompt_logprobs")) << "only when asked";
+
+  json streamed = body;
+  streamed["stream"] = true;
+  EXPECT_EQ(Complete(*server_, streamed).body["error"]["param"], "prompt_logprobs");
+  json too_many = body;
+  too_many["prompt_logprobs"] = 21;
+  EXPECT_EQ(Complete(*server_, too_many).body["error"]["param"], "prompt_logprobs");
+}
+
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
   const HttpAnswer answer = Complete(*server_, body);

@@ -92,6 +92,28 @@ TEST_F(TokenizeServer, AConversationCountsWhatChatCompletionsRenders) {
   EXPECT_LT(without_prompt.body["count"], with_prompt.body["count"]) << "add_generation_prompt false leaves the assistant's header out";
 }
 
+// Chat's prompt_logprobs (vLLM's, beside the choices): one entry per token of the rendered conversation, keyed by the
+// ids /tokenize gives for it.
+TEST_F(TokenizeServer, ChatPromptLogprobsCoverTheRenderedConversation) {
+  const json messages = json::parse(R"([{"role": "user", "content": "Weather in Paris?"}])");
+  const HttpAnswer chat = Post("/v1/chat/completions", {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 1},
+                                                        {"n", 2}, {"prompt_logprobs", 0}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  const HttpAnswer tokenized = Post("/tokenize", {{"messages", messages}});
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  const std::vector<int32_t> ids = tokenized.body["tokens"];
+  const json& prompt_logprobs = chat.body["prompt_logprobs"];
+  ASSERT_EQ(prompt_logprobs.size(), ids.size()) << chat.body;
+  EXPECT_TRUE(prompt_logprobs[0].is_null());
+  for (size_t t = 1; t < ids.size(); ++t) {
+    ASSERT_EQ(prompt_logprobs[t].size(), 1u) << "prompt_logprobs 0: the token alone";
+    const json& entry = prompt_logprobs[t][std::to_string(ids[t])];
+    EXPECT_LE(entry["logprob"].get<float>(), 0.0f);
+    EXPECT_GE(entry["rank"].get<int>(), 1);
+  }
+  EXPECT_FALSE(chat.body["choices"][0].contains("prompt_logprobs"));
+}
+
 TEST_F(TokenizeServer, ErrorsNameTheField) {
   const std::vector<std::tuple<std::string, json, int, std::string>> cases = {
       {"/tokenize", {{"prompt", 3}}, 400, "prompt"},

@@ -449,5 +449,40 @@ TEST(ContentLogprobs, TokensArePlacedByTheContentsSpans) {
   EXPECT_EQ(tokens_of(logprobs.Take(std::vector<TextSpan>{{5, 6}, {6, 7}})), "ab") << "the tokens of <z> are dropped";
 }
 
+// vLLM's prompt_logprobs: null first, then per prompt token its own entry (rank in the vocabulary) and the asked
+// alternatives (ranks 1..n), keyed by id, each decoded as the piece it adds there; the token counted once where it
+// is among its alternatives.
+TEST(PromptLogprobs, EachTokenWithItsRankAndAlternatives) {
+  testing::ScopedTempDir dir;
+  ASSERT_TRUE(WriteSyntheticTokenizer(dir.path(), 400, 3).ok());
+  auto tokenizer = LoadTokenizer(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::vector<int32_t> prompt = {'a', 'b', 'c'};
+  FinishInfo info;
+  info.prompt_logprobs = {-0.5f, -2.0f};
+  info.prompt_ranks = {1, 7};
+  info.prompt_top_logprobs = {{{'b', -0.5f}, {'x', -1.5f}, {'y', -3.0f}}, {{'z', -0.25f}, {'w', -1.0f}, {'v', -1.5f}}};
+  auto out = PromptLogprobsJson(**tokenizer, prompt, info, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3u);
+  EXPECT_TRUE((*out)[0].is_null());
+  const json expected_b = json::parse(R"({"98": {"logprob": -0.5, "rank": 1, "decoded_token": "b"},
+                                         "120": {"logprob": -1.5, "rank": 2, "decoded_token": "x"}})");
+  EXPECT_EQ((*out)[1], expected_b) << "the prompt token is its first alternative: two entries";
+  const json& c = (*out)[2];
+  EXPECT_EQ(c.size(), 3u) << "the token and two alternatives (only the first two of the three kept)";
+  EXPECT_EQ(c["99"]["rank"], 7);
+  EXPECT_EQ(c["99"]["logprob"], -2.0f);
+  EXPECT_EQ(c["122"]["rank"], 1);
+  EXPECT_EQ(c["122"]["decoded_token"], "z");
+  EXPECT_EQ(c["119"]["rank"], 2);
+  EXPECT_FALSE(c.contains("118")) << "the third alternative was not asked for";
+  auto own_only = PromptLogprobsJson(**tokenizer, prompt, info, 0);
+  ASSERT_TRUE(own_only.ok());
+  EXPECT_EQ((*own_only)[2].size(), 1u);
+  info.prompt_ranks.clear();
+  EXPECT_FALSE(PromptLogprobsJson(**tokenizer, prompt, info, 2).ok()) << "an engine answer without ranks is an error, not a guess";
+}
+
 }  // namespace
 }  // namespace arach::server::http

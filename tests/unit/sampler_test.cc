@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/output/detokenizer.h"
+#include "engine/sampling/logprobs.h"
 #include "tools/make_model/synthetic_tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,16 @@ TEST(Sampler, GreedyTakesTheArgmax) {
   SamplingParams p;
   p.temperature = 0.0f;
   EXPECT_EQ(Draw({0.1f, 3.0f, 2.9f}, p, 0).token, 1);
+}
+
+// A token's rank: 1 + the tokens strictly more likely (ties share a rank, as vLLM counts).
+TEST(Sampler, RankCountsTheMoreLikelyTokens) {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 0.0f, 2.0f};
+  EXPECT_EQ(RankOf(logits, 1), 1);
+  EXPECT_EQ(RankOf(logits, 2), 1);
+  EXPECT_EQ(RankOf(logits, 4), 3);
+  EXPECT_EQ(RankOf(logits, 0), 4);
+  EXPECT_EQ(RankOf(logits, 3), 5);
 }
 
 TEST(Sampler, SameSeedAndIndexSameToken) {
