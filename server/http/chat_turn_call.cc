@@ -35,7 +35,7 @@ absl::Status ChatTurnCall::Start() {
     AddEndOfTurn(prompt_, &r.sampling);
     if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
     logprobs_.emplace_back();
-    if (fields().logprobs) logprobs_.back().emplace(e.tokenizer(), prompt_.ids);
+    if (fields().logprobs) logprobs_.back().emplace(e.tokenizer(), prompt_.ids, token_naming());
     requests.push_back(std::move(r));
   }
   const std::vector<std::string> prompt_fields(requests.size(), conversation_field_);

@@ -34,6 +34,8 @@ struct GenerationFields {
   // vLLM's prompt_logprobs: each prompt token's log-prob and rank, with this many alternatives (0..20); whole
   // answers only (refused with stream).
   std::optional<int> prompt_logprobs;
+  // vLLM's return_tokens_as_token_ids: log-prob entries name their tokens "token_id:<id>".
+  bool return_tokens_as_token_ids = false;
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens and stop
   bool max_tokens_given = false;  // else max_tokens is 16 (completions) or chat's DefaultChatMaxTokens
   RequestedVariant variant;  // arach, arach_offset, skip; experiment_key (else `user`, else `safety_identifier`)

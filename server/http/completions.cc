@@ -83,7 +83,9 @@ absl::Status CompletionCall::Start() {
         r.prompt_top_logprobs = *fields().logprobs;
       }
       logprobs_.emplace_back();
-      if (wants_logprobs()) logprobs_.back().emplace(e.tokenizer(), request_.echo ? std::span<const int32_t>() : std::span<const int32_t>(ids));
+      if (wants_logprobs()) {
+        logprobs_.back().emplace(e.tokenizer(), request_.echo ? std::span<const int32_t>() : std::span<const int32_t>(ids), token_naming());
+      }
       requests.push_back(std::move(r));
       prompt_fields.push_back(field);
       echoes.push_back(echo);

@@ -20,6 +20,7 @@
 #include "server/http/completion_request.h"
 #include "server/http/generation_run.h"
 #include "server/http/server_sent_events.h"
+#include "server/http/token_logprobs.h"
 #include "server/service_context.h"
 
 namespace arach::server::http {
@@ -100,6 +101,8 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   // The choice's prompt_logprobs (token_logprobs.h's PromptLogprobsJson) once it has finished, when the request
   // asked; null otherwise.
   absl::StatusOr<nlohmann::json> PromptLogprobsOf(const Choice& choice) const;
+  // How the choices' log-prob entries name their tokens (return_tokens_as_token_ids).
+  TokenNaming token_naming() const { return fields_.return_tokens_as_token_ids ? TokenNaming::kId : TokenNaming::kText; }
   const Identity& identity() const { return identity_; }
   int64_t created() const { return created_; }
   std::string variant_name() const { return variant_.variant.Name(); }

@@ -1,25 +1,54 @@
 #include "server/http/token_logprobs.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 
 namespace arach::server::http {
 
 using json = nlohmann::json;
 
+namespace {
+
+std::string TokenIdName(int32_t token) { return absl::StrCat("token_id:", token); }
+
+// `bytes` are those of the token's name (its raw piece, or "token_id:<id>").
+json ChatEntry(const TokenText& text, TokenNaming naming) {
+  const std::string name = naming == TokenNaming::kId ? TokenIdName(text.token) : text.bytes;
+  json bytes = json::array();
+  for (unsigned char c : name) bytes.push_back(static_cast<int>(c));
+  return {{"token", name}, {"logprob", text.logprob}, {"bytes", std::move(bytes)}};
+}
+
+json ChatEntryWithTop(const TokenTextWithTop& text, TokenNaming naming) {
+  json entry = ChatEntry(text.chosen, naming);
+  json top = json::array();
+  for (const TokenText& alternative : text.top) top.push_back(ChatEntry(alternative, naming));
+  entry["top_logprobs"] = std::move(top);
+  return entry;
+}
+
+}  // namespace
+
 absl::Status CompletionLogprobs::Add(int32_t token, std::optional<float> logprob, const std::vector<TokenLogprob>* top) {
   ARACH_ASSIGN_OR_RETURN(const std::string piece, pieces_.Piece(token));
+  const auto name = [&](int32_t id) -> absl::StatusOr<std::string> {
+    if (naming_ == TokenNaming::kId) return TokenIdName(id);
+    return pieces_.Piece(id);
+  };
   if (top == nullptr) {
     top_logprobs_.push_back(nullptr);
   } else {
     json alternatives = json::object();
     for (const TokenLogprob& alternative : *top) {
-      ARACH_ASSIGN_OR_RETURN(const std::string alternative_piece, pieces_.Piece(alternative.token));
-      alternatives[alternative_piece] = alternative.logprob;
+      ARACH_ASSIGN_OR_RETURN(const std::string alternative_name, name(alternative.token));
+      alternatives[alternative_name] = alternative.logprob;
     }
-    if (logprob) alternatives[piece] = *logprob;
+    ARACH_ASSIGN_OR_RETURN(const std::string token_name, name(token));
+    if (logprob) alternatives[token_name] = *logprob;
     top_logprobs_.push_back(std::move(alternatives));
   }
-  tokens_.push_back(piece);
+  ARACH_ASSIGN_OR_RETURN(const std::string token_name, name(token));
+  tokens_.push_back(token_name);
   token_logprobs_.push_back(logprob ? json(*logprob) : json(nullptr));
   text_offset_.push_back(offset_);
   offset_ += piece.size();
@@ -39,27 +68,10 @@ json CompletionLogprobs::TakeJson() {
   return out;
 }
 
-namespace {
-
-json ChatEntry(const TokenText& text) {
-  json bytes = json::array();
-  for (unsigned char c : text.bytes) bytes.push_back(static_cast<int>(c));
-  return {{"token", text.bytes}, {"logprob", text.logprob}, {"bytes", std::move(bytes)}};
-}
-
-json ChatEntryWithTop(const TokenTextWithTop& text) {
-  json entry = ChatEntry(text.chosen);
-  json top = json::array();
-  for (const TokenText& alternative : text.top) top.push_back(ChatEntry(alternative));
-  entry["top_logprobs"] = std::move(top);
-  return entry;
-}
-
-}  // namespace
 
 absl::Status ChatLogprobs::Add(const SampledToken& token) {
   ARACH_ASSIGN_OR_RETURN(const TokenTextWithTop text, pieces_.Next(token));
-  content_.push_back(ChatEntryWithTop(text));
+  content_.push_back(ChatEntryWithTop(text, naming_));
   return absl::OkStatus();
 }
 
@@ -72,7 +84,7 @@ json ChatLogprobs::TakeJson() {
 absl::Status ContentLogprobs::Add(const SampledToken& token) {
   ARACH_ASSIGN_OR_RETURN(const std::string piece, pieces_.Piece(token.token, skips_special_tokens_));
   ARACH_ASSIGN_OR_RETURN(const TokenTextWithTop text, pieces_.Next(token));
-  unplaced_.push_back({{text_end_, text_end_ + piece.size()}, ChatEntryWithTop(text)});
+  unplaced_.push_back({{text_end_, text_end_ + piece.size()}, ChatEntryWithTop(text, TokenNaming::kText)});
   text_end_ += piece.size();
   return absl::OkStatus();
 }

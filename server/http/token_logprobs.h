@@ -26,9 +26,14 @@
 
 namespace arach::server::http {
 
+// How a log-prob entry names its token: by the text it adds, or (vLLM's return_tokens_as_token_ids) as
+// "token_id:<id>", which identifies a token whose piece is not whole UTF-8 or is shared by several ids.
+enum class TokenNaming { kText, kId };
+
 class CompletionLogprobs {
  public:
-  CompletionLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> context) : pieces_(tokenizer, context) {}
+  CompletionLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> context, TokenNaming naming = TokenNaming::kText)
+      : pieces_(tokenizer, context), naming_(naming) {}
 
   // Appends `token` with its log-prob (null for a prompt's first token) and its alternatives (null: none).
   absl::Status Add(int32_t token, std::optional<float> logprob, const std::vector<TokenLogprob>* top);
@@ -37,7 +42,8 @@ class CompletionLogprobs {
 
  private:
   PieceDecoder pieces_;
-  size_t offset_ = 0;  // bytes of text so far
+  TokenNaming naming_;
+  size_t offset_ = 0;  // bytes of text so far (the pieces', whatever the naming)
   nlohmann::json tokens_ = nlohmann::json::array();
   nlohmann::json token_logprobs_ = nlohmann::json::array();
   nlohmann::json top_logprobs_ = nlohmann::json::array();
@@ -46,7 +52,8 @@ class CompletionLogprobs {
 
 class ChatLogprobs {
  public:
-  ChatLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> context) : pieces_(tokenizer, context) {}
+  ChatLogprobs(const Tokenizer& tokenizer, std::span<const int32_t> context, TokenNaming naming = TokenNaming::kText)
+      : pieces_(tokenizer, context), naming_(naming) {}
 
   absl::Status Add(const SampledToken& token);
   // {"content": [...]} with the tokens added since the last call.
@@ -54,6 +61,7 @@ class ChatLogprobs {
 
  private:
   PieceDecoder pieces_;
+  TokenNaming naming_;
   nlohmann::json content_ = nlohmann::json::array();
 };
 

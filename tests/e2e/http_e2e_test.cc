@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "client/arach_client.h"
 #include "client/event_stream.h"
@@ -347,6 +348,36 @@ TEST_F(HttpFixtureServer, PromptLogprobsAreEchosWithRanksAndAlternatives) {
   json too_many = body;
   too_many["prompt_logprobs"] = 21;
   EXPECT_EQ(Complete(*server_, too_many).body["error"]["param"], "prompt_logprobs");
+}
+
+// return_tokens_as_token_ids (vLLM's): log-prob entries name their tokens "token_id:<id>"; the ids decode to the
+// text, and offsets and alternatives are as without it.
+TEST_F(HttpFixtureServer, LogprobTokensNamedByTheirIds) {
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true},
+                     {"logprobs", 2}};
+  const HttpAnswer plain = Complete(*server_, body);
+  json named_body = body;
+  named_body["return_tokens_as_token_ids"] = true;
+  const HttpAnswer named = Complete(*server_, named_body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  ASSERT_EQ(named.status, 200) << named.body;
+  const json& plain_logprobs = plain.body["choices"][0]["logprobs"];
+  const json& named_logprobs = named.body["choices"][0]["logprobs"];
+  EXPECT_EQ(named.body["choices"][0]["text"], plain.body["choices"][0]["text"]);
+  EXPECT_EQ(named_logprobs["text_offset"], plain_logprobs["text_offset"]);
+  EXPECT_EQ(named_logprobs["token_logprobs"], plain_logprobs["token_logprobs"]);
+  json ids = json::array();
+  for (size_t t = 0; t < named_logprobs["tokens"].size(); ++t) {
+    const std::string name = named_logprobs["tokens"][t];
+    ASSERT_TRUE(absl::StartsWith(name, "token_id:")) << name;
+    ids.push_back(std::stoi(name.substr(9)));
+    EXPECT_EQ(named_logprobs["top_logprobs"][t].size(), plain_logprobs["top_logprobs"][t].size());
+    for (const auto& [key, value] : named_logprobs["top_logprobs"][t].items()) EXPECT_TRUE(absl::StartsWith(key, "token_id:")) << key;
+    EXPECT_EQ(named_logprobs["top_logprobs"][t][name], plain_logprobs["token_logprobs"][t]) << "the chosen token among them";
+  }
+  const HttpAnswer decoded = Send(*server_, "POST", "/detokenize", json{{"tokens", ids}}.dump());
+  ASSERT_EQ(decoded.status, 200) << decoded.body;
+  EXPECT_EQ(decoded.body["prompt"], plain.body["choices"][0]["text"]);
 }
 
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {

@@ -114,6 +114,37 @@ TEST_F(TokenizeServer, ChatPromptLogprobsCoverTheRenderedConversation) {
   EXPECT_FALSE(chat.body["choices"][0].contains("prompt_logprobs"));
 }
 
+// Chat's log-probs with return_tokens_as_token_ids: each entry (and alternative) is "token_id:<id>" with that
+// name's bytes, and the ids decode to the tokens' joined texts of the same greedy turn without it.
+TEST_F(TokenizeServer, ChatLogprobTokensNamedByTheirIds) {
+  const json body = {{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 12},
+                     {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}};
+  json named_body = body;
+  named_body["return_tokens_as_token_ids"] = true;
+  const HttpAnswer plain = Post("/v1/chat/completions", body);
+  const HttpAnswer named = Post("/v1/chat/completions", named_body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  ASSERT_EQ(named.status, 200) << named.body;
+  const json& plain_entries = plain.body["choices"][0]["logprobs"]["content"];
+  const json& named_entries = named.body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(named_entries.size(), plain_entries.size());
+  std::vector<int32_t> ids;
+  std::string plain_text;
+  for (size_t t = 0; t < named_entries.size(); ++t) {
+    const std::string name = named_entries[t]["token"];
+    ASSERT_EQ(name.rfind("token_id:", 0), 0u) << name;
+    ids.push_back(std::stoi(name.substr(9)));
+    EXPECT_EQ(named_entries[t]["bytes"], json(std::vector<int>(name.begin(), name.end())));
+    EXPECT_EQ(named_entries[t]["logprob"], plain_entries[t]["logprob"]);
+    ASSERT_EQ(named_entries[t]["top_logprobs"].size(), 2u);
+    EXPECT_EQ(named_entries[t]["top_logprobs"][0]["token"].get<std::string>().rfind("token_id:", 0), 0u);
+    plain_text += plain_entries[t]["token"].get<std::string>();
+  }
+  const HttpAnswer decoded = Post("/detokenize", {{"tokens", ids}});
+  ASSERT_EQ(decoded.status, 200) << decoded.body;
+  EXPECT_EQ(decoded.body["prompt"], plain_text);
+}
+
 TEST_F(TokenizeServer, ErrorsNameTheField) {
   const std::vector<std::tuple<std::string, json, int, std::string>> cases = {
       {"/tokenize", {{"prompt", 3}}, 400, "prompt"},
