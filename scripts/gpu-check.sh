@@ -26,8 +26,10 @@ build=${BUILD_DIR:-build-gpu}
 case "$mode" in
   pack)
     set -e
+    # The GPU machine's processor is not this one: its host code is built for x86-64-v3 (AVX2, FMA, F16C: every
+    # x86 server processor of the last decade), not -march=native, whose AVX-512 it may lack (SIGILL).
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DARACH_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-      -DARACH_BUILD_SERVER=ON
+      -DARACH_BUILD_SERVER=ON -DARACH_CPU_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3
     cmake --build "$build" --target ops_test attention_test cuda_conformance_test forward_bench variant_bench engine_bench arach-run \
       arach-server arach-cli
     # Unpacked, the bundle is ~135 MiB (OpenBLAS and ICU data ~65 MiB, fixtures ~58 MiB), over the 64 MiB

@@ -1,6 +1,7 @@
 // Turns a stream of generated token ids into text deltas: a delta never ends inside a UTF-8 character
 // and never shows the start of a possible stop string; when a stop string appears the text ends just
-// before it (or, with `include_stop_string`, just after it). Malformed byte sequences a model may produce are replaced by U+FFFD.
+// before it (or, with `include_stop_string`, just after it). Malformed byte sequences a model may
+// produce are replaced by U+FFFD.
 //
 // Each token is decoded in the context of the few tokens before it (starting with the prompt's last
 // ones): the new text is Decode(context + token) minus Decode(context). So decoders whose output depends

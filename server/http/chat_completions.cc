@@ -22,14 +22,7 @@ class ChatCall : public ChatTurnCall {
   json ChoiceJson(int index, Choice& choice, bool final) override;
   void DecorateWhole(json& body) override {
     if (request().return_prompt) body["arach_prompt"] = prompt().text;
-    if (fields().prompt_logprobs && !choices().empty()) {  // vLLM's place: beside the choices, which share the prompt
-      absl::StatusOr<json> prompt_logprobs = PromptLogprobsOf(choices()[0]);
-      if (prompt_logprobs.ok()) {
-        body["prompt_logprobs"] = std::move(*prompt_logprobs);
-      } else {
-        Fail(prompt_logprobs.status());
-      }
-    }
+    if (!choices().empty()) PutPromptLogprobs(choices()[0], body);  // vLLM's place: beside the choices, which share the prompt
   }
 
  private:

@@ -136,14 +136,7 @@ json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
   if (final && choice.finish && Answered(*choice.finish)) {
     out["finish_reason"] = FinishReasonName(choice.finish->reason);
     out["stop_reason"] = StopReasonJson(*choice.finish);
-    if (fields().prompt_logprobs) {
-      absl::StatusOr<json> prompt_logprobs = PromptLogprobsOf(choice);
-      if (prompt_logprobs.ok()) {
-        out["prompt_logprobs"] = std::move(*prompt_logprobs);
-      } else {
-        Fail(prompt_logprobs.status());
-      }
-    }
+    PutPromptLogprobs(choice, out);
   }
   return out;
 }

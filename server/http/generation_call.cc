@@ -70,7 +70,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
   int64_t tokens = 0;  // what the call may use: every choice's prompt and max_tokens
   for (EngineRequest& r : requests) {
-    if (fields_.prompt_logprobs) {  // vLLM's prompt_logprobs (PromptLogprobsOf); echo may ask for more alternatives
+    if (fields_.prompt_logprobs) {  // vLLM's prompt_logprobs (PutPromptLogprobs); echo may ask for more alternatives
       r.sampling.prompt_logprobs = true;
       r.prompt_top_logprobs = std::max(r.prompt_top_logprobs, *fields_.prompt_logprobs);
     }
@@ -143,9 +143,14 @@ json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final)
   return out;
 }
 
-absl::StatusOr<json> GenerationCall::PromptLogprobsOf(const Choice& choice) const {
-  if (!fields_.prompt_logprobs || !choice.finish) return json(nullptr);
-  return PromptLogprobsJson(engine().tokenizer(), choice.prompt, *choice.finish, *fields_.prompt_logprobs);
+void GenerationCall::PutPromptLogprobs(const Choice& choice, json& into) {
+  if (!fields_.prompt_logprobs || !choice.finish) return;
+  absl::StatusOr<json> prompt_logprobs = PromptLogprobsJson(engine().tokenizer(), choice.prompt, *choice.finish, *fields_.prompt_logprobs);
+  if (prompt_logprobs.ok()) {
+    into["prompt_logprobs"] = std::move(*prompt_logprobs);
+  } else {
+    Fail(prompt_logprobs.status());
+  }
 }
 
 json GenerationCall::UsageJson() const {

@@ -98,9 +98,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   nlohmann::json UsageJson() const;
   // The choice's attention diagnostics (arach_attention) once it has finished, when the request asked.
   std::optional<nlohmann::json> AttentionJsonOf(const Choice& choice) const;
-  // The choice's prompt_logprobs (token_logprobs.h's PromptLogprobsJson) once it has finished, when the request
-  // asked; null otherwise.
-  absl::StatusOr<nlohmann::json> PromptLogprobsOf(const Choice& choice) const;
+  // When the request asked for prompt_logprobs: sets `into`["prompt_logprobs"] to the finished choice's
+  // (token_logprobs.h's PromptLogprobsJson); a failure to build them fails the call.
+  void PutPromptLogprobs(const Choice& choice, nlohmann::json& into);
   // How the choices' log-prob entries name their tokens (return_tokens_as_token_ids).
   TokenNaming token_naming() const { return fields_.return_tokens_as_token_ids ? TokenNaming::kId : TokenNaming::kText; }
   const Identity& identity() const { return identity_; }
