@@ -69,4 +69,15 @@ absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, cons
   return encoded;
 }
 
+absl::StatusOr<bool> TruncatePrompt(std::optional<int> keep, int max_model_len, std::vector<int32_t>& ids) {
+  if (!keep) return false;
+  const int kept = *keep == -1 ? max_model_len : *keep;
+  if (kept > max_model_len) {
+    return InvalidField("truncate_prompt_tokens", absl::StrCat(kept, " exceeds the model's context of ", max_model_len, " tokens"));
+  }
+  if (ids.size() <= static_cast<size_t>(kept)) return false;
+  ids.erase(ids.begin(), ids.end() - kept);
+  return true;
+}
+
 }  // namespace arach::server

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,10 @@ int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, cons
 // errors name `field`.
 absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, const RequestLimits& limits, const std::string& field,
                                                       const std::string& text);
+
+// vLLM's truncate_prompt_tokens: keeps the last `keep` ids of `ids` (left truncation; -1: as many as the model's
+// context of `max_model_len` holds); nullopt keeps them all. INVALID_ARGUMENT naming truncate_prompt_tokens when
+// `keep` exceeds the context. Whether any were dropped.
+absl::StatusOr<bool> TruncatePrompt(std::optional<int> keep, int max_model_len, std::vector<int32_t>& ids);
 
 }  // namespace arach::server

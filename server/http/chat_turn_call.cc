@@ -15,6 +15,7 @@ absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
   ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_));
+  ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, prompt_.ids).status());
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
                                              prompt_.continued, fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));

@@ -204,6 +204,10 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     }
     if (f.stream) return InvalidField("prompt_logprobs", "is not available with stream (the prompt's log-probs come whole); ask without stream");
   }
+  ARACH_RETURN_IF_ERROR(ReadNumber(body, "truncate_prompt_tokens", &f.truncate_prompt_tokens));
+  if (f.truncate_prompt_tokens && *f.truncate_prompt_tokens < 1 && *f.truncate_prompt_tokens != -1) {
+    return InvalidField("truncate_prompt_tokens", absl::StrCat(*f.truncate_prompt_tokens, " must be -1 (the model's context) or at least 1"));
+  }
   f.variant.arach = arach;
   f.variant.arach_offset = arach_offset;
   f.variant.skip = skip;

@@ -34,6 +34,8 @@ struct GenerationFields {
   // vLLM's prompt_logprobs: each prompt token's log-prob and rank, with this many alternatives (0..20); whole
   // answers only (refused with stream).
   std::optional<int> prompt_logprobs;
+  // vLLM's truncate_prompt_tokens: each prompt keeps its last k tokens (-1: the model's context; >= 1 otherwise).
+  std::optional<int> truncate_prompt_tokens;
   // vLLM's return_tokens_as_token_ids: log-prob entries name their tokens "token_id:<id>".
   bool return_tokens_as_token_ids = false;
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens and stop

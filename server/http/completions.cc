@@ -63,9 +63,10 @@ absl::Status CompletionCall::Start() {
       ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
       ids = input.ids;
     }
+    ARACH_ASSIGN_OR_RETURN(const bool truncated, TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, ids));
     std::string echo;
     if (request_.echo) {
-      if (input.text) {
+      if (input.text && !truncated) {
         echo = *input.text;
       } else {
         ARACH_ASSIGN_OR_RETURN(echo, e.tokenizer().Decode(ids, fields().skip_special_tokens));

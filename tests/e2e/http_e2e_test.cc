@@ -380,6 +380,48 @@ TEST_F(HttpFixtureServer, LogprobTokensNamedByTheirIds) {
   EXPECT_EQ(decoded.body["prompt"], plain.body["choices"][0]["text"]);
 }
 
+// truncate_prompt_tokens (vLLM's) keeps each prompt's last k tokens: the answer is that of the shorter prompt, and
+// echo gives its text.
+TEST_F(HttpFixtureServer, TruncatePromptTokensKeepsTheLastOnes) {
+  const json ids = PromptIds();
+  ASSERT_GT(ids.size(), 12u);
+  const json last(ids.end() - 12, ids.end());
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", ids}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true},
+                     {"truncate_prompt_tokens", 12}, {"echo", true}};
+  const HttpAnswer truncated = Complete(*server_, body);
+  json short_body = body;
+  short_body["prompt"] = last;
+  short_body.erase("truncate_prompt_tokens");
+  const HttpAnswer shorter = Complete(*server_, short_body);
+  ASSERT_EQ(truncated.status, 200) << truncated.body;
+  ASSERT_EQ(shorter.status, 200) << shorter.body;
+  EXPECT_EQ(truncated.body["usage"]["prompt_tokens"], 12);
+  EXPECT_EQ(truncated.body["choices"][0]["text"], shorter.body["choices"][0]["text"]) << "the echoed short prompt, then the same answer";
+  json text_body = short_body;
+  const HttpAnswer decoded = Send(*server_, "POST", "/detokenize", json{{"tokens", last}}.dump());
+  ASSERT_EQ(decoded.status, 200);
+  text_body["prompt"] = "Some words before. " + decoded.body["prompt"].get<std::string>();
+  text_body["truncate_prompt_tokens"] = 12;
+  const HttpAnswer text_truncated = Complete(*server_, text_body);
+  ASSERT_EQ(text_truncated.status, 200) << text_truncated.body;
+  EXPECT_EQ(text_truncated.body["usage"]["prompt_tokens"], 12);
+  EXPECT_TRUE(absl::StartsWith(text_truncated.body["choices"][0]["text"].get<std::string>(), decoded.body["prompt"].get<std::string>()))
+      << "a text prompt's echo is the text of the tokens kept: " << text_truncated.body;
+
+  json whole = body;
+  whole["truncate_prompt_tokens"] = -1;
+  const HttpAnswer kept = Complete(*server_, whole);
+  ASSERT_EQ(kept.status, 200) << kept.body;
+  EXPECT_EQ(kept.body["usage"]["prompt_tokens"], ids.size()) << "-1: the context's worth, the whole prompt here";
+  for (const int bad : {0, -2, 1 << 20}) {
+    json refused = body;
+    refused["truncate_prompt_tokens"] = bad;
+    const HttpAnswer answer = Complete(*server_, refused);
+    EXPECT_EQ(answer.status, 400) << bad;
+    EXPECT_EQ(answer.body["error"]["param"], "truncate_prompt_tokens") << bad << ": " << answer.body;
+  }
+}
+
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
   const HttpAnswer answer = Complete(*server_, body);

@@ -112,6 +112,14 @@ TEST_F(TokenizeServer, ChatPromptLogprobsCoverTheRenderedConversation) {
     EXPECT_GE(entry["rank"].get<int>(), 1);
   }
   EXPECT_FALSE(chat.body["choices"][0].contains("prompt_logprobs"));
+
+  // truncate_prompt_tokens keeps the rendered conversation's last tokens (and their log-probs).
+  const HttpAnswer truncated = Post("/v1/chat/completions", {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 1},
+                                                             {"prompt_logprobs", 0}, {"truncate_prompt_tokens", 6}});
+  ASSERT_EQ(truncated.status, 200) << truncated.body;
+  EXPECT_EQ(truncated.body["usage"]["prompt_tokens"], 6);
+  ASSERT_EQ(truncated.body["prompt_logprobs"].size(), 6u);
+  EXPECT_TRUE(truncated.body["prompt_logprobs"][1].contains(std::to_string(ids[ids.size() - 5])));
 }
 
 // Chat's log-probs with return_tokens_as_token_ids: each entry (and alternative) is "token_id:<id>" with that

@@ -54,5 +54,22 @@ TEST(AnswerLogprobs, CountsEveryTokensLogprobWithItsAlternativesAgainstTheRespon
   EXPECT_FALSE(CheckAnswerLogprobs(limits, {echoed}, "logprobs").ok()) << "(2000 + 1000) x 22 = 66,000";
 }
 
+// truncate_prompt_tokens keeps the prompt's last k ids (-1: the context's worth); more than the context is refused.
+TEST(TruncatePrompt, KeepsTheLastTokens) {
+  std::vector<int32_t> ids = {1, 2, 3, 4, 5};
+  EXPECT_FALSE(*TruncatePrompt(std::nullopt, 8, ids));
+  EXPECT_FALSE(*TruncatePrompt(5, 8, ids)) << "already short enough";
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_TRUE(*TruncatePrompt(2, 8, ids));
+  EXPECT_EQ(ids, (std::vector<int32_t>{4, 5}));
+  std::vector<int32_t> long_ids(10, 7);
+  long_ids[9] = 9;
+  EXPECT_TRUE(*TruncatePrompt(-1, 4, long_ids));
+  EXPECT_EQ(long_ids, (std::vector<int32_t>{7, 7, 7, 9}));
+  const absl::StatusOr<bool> too_long = TruncatePrompt(9, 8, ids);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_THAT(std::string(too_long.status().message()), HasSubstr("truncate_prompt_tokens"));
+}
+
 }  // namespace
 }  // namespace arach::server
