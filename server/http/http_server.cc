@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/build_info.h"
 #include "server/http/chat_completions.h"
 #include "server/http/completions.h"
 #include "server/http/elastic_thread_pool.h"
@@ -24,7 +25,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kRoutes[] = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
+constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
                                    "/v1/responses", "/tokenize", "/detokenize"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
@@ -203,6 +204,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   RefuseEncodedBodies(server);
   ServeHealthRoutes(server, context);
   ServeMetrics(server, context);
+  // vLLM's GET /version, with the commit the server was built from (a key where keys are configured).
+  server.Get("/version", [&context](const httplib::Request& request, httplib::Response& response) {
+    if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
+    SendJson(response, 200, {{"version", ArachVersion()}, {"git_sha", ArachGitSha()}});
+  });
   server.Get("/v1/models", [&context](const httplib::Request& request, httplib::Response& response) {
     ServeModels(request, response, context, "");
   });

@@ -105,6 +105,8 @@ TEST_F(Keys, HttpAndGrpcRefuseMissingAndWrongKeysAndServeValidOnes) {
   EXPECT_EQ(Get(*server, "/metrics").status, 200) << "open without --metrics_auth";
   EXPECT_EQ(Get(*server, "/v1/models").status, 401);
   EXPECT_EQ(Get(*server, "/v1/models", "sk-plain-secret").status, 200);
+  EXPECT_EQ(Get(*server, "/version").status, 401) << "the build is told to callers with a key";
+  EXPECT_EQ(Get(*server, "/version", "sk-plain-secret").status, 200);
 
   EXPECT_EQ(GrpcGenerate(*server, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(GrpcGenerate(*server, "sk-wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);

@@ -422,6 +422,16 @@ TEST_F(HttpFixtureServer, TruncatePromptTokensKeepsTheLastOnes) {
   }
 }
 
+// GET /version (vLLM's) says the build the metrics' arach_build_info says (this server takes no keys: open).
+TEST_F(HttpFixtureServer, VersionSaysWhatWasBuilt) {
+  const HttpAnswer version = Send(*server_, "GET", "/version");
+  ASSERT_EQ(version.status, 200) << version.body;
+  ASSERT_TRUE(version.body["version"].is_string() && version.body["git_sha"].is_string()) << version.body;
+  EXPECT_FALSE(version.body["version"].get<std::string>().empty());
+  EXPECT_EQ(Metrics(*server_).Sum("arach_build_info", {{"version", version.body["version"]}, {"git_sha", version.body["git_sha"]}}), 1.0)
+      << version.body;
+}
+
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
   const HttpAnswer answer = Complete(*server_, body);
