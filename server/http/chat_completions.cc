@@ -22,8 +22,11 @@ class ChatCall : public ChatTurnCall {
   json ChoiceJson(int index, Choice& choice, bool final) override;
   void DecorateWhole(json& body) override {
     if (request().return_prompt) body["arach_prompt"] = prompt().text;
-    if (!choices().empty()) PutPromptLogprobs(choices()[0], body);  // vLLM's place: beside the choices, which share the prompt
+    if (choices().empty()) return;
+    PutPromptLogprobs(choices()[0], body);  // vLLM's place: beside the choices, which share the prompt
+    if (fields().return_token_ids) body["prompt_token_ids"] = choices()[0].prompt;
   }
+  bool PromptFieldsBesideChoices() const override { return true; }
 
  private:
   // The tool calls of `delta` as OpenAI writes them, numbered on from the choice's earlier calls.

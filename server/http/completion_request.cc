@@ -95,7 +95,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.model = model->get<std::string>();
 
   std::optional<int> n, logprobs, max_tokens, top_k, min_tokens;
-  std::optional<bool> stream, ignore_eos, arach, skip, skip_special, diagnostics, include_stop, token_ids_as_names;
+  std::optional<bool> stream, ignore_eos, arach, skip, skip_special, diagnostics, include_stop, token_ids_as_names, token_ids;
   std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, arach_offset;
   std::optional<uint64_t> seed;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "n", &n));
@@ -121,6 +121,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   ARACH_ASSIGN_OR_RETURN(diagnostics, OptionalBoolAt(body, "diagnostics"));
   ARACH_ASSIGN_OR_RETURN(include_stop, OptionalBoolAt(body, "include_stop_str_in_output"));
   ARACH_ASSIGN_OR_RETURN(token_ids_as_names, OptionalBoolAt(body, "return_tokens_as_token_ids"));
+  ARACH_ASSIGN_OR_RETURN(token_ids, OptionalBoolAt(body, "return_token_ids"));
 
   f.n = n.value_or(1);
   if (f.n < 1 || f.n > 16) return InvalidField("n", absl::StrCat(f.n, " must be in [1, 16]"));
@@ -151,6 +152,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.skip_special_tokens = skip_special.value_or(true);
   f.diagnostics = diagnostics.value_or(false);
   f.return_tokens_as_token_ids = token_ids_as_names.value_or(false);
+  f.return_token_ids = token_ids.value_or(false);
   if (const json* stop = Field(body, "stop"); stop != nullptr) {
     if (stop->is_string()) {
       sp.stop.push_back(stop->get<std::string>());

@@ -36,6 +36,9 @@ struct GenerationFields {
   std::optional<int> prompt_logprobs;
   // vLLM's truncate_prompt_tokens: each prompt keeps its last k tokens (-1: the model's context; >= 1 otherwise).
   std::optional<int> truncate_prompt_tokens;
+  // vLLM's return_token_ids: each choice (chunk) lists its generated token ids ("token_ids") and the prompt's
+  // ("prompt_token_ids", in the first chunk when streamed).
+  bool return_token_ids = false;
   // vLLM's return_tokens_as_token_ids: log-prob entries name their tokens "token_id:<id>".
   bool return_tokens_as_token_ids = false;
   SamplingParams sampling;     // temperature, top_p, ... with max_tokens and stop

@@ -53,7 +53,8 @@ bool SaysNothing(const json& choice) {
     const auto it = choice.find(key);
     return it != choice.end() && !it->is_null();
   };
-  if (set("logprobs") || set("finish_reason") || set("arach_attention")) return false;
+  if (set("logprobs") || set("finish_reason") || set("arach_attention") || set("prompt_token_ids")) return false;
+  if (const auto ids = choice.find("token_ids"); ids != choice.end() && !ids->empty()) return false;
   if (const auto delta = choice.find("delta"); delta != choice.end()) return delta->empty();
   return choice.value("text", "").empty();
 }
@@ -136,9 +137,15 @@ std::optional<json> GenerationCall::AttentionJsonOf(const Choice& choice) const 
 }
 
 json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final) {
+  json token_ids = json::array();  // the tokens ChoiceJson writes (and clears)
+  for (const SampledToken& t : choice.tokens) token_ids.push_back(t.token);
   json out = ChoiceJson(index, choice, final);
   if (final) {
     if (std::optional<json> attention = AttentionJsonOf(choice)) out["arach_attention"] = std::move(*attention);
+  }
+  if (fields_.return_token_ids) {
+    out["token_ids"] = std::move(token_ids);
+    if (!choice.opened && !PromptFieldsBesideChoices()) out["prompt_token_ids"] = choice.prompt;
   }
   return out;
 }
@@ -194,7 +201,9 @@ void GenerationCall::RespondWhole(httplib::Response& response) {
 bool GenerationCall::StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) {
   json chunk_choice = ChoiceWithExtensions(index, choice, finished);
   if (SaysNothing(chunk_choice)) return true;  // (a chat choice's first chunk says its role)
-  if (!events.Data(JsonText(Envelope(json::array({std::move(chunk_choice)}))))) return false;
+  json chunk = Envelope(json::array({std::move(chunk_choice)}));
+  if (fields_.return_token_ids && !choice.opened && PromptFieldsBesideChoices()) chunk["prompt_token_ids"] = choice.prompt;
+  if (!events.Data(JsonText(chunk))) return false;
   choice.opened = true;
   return true;
 }

@@ -66,6 +66,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   virtual absl::Status OnChoiceFinished(int /*index*/, Choice& /*choice*/) { return absl::OkStatus(); }
   // Fields added to the whole answer (e.g. the rendered prompt).
   virtual void DecorateWhole(nlohmann::json& /*body*/) {}
+  // Where the prompt's own fields go (return_token_ids' prompt_token_ids): beside the choices, in the answer or its
+  // chunk (chat, whose choices share one prompt), or in each choice (completions, the default).
+  virtual bool PromptFieldsBesideChoices() const { return false; }
   // The OpenAI parameter an engine field stands for (default OpenAiFieldName; the Responses API says
   // max_output_tokens where the engine says max_tokens).
   virtual std::string ParameterName(absl::string_view engine_field) const { return OpenAiFieldName(engine_field); }

@@ -432,6 +432,48 @@ TEST_F(HttpFixtureServer, VersionSaysWhatWasBuilt) {
       << version.body;
 }
 
+// return_token_ids (vLLM's): each choice lists its generated ids (gRPC Generate's for the same greedy request) and its
+// prompt's; streamed, each chunk its new ids and the first chunk the prompt's.
+TEST_F(HttpFixtureServer, ReturnTokenIdsListsTheGeneratedAndPromptIds) {
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true},
+                     {"return_token_ids", true}};
+  const HttpAnswer whole = Complete(*server_, body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  arach::v1::GenerateRequest request;
+  for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) request.mutable_token_ids()->add_ids(id);
+  request.set_max_tokens(10);
+  request.set_ignore_eos(true);
+  request.mutable_sampling()->set_temperature(0.0f);
+  std::vector<int32_t> grpc_ids;
+  ASSERT_TRUE(client_->Generate(request, [&](const arach::v1::GenerateResponse& r) {
+    grpc_ids.insert(grpc_ids.end(), r.token_ids().begin(), r.token_ids().end());
+  }).ok());
+  const json& choice = whole.body["choices"][0];
+  EXPECT_EQ(choice["token_ids"].get<std::vector<int32_t>>(), grpc_ids);
+  EXPECT_EQ(choice["prompt_token_ids"], PromptIds());
+
+  json streamed = body;
+  streamed["stream"] = true;
+  const StreamResult stream = Stream(*server_, streamed);
+  ASSERT_EQ(stream.status, 200);
+  std::vector<int32_t> joined;
+  int with_prompt = 0;
+  for (size_t i = 0; i < stream.events.size(); ++i) {
+    if (stream.events[i] == "[DONE]") continue;
+    const json chunk_choice = json::parse(stream.events[i])["choices"][0];
+    for (int32_t id : chunk_choice["token_ids"]) joined.push_back(id);
+    if (chunk_choice.contains("prompt_token_ids")) {
+      EXPECT_EQ(i, 0u) << "the prompt's ids come in the first chunk";
+      EXPECT_EQ(chunk_choice["prompt_token_ids"], PromptIds());
+      ++with_prompt;
+    }
+  }
+  EXPECT_EQ(joined, grpc_ids);
+  EXPECT_EQ(with_prompt, 1);
+  EXPECT_FALSE(Complete(*server_, {{"model", "gpt2-tiny"}, {"prompt", "a"}, {"max_tokens", 1}}).body["choices"][0].contains("token_ids"))
+      << "only when asked";
+}
+
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
   const HttpAnswer answer = Complete(*server_, body);

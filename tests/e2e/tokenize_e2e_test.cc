@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include "client/arach_client.h"
+#include "client/event_stream.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/http_answer.h"
@@ -151,6 +152,39 @@ TEST_F(TokenizeServer, ChatLogprobTokensNamedByTheirIds) {
   const HttpAnswer decoded = Post("/detokenize", {{"tokens", ids}});
   ASSERT_EQ(decoded.status, 200) << decoded.body;
   EXPECT_EQ(decoded.body["prompt"], plain_text);
+}
+
+// Chat's return_token_ids: the prompt's ids (/tokenize's for the conversation) beside the choices, each choice's
+// generated ids; streamed, the prompt's in the first chunk and each chunk's new ids, joining to the whole answer's.
+TEST_F(TokenizeServer, ChatReturnTokenIdsListsThePromptAndGeneratedIds) {
+  const json messages = json::parse(R"([{"role": "user", "content": "Count to three."}])");
+  const json body = {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 12}, {"temperature", 0}, {"return_token_ids", true}};
+  const HttpAnswer whole = Post("/v1/chat/completions", body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const HttpAnswer tokenized = Post("/tokenize", {{"messages", messages}});
+  ASSERT_EQ(tokenized.status, 200);
+  EXPECT_EQ(whole.body["prompt_token_ids"], tokenized.body["tokens"]);
+  EXPECT_FALSE(whole.body["choices"][0].contains("prompt_token_ids"));
+  const json& ids = whole.body["choices"][0]["token_ids"];
+  EXPECT_EQ(ids.size(), whole.body["usage"]["completion_tokens"].get<size_t>());
+
+  json streamed = body;
+  streamed["stream"] = true;
+  std::vector<json> chunks;
+  const client::EventStreamAnswer answer = client::PostForEvents(server_->http_address(), "/v1/chat/completions", streamed.dump(),
+                                                                 [&](const std::string& payload) {
+                                                                   if (payload != "[DONE]") chunks.push_back(json::parse(payload));
+                                                                   return true;
+                                                                 });
+  ASSERT_EQ(answer.status, 200);
+  ASSERT_FALSE(chunks.empty());
+  EXPECT_EQ(chunks[0]["prompt_token_ids"], tokenized.body["tokens"]) << "the first chunk carries the prompt's ids";
+  json joined = json::array();
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i > 0) EXPECT_FALSE(chunks[i].contains("prompt_token_ids"));
+    for (const json& id : chunks[i]["choices"][0]["token_ids"]) joined.push_back(id);
+  }
+  EXPECT_EQ(joined, ids);
 }
 
 TEST_F(TokenizeServer, ErrorsNameTheField) {
