@@ -130,11 +130,16 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     if (!options->is_object()) return InvalidField("stream_options", "must be an object");
     if (!f.stream) return InvalidField("stream_options", "is only allowed when stream is true");
     for (const auto& [key, value] : options->items()) {
-      if (key != "include_usage") return KeyError("stream_options", key, "is not a known parameter");
+      if (key != "include_usage" && key != "continuous_usage_stats") return KeyError("stream_options", key, "is not a known parameter");
     }
-    std::optional<bool> include_usage;
+    std::optional<bool> include_usage, continuous_usage;
     ARACH_ASSIGN_OR_RETURN(include_usage, OptionalBoolAt(*options, "include_usage", "stream_options.include_usage"));
+    ARACH_ASSIGN_OR_RETURN(continuous_usage, OptionalBoolAt(*options, "continuous_usage_stats", "stream_options.continuous_usage_stats"));
     f.include_usage = include_usage.value_or(false);
+    f.continuous_usage = continuous_usage.value_or(false);
+    if (f.continuous_usage && !f.include_usage) {
+      return InvalidField("stream_options.continuous_usage_stats", "needs stream_options.include_usage true");
+    }
   }
   SamplingParams& sp = f.sampling;
   if (max_tokens) sp.max_tokens = *max_tokens;

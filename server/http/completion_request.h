@@ -30,6 +30,7 @@ struct GenerationFields {
   int n = 1;                   // choices per prompt
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM's): every chunk carries its choice's usage
   std::optional<int> logprobs;  // alternatives per token (0..20); set: log-probs are returned
   // vLLM's prompt_logprobs: each prompt token's log-prob and rank, with this many alternatives (0..20); whole
   // answers only (refused with stream).

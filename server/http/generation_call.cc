@@ -139,6 +139,7 @@ std::optional<json> GenerationCall::AttentionJsonOf(const Choice& choice) const 
 json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final) {
   json token_ids = json::array();  // the tokens ChoiceJson writes (and clears)
   for (const SampledToken& t : choice.tokens) token_ids.push_back(t.token);
+  choice.tokens_written += static_cast<int>(choice.tokens.size());
   json out = ChoiceJson(index, choice, final);
   if (final) {
     if (std::optional<json> attention = AttentionJsonOf(choice)) out["arach_attention"] = std::move(*attention);
@@ -203,6 +204,12 @@ bool GenerationCall::StreamChoice(ServerSentEvents& events, int index, Choice& c
   if (SaysNothing(chunk_choice)) return true;  // (a chat choice's first chunk says its role)
   json chunk = Envelope(json::array({std::move(chunk_choice)}));
   if (fields_.return_token_ids && !choice.opened && PromptFieldsBesideChoices()) chunk["prompt_token_ids"] = choice.prompt;
+  if (fields_.continuous_usage) {  // this choice's so far (vLLM's continuous_usage_stats)
+    const int prompt_tokens = static_cast<int>(choice.prompt.size());
+    chunk["usage"] = {{"prompt_tokens", prompt_tokens},
+                      {"completion_tokens", choice.tokens_written},
+                      {"total_tokens", prompt_tokens + choice.tokens_written}};
+  }
   if (!events.Data(JsonText(chunk))) return false;
   choice.opened = true;
   return true;

@@ -33,6 +33,7 @@ struct Choice {
   std::vector<SampledToken> tokens;   // generated tokens not yet written
   std::optional<FinishInfo> finish;
   bool opened = false;                // a stream wrote its first chunk
+  int tokens_written = 0;             // generated tokens written so far
 };
 
 class GenerationCall : public std::enable_shared_from_this<GenerationCall> {

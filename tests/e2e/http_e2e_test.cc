@@ -474,6 +474,38 @@ TEST_F(HttpFixtureServer, ReturnTokenIdsListsTheGeneratedAndPromptIds) {
       << "only when asked";
 }
 
+// stream_options.continuous_usage_stats (vLLM's): every chunk carries its choice's usage so far, growing by the
+// chunk's tokens to the final usage; it needs include_usage.
+TEST_F(HttpFixtureServer, ContinuousUsageCountsEachChunksTokens) {
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true},
+                     {"stream", true}, {"return_token_ids", true},
+                     {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+  const StreamResult stream = Stream(*server_, body);
+  ASSERT_EQ(stream.status, 200);
+  int counted = 0, chunks = 0;
+  for (const std::string& event : stream.events) {
+    if (event == "[DONE]") continue;
+    const json chunk = json::parse(event);
+    ASSERT_TRUE(chunk.contains("usage")) << event;
+    if (chunk["choices"].empty()) {  // the include_usage chunk
+      EXPECT_EQ(chunk["usage"]["completion_tokens"], 12);
+      continue;
+    }
+    ++chunks;
+    counted += static_cast<int>(chunk["choices"][0]["token_ids"].size());
+    EXPECT_EQ(chunk["usage"]["completion_tokens"], counted) << event;
+    EXPECT_EQ(chunk["usage"]["prompt_tokens"], PromptIds().size());
+    EXPECT_EQ(chunk["usage"]["total_tokens"], PromptIds().size() + counted);
+  }
+  EXPECT_EQ(counted, 12);
+  EXPECT_GT(chunks, 1);
+  json without_usage = body;
+  without_usage["stream_options"] = {{"continuous_usage_stats", true}};
+  const HttpAnswer refused = Complete(*server_, without_usage);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body["error"]["param"], "stream_options.continuous_usage_stats") << refused.body;
+}
+
 TEST_F(HttpFixtureServer, EchoScoringEqualsGrpcScore) {
   const json body = {{"model", "gpt2-tiny:arach"}, {"prompt", PromptIds()}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
   const HttpAnswer answer = Complete(*server_, body);
