@@ -51,6 +51,9 @@ ABSL_FLAG(int, shadow_tokens_beside_live, 0, "shadow-scoring tokens in an engine
 ABSL_FLAG(int, shadow_tokens_per_step, 8, "shadow-scoring tokens in any engine step (bounds how long a shadow step can "
           "delay a live request arriving during it)");
 ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at most; more are dropped (arach_shadow_dropped_total)");
+ABSL_FLAG(int64_t, responses_store_bytes, 0,
+          "memory for the Responses API's stored answers (store: true; retrieved, continued with previous_response_id, "
+          "deleted by the key that made them), least recently used dropped first; per replica; 0: nothing stored");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
@@ -139,6 +142,7 @@ ServerOptions OptionsFromFlags() {
   o.shadow_rate = absl::GetFlag(FLAGS_shadow_rate);
   o.shadow_variant = absl::GetFlag(FLAGS_shadow_variant);
   o.shadow_max_in_flight = absl::GetFlag(FLAGS_shadow_max_in_flight);
+  o.responses_store_bytes = absl::GetFlag(FLAGS_responses_store_bytes);
   o.engine.background_tokens_beside_live = absl::GetFlag(FLAGS_shadow_tokens_beside_live);
   o.engine.background_tokens_per_step = absl::GetFlag(FLAGS_shadow_tokens_per_step);
   o.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));

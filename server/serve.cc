@@ -65,6 +65,11 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   context.keys = keys->get();
   context.rate_limiter = &rate_limiter;
   context.metrics_need_key = options.metrics_auth;
+  std::optional<ResponseStore> responses;
+  if (options.responses_store_bytes > 0) {
+    responses.emplace(static_cast<size_t>(options.responses_store_bytes));
+    context.responses = &*responses;
+  }
   RequestPolicy policy(options.prompt_perplexity, options.diagnostics_sample_rate, options.shadow_rate, std::random_device{}());
   context.policy = &policy;
   std::vector<Variant> arms;

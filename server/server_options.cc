@@ -68,6 +68,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (options.shadow_max_in_flight < 1) return FlagError("shadow_max_in_flight", "must be at least 1");
   if (options.drain_grace_seconds < 0) return FlagError("drain_grace_seconds", "must not be negative");
   if (options.drain_announce_ms < 0) return FlagError("drain_announce_ms", "must not be negative");
+  if (options.responses_store_bytes < 0) return FlagError("responses_store_bytes", "must not be negative");
   if (!options.shadow_variant.empty()) {
     absl::StatusOr<Variant> shadow = ParseVariantName(options.shadow_variant);
     if (!shadow.ok()) return FlagError("shadow_variant", shadow.status().message());

@@ -60,6 +60,7 @@ struct ServerOptions {
   double shadow_rate = 0.0;              // share of generation requests scored again under another variant [0, 1]
   std::string shadow_variant;            // that variant (NAME[@OFFSET]); empty: the experiment's other arm, else base
   int shadow_max_in_flight = 64;         // shadow scores queued or running at most (more are dropped)
+  int64_t responses_store_bytes = 0;     // memory for the Responses API's stored answers (0: none stored)
   RequestLimits limits;
   GrpcOptions grpc;
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics

@@ -10,8 +10,9 @@
 #include "server/metrics.h"
 #include "server/rate_limits.h"
 #include "server/request_log.h"
-#include "server/request_policy.h"
 #include "server/request_limits.h"
+#include "server/request_policy.h"
+#include "server/response_store.h"
 #include "server/shadow_scorer.h"
 #include "server/serving_state.h"
 #include "server/variant_resolver.h"
@@ -34,6 +35,7 @@ struct ServiceContext {
   RateLimiter* rate_limiter = nullptr;  // the keys' requests and tokens per minute
   bool metrics_need_key = false;    // --metrics_auth: /metrics wants a valid key too (where keys are configured)
   ChatOutputFormat chat_output;     // how the model's chat turns write tool calls and reasoning (set before the engine)
+  ResponseStore* responses = nullptr;  // the Responses API's stored answers (--responses_store_bytes); null: none kept
 };
 
 }  // namespace arach::server

@@ -230,15 +230,20 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Post("/v1/responses", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleResponses(context, request, response);
   });
-  // Stored responses (retrieve, delete, input items, cancel): none are kept, so each id is unknown, said plainly.
-  const auto unstored = [&context](const httplib::Request& request, httplib::Response& response) {
-    if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
-    SendError(response, absl::NotFoundError(absl::StrCat("response '", request.matches[1].str(),
-                                                         "' is not stored here: /v1/responses keeps nothing (its answers say store: false)")));
-  };
-  server.Get("/v1/responses/([^/]+)(/input_items)?", unstored);
-  server.Delete("/v1/responses/([^/]+)", unstored);
-  server.Post("/v1/responses/([^/]+)/cancel", unstored);
+  // Stored responses: retrieve and delete (by the key that made them); their input items are not listed, and
+  // none can be cancelled (none runs in the background).
+  server.Get("/v1/responses/([^/]+)", [&context](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, request, response, StoredResponseAction::kRetrieve);
+  });
+  server.Delete("/v1/responses/([^/]+)", [&context](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, request, response, StoredResponseAction::kDelete);
+  });
+  server.Get("/v1/responses/([^/]+)/input_items", [&context](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, request, response, StoredResponseAction::kListInputItems);
+  });
+  server.Post("/v1/responses/([^/]+)/cancel", [&context](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, request, response, StoredResponseAction::kCancel);
+  });
   if (absl::Status status = http->Listen(options.listen); !status.ok()) return status;
   return http;
 }

@@ -34,18 +34,18 @@ constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "
 // chat's n/stop/logprobs, and ours.
 constexpr std::string_view kResponses[] = {
     "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "stream", "stream_options", "tools",
-    "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs",
+    "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs", "previous_response_id",
     // vLLM's sampling extensions and chat-template arguments
     "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "priority",
     "chat_template_kwargs",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
-    // accepted, and change nothing in the output (`store`: nothing is stored, and the answer says store false)
+    // accepted, and change nothing in the output (`store` keeps the answer where the server stores answers,
+    // --responses_store_bytes; the answer says whether it did)
     "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
 
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
-    {"previous_response_id", "is not supported: responses are not stored here; send the whole conversation in input"},
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
     {"background", "background responses are not supported (stream instead)"},
     {"prompt", "stored prompt templates are not supported"},

@@ -8,6 +8,7 @@
 #include "server/http/response_output.h"
 #include "server/http/responses_request.h"
 #include "server/http/token_logprobs.h"
+#include "server/response_store.h"
 
 namespace arach::server::http {
 namespace {
@@ -16,10 +17,14 @@ using json = nlohmann::json;
 
 class ResponsesCall : public ChatTurnCall {
  public:
-  ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const std::string& request_id)
+  // `store`: where the answer is kept (null: not kept).
+  ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const std::string& request_id,
+                ResponseStore* store)
       : ChatTurnCall(context, std::move(ticket), std::move(request.chat), std::move(variant), {request_id, "/v1/responses", "resp_"},
                      "input"),
         echo_(std::move(request.echo)),
+        conversation_(std::move(request.conversation)),
+        store_(store),
         output_(request_id) {}
 
  protected:
@@ -31,7 +36,7 @@ class ResponsesCall : public ChatTurnCall {
     if (engine_field == "top_logprobs") return "top_logprobs";
     return OpenAiFieldName(engine_field);
   }
-  json WholeAnswer() override { return ResponseJson(ChoiceJson(0, choices()[0], true)); }
+  json WholeAnswer() override { return Kept(ResponseJson(ChoiceJson(0, choices()[0], true))); }
   bool StreamOpened(ServerSentEvents& events) override;
   bool StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) override;
   bool StreamEnded(ServerSentEvents& events) override;
@@ -43,10 +48,14 @@ class ResponsesCall : public ChatTurnCall {
   bool cut_off() const { return choices()[0].finish && choices()[0].finish->reason == FinishReason::kLength; }
   // The response object: in progress (no output yet), else finished with `output`.
   json ResponseJson(std::optional<json> output) const;
+  // The finished `response`, kept in the store when the answer is stored.
+  json Kept(json response);
   json ResponseUsage() const;
   bool Send(ServerSentEvents& events, json event);
 
   json echo_;
+  nlohmann::ordered_json conversation_;  // the input items answered (ResponsesRequest::conversation)
+  ResponseStore* store_;
   ResponseOutput output_;
   std::optional<ContentLogprobs> content_logprobs_;  // include message.output_text.logprobs: the message's tokens
   int sequence_number_ = 0;
@@ -104,13 +113,24 @@ json ResponsesCall::ResponseJson(std::optional<json> output) const {
                    {"previous_response_id", nullptr},
                    {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
                    {"service_tier", "default"},
-                   {"store", false},
+                   {"store", store_ != nullptr},
                    {"truncation", "disabled"},
                    {"usage", finished ? ResponseUsage() : json(nullptr)},
                    {"arach_variant", variant_name()}};
   response.update(echo_);
   if (finished) {
     if (std::optional<json> attention = AttentionJsonOf(choices()[0])) response["arach_attention"] = std::move(*attention);
+  }
+  return response;
+}
+
+json ResponsesCall::Kept(json response) {
+  if (store_ != nullptr) {
+    nlohmann::ordered_json conversation = conversation_;  // what a response continuing this one answers after
+    for (const json& item : response["output"]) conversation.push_back(nlohmann::ordered_json::parse(item.dump()));
+    // A reasoning cut off by max_output_tokens said nothing yet: the next turn follows the user's words instead.
+    while (!conversation.empty() && conversation.back().value("type", "") == "reasoning") conversation.erase(conversation.end() - 1);
+    store_->Put(response["id"].get<std::string>(), {caller().key, response, std::move(conversation)});
   }
   return response;
 }
@@ -135,7 +155,7 @@ bool ResponsesCall::StreamChoice(ServerSentEvents& events, int index, Choice& ch
 }
 
 bool ResponsesCall::StreamEnded(ServerSentEvents& events) {
-  json response = ResponseJson(output_.items());
+  json response = Kept(ResponseJson(output_.items()));
   const std::string type = response["status"] == "incomplete" ? "response.incomplete" : "response.completed";
   return Send(events, {{"type", type}, {"response", std::move(response)}}) && events.End();
 }
@@ -151,13 +171,51 @@ bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& f
 void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
   ServeGeneration(context, request, response, "/v1/responses",
                   [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
-                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body));
+                    ResponseStore* const store = context.responses;
+                    const std::string owner = ticket.caller().key;
+                    StoredConversation stored;
+                    if (store != nullptr) {
+                      stored = [store, &owner](const std::string& id) -> absl::StatusOr<nlohmann::ordered_json> {
+                        std::optional<ResponseStore::Entry> entry = store->Get(id, owner);
+                        if (!entry) return absl::NotFoundError(id);
+                        return std::move(entry->conversation);
+                      };
+                    }
+                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body, stored));
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.chat.fields));
                     SetVariantHeaders(response, variant);
-                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id);
+                    ResponseStore* const keep_in = parsed.store ? store : nullptr;
+                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id,
+                                                                keep_in);
                     ARACH_RETURN_IF_ERROR(call->Start());
                     return call;
                   });
+}
+
+void ServeStoredResponse(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                         StoredResponseAction action) {
+  absl::StatusOr<Caller> caller = Authenticate(*context.keys, request.get_header_value("Authorization"));
+  if (!caller.ok()) return SendError(response, caller.status());
+  const std::string id = request.matches[1].str();
+  std::optional<ResponseStore::Entry> entry;
+  if (context.responses != nullptr) entry = context.responses->Get(id, caller->key);
+  if (!entry) {
+    return SendError(response, absl::NotFoundError(absl::StrCat(
+                                   "response '", ClipForError(id, 80), "' is not stored here",
+                                   context.responses == nullptr ? ": /v1/responses keeps nothing (its answers say store: false)"
+                                                                : " (for this key: the oldest are dropped for room)")));
+  }
+  switch (action) {
+    case StoredResponseAction::kRetrieve:
+      return SendJson(response, 200, entry->response);
+    case StoredResponseAction::kDelete:
+      context.responses->Delete(id, caller->key);
+      return SendJson(response, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});
+    case StoredResponseAction::kListInputItems:
+      return SendError(response, absl::InvalidArgumentError("input items are not listed here; the response itself is (GET /v1/responses/{id})"));
+    case StoredResponseAction::kCancel:
+      return SendError(response, absl::InvalidArgumentError("only background responses can be cancelled, and none runs here"));
+  }
 }
 
 }  // namespace arach::server::http

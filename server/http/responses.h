@@ -3,7 +3,8 @@
 // (reasoning, message, function_call) are built by ResponseOutput; streamed as the Responses API's named
 // events (response.created, response.in_progress, the items' added / delta / done events, then
 // response.completed or response.incomplete; an `error` event when the turn fails), each with its
-// sequence_number. One choice; nothing is stored (the answer says store false).
+// sequence_number. One choice. Where the server stores answers (--responses_store_bytes), a response asked with
+// store (OpenAI's default) is kept for its key: retrieved and deleted below, continued with previous_response_id.
 #pragma once
 
 #include <httplib.h>
@@ -13,5 +14,12 @@
 namespace arach::server::http {
 
 void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response);
+
+// /v1/responses/{id} (request.matches[1]): GET the stored response, DELETE it ({"id", "object", "deleted"}); its
+// input_items are not listed (400) and it cannot be cancelled (400: none runs in the background). An id this
+// caller's key has not stored, or any id where nothing is stored, is a 404.
+enum class StoredResponseAction { kRetrieve, kDelete, kListInputItems, kCancel };
+void ServeStoredResponse(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                         StoredResponseAction action);
 
 }  // namespace arach::server::http

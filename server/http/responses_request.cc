@@ -92,8 +92,14 @@ class ConversationBuilder {
       return absl::OkStatus();
     }
     if (!input.is_array() || input.empty()) return InvalidField("input", "is required (a string or a non-empty list of items)");
-    for (size_t i = 0; i < input.size(); ++i) ARACH_RETURN_IF_ERROR(AddItem(input[i], absl::StrCat("input[", i, "]")));
+    ARACH_RETURN_IF_ERROR(AddItems(input, "input"));
     if (pending_reasoning_) return InvalidField(reasoning_at_, "a reasoning item must be followed by the assistant's message or function call");
+    return absl::OkStatus();
+  }
+
+  // Items named `field`[i] in errors (a stored conversation's, then the input's).
+  absl::Status AddItems(const ordered_json& items, const std::string& field) {
+    for (size_t i = 0; i < items.size(); ++i) ARACH_RETURN_IF_ERROR(AddItem(items[i], absl::StrCat(field, "[", i, "]")));
     return absl::OkStatus();
   }
 
@@ -249,7 +255,7 @@ json Given(const json& body, const char* key, json otherwise) {
 
 }  // namespace
 
-absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_text) {
+absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_text, const StoredConversation& stored) {
   ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
   if (!body.is_object()) return InvalidField("body", "must be a JSON object");
   ARACH_ASSIGN_OR_RETURN(json plain, ParseJson(body_text, "body"));  // the same body, for the shared fields
@@ -276,9 +282,33 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
 
   ConversationBuilder conversation;
   ARACH_RETURN_IF_ERROR(conversation.AddInstructions(body.value("instructions", ordered_json())));
+  ARACH_ASSIGN_OR_RETURN(const std::optional<bool> store, OptionalBoolAt(plain, "store"));
+  request.store = store.value_or(true);
+  if (const auto previous = plain.find("previous_response_id"); previous != plain.end() && !previous->is_null()) {
+    if (!previous->is_string() || previous->get<std::string>().empty()) return InvalidField("previous_response_id", "must be a response id");
+    request.previous_response_id = previous->get<std::string>();
+    if (!stored) {
+      return InvalidField("previous_response_id", "is not supported: responses are not stored here (--responses_store_bytes is 0); "
+                                                  "send the whole conversation in input");
+    }
+    absl::StatusOr<ordered_json> items = stored(*request.previous_response_id);
+    if (absl::IsNotFound(items.status())) {
+      return InvalidField("previous_response_id", absl::StrCat("'", ClipForError(*request.previous_response_id, 80),
+                                                               "' was not found (stored responses are kept per key and per "
+                                                               "replica, and the oldest are dropped for room)"));
+    }
+    if (!items.ok()) return items.status();
+    ARACH_RETURN_IF_ERROR(conversation.AddItems(*items, "previous_response_id"));
+    request.conversation = std::move(*items);
+  }
   const auto input = body.find("input");
   if (input == body.end() || input->is_null()) return InvalidField("input", "is required (a string or a non-empty list of items)");
   ARACH_RETURN_IF_ERROR(conversation.AddInput(*input));
+  if (input->is_string()) {
+    request.conversation.push_back({{"type", "message"}, {"role", "user"}, {"content", *input}});
+  } else {
+    for (const ordered_json& item : *input) request.conversation.push_back(item);
+  }
   chat.input.messages = conversation.Take();
 
   ARACH_ASSIGN_OR_RETURN(chat.tools, ParseTools(plain.value("tools", json()), "tools", ToolShape::kFlat));
@@ -299,7 +329,8 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
                   {"tools", Given(plain, "tools", json::array())},
                   {"top_logprobs", Given(plain, "top_logprobs", 0)},
                   {"top_p", Given(plain, "top_p", 1.0)},
-                  {"user", Given(plain, "user", nullptr)}};
+                  {"user", Given(plain, "user", nullptr)},
+                  {"previous_response_id", Given(plain, "previous_response_id", nullptr)}};
   return request;
 }
 

@@ -1,11 +1,14 @@
 // The body of an OpenAI Responses API request (POST /v1/responses), read as the chat turn it asks for: the
 // `instructions` as a system message and the `input` (a string, or a list of items: messages, function calls,
 // function call outputs, reasoning) as the conversation, the flat function `tools` in chat's shape, `text.format`
-// as the response format, max_output_tokens as max_tokens. Nothing is stored: a request that refers to stored
-// state (previous_response_id, conversation, item references) is refused. Every error is INVALID_ARGUMENT
-// "<param>: <what>" naming the Responses API's own parameter ("input[2].content[0].type").
+// as the response format, max_output_tokens as max_tokens. previous_response_id continues a stored response (its
+// conversation and output come before `input`; its instructions do not); other stored state (conversation, item
+// references) is refused. Every error is INVALID_ARGUMENT "<param>: <what>" naming the Responses API's own
+// parameter ("input[2].content[0].type").
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,11 +19,21 @@ namespace arach::server::http {
 
 struct ResponsesRequest {
   ChatRequest chat;  // the turn as /v1/chat/completions takes it (n 1)
+  bool store = true;  // `store` (OpenAI's default: true)
+  std::optional<std::string> previous_response_id;
+  // The input items the turn answers: the previous response's conversation and output, then `input` (a string as
+  // a user message item); what a stored response keeps for the next turn.
+  nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
   // What the response object repeats of the request, as given or with OpenAI's defaults: instructions,
   // max_output_tokens, metadata, parallel_tool_calls, temperature, text, tool_choice, tools, top_p, user.
   nlohmann::json echo;
 };
 
-absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body);
+// The conversation a stored response ended with (its conversation, then its output items), by id: NOT_FOUND where
+// none is stored under that id for this caller.
+using StoredConversation = std::function<absl::StatusOr<nlohmann::ordered_json>(const std::string& response_id)>;
+
+// `stored`: how previous_response_id is looked up; null where nothing is stored (previous_response_id is refused).
+absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body, const StoredConversation& stored = nullptr);
 
 }  // namespace arach::server::http

@@ -3,17 +3,24 @@
 // (greedy: the same text, usage and finish); a stream's named events come in sequence and assemble to the
 // whole answer; function calls go round the loop (the calls sent back with their outputs render the conversation
 // chat renders); errors name the Responses API's parameters in OpenAI's shape, and a stored response's routes say
-// that nothing is stored. The openai client's own responses helpers: tests/openai_client/responses.mjs.
+// that nothing is stored; with --responses_store_bytes, responses are kept per key, continued, retrieved and
+// deleted. The openai client's own responses helpers: tests/openai_client/responses.mjs.
 #include <httplib.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_split.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/http_answer.h"
 #include "tests/testing/qwen3_chat_server.h"
+#include "tests/testing/server_checks.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -254,6 +261,95 @@ TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
     EXPECT_EQ(r->status, 404) << path;
     EXPECT_NE(r->body.find("'resp_1' is not stored here"), std::string::npos) << path << ": " << r->body;
   }
+}
+
+// --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
+// with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
+// answered (streamed ones too), DELETE drops it; another key sees none of it; store false keeps nothing.
+TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "alice:sk-alice\nbob:sk-bob\n";
+  const std::string tmpl = dir.File("qwen3.jinja");
+  {
+    std::ifstream in(testing::FixturePath("chat/templates.json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(tmpl) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
+  }
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
+                                                                     "--kv_cache_bytes=33554432", "--api_key_file=" + dir.File("keys"),
+                                                                     "--responses_store_bytes=1048576"});
+  ASSERT_NE(server, nullptr);
+  const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
+    httplib::Client client("http://" + server->http_address());
+    client.set_read_timeout(120, 0);
+    const httplib::Headers headers = {{"Authorization", "Bearer " + key}};
+    if (method == "GET") return testing::AnswerOf(client.Get(path.c_str(), headers));
+    if (method == "DELETE") return testing::AnswerOf(client.Delete(path.c_str(), headers));
+    return testing::AnswerOf(client.Post(path.c_str(), headers, body.dump(), "application/json"));
+  };
+  const json kwargs = {{"enable_thinking", false}};
+  const json first_body = {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", "Name a colour."}, {"max_output_tokens", 8},
+                           {"temperature", 0}, {"chat_template_kwargs", kwargs}};
+  const HttpAnswer first = send("POST", "/v1/responses", "sk-alice", first_body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.body["store"], true);
+  const std::string first_id = first.body["id"];
+  const HttpAnswer retrieved = send("GET", "/v1/responses/" + first_id, "sk-alice");
+  ASSERT_EQ(retrieved.status, 200) << retrieved.body;
+  EXPECT_EQ(retrieved.body, first.body);
+
+  // The next turn continues it; the same conversation sent whole (without the first turn's instructions, which
+  // previous_response_id does not carry) answers alike.
+  const json second_body = {{"model", "qwen3-tiny"}, {"previous_response_id", first_id}, {"input", "And another?"},
+                            {"max_output_tokens", 8}, {"temperature", 0}, {"chat_template_kwargs", kwargs}};
+  const HttpAnswer second = send("POST", "/v1/responses", "sk-alice", second_body);
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(second.body["previous_response_id"], first_id);
+  json whole_input = json::array({{{"role", "user"}, {"content", "Name a colour."}}});
+  for (const json& item : first.body["output"]) whole_input.push_back(item);
+  whole_input.push_back({{"role", "user"}, {"content", "And another?"}});
+  const HttpAnswer stateless = send("POST", "/v1/responses", "sk-alice",
+                                    {{"model", "qwen3-tiny"}, {"input", whole_input}, {"max_output_tokens", 8}, {"temperature", 0},
+                                     {"chat_template_kwargs", kwargs}, {"store", false}});
+  ASSERT_EQ(stateless.status, 200) << stateless.body;
+  EXPECT_EQ(stateless.body["store"], false);
+  EXPECT_EQ(second.body["output"][0]["content"], stateless.body["output"][0]["content"]);
+  EXPECT_EQ(second.body["usage"]["input_tokens"], stateless.body["usage"]["input_tokens"]);
+  EXPECT_EQ(send("GET", "/v1/responses/" + stateless.body["id"].get<std::string>(), "sk-alice").status, 404) << "store false keeps nothing";
+
+  // A streamed turn is kept as its response.completed event says.
+  json streamed_body = second_body;
+  streamed_body["previous_response_id"] = second.body["id"];
+  streamed_body["stream"] = true;
+  const HttpAnswer stream = send("POST", "/v1/responses", "sk-alice", streamed_body);
+  ASSERT_EQ(stream.status, 200);
+  const std::string events = stream.body.get<std::string>();
+  const size_t completed = events.find("event: response.completed\ndata: ");
+  const size_t incomplete = events.find("event: response.incomplete\ndata: ");
+  const size_t at = std::min(completed, incomplete);
+  ASSERT_NE(at, std::string::npos) << events;
+  const size_t data = events.find("data: ", at) + 6;
+  const json streamed = json::parse(events.substr(data, events.find('\n', data) - data))["response"];
+  EXPECT_EQ(send("GET", "/v1/responses/" + streamed["id"].get<std::string>(), "sk-alice").body, streamed);
+
+  // Another key sees none of it.
+  EXPECT_EQ(send("GET", "/v1/responses/" + first_id, "sk-bob").status, 404);
+  EXPECT_EQ(send("DELETE", "/v1/responses/" + first_id, "sk-bob").status, 404);
+  json bob = second_body;
+  const HttpAnswer bob_continues = send("POST", "/v1/responses", "sk-bob", bob);
+  EXPECT_EQ(bob_continues.status, 400);
+  EXPECT_EQ(bob_continues.body["error"]["param"], "previous_response_id") << bob_continues.body;
+
+  EXPECT_EQ(send("GET", "/v1/responses/" + first_id + "/input_items", "sk-alice").status, 400);
+  const HttpAnswer deleted = send("DELETE", "/v1/responses/" + first_id, "sk-alice");
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(deleted.body, json({{"id", first_id}, {"object", "response"}, {"deleted", true}}));
+  EXPECT_EQ(send("GET", "/v1/responses/" + first_id, "sk-alice").status, 404);
+  const HttpAnswer gone = send("POST", "/v1/responses", "sk-alice", second_body);
+  EXPECT_EQ(gone.status, 400);
+  EXPECT_EQ(gone.body["error"]["param"], "previous_response_id") << gone.body;
 }
 
 }  // namespace

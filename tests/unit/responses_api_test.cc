@@ -40,6 +40,46 @@ TEST(ResponsesRequest, AStringInputIsOneUserTurnAfterTheInstructions) {
   EXPECT_EQ(parsed->chat.tool_choice.mode, ToolChoice::Mode::kNone) << "no tools: no calls";
 }
 
+// previous_response_id: the stored conversation comes first (a function call in it answered by the new input), the
+// instructions stay this request's own, and the request's conversation is the stored one then its input; an
+// unknown id, or one where nothing is stored, is refused naming the parameter.
+TEST(ResponsesRequest, APreviousResponsesConversationComesFirst) {
+  const ordered_json stored_items = ordered_json::parse(R"([
+      {"type": "message", "role": "user", "content": "Weather?"},
+      {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "weather", "arguments": "{}", "status": "completed"}])");
+  std::string asked;
+  const StoredConversation stored = [&](const std::string& id) -> absl::StatusOr<ordered_json> {
+    asked = id;
+    if (id != "resp_1") return absl::NotFoundError(id);
+    return stored_items;
+  };
+  auto parsed = ParseResponsesRequest(R"({"model": "m", "instructions": "Be brief.", "previous_response_id": "resp_1",
+      "input": [{"type": "function_call_output", "call_id": "call_a", "output": "sunny"}], "store": false})", stored);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(asked, "resp_1");
+  EXPECT_EQ(parsed->previous_response_id, "resp_1");
+  EXPECT_FALSE(parsed->store);
+  EXPECT_EQ(parsed->echo["previous_response_id"], "resp_1");
+  EXPECT_EQ(parsed->chat.input.messages, ordered_json::parse(R"([
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "call_a", "content": "sunny"}])"));
+  ASSERT_EQ(parsed->conversation.size(), 3u);
+  EXPECT_EQ(parsed->conversation[2]["type"], "function_call_output");
+  auto plain = ParseResponsesRequest(R"({"model": "m", "input": "Hi"})", stored);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->store) << "OpenAI's default";
+  EXPECT_EQ(plain->conversation, ordered_json::parse(R"([{"type": "message", "role": "user", "content": "Hi"}])"));
+  for (const StoredConversation& lookup : {stored, StoredConversation()}) {
+    auto unknown = ParseResponsesRequest(R"({"model": "m", "previous_response_id": "resp_2", "input": "x"})", lookup);
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(ErrorParam(unknown.status()), "previous_response_id") << unknown.status();
+  }
+  EXPECT_EQ(ParamOf(R"({"model": "m", "input": "x", "store": "yes"})"), "store");
+}
+
 TEST(ResponsesRequest, ItemsBecomeTheChatConversation) {
   // What a client sends back after a turn that reasoned, said something and called two functions.
   auto parsed = ParseResponsesRequest(R"({"model": "m", "input": [

@@ -1,0 +1,55 @@
+// The Responses API's stored answers (`store: true`, --responses_store_bytes): each response object with the
+// conversation items it answered (its input, after those of the response it continued), kept in memory within
+// a byte budget, the least recently used dropped first. An answer belongs to the key that made it: only that
+// key reads, continues (previous_response_id) or deletes it. Per replica: a fleet behind a router that does not
+// keep a conversation on one replica finds it only where it was made.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "nlohmann/json.hpp"
+
+namespace arach::server {
+
+class ResponseStore {
+ public:
+  struct Entry {
+    std::string owner;                   // the name of the key that made it (Caller::key)
+    nlohmann::json response;             // the response object as answered
+    nlohmann::ordered_json conversation;  // the input items it answered, those of the responses it continued first
+  };
+
+  explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Keeps `entry` under `id` (replacing one there), dropping the least recently used beyond the budget; an entry
+  // larger than the whole budget is not kept.
+  void Put(const std::string& id, Entry entry);
+  // The entry `id` when `owner` made it (and marks it used); nullopt otherwise, whoever made it.
+  std::optional<Entry> Get(const std::string& id, const std::string& owner);
+  // Drops the entry `id` when `owner` made it; whether it did.
+  bool Delete(const std::string& id, const std::string& owner);
+
+  size_t bytes() const;
+  size_t count() const;
+
+ private:
+  struct Stored {
+    Entry entry;
+    size_t bytes = 0;
+    std::list<std::string>::iterator use;  // its place in uses_
+  };
+  void DropLocked(std::unordered_map<std::string, Stored>::iterator it);
+
+  const size_t max_bytes_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, Stored> entries_;
+  std::list<std::string> uses_;  // ids, least recently used first
+  size_t bytes_ = 0;
+};
+
+}  // namespace arach::server

@@ -1,0 +1,60 @@
+#include "server/response_store.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace arach::server {
+namespace {
+
+ResponseStore::Entry EntryOf(const std::string& owner, const std::string& text) {
+  return {owner, {{"id", "x"}, {"text", text}}, nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}})};
+}
+
+// Each entry belongs to its owner: another key neither reads nor deletes it.
+TEST(ResponseStore, AnEntryIsItsOwnersOnly) {
+  ResponseStore store(1 << 20);
+  store.Put("resp_a", EntryOf("alice", "hi"));
+  ASSERT_TRUE(store.Get("resp_a", "alice").has_value());
+  EXPECT_EQ(store.Get("resp_a", "alice")->response["text"], "hi");
+  EXPECT_EQ(store.Get("resp_a", "alice")->conversation[0]["content"], "hi");
+  EXPECT_FALSE(store.Get("resp_a", "bob").has_value());
+  EXPECT_FALSE(store.Delete("resp_a", "bob"));
+  EXPECT_TRUE(store.Get("resp_a", "alice").has_value()) << "bob's delete left it";
+  EXPECT_TRUE(store.Delete("resp_a", "alice"));
+  EXPECT_FALSE(store.Get("resp_a", "alice").has_value());
+  EXPECT_EQ(store.bytes(), 0u);
+  EXPECT_EQ(store.count(), 0u);
+}
+
+// Within the budget the least recently used entry goes first (a read counts as a use); an entry larger than the whole
+// budget is not kept, and replacing an entry counts its new size only.
+TEST(ResponseStore, TheLeastRecentlyUsedGoFirstWithinTheBudget) {
+  const std::string text(200, 'w');
+  ResponseStore probe(1 << 20);
+  probe.Put("resp_1", EntryOf("k", text));
+  const size_t one = probe.bytes();
+  ASSERT_GT(one, 400u);
+  ResponseStore store(3 * one);
+  store.Put("resp_1", EntryOf("k", text));
+  store.Put("resp_2", EntryOf("k", text));
+  store.Put("resp_3", EntryOf("k", text));
+  EXPECT_EQ(store.count(), 3u);
+  ASSERT_TRUE(store.Get("resp_1", "k").has_value());  // resp_2 is now the least recently used
+  store.Put("resp_4", EntryOf("k", text));
+  EXPECT_EQ(store.count(), 3u);
+  EXPECT_FALSE(store.Get("resp_2", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_1", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_3", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_4", "k").has_value());
+  EXPECT_LE(store.bytes(), 3 * one);
+  store.Put("resp_3", EntryOf("k", text));  // replaced, not counted twice
+  EXPECT_EQ(store.count(), 3u);
+  EXPECT_EQ(store.bytes(), 3 * one);
+  store.Put("resp_big", EntryOf("k", std::string(4 * one, 'b')));
+  EXPECT_FALSE(store.Get("resp_big", "k").has_value()) << "larger than the whole budget";
+  EXPECT_EQ(store.count(), 3u) << "and nothing dropped for it";
+}
+
+}  // namespace
+}  // namespace arach::server
