@@ -1,6 +1,7 @@
 // libFuzzer: arbitrary bytes as the body of POST /v1/responses reach the HTTP API's reader (ParseResponsesRequest:
-// input items, instructions, flat tools, tool_choice, text.format and the parameter check): every outcome is a
-// request or an INVALID_ARGUMENT naming a parameter; never a crash or an exception.
+// input items, instructions, flat tools, tool_choice, text.format, previous_response_id (a stored conversation
+// under "resp_1", with a function call the input may answer) and the parameter check): every outcome is a request or
+// an INVALID_ARGUMENT naming a parameter; never a crash or an exception.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,7 +12,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
-  const absl::StatusOr<arach::server::http::ResponsesRequest> request = arach::server::http::ParseResponsesRequest(body);
+  const auto stored = [](const std::string& id) -> absl::StatusOr<nlohmann::ordered_json> {
+    if (id != "resp_1") return absl::NotFoundError(id);
+    return nlohmann::ordered_json::parse(R"([{"type": "message", "role": "user", "content": "Weather?"},
+        {"type": "function_call", "call_id": "call_a", "name": "weather", "arguments": "{}"}])");
+  };
+  const absl::StatusOr<arach::server::http::ResponsesRequest> request = arach::server::http::ParseResponsesRequest(body, stored);
   if (!request.ok()) {
     if (request.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
     if (arach::server::http::ErrorParam(request.status()).empty()) std::abort();  // every refusal names a parameter
