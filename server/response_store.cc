@@ -2,31 +2,41 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace arach::server {
+namespace {
+
+// Entries are kept under their owner and id together: a response id (which a client may choose through its
+// request id) never reaches another key's entry.
+std::string KeyOf(const std::string& owner, const std::string& id) { return absl::StrCat(owner.size(), ":", owner, id); }
+
+}  // namespace
 
 void ResponseStore::Put(const std::string& id, Entry entry) {
-  const size_t bytes = id.size() + entry.owner.size() + entry.response.dump().size() + entry.conversation.dump().size();
+  const std::string key = KeyOf(entry.owner, id);
+  const size_t bytes = key.size() + entry.response.dump().size() + entry.conversation.dump().size();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = entries_.find(id); it != entries_.end()) DropLocked(it);
+  if (auto it = entries_.find(key); it != entries_.end()) DropLocked(it);
   if (bytes > max_bytes_) return;
   while (bytes_ + bytes > max_bytes_ && !uses_.empty()) DropLocked(entries_.find(uses_.front()));
-  uses_.push_back(id);
-  entries_.emplace(id, Stored{std::move(entry), bytes, std::prev(uses_.end())});
+  uses_.push_back(key);
+  entries_.emplace(key, Stored{std::move(entry), bytes, std::prev(uses_.end())});
   bytes_ += bytes;
 }
 
 std::optional<ResponseStore::Entry> ResponseStore::Get(const std::string& id, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.entry.owner != owner) return std::nullopt;
+  const auto it = entries_.find(KeyOf(owner, id));
+  if (it == entries_.end()) return std::nullopt;
   uses_.splice(uses_.end(), uses_, it->second.use);
   return it->second.entry;
 }
 
 bool ResponseStore::Delete(const std::string& id, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.entry.owner != owner) return false;
+  const auto it = entries_.find(KeyOf(owner, id));
+  if (it == entries_.end()) return false;
   DropLocked(it);
   return true;
 }

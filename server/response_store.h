@@ -26,8 +26,9 @@ class ResponseStore {
 
   explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // Keeps `entry` under `id` (replacing one there), dropping the least recently used beyond the budget; an entry
-  // larger than the whole budget is not kept.
+  // Keeps `entry` under `id` for its owner (replacing the owner's entry there; another owner's with the same id
+  // stays apart), dropping the least recently used beyond the budget; an entry larger than the whole budget is not
+  // kept.
   void Put(const std::string& id, Entry entry);
   // The entry `id` when `owner` made it (and marks it used); nullopt otherwise, whoever made it.
   std::optional<Entry> Get(const std::string& id, const std::string& owner);
@@ -47,8 +48,8 @@ class ResponseStore {
 
   const size_t max_bytes_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, Stored> entries_;
-  std::list<std::string> uses_;  // ids, least recently used first
+  std::unordered_map<std::string, Stored> entries_;  // by owner and id
+  std::list<std::string> uses_;  // their keys, least recently used first
   size_t bytes_ = 0;
 };
 

@@ -11,7 +11,7 @@ ResponseStore::Entry EntryOf(const std::string& owner, const std::string& text) 
   return {owner, {{"id", "x"}, {"text", text}}, nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}})};
 }
 
-// Each entry belongs to its owner: another key neither reads nor deletes it.
+// Each entry belongs to its owner: another key neither reads, replaces nor deletes it.
 TEST(ResponseStore, AnEntryIsItsOwnersOnly) {
   ResponseStore store(1 << 20);
   store.Put("resp_a", EntryOf("alice", "hi"));
@@ -21,6 +21,11 @@ TEST(ResponseStore, AnEntryIsItsOwnersOnly) {
   EXPECT_FALSE(store.Get("resp_a", "bob").has_value());
   EXPECT_FALSE(store.Delete("resp_a", "bob"));
   EXPECT_TRUE(store.Get("resp_a", "alice").has_value()) << "bob's delete left it";
+  // The same id (a client may choose its request id) for another key is that key's own entry.
+  store.Put("resp_a", EntryOf("bob", "other"));
+  EXPECT_EQ(store.Get("resp_a", "alice")->response["text"], "hi");
+  EXPECT_EQ(store.Get("resp_a", "bob")->response["text"], "other");
+  EXPECT_TRUE(store.Delete("resp_a", "bob"));
   EXPECT_TRUE(store.Delete("resp_a", "alice"));
   EXPECT_FALSE(store.Get("resp_a", "alice").has_value());
   EXPECT_EQ(store.bytes(), 0u);
