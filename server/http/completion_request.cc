@@ -45,6 +45,12 @@ absl::Status ReadNumber(const json& body, const std::string& key, std::optional<
   return absl::OkStatus();
 }
 
+// A number of log-prob alternatives per token (logprobs, top_logprobs, prompt_logprobs): 0..kMaxTopLogprobs.
+absl::Status CheckAlternatives(const char* param, int n) {
+  if (n >= 0 && n <= SamplingParams::kMaxTopLogprobs) return absl::OkStatus();
+  return InvalidField(param, absl::StrCat(n, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
+}
+
 absl::StatusOr<std::vector<int32_t>> ReadIds(const json& list, const std::string& param) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -196,19 +202,14 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     ARACH_RETURN_IF_ERROR(ReadNumber(body, "logprobs", &logprobs));
   }
   if (logprobs) {
-    if (*logprobs < 0 || *logprobs > SamplingParams::kMaxTopLogprobs) {
-      return InvalidField(top_logprobs ? "top_logprobs" : "logprobs",
-                 absl::StrCat(*logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
-    }
+    ARACH_RETURN_IF_ERROR(CheckAlternatives(top_logprobs ? "top_logprobs" : "logprobs", *logprobs));
     f.logprobs = logprobs;
     sp.logprobs = true;
     sp.top_logprobs = *logprobs;
   }
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "prompt_logprobs", &f.prompt_logprobs));
   if (f.prompt_logprobs) {
-    if (*f.prompt_logprobs < 0 || *f.prompt_logprobs > SamplingParams::kMaxTopLogprobs) {
-      return InvalidField("prompt_logprobs", absl::StrCat(*f.prompt_logprobs, " must be in [0, ", SamplingParams::kMaxTopLogprobs, "]"));
-    }
+    ARACH_RETURN_IF_ERROR(CheckAlternatives("prompt_logprobs", *f.prompt_logprobs));
     if (f.stream) return InvalidField("prompt_logprobs", "is not available with stream (the prompt's log-probs come whole); ask without stream");
   }
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "truncate_prompt_tokens", &f.truncate_prompt_tokens));

@@ -137,8 +137,10 @@ std::optional<json> GenerationCall::AttentionJsonOf(const Choice& choice) const 
 }
 
 json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final) {
-  json token_ids = json::array();  // the tokens ChoiceJson writes (and clears)
-  for (const SampledToken& t : choice.tokens) token_ids.push_back(t.token);
+  json token_ids = json::array();  // return_token_ids: the tokens ChoiceJson writes (and clears)
+  if (fields_.return_token_ids) {
+    for (const SampledToken& t : choice.tokens) token_ids.push_back(t.token);
+  }
   choice.tokens_written += static_cast<int>(choice.tokens.size());
   json out = ChoiceJson(index, choice, final);
   if (final) {
