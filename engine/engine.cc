@@ -131,6 +131,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.tokens = state->request.prompt;
   seq.prompt_len = prompt_len;
   seq.variant = state->request.variant;
+  seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt);
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
@@ -142,7 +143,10 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.background = state->request.request_class == RequestClass::kBackground;
   seq.priority = state->request.priority;
   seq.arrival = state->arrival;
-  if (state->request.keep_generated) state->generated.emplace();
+  if (state->request.keep_generated) {
+    state->generated.emplace();
+    state->generated->cache_salt = state->request.cache_salt;
+  }
   if (state->request.attention_diagnostics) {
     seq.want_attention_diagnostics = true;
     state->diagnostics.emplace(c.num_layers, c.num_heads);

@@ -55,6 +55,10 @@ struct EngineRequest {
   // Generation: keep the sequence, each generated token's raw log-prob and each step's argmax
   // (FinishInfo::generated), e.g. to compare the output with another variant's scores.
   bool keep_generated = false;
+  // The prefix-cache namespace (vLLM's cache_salt): the prompt's cached blocks are reused only by requests with
+  // the same salt, and blocks it computes are found only by them; empty: the shared namespace. Not secret-checked
+  // here: a salt should be long and unpredictable (e.g. 32 random bytes in base64) and kept by its tenant.
+  std::string cache_salt;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -104,6 +108,7 @@ struct KeptGeneration {
   int prompt_len = 0;
   std::vector<float> raw_logprobs;   // [generated]: log p(token) under the raw model distribution
   std::vector<int32_t> argmax;       // [generated]: the most likely token at that step
+  std::string cache_salt;            // the request's (a comparison scores it in the same prefix-cache namespace)
 };
 
 struct FinishInfo {

@@ -31,6 +31,12 @@ int CallTicket::PriorityFor(std::optional<int> requested) const {
   return caller().priority.value_or(0);
 }
 
+std::string CallTicket::CacheSaltFor(const std::string& requested) const {
+  if (!context_->prefix_cache_per_key) return requested;
+  // Length-prefixed, so that no key name and salt written together read as another key's.
+  return absl::StrCat(caller().key.size(), ":", caller().key, requested);
+}
+
 absl::Status CallTicket::ReserveTokens(int64_t tokens, const std::string& field) {
   absl::Status status = usage_->Reserve(tokens, field);
   if (status.code() == absl::StatusCode::kResourceExhausted) context_->metrics->RecordRateLimited(caller().key, "tpm");

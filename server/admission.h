@@ -58,6 +58,9 @@ class CallTicket {
   bool admitted() const { return usage_ != nullptr; }
   // The priority of the call's engine requests: the request's own, else its key's default, else 0.
   int PriorityFor(std::optional<int> requested) const;
+  // The prefix-cache salt of the call's engine requests (EngineRequest::cache_salt): the request's own
+  // (`requested`, vLLM's cache_salt; empty: none), within its key's namespace under --prefix_cache_per_key.
+  std::string CacheSaltFor(const std::string& requested) const;
   // The call's usage, for the observers of its engine requests to add the tokens they used.
   const std::shared_ptr<CallUsage>& usage() const { return usage_; }
   // Records a refusal of this call by its key's tokens per minute (arach_rate_limited_total) and returns it.

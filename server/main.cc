@@ -65,6 +65,9 @@ ABSL_FLAG(int, max_num_seqs, 64, "sequences in the running batch at most");
 ABSL_FLAG(int, max_num_batched_tokens, 512, "tokens per engine step (prefill chunks + decodes)");
 ABSL_FLAG(int, max_queued_requests, 1024, "requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (per variant)");
+ABSL_FLAG(bool, prefix_cache_per_key, false,
+          "each API key's requests reuse only the cached prompt prefixes of that key's requests, so that no tenant can "
+          "learn another's prompts from how fast they are answered (a request's cache_salt narrows it further)");
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address HOST:PORT (port 0 picks one)");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:8000", "HTTP address HOST:PORT of the OpenAI API, /health, /ready and /metrics");
 ABSL_FLAG(int, http_threads, 0,
@@ -163,6 +166,7 @@ ServerOptions OptionsFromFlags() {
   o.api_key_file = absl::GetFlag(FLAGS_api_key_file);
   o.api_key = absl::GetFlag(FLAGS_api_key);
   o.metrics_auth = absl::GetFlag(FLAGS_metrics_auth);
+  o.prefix_cache_per_key = absl::GetFlag(FLAGS_prefix_cache_per_key);
   o.engine.priority_aging_seconds = absl::GetFlag(FLAGS_priority_aging_seconds);
   o.limits.max_prompts_per_request = absl::GetFlag(FLAGS_max_prompts_per_request);
   o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);

@@ -33,6 +33,9 @@ struct ServiceContext {
   ShadowScorer* shadow = nullptr;   // paired shadow scoring of finished generation requests
   const ApiKeys* keys = nullptr;    // who may call (never null: an open server has an empty set)
   RateLimiter* rate_limiter = nullptr;  // the keys' requests and tokens per minute
+  // --prefix_cache_per_key: each API key's requests find only the prefix-cache blocks of that key's requests
+  // (CallTicket::CacheSaltFor), so that no tenant learns another's prompts from prefix-cache timing.
+  bool prefix_cache_per_key = false;
   bool metrics_need_key = false;    // --metrics_auth: /metrics wants a valid key too (where keys are configured)
   ChatOutputFormat chat_output;     // how the model's chat turns write tool calls and reasoning (set before the engine)
   ResponseStore* responses = nullptr;  // the Responses API's stored answers (--responses_store_bytes); null: none kept

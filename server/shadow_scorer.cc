@@ -83,6 +83,7 @@ void ShadowScorer::OnFinished(Engine& engine, const Variant& served, const Finis
   request.request_class = RequestClass::kBackground;
   request.prompt = info.generated->sequence;
   request.variant = against;
+  request.cache_salt = info.generated->cache_salt;  // its blocks stay in the live request's namespace
   auto observer = std::make_shared<ShadowObserver>(*this, served, against, *info.generated);
   if (!engine.Submit(std::move(request), std::move(observer)).ok()) {
     --in_flight_;  // the engine refused it: the observer never runs

@@ -7,9 +7,17 @@
 namespace arach {
 
 uint64_t BlockContent::Hash() const {
-  uint64_t h = Mix64(parent_hash + 0x9e3779b97f4a7c15ull) ^ Mix64(variant_key + 0x632be59bd9b4e019ull);
+  uint64_t h = Mix64(parent_hash + 0x9e3779b97f4a7c15ull) ^ Mix64(variant_key + 0x632be59bd9b4e019ull) ^
+               Mix64(cache_namespace + 0xd6e8feb86659fd93ull);
   for (int32_t t : tokens) h = Mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(t)) + 0x9e3779b97f4a7c15ull));
   return h == 0 ? 1 : h;  // 0 means "no parent"
+}
+
+uint64_t CacheNamespaceOf(std::string_view cache_salt) {
+  if (cache_salt.empty()) return 0;
+  uint64_t h = Mix64(cache_salt.size() + 0x8ebc6af09c88c6e3ull);
+  for (unsigned char byte : cache_salt) h = Mix64(h ^ (byte + 0x9e3779b97f4a7c15ull));
+  return h == 0 ? 1 : h;
 }
 
 BlockAllocator::BlockAllocator(int num_blocks)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <list>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -14,18 +15,25 @@
 
 namespace arach {
 
-// What a full block holds: its tokens, the chain hash of every block before it, and the variant key
-// (cached K/V differ between variants).
+// What a full block holds: its tokens, the chain hash of every block before it, the variant key (cached K/V
+// differ between variants) and the cache namespace (CacheNamespaceOf: blocks of one namespace are never found
+// from another, so that a tenant cannot learn another's prompts from prefix-cache timing).
 struct BlockContent {
   uint64_t parent_hash = 0;  // Hash() of the previous block of the sequence; 0 for the first block
   uint64_t variant_key = 0;
+  uint64_t cache_namespace = 0;  // 0: the shared namespace
   std::vector<int32_t> tokens;  // block_size tokens
 
   uint64_t Hash() const;
   bool operator==(const BlockContent& other) const {
-    return parent_hash == other.parent_hash && variant_key == other.variant_key && tokens == other.tokens;
+    return parent_hash == other.parent_hash && variant_key == other.variant_key && cache_namespace == other.cache_namespace &&
+           tokens == other.tokens;
   }
 };
+
+// The prefix-cache namespace of a request's cache salt (EngineRequest::cache_salt): 0 (shared) for an empty
+// salt, else a 64-bit digest of it that is never 0.
+uint64_t CacheNamespaceOf(std::string_view cache_salt);
 
 class BlockAllocator {
  public:

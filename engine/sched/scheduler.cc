@@ -36,6 +36,7 @@ int Scheduler::MatchPrefix(Sequence& seq) {
   const int candidates = (static_cast<int>(seq.tokens.size()) - 1) / block_size;
   BlockContent content;
   content.variant_key = seq.variant.CacheKey();
+  content.cache_namespace = seq.cache_namespace;
   int matched = 0;
   for (; matched < candidates; ++matched) {
     ++prefix_queries_;
@@ -201,6 +202,7 @@ void Scheduler::CompleteStep(const ScheduledBatch& batch) {
     const int block_size = seq.blocks.block_size();
     BlockContent content;
     content.variant_key = seq.variant.CacheKey();
+    content.cache_namespace = seq.cache_namespace;
     for (int b = seq.num_registered_blocks; b < seq.num_computed / block_size; ++b) {
       content.parent_hash = seq.last_block_hash;
       content.tokens.assign(seq.tokens.begin() + b * block_size, seq.tokens.begin() + (b + 1) * block_size);

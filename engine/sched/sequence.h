@@ -23,6 +23,7 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int prompt_len = 0;
   Variant variant;
+  uint64_t cache_namespace = 0;       // prefix-cache namespace (CacheNamespaceOf(EngineRequest::cache_salt))
   bool want_prompt_logprobs = false;  // prompt chunks return every row's logits; no prefix-cache reuse
   bool want_attention_diagnostics = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
   bool background = false;            // low priority: spare budget only, preempted first (shadow scoring)

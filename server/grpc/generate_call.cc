@@ -219,6 +219,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     absl::StatusOr<EngineRequest> mapped = ToEngineRequest(ticket_.engine(), context_.limits, request, variant, &field);
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
     mapped->priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
+    mapped->cache_salt = ticket_.CacheSaltFor(request.cache_salt());
     if (prompt_field != nullptr) *prompt_field = field;
     return mapped;
   }

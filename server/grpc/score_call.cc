@@ -129,6 +129,7 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
       r.variant = variant;
       r.attention_diagnostics = request.diagnostics();
       r.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
+      r.cache_salt = ticket_.CacheSaltFor(request.cache_salt());
       tokens += static_cast<int64_t>(r.prompt.size());
     }
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, "inputs"));

@@ -177,6 +177,10 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
     }
   }
   sp.include_stop_str_in_output = include_stop.value_or(false);
+  if (const json* salt = Field(body, "cache_salt"); salt != nullptr) {
+    if (!salt->is_string() || salt->get_ref<const std::string&>().empty()) return InvalidField("cache_salt", "must be a non-empty string");
+    f.cache_salt = salt->get<std::string>();
+  }
   if (const json* ids = Field(body, "stop_token_ids"); ids != nullptr) {
     if (!ids->is_array()) return InvalidField("stop_token_ids", "must be a list of token ids");
     ARACH_ASSIGN_OR_RETURN(sp.stop_token_ids, ReadIds(*ids, "stop_token_ids"));

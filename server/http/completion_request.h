@@ -49,6 +49,8 @@ struct GenerationFields {
   bool diagnostics = false;         // each choice reports where its prompt's attention went (arach_attention)
   std::optional<int> priority;      // lower first (vLLM's `priority`); default: the API key's, else 0
   RequestedConstraint structured_output;  // response_format / structured_outputs
+  // vLLM's cache_salt: the prefix-cache namespace of the request's prompts (EngineRequest::cache_salt); empty: shared.
+  std::string cache_salt;
 };
 
 struct CompletionRequest {

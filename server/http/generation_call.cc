@@ -76,6 +76,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
       r.prompt_top_logprobs = std::max(r.prompt_top_logprobs, *fields_.prompt_logprobs);
     }
     r.priority = ticket_.PriorityFor(fields_.priority);
+    r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
     tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
   }
   if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs")));

@@ -19,7 +19,7 @@ constexpr std::string_view kShared[] = {
     "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "ignore_eos",
     "skip_special_tokens", "stop", "include_stop_str_in_output", "stop_token_ids", "logit_bias", "logprobs", "prompt_logprobs", "return_tokens_as_token_ids", "return_token_ids", "truncate_prompt_tokens", "priority", "response_format",
-    "structured_outputs",
+    "structured_outputs", "cache_salt",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
     // accepted, and change nothing in the output (`user`, else `safety_identifier`, is the experiment key when none
@@ -37,7 +37,7 @@ constexpr std::string_view kResponses[] = {
     "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs", "previous_response_id",
     // vLLM's sampling extensions and chat-template arguments
     "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "priority",
-    "chat_template_kwargs",
+    "chat_template_kwargs", "cache_salt",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
     // accepted, and change nothing in the output (`store` keeps the answer where the server stores answers,

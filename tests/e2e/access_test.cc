@@ -201,6 +201,59 @@ TEST_F(Keys, ScopesGuardDiagnosticsAndChoosingAVariantDuringAnExperiment) {
   EXPECT_TRUE(full->Score(score, &response).ok());
 }
 
+// The prompt tokens a completion of a 40-token prompt found in the prefix cache (blocks of 16: 32 when found).
+int CachedTokensOf(const ServerProcess& server, const std::string& key, const std::string& salt = "") {
+  json body = {{"model", "tiny"}, {"max_tokens", 1}, {"temperature", 0}, {"prompt", json::array()}};
+  for (int i = 0; i < 40; ++i) body["prompt"].push_back(100 + i);
+  if (!salt.empty()) body["cache_salt"] = salt;
+  const Answer answer = Complete(server, body, key);
+  EXPECT_EQ(answer.status, 200) << answer.body.dump();
+  return answer.body["usage"]["prompt_tokens_details"].value("cached_tokens", -1);
+}
+
+// The same over gRPC Generate: Finish.usage.cached_prompt_tokens.
+int GrpcCachedTokensOf(const ServerProcess& server, const std::string& key, const std::string& salt = "") {
+  auto client = ArachClient::Connect(server.grpc_address(), {}, key);
+  arach::v1::GenerateRequest r;
+  for (int i = 0; i < 40; ++i) r.mutable_token_ids()->add_ids(100 + i);
+  r.set_max_tokens(1);
+  r.set_cache_salt(salt);
+  int cached = -1;
+  EXPECT_TRUE(client->Generate(r, [&](const arach::v1::GenerateResponse& m) {
+                      if (m.has_finish()) cached = static_cast<int>(m.finish().usage().cached_prompt_tokens());
+                    }).ok());
+  return cached;
+}
+
+TEST_F(Keys, CacheSaltsAndPerKeyIsolationKeepPrefixCacheHitsWithinTheirNamespace) {
+  {  // Shared by default: another key finds the blocks; a salt keeps its own.
+    auto server = Start({"--block_size=16"});
+    ASSERT_NE(server, nullptr);
+    EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret"), 0);
+    EXPECT_EQ(CachedTokensOf(*server, "sk-plain-secret"), 32);
+    EXPECT_EQ(CachedTokensOf(*server, "sk-plain-secret", "salt-one"), 0);
+    EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret", "salt-one"), 32) << "a salt is a namespace of its own, not a key's";
+    EXPECT_EQ(GrpcCachedTokensOf(*server, "sk-plain-secret", "salt-one"), 32) << "gRPC shares HTTP's namespaces";
+    EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret", "salt-two"), 0);
+
+    json empty = SmallCompletion();
+    empty["cache_salt"] = "";
+    const Answer refused = Complete(*server, empty, "sk-full-secret");
+    EXPECT_EQ(refused.status, 400);
+    EXPECT_EQ(refused.body["error"]["param"], "cache_salt");
+  }
+  auto server = Start({"--block_size=16", "--prefix_cache_per_key"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret"), 0);
+  EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret"), 32);
+  EXPECT_EQ(GrpcCachedTokensOf(*server, "sk-full-secret"), 32);
+  EXPECT_EQ(CachedTokensOf(*server, "sk-plain-secret"), 0) << "another key's blocks are not found";
+  EXPECT_EQ(GrpcCachedTokensOf(*server, "sk-plain-secret"), 32);
+  EXPECT_EQ(CachedTokensOf(*server, "sk-plain-secret", "salt-one"), 0);
+  EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret", "salt-one"), 0) << "the same salt under another key";
+  EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret", "salt-one"), 32);
+}
+
 TEST(RateLimits, RequestsPerMinuteBurstThen429WithRetryAfterThenPass) {
   testing::ScopedTempDir dir;
   std::ofstream(dir.File("keys")) << "limited:sk-limited::rpm=120\nother:sk-other\n";  // 2 a second after a burst of 120

@@ -79,6 +79,12 @@ TEST(CompletionRequest, ReadsSamplingStopsLogprobsAndVariantFields) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "safety_identifier": 7})"), "safety_identifier");
   EXPECT_EQ(*r->fields.variant.arach_offset, -1.5f);
   EXPECT_EQ(r->fields.model, "m:arach");
+  EXPECT_EQ(r->fields.cache_salt, "") << "the shared prefix-cache namespace unless asked";
+  auto salted = ParseCompletionRequest(R"({"model": "m", "prompt": "a", "cache_salt": "tenant 7 salt"})");
+  ASSERT_TRUE(salted.ok()) << salted.status();
+  EXPECT_EQ(salted->fields.cache_salt, "tenant 7 salt");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "cache_salt": ""})"), "cache_salt");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "a", "cache_salt": 7})"), "cache_salt");
 }
 
 TEST(CompletionRequest, MaxTokensZeroScoresOnlyWithEcho) {

@@ -33,6 +33,9 @@ TEST(ResponsesRequest, AStringInputIsOneUserTurnAfterTheInstructions) {
   EXPECT_FLOAT_EQ(parsed->chat.fields.sampling.temperature, 0.5f);
   EXPECT_EQ(parsed->chat.fields.variant.experiment_key, "u1");
   EXPECT_EQ(parsed->chat.fields.n, 1);
+  auto salted = ParseResponsesRequest(R"({"model": "m", "input": "Hi", "cache_salt": "tenant salt"})");
+  ASSERT_TRUE(salted.ok()) << salted.status();
+  EXPECT_EQ(salted->chat.fields.cache_salt, "tenant salt");
   EXPECT_EQ(parsed->echo["instructions"], "Be brief.");
   EXPECT_EQ(parsed->echo["max_output_tokens"], 7);
   EXPECT_EQ(parsed->echo["tools"], json::array());

@@ -297,6 +297,24 @@ TEST(Scheduler, PrefixCacheReusesFullBlocksOfTheSameVariantOnly) {
   EXPECT_EQ(h.scheduler().prefix_cache_hits(), 2);
 }
 
+TEST(Scheduler, PrefixCacheReusesBlocksWithinTheirCacheNamespaceOnly) {
+  Harness h({4, 64, true}, 32, 4);
+  const uint64_t tenant = CacheNamespaceOf("tenant-a salt");
+  ASSERT_NE(tenant, 0u);
+  ASSERT_EQ(CacheNamespaceOf(""), 0u);
+  ASSERT_NE(CacheNamespaceOf("tenant-b salt"), tenant);
+  h.Add('A', 10, 1, /*first_token=*/100)->cache_namespace = tenant;
+  CheckTable(h, {{"A0+10", "", "", 32}});
+  h.Add('B', 11, 1, 100);                                                // the shared namespace: nothing found
+  h.Add('C', 11, 1, 100)->cache_namespace = CacheNamespaceOf("tenant-b salt");  // another salt: nothing found
+  h.Add('D', 11, 1, 100)->cache_namespace = tenant;                      // the same salt: A's two blocks
+  CheckTable(h, {{"B0+11 C0+11 D8+3", "", "", 32}});
+  EXPECT_EQ(h.scheduler().prefix_cache_hits(), 2);
+  h.Add('E', 11, 1, 100);  // B registered its blocks in the shared namespace, where E finds them
+  CheckTable(h, {{"E8+3", "", "", 32}});
+  EXPECT_EQ(h.scheduler().prefix_cache_hits(), 4);
+}
+
 TEST(Scheduler, AWholeCachedPromptStillComputesItsLastToken) {
   Harness h({4, 64, true}, 32, 4);
   h.Add('A', 8, 1, 7);

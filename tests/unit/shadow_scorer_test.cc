@@ -103,5 +103,50 @@ TEST(ShadowScorer, WorkBeyondTheBoundIsDroppedAndCounted) {
   engine->Shutdown();
 }
 
+// The prompt tokens a base-variant generation of `prompt` with `cache_salt` found in the engine's prefix cache.
+int CachedTokensOf(Engine& engine, const std::vector<int32_t>& prompt, const std::string& cache_salt) {
+  EngineRequest request;
+  request.prompt = prompt;
+  request.sampling.max_tokens = 1;
+  request.cache_salt = cache_salt;
+  auto observer = std::make_shared<testing::CollectingObserver>();
+  EXPECT_TRUE(engine.Submit(request, observer).ok());
+  EXPECT_TRUE(observer->Wait());
+  return observer->finish().usage.cached_prompt_tokens;
+}
+
+TEST(ShadowScorer, ScoresInTheServedRequestsPrefixCacheNamespace) {
+  LoadModelOptions load;
+  load.kv_blocks = 64;
+  load.block_size = 4;
+  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(testing::TinyRandomModelDir(), load);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(std::move(*bundle), EngineConfig{});
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Engine> engine = std::move(*created);
+  Engine* engine_ptr = engine.get();
+  std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create();
+  ShadowScorer scorer(ShadowOptions{}, {}, *metrics);  // an arach generation is scored under base
+
+  EngineRequest request;
+  request.prompt = {17, 4, 250, 9, 33, 101, 7, 80};
+  request.sampling.max_tokens = 4;
+  request.sampling.ignore_eos = true;
+  request.variant = Arach();
+  request.keep_generated = true;
+  request.cache_salt = "tenant salt";
+  auto observer = std::make_shared<ShadowingObserver>(scorer, engine_ptr, 1);
+  ASSERT_TRUE(engine->Submit(request, observer).ok());
+  ASSERT_TRUE(observer->Wait());
+  for (int i = 0; i < 1000 && scorer.in_flight() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(scorer.in_flight(), 0);
+  // The shadow score computed the served sequence (12 tokens) under base: its blocks are found with the salt only.
+  const std::vector<int32_t> sequence = observer->finish().generated->sequence;
+  ASSERT_EQ(sequence.size(), 12u);
+  EXPECT_EQ(CachedTokensOf(*engine, sequence, ""), 0);
+  EXPECT_EQ(CachedTokensOf(*engine, sequence, "tenant salt"), 8);
+  engine->Shutdown();
+}
+
 }  // namespace
 }  // namespace arach::server
