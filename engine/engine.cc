@@ -8,6 +8,7 @@
 #include "engine/core/status.h"
 #include "engine/output/detokenizer.h"
 #include "engine/sampling/logprobs.h"
+#include "engine/sampling/token_filter.h"
 
 namespace arach {
 namespace {
@@ -50,6 +51,7 @@ struct Engine::RequestState {
   int generated_logprobs = 0;
   std::optional<AttentionDiagnosticsAccumulator> diagnostics;  // when the request asked for diagnostics
   std::optional<ConstraintMatcher> constraint;  // structured output: where the output stands in its constraint
+  TokenFilter token_filter;                     // allowed_token_ids and bad_words (inactive without them)
 };
 
 Engine::Engine(ModelBundle model, const EngineConfig& config)
@@ -118,6 +120,13 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
                                                           allocator_.num_blocks(), "; it could never run"));
   }
 
+  TokenFilter token_filter;
+  if (request.kind == RequestKind::kGenerate) {
+    ARACH_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> bad_word_ids,
+                           BadWordTokenIds(sp.bad_words, *model_.tokenizer, c.vocab_size, names));
+    ARACH_ASSIGN_OR_RETURN(token_filter, TokenFilter::Create(sp, std::move(bad_word_ids), c.vocab_size, names));
+  }
+
   std::shared_ptr<const CompiledConstraint> compiled;
   if (request.constraint.active()) {
     if (request.kind == RequestKind::kScore) return InvalidField(names, "constraint", "a score request generates nothing to constrain");
@@ -132,6 +141,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.prompt_len = prompt_len;
   seq.variant = state->request.variant;
   seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt);
+  state->token_filter = std::move(token_filter);
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
@@ -319,6 +329,10 @@ absl::StatusOr<SamplerInput> Engine::SamplerInputFor(RequestState& r) {
       return absl::InvalidArgumentError(absl::StrCat("the structured output ", allowed.status().message()));
     }
     ARACH_ASSIGN_OR_RETURN(in.allowed, std::move(allowed));
+  }
+  if (r.token_filter.active()) {  // within the structured output's mask
+    const std::span<const int32_t> generated = std::span<const int32_t>(r.seq.tokens).subspan(static_cast<size_t>(r.seq.prompt_len));
+    ARACH_ASSIGN_OR_RETURN(in.allowed, r.token_filter.Allowed(in.allowed, generated));
   }
   return in;
 }

@@ -53,6 +53,14 @@ absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingPara
   if (sp.stop_token_ids.size() > static_cast<size_t>(limits.max_stop_token_ids)) {
     return InvalidField("stop_token_ids", absl::StrCat("more than ", limits.max_stop_token_ids, " ids"));
   }
+  if (sp.bad_words.size() > static_cast<size_t>(limits.max_bad_words)) {
+    return InvalidField("bad_words", absl::StrCat(sp.bad_words.size(), " words exceed the limit of ", limits.max_bad_words));
+  }
+  for (size_t i = 0; i < sp.bad_words.size(); ++i) {
+    if (sp.bad_words[i].size() > limits.max_bad_word_bytes) {
+      return InvalidField(absl::StrCat("bad_words[", i, "]"), absl::StrCat("longer than ", limits.max_bad_word_bytes, " bytes"));
+    }
+  }
   return absl::OkStatus();
 }
 

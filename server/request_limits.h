@@ -22,6 +22,8 @@ struct RequestLimits {
   int max_stop_strings = 16;
   size_t max_stop_bytes = 256;        // each stop string
   int max_stop_token_ids = 64;
+  int max_bad_words = 64;             // vLLM's bad_words
+  size_t max_bad_word_bytes = 256;    // each bad word
   int max_score_inputs = 64;
   int max_prompts_per_request = 16;   // prompts of one completions request (a list of prompts)
   int max_tokens = 4096;              // max_tokens of one request
@@ -33,7 +35,7 @@ struct RequestLimits {
 // API limits on a prompt's length in tokens (the engine checks the model's context); errors name `field`.
 absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& field, size_t count);
 
-// The API's limits on max_tokens, stop strings and stop token ids (INVALID_ARGUMENT naming the field).
+// The API's limits on max_tokens, stop strings, stop token ids and bad words (INVALID_ARGUMENT naming the field).
 absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling);
 
 // A non-streamed answer is built whole in memory: INVALID_ARGUMENT naming `field` when the log-probs that

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/status.h"
 
 namespace arach {
 
@@ -38,6 +39,7 @@ absl::Status SamplingParams::Validate(int vocab_size, FieldNames names) const {
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty()) return InvalidFieldAt(names, "stop", i, "empty stop string");
   }
+  ARACH_RETURN_IF_ERROR(CheckTokenIds(allowed_token_ids, vocab_size, "allowed_token_ids", names));
   return CheckTokenIds(stop_token_ids, vocab_size, "stop_token_ids", names);
 }
 

@@ -25,6 +25,8 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // [-2, 2]: subtracted per time a token was generated (OpenAI)
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias in [-100, 100] added to its logit
   std::optional<uint64_t> seed;     // same seed, same tokens, whatever else is in the batch
+  std::vector<int32_t> allowed_token_ids;  // vLLM's: only these may be sampled (empty: every token); token_filter.h
+  std::vector<std::string> bad_words;      // vLLM's: never generated (the Engine tokenizes them; token_filter.h)
 
   int max_tokens = 16;              // tokens to generate at most (>= 1)
   int min_tokens = 0;               // stop tokens are suppressed until this many were generated

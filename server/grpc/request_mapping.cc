@@ -22,7 +22,7 @@ std::string GrpcFieldName(absl::string_view engine_field, const std::string& pro
   if (engine_field == "arach_offset") return "variant.arach_offset";
   if (engine_field == "constraint") return "structured_output";
   for (const char* sampling : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "presence_penalty",
-                               "frequency_penalty", "logit_bias"}) {
+                               "frequency_penalty", "logit_bias", "allowed_token_ids", "bad_words"}) {
     if (engine_field == sampling) return absl::StrCat("sampling.", engine_field);
   }
   return std::string(engine_field);  // max_tokens, min_tokens, stop, stop_token_ids, top_logprobs, variant
@@ -63,6 +63,8 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   if (s.has_frequency_penalty()) sp.frequency_penalty = s.frequency_penalty();
   for (const auto& [token, bias] : s.logit_bias()) sp.logit_bias.emplace_back(token, bias);
   std::sort(sp.logit_bias.begin(), sp.logit_bias.end());  // a map's order is unspecified
+  sp.allowed_token_ids.assign(s.allowed_token_ids().begin(), s.allowed_token_ids().end());
+  sp.bad_words.assign(s.bad_words().begin(), s.bad_words().end());
   if (r.has_max_tokens()) sp.max_tokens = ClampToInt(r.max_tokens());
   sp.min_tokens = ClampToInt(r.min_tokens());
   sp.stop.assign(r.stop().begin(), r.stop().end());

@@ -194,6 +194,17 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
       sp.logit_bias.emplace_back(token, value.get<float>());
     }
   }
+  if (const json* allowed = Field(body, "allowed_token_ids"); allowed != nullptr) {
+    if (!allowed->is_array() || allowed->empty()) return InvalidField("allowed_token_ids", "must be a non-empty list of token ids");
+    ARACH_ASSIGN_OR_RETURN(sp.allowed_token_ids, ReadIds(*allowed, "allowed_token_ids"));
+  }
+  if (const json* bad = Field(body, "bad_words"); bad != nullptr) {
+    if (!bad->is_array()) return InvalidField("bad_words", "must be a list of strings");
+    for (size_t i = 0; i < bad->size(); ++i) {
+      if (!(*bad)[i].is_string()) return InvalidField(absl::StrCat("bad_words[", i, "]"), "must be a string");
+      sp.bad_words.push_back((*bad)[i].get<std::string>());
+    }
+  }
   // Chat style: logprobs true and top_logprobs alternatives (request_fields.h refuses top_logprobs on completions).
   std::optional<int> top_logprobs;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "top_logprobs", &top_logprobs));

@@ -7,6 +7,7 @@
 #include "engine/core/mapped_file.h"
 #include "engine/engine.h"
 #include "engine/runner/offline_session.h"
+#include "engine/sampling/token_filter.h"
 #include "engine/tokenizer/unicode.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -411,6 +412,71 @@ TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {
   ASSERT_TRUE(held.observer->Wait());
   EXPECT_GE(held.observer->tokens().size(), 4u);
   EXPECT_NE(held.observer->tokens()[0], 25);
+}
+
+// vLLM's allowed_token_ids and bad_words on greedy text: the allowed ids only (the first token is still the
+// model's argmax when it is among them); a two-token bad word lets its first token through and masks its second
+// right after it; a one-token bad word never comes; a blank bad word is refused naming it.
+TEST(EngineOutput, AllowedTokenIdsAndBadWordsShapeTheGreedyText) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = testing::MakeFixtureEngine();
+  ASSERT_NE(engine, nullptr);
+  auto generate = [&](const SamplingParams& sampling) {
+    Job job;
+    job.request.prompt = testing::RefPrompt("gpt2-tiny", "p48");
+    job.request.sampling = sampling;
+    EXPECT_TRUE(engine->Submit(job.request, job.observer).ok());
+    EXPECT_TRUE(job.observer->Wait());
+    EXPECT_TRUE(job.observer->finish().status.ok()) << job.observer->finish().status;
+    return job.observer->tokens();
+  };
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 12;
+  greedy.ignore_eos = true;
+  const std::vector<int32_t> plain = generate(greedy);
+  ASSERT_EQ(plain.size(), 12u);
+
+  SamplingParams allowed = greedy;
+  allowed.allowed_token_ids = {plain[0], 11, 13, 262};  // its first token, ",", ".", " the"
+  const std::vector<int32_t> restricted = generate(allowed);
+  ASSERT_EQ(restricted.size(), 12u);
+  EXPECT_EQ(restricted[0], plain[0]);
+  for (int32_t t : restricted) EXPECT_THAT(allowed.allowed_token_ids, ::testing::Contains(t));
+  EXPECT_NE(restricted, plain) << "the restriction changed the text";
+
+  // A bad word made of the greedy text's first two tokens.
+  auto word = engine->tokenizer().Decode(std::span<const int32_t>(plain).first(2), false);
+  ASSERT_TRUE(word.ok()) << word.status();
+  SamplingParams banned = greedy;
+  banned.bad_words = {*word};
+  auto sequences = BadWordTokenIds(banned.bad_words, engine->tokenizer(), engine->model_config().vocab_size);
+  ASSERT_TRUE(sequences.ok()) << sequences.status();
+  ASSERT_THAT(*sequences, ::testing::Contains(std::vector<int32_t>{plain[0], plain[1]})) << "'" << *word << "'";
+  const std::vector<int32_t> avoided = generate(banned);
+  ASSERT_GE(avoided.size(), 2u);
+  EXPECT_EQ(avoided[0], plain[0]) << "the first token of a longer word passes";
+  EXPECT_NE(avoided[1], plain[1]);
+  for (size_t i = 1; i < avoided.size(); ++i) {
+    for (const std::vector<int32_t>& seq : *sequences) {
+      if (seq.size() == 2) EXPECT_FALSE(avoided[i - 1] == seq[0] && avoided[i] == seq[1]) << "at " << i;
+    }
+  }
+
+  auto first = engine->tokenizer().Decode(std::span<const int32_t>(plain).first(1), false);
+  ASSERT_TRUE(first.ok());
+  SamplingParams single = greedy;
+  single.bad_words = {*first};
+  const std::vector<int32_t> without = generate(single);
+  EXPECT_THAT(without, ::testing::Not(::testing::Contains(plain[0])));
+
+  Job blank;
+  blank.request.prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  blank.request.sampling = greedy;
+  blank.request.sampling.bad_words = {"fine", " "};
+  const absl::StatusOr<uint64_t> refused = engine->Submit(blank.request, blank.observer);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("bad_words[1]"));
 }
 
 }  // namespace

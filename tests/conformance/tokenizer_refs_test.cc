@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/output/detokenizer.h"
+#include "engine/sampling/token_filter.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "gtest/gtest.h"
@@ -195,6 +196,44 @@ TEST(TokenizerRefs, IdToTokenIsTheVocabularysOwnString) {
   const nlohmann::json pieces = read_json("llama-stories260k/pieces.json");
   for (size_t id = 0; id < pieces.size(); ++id) llama2c[static_cast<int32_t>(id)] = pieces[id].get<std::string>();
   check("llama-stories260k", llama2c);
+}
+
+// vLLM's bad-word rule on the real tokenizers: a word bans its own tokens (leading white space dropped) and, where
+// one space before it makes a different first token in as many tokens, those too (byte-level BPE: "Ġhello"); a
+// SentencePiece tokenizer that already writes "▁hello" for the bare word adds nothing.
+TEST(TokenizerRefs, BadWordsBanTheWordAndItsSpacedForm) {
+  ARACH_REQUIRE_FIXTURES();
+  auto ids_of = [](const Tokenizer& tokenizer, std::initializer_list<const char*> tokens) {
+    std::vector<int32_t> ids;
+    for (const char* token : tokens) {
+      const std::optional<int32_t> id = tokenizer.TokenToId(token);
+      EXPECT_TRUE(id.has_value()) << token;
+      ids.push_back(id.value_or(-1));
+    }
+    return ids;
+  };
+  using Sequences = std::vector<std::vector<int32_t>>;
+  for (const std::string dir : {"tokenizers/llama3", "tokenizers/qwen3", "gpt2-tiny"}) {
+    SCOPED_TRACE(dir);
+    auto tokenizer = LoadTokenizer(testing::FixturePath(dir));
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    const Tokenizer& t = **tokenizer;
+    const std::vector<std::string> words = {"hello", "  hello"};
+    absl::StatusOr<Sequences> ids = BadWordTokenIds(words, t, t.vocab_size());
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    const Sequences both = {ids_of(t, {"hello"}), ids_of(t, {"\u0120hello"})};
+    EXPECT_EQ(*ids, (Sequences{both[0], both[1], both[0], both[1]})) << "leading white space is dropped first";
+  }
+  auto llama2 = LoadTokenizer(testing::FixturePath("tokenizers/llama2"));
+  ASSERT_TRUE(llama2.ok()) << llama2.status();
+  const std::vector<std::string> words = {"Hello"};
+  absl::StatusOr<Sequences> ids = BadWordTokenIds(words, **llama2, (*llama2)->vocab_size());
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (Sequences{ids_of(**llama2, {"\u2581Hello"})}));
+
+  const std::vector<std::string> blank = {"ok", " \t "};
+  EXPECT_EQ(BadWordTokenIds(blank, **llama2, (*llama2)->vocab_size()).status().message(),
+            "bad_words[1]: has no character other than white space");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "client/arach_client.h"
 #include "client/event_stream.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/build_paths.h"
@@ -434,6 +435,37 @@ TEST_F(HttpFixtureServer, VersionSaysWhatWasBuilt) {
 
 // return_token_ids (vLLM's): each choice lists its generated ids (gRPC Generate's for the same greedy request) and its
 // prompt's; streamed, each chunk its new ids and the first chunk the prompt's.
+// allowed_token_ids and bad_words over both APIs: the same greedy ids, within the allowed set, without the bad word.
+TEST_F(HttpFixtureServer, AllowedTokenIdsAndBadWordsReachTheEngineOverBothApis) {
+  const std::vector<int32_t> allowed = {11, 13, 198, 262, 290, 286};  // , . \n the and of
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true},
+                     {"return_token_ids", true}, {"allowed_token_ids", allowed}, {"bad_words", {" the"}}};
+  const HttpAnswer whole = Complete(*server_, body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const std::vector<int32_t> ids = whole.body["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(ids.size(), 10u);
+  for (int32_t id : ids) {
+    EXPECT_THAT(allowed, ::testing::Contains(id));
+    EXPECT_NE(id, 262) << "\" the\" is a bad word";
+  }
+  arach::v1::GenerateRequest request;
+  for (int32_t id : testing::RefPrompt("gpt2-tiny", "p48")) request.mutable_token_ids()->add_ids(id);
+  request.set_max_tokens(10);
+  request.set_ignore_eos(true);
+  request.mutable_sampling()->set_temperature(0.0f);
+  for (int32_t id : allowed) request.mutable_sampling()->add_allowed_token_ids(id);
+  request.mutable_sampling()->add_bad_words(" the");
+  std::vector<int32_t> grpc_ids;
+  ASSERT_TRUE(client_->Generate(request, [&](const arach::v1::GenerateResponse& r) {
+    grpc_ids.insert(grpc_ids.end(), r.token_ids().begin(), r.token_ids().end());
+  }).ok());
+  EXPECT_EQ(grpc_ids, ids);
+  request.mutable_sampling()->add_bad_words("\t");
+  const grpc::Status refused = client_->Generate(request, [](const arach::v1::GenerateResponse&) {});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), ::testing::HasSubstr("sampling.bad_words[1]"));
+}
+
 TEST_F(HttpFixtureServer, ReturnTokenIdsListsTheGeneratedAndPromptIds) {
   const json body = {{"model", "gpt2-tiny"}, {"prompt", PromptIds()}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true},
                      {"return_token_ids", true}};
@@ -564,6 +596,11 @@ TEST_F(HttpFixtureServer, ErrorsHaveTheirStatusAndNameTheirParameter) {
       {R"({"model": "gpt2-tiny", "prompt": "a", "presence_penalty": 3})", 400, "presence_penalty"},
       {R"({"model": "gpt2-tiny", "prompt": "a", "logit_bias": {"99999999": 1}})", 400, "logit_bias"},
       {R"({"model": "gpt2-tiny", "prompt": ["a", [1, 99999999]]})", 400, "prompt[1][1]"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "allowed_token_ids": []})", 400, "allowed_token_ids"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "allowed_token_ids": [5, 99999999]})", 400, "allowed_token_ids[1]"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "bad_words": "word"})", 400, "bad_words"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "bad_words": ["ok", " \n"]})", 400, "bad_words[1]"},
+      {R"({"model": "gpt2-tiny", "prompt": "a", "allowed_token_ids": [11], "bad_words": [","]})", 400, "bad_words"},
       {R"({"model": "gpt2-tiny", "prompt": "a", "stop": ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"]})",
        400, "stop"},
       {R"({"model": "gpt2-tiny:turbo", "prompt": "a"})", 400, "model"},
