@@ -72,6 +72,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const 
     return absl::InvalidArgumentError("engine: max_num_seqs, max_num_batched_tokens and background_tokens_per_step must be "
                                       ">= 1, max_queued_requests, background_tokens_beside_live and priority_aging_seconds >= 0");
   }
+  if (config.unhealthy_after_failed_steps < 0 || config.stall_timeout.count() < 0) {
+    return absl::InvalidArgumentError("engine: unhealthy_after_failed_steps and stall_timeout must be >= 0 (0: never)");
+  }
   if (model.runner == nullptr || model.tokenizer == nullptr) return absl::InvalidArgumentError("engine: the model is not loaded");
   std::unique_ptr<Engine> engine(new Engine(std::move(model), config));
   engine->PublishStats();
@@ -204,6 +207,22 @@ void Engine::Cancel(uint64_t id) {
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
+}
+
+absl::Status Engine::Health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int failed = consecutive_failed_steps_;
+  if (config_.unhealthy_after_failed_steps > 0 && failed >= config_.unhealthy_after_failed_steps) {
+    return absl::UnavailableError(absl::StrCat("the engine's last ", failed, " steps failed: ", last_step_error_));
+  }
+  if (config_.stall_timeout.count() > 0 && round_start_.has_value()) {
+    const auto running = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *round_start_);
+    if (running > config_.stall_timeout) {
+      return absl::UnavailableError(absl::StrCat("the engine's step thread has been in one step for ", running.count(),
+                                                 " ms (stall timeout ", config_.stall_timeout.count(), " ms)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Engine::PublishStats() {
@@ -460,8 +479,15 @@ void Engine::Step() {
     modes.push_back(input.logits);
     forward.sequences.push_back(input);
   }
-  absl::StatusOr<ForwardOutput> out = model_.runner->Execute(forward);
+  absl::Status fault = config_.forward_fault ? config_.forward_fault() : absl::OkStatus();
+  absl::StatusOr<ForwardOutput> out = fault.ok() ? model_.runner->Execute(forward) : absl::StatusOr<ForwardOutput>(fault);
   if (!out.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.failed_steps;
+      ++consecutive_failed_steps_;
+      last_step_error_ = out.status().ToString();
+    }
     for (const ScheduledChunk& chunk : batch.chunks) {
       Finish(*requests_.at(chunk.seq->id), FinishReason::kError, out.status());
     }
@@ -503,6 +529,7 @@ void Engine::Step() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.steps;
     stats_.prompt_tokens_computed += prompt_tokens;
+    consecutive_failed_steps_ = 0;
   }
   if (config_.step_observer) {
     config_.step_observer(StepReport{static_cast<int>(batch.chunks.size()), batch.num_tokens,
@@ -515,6 +542,7 @@ void Engine::Loop() {
   while (true) {
     wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_.HasWork(); });
     if (stopping_) break;
+    round_start_ = Clock::now();
     TakeInbox(lock);
     lock.unlock();
     ExpireDeadlines();
@@ -524,6 +552,7 @@ void Engine::Loop() {
     }
     PublishStats();
     lock.lock();
+    round_start_.reset();
   }
   // Shutdown: everything still here ends as cancelled.
   std::vector<std::unique_ptr<RequestState>> arrived;

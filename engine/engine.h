@@ -8,7 +8,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +52,15 @@ struct EngineConfig {
   std::chrono::milliseconds constraint_compile_timeout{10000};
   // Called on the step thread after every step that ran a forward; must be quick and must not block.
   std::function<void(const StepReport&)> step_observer;
+  // Health() turns UNAVAILABLE once this many steps in a row failed their forward (a device that keeps failing,
+  // e.g. after a sticky CUDA error, which only a restart cures); 0: never.
+  int unhealthy_after_failed_steps = 5;
+  // ... or while one round of the step thread has been running for longer than this (a wedged device or a
+  // deadlock: requests wait forever); zero: never.
+  std::chrono::milliseconds stall_timeout{300000};
+  // Fault tests: called on the step thread before each forward; an error it returns fails the step as a failed
+  // forward would (every request of the batch ends with it).
+  std::function<absl::Status()> forward_fault;
 };
 
 // A snapshot of the engine's state (for metrics and tests).
@@ -67,6 +78,7 @@ struct EngineStats {
   int64_t requests_finished = 0;
   int64_t generated_tokens = 0;
   int64_t prompt_tokens_computed = 0;
+  int64_t failed_steps = 0;         // steps whose forward failed (their requests ended with the error)
 };
 
 class Engine {
@@ -93,6 +105,10 @@ class Engine {
   void Shutdown();
 
   EngineStats stats() const;
+  // OK, or UNAVAILABLE saying why the engine cannot serve and should be restarted: the last
+  // EngineConfig::unhealthy_after_failed_steps steps failed (the last error quoted), or a round of the step
+  // thread has run longer than EngineConfig::stall_timeout. Thread-safe and quick (liveness probes call it).
+  absl::Status Health() const;
   const ModelConfig& model_config() const { return model_.config; }
   const Tokenizer& tokenizer() const { return *model_.tokenizer; }
   // The model's chat template (or --chat_template's); null when it has none.
@@ -155,6 +171,9 @@ class Engine {
   uint64_t next_id_ = 1;
   std::mt19937_64 seeder_;  // seeds of requests that give none
   EngineStats stats_;
+  int consecutive_failed_steps_ = 0;
+  std::string last_step_error_;                  // of the last failed step
+  std::optional<Clock::time_point> round_start_;  // while the step thread runs a round (Health's stall check)
   std::thread thread_;
 };
 

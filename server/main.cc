@@ -65,6 +65,11 @@ ABSL_FLAG(int, max_num_seqs, 64, "sequences in the running batch at most");
 ABSL_FLAG(int, max_num_batched_tokens, 512, "tokens per engine step (prefill chunks + decodes)");
 ABSL_FLAG(int, max_queued_requests, 1024, "requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (per variant)");
+ABSL_FLAG(int, unhealthy_after_failed_steps, 5,
+          "the engine is unhealthy (/live, /health and /ready 503, gRPC health NOT_SERVING, arach_engine_healthy 0) once "
+          "this many steps in a row failed their forward, e.g. after a sticky CUDA error; a restart cures it (0: never)");
+ABSL_FLAG(double, engine_stall_seconds, 300,
+          "the engine is unhealthy while one step has been running for longer than this (a wedged device; 0: never)");
 ABSL_FLAG(bool, prefix_cache_per_key, false,
           "each API key's requests reuse only the cached prompt prefixes of that key's requests, so that no tenant can "
           "learn another's prompts from how fast they are answered (a request's cache_salt narrows it further)");
@@ -138,6 +143,9 @@ ServerOptions OptionsFromFlags() {
   o.engine.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   o.engine.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   o.engine.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  o.engine.unhealthy_after_failed_steps = absl::GetFlag(FLAGS_unhealthy_after_failed_steps);
+  const double stall_seconds = absl::GetFlag(FLAGS_engine_stall_seconds);  // negative or NaN: refused by ValidateOptions
+  o.engine.stall_timeout = std::chrono::milliseconds(stall_seconds >= 0 ? static_cast<int64_t>(std::min(stall_seconds, 1e9) * 1000) : -1);
   o.engine.always_compute_logprobs = absl::GetFlag(FLAGS_quality_metrics);
   o.engine.sample_on_device = absl::GetFlag(FLAGS_sample_on_device);
   o.prompt_perplexity = absl::GetFlag(FLAGS_prompt_perplexity);

@@ -65,6 +65,12 @@ class EngineCollector : public prometheus::Collectable {
           s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
     gauge("arach_kv_cache_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total);
     if (engine != nullptr) {
+      gauge("arach_engine_healthy", "1 while the engine is healthy; 0 while its steps keep failing or one has stalled (/live 503).",
+            engine->Health().ok() ? 1.0 : 0.0);
+      counter("arach_engine_failed_steps_total", "Engine steps whose forward failed (every request of the step ended with the error).",
+              static_cast<double>(s.failed_steps));
+    }
+    if (engine != nullptr) {
       gauge("arach_kv_cache_bytes_per_token", "Bytes one cached token takes (K and V over all layers; --kv_cache_dtype).",
             static_cast<double>(engine->kv_bytes_per_token()));
     }

@@ -1,5 +1,6 @@
 #include "server/serve.h"
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -10,6 +11,7 @@
 #include "engine/constraint/constraint_compiler.h"
 #include "engine/core/status.h"
 #include "server/build_info.h"
+#include "server/engine_health_watch.h"
 #include "server/grpc/grpc_server.h"
 #include "server/http/http_server.h"
 #include "server/metrics.h"
@@ -19,6 +21,9 @@
 
 namespace arach::server {
 namespace {
+
+// How often the gRPC health service catches up with the engine's health.
+constexpr std::chrono::milliseconds kEngineHealthPeriod{500};
 
 void Say(const std::string& line) {
   std::printf("%s\n", line.c_str());
@@ -124,6 +129,13 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                    StructuredOutputAvailable() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));
 
+  // The gRPC health service follows the engine's health while serving (HTTP's probes ask it themselves).
+  auto health_watch = std::make_unique<EngineHealthWatch>(**engine, kEngineHealthPeriod, [&](const absl::Status& health) {
+    if (context.state.phase() == Phase::kServing) server.SetServing(health.ok());
+    Say(health.ok() ? std::string("arach-server engine healthy again")
+                    : absl::StrCat("arach-server engine UNHEALTHY (liveness and readiness fail until it recovers): ", health.message()));
+  });
+
   int signal_number = WaitForSignal(signal_pipe);
   for (; signal_number == SIGHUP; signal_number = WaitForSignal(signal_pipe)) {
     // SIGHUP: the keys and the HTTPS certificate again; a failed reload keeps what is in use.
@@ -146,6 +158,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   auto ms_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
   };
+  health_watch.reset();  // the drain owns the serving status from here
   context.state.SetPhase(Phase::kLameDuck);
   server.SetServing(false);
   std::this_thread::sleep_for(std::chrono::milliseconds(options.drain_announce_ms));

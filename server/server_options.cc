@@ -69,6 +69,8 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (options.drain_grace_seconds < 0) return FlagError("drain_grace_seconds", "must not be negative");
   if (options.drain_announce_ms < 0) return FlagError("drain_announce_ms", "must not be negative");
   if (options.responses_store_bytes < 0) return FlagError("responses_store_bytes", "must not be negative");
+  if (options.engine.unhealthy_after_failed_steps < 0) return FlagError("unhealthy_after_failed_steps", "must not be negative (0: never)");
+  if (options.engine.stall_timeout.count() < 0) return FlagError("engine_stall_seconds", "must not be negative (0: never)");
   if (!options.shadow_variant.empty()) {
     absl::StatusOr<Variant> shadow = ParseVariantName(options.shadow_variant);
     if (!shadow.ok()) return FlagError("shadow_variant", shadow.status().message());

@@ -112,6 +112,11 @@ for (const d of byKind("Deployment")) {
         errors.push(`${where}: readiness and startup must ask HTTP /ready on the metrics port (--metrics_listen: its own threads; open)`);
       }
     }
+    const live = c.livenessProbe?.httpGet;
+    if (live?.path !== "/live" || (live?.scheme ?? "HTTP") !== "HTTP" ||
+        !(live?.port === "metrics" || (metricsPortName !== undefined && live?.port === metricsPortName))) {
+      errors.push(`${where}: liveness must ask HTTP /live on the metrics port (a wedged or failing engine is restarted; a draining one is alive)`);
+    }
     const args = c.args ?? [];
     const closedBy = ["--api_key_file=", "--tls_cert=", "--tls_key=", "--grpc_reflection=false"].concat(gateway ? [] : ["--http_tls_cert=", "--http_tls_key="]);
     for (const needed of closedBy) {

@@ -60,15 +60,32 @@ void ServeMetrics(httplib::Server& server, ServiceContext& context) {
   });
 }
 
-// GET /health and /ready: 200 while serving, 503 while loading or draining (a lame duck is not ready); open.
+// The engine's health (Engine::Health), OK while none is loaded.
+absl::Status EngineHealth(const ServiceContext& context) {
+  const Engine* engine = context.engine.load();
+  return engine == nullptr ? absl::OkStatus() : engine->Health();
+}
+
+// The probes, all open. GET /health and /ready: 200 while serving, 503 while loading, draining (a lame duck is not
+// ready) or while the engine is unhealthy. GET /live: 200 while the process can serve in time (loading and
+// draining included), 503 while the engine is unhealthy (failing steps, a stalled step), for a liveness probe to
+// restart it. A 503 for an unhealthy engine says why: {"status": "unhealthy", "reason": ...}.
 void ServeHealthRoutes(httplib::Server& server, const ServiceContext& context) {
-  auto health = [&context](const httplib::Request&, httplib::Response& response) {
+  auto unhealthy = [](httplib::Response& response, const absl::Status& health) {
+    SendJson(response, 503, {{"status", "unhealthy"}, {"reason", std::string(health.message())}});
+  };
+  auto ready = [&context, unhealthy](const httplib::Request&, httplib::Response& response) {
+    if (const absl::Status health = EngineHealth(context); !health.ok()) return unhealthy(response, health);
     const Phase phase = context.state.phase();
     const char* name = phase == Phase::kServing ? "serving" : phase == Phase::kLoading ? "loading" : "draining";
     SendJson(response, phase == Phase::kServing ? 200 : 503, {{"status", name}});
   };
-  server.Get("/health", health);
-  server.Get("/ready", health);
+  server.Get("/health", ready);
+  server.Get("/ready", ready);
+  server.Get("/live", [&context, unhealthy](const httplib::Request&, httplib::Response& response) {
+    if (const absl::Status health = EngineHealth(context); !health.ok()) return unhealthy(response, health);
+    SendJson(response, 200, {{"status", "alive"}});
+  });
 }
 
 // GET /v1/models (`model_id` empty: the list of every id) or GET /v1/models/{model_id} (that one, 404 when it is

@@ -710,6 +710,41 @@ json LongBody(int max_tokens, bool stream) {
           {"temperature", 0},     {"ignore_eos", true},   {"stream", stream}};
 }
 
+// A step that runs past --engine_stall_seconds (here a 1000-token prefill of the slow model against 50 ms) makes the
+// engine unhealthy while it lasts: /live and /ready answer 503 saying why; once the step ends both are 200 again.
+TEST(HttpSlowServer, AStalledStepFailsLivenessUntilItEnds) {
+  if (!testing::SlowModelIsFullSize()) GTEST_SKIP() << "the sanitizer builds' slow model is too fast for a step to stall";
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456",
+                             "--max_num_batched_tokens=1024", "--engine_stall_seconds=0.05"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(Send(*server, "GET", "/live").status, 200);
+  EXPECT_EQ(Send(*server, "GET", "/live").body, json({{"status", "alive"}}));
+  json body = LongBody(1, false);
+  body["prompt"] = json::array();
+  for (int i = 0; i < 1000; ++i) body["prompt"].push_back(1000 + i);
+  std::atomic<bool> done{false};
+  HttpAnswer answer;
+  std::thread request([&] {
+    answer = Complete(*server, body);
+    done = true;
+  });
+  HttpAnswer live;  // the first 503 of each probe
+  bool ready_refused = false;
+  while (!done && (live.status != 503 || !ready_refused)) {
+    if (live.status != 503) live = Send(*server, "GET", "/live");
+    ready_refused = ready_refused || Send(*server, "GET", "/ready").status == 503;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  request.join();
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  ASSERT_EQ(live.status, 503) << "the step never showed as stalled";
+  EXPECT_EQ(live.body["status"], "unhealthy");
+  EXPECT_THAT(live.body["reason"].get<std::string>(), ::testing::HasSubstr("stall timeout 50 ms"));
+  EXPECT_TRUE(ready_refused);
+  EXPECT_EQ(Send(*server, "GET", "/live").status, 200) << "healthy once the step ended";
+  EXPECT_EQ(Send(*server, "GET", "/ready").status, 200);
+}
+
 TEST(HttpSlowServer, FloodGetsTooManyRequestsAndNothingElse) {
   auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456",
                              "--max_num_seqs=1", "--max_queued_requests=1"});

@@ -47,6 +47,8 @@ std::string SlowModelDir() {
   return ModelDirOnce(absl::StrCat("gpt2-", kPreset, "-f16"), "preproj.safetensors", options);
 }
 
+bool SlowModelIsFullSize() { return std::string(kPreset) == "124m"; }
+
 std::string TinyRandomModelDir() { return ModelDirOnce("gpt2-tiny-random", "config.json", MakeModelOptions{}); }
 
 std::vector<std::string> SlowModelKvFlags(int blocks) {

@@ -15,8 +15,10 @@
 
 namespace arach::testing {
 
-// The slow model's folder.
+// The slow model's folder: GPT-2 124M in float16 (in sanitizer builds the `mini` preset, whose steps are not slow).
 std::string SlowModelDir();
+// Whether SlowModelDir() is the full-size model (false in sanitizer builds).
+bool SlowModelIsFullSize();
 
 // Server flags that give that model a KV cache of exactly `blocks` blocks of 16 tokens: a float32 cache (whatever
 // --kv_cache_dtype auto would pick on this CPU) of the bytes those blocks take.
