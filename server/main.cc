@@ -102,6 +102,9 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require and verify client certificates (mutual TLS)");
 ABSL_FLAG(int, tls_reload_seconds, 10, "the gRPC TLS files are read again this often (certificate rotation)");
 ABSL_FLAG(bool, grpc_reflection, true, "serve the gRPC reflection service (for grpcurl; turn off in production)");
+ABSL_FLAG(std::vector<std::string>, cors_allowed_origins, {},
+          "browser origins that may call the HTTP API (CORS), comma-separated http(s)://host[:port], or * for any; "
+          "empty: none (browsers keep cross-origin answers from their pages)");
 ABSL_FLAG(std::string, http_tls_cert, "", "PEM certificate chain of the server: serve the HTTP API over HTTPS (read again on SIGHUP)");
 ABSL_FLAG(std::string, http_tls_key, "", "PEM private key of --http_tls_cert");
 ABSL_FLAG(std::string, http_tls_client_ca, "", "PEM CA bundle: HTTPS clients must present a certificate it signed (mutual TLS)");
@@ -182,6 +185,7 @@ ServerOptions OptionsFromFlags() {
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
+  o.http.cors_allowed_origins = absl::GetFlag(FLAGS_cors_allowed_origins);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.drain_grace_seconds = absl::GetFlag(FLAGS_drain_grace_seconds);
   o.drain_announce_ms = absl::GetFlag(FLAGS_drain_announce_ms);

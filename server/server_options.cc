@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/chat_output/chat_output_format.h"
@@ -11,6 +12,19 @@ namespace {
 
 absl::Status FlagError(absl::string_view flag, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", what));
+}
+
+// An origin as a browser sends it: http(s)://host[:port], nothing after.
+bool IsOrigin(const std::string& origin) {
+  size_t host_start;
+  if (absl::StartsWithIgnoreCase(origin, "https://")) {
+    host_start = 8;
+  } else if (absl::StartsWithIgnoreCase(origin, "http://")) {
+    host_start = 7;
+  } else {
+    return false;
+  }
+  return origin.size() > host_start && origin.find_first_of("/?#@ \t", host_start) == std::string::npos;
 }
 
 }  // namespace
@@ -69,6 +83,11 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (options.drain_grace_seconds < 0) return FlagError("drain_grace_seconds", "must not be negative");
   if (options.drain_announce_ms < 0) return FlagError("drain_announce_ms", "must not be negative");
   if (options.responses_store_bytes < 0) return FlagError("responses_store_bytes", "must not be negative");
+  for (const std::string& origin : options.http.cors_allowed_origins) {
+    if (origin != "*" && !IsOrigin(origin)) {
+      return FlagError("cors_allowed_origins", absl::StrCat("'", origin, "' is neither an origin (http(s)://host[:port], no path) nor *"));
+    }
+  }
   if (options.engine.unhealthy_after_failed_steps < 0) return FlagError("unhealthy_after_failed_steps", "must not be negative (0: never)");
   if (options.engine.stall_timeout.count() < 0) return FlagError("engine_stall_seconds", "must not be negative (0: never)");
   if (!options.shadow_variant.empty()) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
@@ -43,6 +44,8 @@ struct HttpOptions {
   int threads = 0;                      // connections served at once at most (a stream holds one for its length);
                                         // 0: the engine's max_num_seqs + max_queued_requests + 64
   TlsOptions tls;                       // HTTPS (read again on SIGHUP)
+  // Browser origins that may call the API (CORS, server/http/cors.h): "http(s)://host[:port]" or "*"; empty: none.
+  std::vector<std::string> cors_allowed_origins;
 };
 
 struct ServerOptions {

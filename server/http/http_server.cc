@@ -13,6 +13,7 @@
 #include "server/build_info.h"
 #include "server/http/chat_completions.h"
 #include "server/http/completions.h"
+#include "server/http/cors.h"
 #include "server/http/elastic_thread_pool.h"
 #include "server/http/http_call.h"
 #include "server/http/model_ids.h"
@@ -119,11 +120,14 @@ void ServeModels(const httplib::Request& request, httplib::Response& response, c
   SendJson(response, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-// A request body is read as sent: the library would inflate a gzip or deflate body past --max_request_bytes (it
-// bounds the bytes received, not what they inflate to: a 400 kB body became 400 MB in memory), so a body with a
-// Content-Encoding other than identity is refused (415) before it is read. OpenAI's clients send plain JSON.
-void RefuseEncodedBodies(httplib::Server& server) {
-  server.set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
+// Before any route, in this order: CORS (cors.h: a browser's preflight is answered here; answers to an allowed
+// origin say so), then a request body is read as sent: the library would inflate a gzip or deflate body past
+// --max_request_bytes (it bounds the bytes received, not what they inflate to: a 400 kB body became 400 MB in
+// memory), so a body with a Content-Encoding other than identity is refused (415) before it is read. OpenAI's
+// clients send plain JSON.
+void PreRoute(httplib::Server& server, std::shared_ptr<const CorsPolicy> cors) {
+  server.set_pre_routing_handler([cors](const httplib::Request& request, httplib::Response& response) {
+    if (cors->Apply(request, response)) return httplib::Server::HandlerResponse::Handled;
     const std::string encoding = request.get_header_value("Content-Encoding");
     if (encoding.empty() || absl::EqualsIgnoreCase(encoding, "identity")) return httplib::Server::HandlerResponse::Unhandled;
     response.status = 415;
@@ -218,7 +222,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
     metrics.RecordHttpRequest(RouteLabel(request.path), response.status, response.get_header_value(kVariantHeader));
   });
   AnswerLibraryErrors(server, options.max_request_bytes);
-  RefuseEncodedBodies(server);
+  PreRoute(server, std::make_shared<const CorsPolicy>(options.cors_allowed_origins));
   ServeHealthRoutes(server, context);
   ServeMetrics(server, context);
   // vLLM's GET /version, with the commit the server was built from (a key where keys are configured).

@@ -1,12 +1,13 @@
 // The HTTP front of arach-server (cpp-httplib), beside gRPC in the same process and on the same engine, over
 // HTTPS when --http_tls_cert is given (https_certificates.h):
-//   GET  /health, /ready    200 while serving, 503 while loading or draining; always open (probes)
+//   GET  /health, /ready    200 while serving, 503 while loading, draining or unhealthy; always open (probes)
+//   GET  /live              200 unless the engine is unhealthy (Engine::Health); always open (liveness probe)
 //   GET  /metrics           Prometheus text (ServerMetrics::Scrape); open unless --metrics_auth
 //   GET  /v1/models         the served model ids (model_ids.h)
 //   POST /v1/completions    OpenAI completions (completions.h)
 //   POST /v1/chat/completions  OpenAI chat completions (chat_completions.h)
 // Every answer is counted in arach_http_requests_total{route, status, variant}; errors are in OpenAI's
-// shape (openai_error.h), a body over max_request_bytes gets 413. Where API keys are configured, every route but
+// shape (openai_error.h), a body over max_request_bytes gets 413; browsers of --cors_allowed_origins may call (cors.h). Where API keys are configured, every route but
 // /health, /ready (and /metrics without --metrics_auth) wants `Authorization: Bearer KEY` (401 otherwise).
 #pragma once
 

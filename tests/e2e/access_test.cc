@@ -254,6 +254,59 @@ TEST_F(Keys, CacheSaltsAndPerKeyIsolationKeepPrefixCacheHitsWithinTheirNamespace
   EXPECT_EQ(CachedTokensOf(*server, "sk-full-secret", "salt-one"), 32);
 }
 
+// CORS: a browser's preflight is answered before any key check for an allowed origin (the headers it asks for
+// echoed) and refused for another; answers to an allowed origin, errors and streams included, carry
+// Access-Control-Allow-Origin and expose our headers; another origin's request is served without them; a server
+// without --cors_allowed_origins answers no preflight.
+TEST_F(Keys, CorsLetsTheAllowedOriginsBrowsersCallAndNoOther) {
+  auto server = Start({"--cors_allowed_origins=https://app.example.com,http://localhost:3000"});
+  ASSERT_NE(server, nullptr);
+  const std::string app = "https://app.example.com";
+  const httplib::Headers preflight = {{"Origin", app}, {"Access-Control-Request-Method", "POST"},
+                                      {"Access-Control-Request-Headers", "authorization, content-type"}};
+  const Answer allowed = testing::HttpSend(server->http_address(), "OPTIONS", "/v1/chat/completions", "", preflight);
+  EXPECT_EQ(allowed.status, 204);
+  EXPECT_EQ(allowed.header("Access-Control-Allow-Origin"), app);
+  EXPECT_EQ(allowed.header("Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_THAT(allowed.header("Access-Control-Allow-Methods"), HasSubstr("POST"));
+  EXPECT_EQ(allowed.header("Vary"), "Origin");
+  EXPECT_EQ(allowed.header("Access-Control-Allow-Credentials"), "");
+
+  httplib::Headers evil = preflight;
+  evil.erase("Origin");
+  evil.emplace("Origin", "https://evil.example.com");
+  const Answer refused = testing::HttpSend(server->http_address(), "OPTIONS", "/v1/chat/completions", "", evil);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.header("Access-Control-Allow-Origin"), "");
+
+  httplib::Headers from_app = Bearer("sk-plain-secret");
+  from_app.emplace("Origin", app);
+  const Answer served = testing::HttpSend(server->http_address(), "POST", "/v1/completions", SmallCompletion().dump(), from_app);
+  EXPECT_EQ(served.status, 200);
+  EXPECT_EQ(served.header("Access-Control-Allow-Origin"), app);
+  EXPECT_THAT(served.header("Access-Control-Expose-Headers"), HasSubstr("x-request-id"));
+  const Answer unauthenticated = testing::HttpSend(server->http_address(), "POST", "/v1/completions", SmallCompletion().dump(),
+                                                   {{"Origin", app}});
+  EXPECT_EQ(unauthenticated.status, 401);
+  EXPECT_EQ(unauthenticated.header("Access-Control-Allow-Origin"), app) << "the page may read why it was refused";
+  json streamed = SmallCompletion();
+  streamed["stream"] = true;
+  const Answer stream = testing::HttpSend(server->http_address(), "POST", "/v1/completions", streamed.dump(), from_app);
+  EXPECT_EQ(stream.status, 200);
+  EXPECT_EQ(stream.header("Access-Control-Allow-Origin"), app);
+  httplib::Headers from_evil = Bearer("sk-plain-secret");
+  from_evil.emplace("Origin", "https://evil.example.com");
+  const Answer other = testing::HttpSend(server->http_address(), "POST", "/v1/completions", SmallCompletion().dump(), from_evil);
+  EXPECT_EQ(other.status, 200) << "served; the browser keeps it from the page";
+  EXPECT_EQ(other.header("Access-Control-Allow-Origin"), "");
+
+  auto closed = Start();
+  ASSERT_NE(closed, nullptr);
+  const Answer none = testing::HttpSend(closed->http_address(), "OPTIONS", "/v1/chat/completions", "", preflight);
+  EXPECT_NE(none.status, 204);
+  EXPECT_EQ(none.header("Access-Control-Allow-Origin"), "");
+}
+
 TEST(RateLimits, RequestsPerMinuteBurstThen429WithRetryAfterThenPass) {
   testing::ScopedTempDir dir;
   std::ofstream(dir.File("keys")) << "limited:sk-limited::rpm=120\nother:sk-other\n";  // 2 a second after a burst of 120

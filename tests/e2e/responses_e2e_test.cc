@@ -282,12 +282,7 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
                                                                      "--responses_store_bytes=1048576"});
   ASSERT_NE(server, nullptr);
   const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
-    httplib::Client client("http://" + server->http_address());
-    client.set_read_timeout(120, 0);
-    const httplib::Headers headers = {{"Authorization", "Bearer " + key}};
-    if (method == "GET") return testing::AnswerOf(client.Get(path.c_str(), headers));
-    if (method == "DELETE") return testing::AnswerOf(client.Delete(path.c_str(), headers));
-    return testing::AnswerOf(client.Post(path.c_str(), headers, body.dump(), "application/json"));
+    return testing::HttpSend(server->http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
   };
   const json kwargs = {{"enable_thinking", false}};
   const json first_body = {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", "Name a colour."}, {"max_output_tokens", 8},

@@ -30,12 +30,15 @@ inline HttpAnswer AnswerOf(const httplib::Result& result) {
   return answer;
 }
 
-// `method` ("GET" or "POST", a JSON body) on http://`address``path`.
+// `method` ("GET", "OPTIONS", "DELETE" or "POST", a JSON body) on http://`address``path`.
 inline HttpAnswer HttpSend(const std::string& address, const std::string& method, const std::string& path,
                            const std::string& body = "", const httplib::Headers& headers = {}) {
   httplib::Client client("http://" + address);
   client.set_read_timeout(120, 0);
-  return AnswerOf(method == "GET" ? client.Get(path.c_str(), headers) : client.Post(path.c_str(), headers, body, "application/json"));
+  if (method == "GET") return AnswerOf(client.Get(path.c_str(), headers));
+  if (method == "OPTIONS") return AnswerOf(client.Options(path.c_str(), headers));
+  if (method == "DELETE") return AnswerOf(client.Delete(path.c_str(), headers));
+  return AnswerOf(client.Post(path.c_str(), headers, body, "application/json"));
 }
 
 }  // namespace arach::testing

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -116,6 +117,20 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   }
   o = Valid();
   o.diagnostics_sample_rate = 1.0;
+  EXPECT_TRUE(ResolveServerConfig(o).ok());
+  o = Valid();
+  o.engine.unhealthy_after_failed_steps = -1;
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--unhealthy_after_failed_steps: must not be negative"));
+  o = Valid();
+  o.engine.stall_timeout = std::chrono::milliseconds(-1);
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--engine_stall_seconds: must not be negative"));
+  for (const char* origin : {"app.example.com", "https://app.example.com/", "ftp://x", "https://", "https://a b"}) {
+    o = Valid();
+    o.http.cors_allowed_origins = {"*", origin};
+    EXPECT_THAT(ErrorOf(o), HasSubstr(absl::StrCat("--cors_allowed_origins: '", origin, "' is neither an origin"))) << origin;
+  }
+  o = Valid();
+  o.http.cors_allowed_origins = {"*", "https://app.example.com", "http://localhost:3000"};
   EXPECT_TRUE(ResolveServerConfig(o).ok());
 }
 
