@@ -13,9 +13,9 @@ using json = nlohmann::json;
 
 class ChatCall : public ChatTurnCall {
  public:
-  ChatCall(ServiceContext& context, CallTicket ticket, ChatRequest request, ResolvedVariant variant, std::string request_id)
+  ChatCall(ServiceContext& context, CallTicket ticket, ChatRequest request, ResolvedVariant variant, const CallOrigin& origin)
       : ChatTurnCall(context, std::move(ticket), std::move(request), std::move(variant),
-                     {std::move(request_id), "/v1/chat/completions", "chatcmpl-"}, "messages") {}
+                     {origin.request_id, "/v1/chat/completions", "chatcmpl-", origin.answer_deadline}, "messages") {}
 
  protected:
   std::string ObjectName() const override { return fields().stream ? "chat.completion.chunk" : "chat.completion"; }
@@ -85,11 +85,11 @@ json ChatCall::ChoiceJson(int index, Choice& choice, bool final) {
 
 void HandleChatCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
   ServeGeneration(context, request, response, "/v1/chat/completions",
-                  [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
+                  [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ARACH_ASSIGN_OR_RETURN(ChatRequest parsed, ParseChatRequest(request.body));
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));
                     SetVariantHeaders(response, variant);
-                    auto call = std::make_shared<ChatCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id);
+                    auto call = std::make_shared<ChatCall>(context, std::move(ticket), std::move(parsed), std::move(variant), origin);
                     ARACH_RETURN_IF_ERROR(call->Start());
                     return call;
                   });

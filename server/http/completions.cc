@@ -20,9 +20,9 @@ using json = nlohmann::json;
 class CompletionCall : public GenerationCall {
  public:
   CompletionCall(ServiceContext& context, CallTicket ticket, CompletionRequest request, ResolvedVariant variant,
-                 std::string request_id)
+                 const CallOrigin& origin)
       : GenerationCall(context, std::move(ticket), request.fields, std::move(variant),
-                       {std::move(request_id), "/v1/completions", "cmpl-"}),
+                       {origin.request_id, "/v1/completions", "cmpl-", origin.answer_deadline}),
         request_(std::move(request)) {}
 
   // Tokenizes the prompts and submits every choice.
@@ -146,7 +146,7 @@ json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
 
 void HandleCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
   ServeGeneration(context, request, response, "/v1/completions",
-                  [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
+                  [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ARACH_ASSIGN_OR_RETURN(CompletionRequest parsed, ParseCompletionRequest(request.body));
                     if (parsed.fields.stream && parsed.echo && parsed.fields.logprobs) {
                       return absl::InvalidArgumentError(
@@ -155,7 +155,7 @@ void HandleCompletions(ServiceContext& context, const httplib::Request& request,
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));
                     SetVariantHeaders(response, variant);
                     auto call = std::make_shared<CompletionCall>(context, std::move(ticket), std::move(parsed), std::move(variant),
-                                                                 request_id);
+                                                                 origin);
                     ARACH_RETURN_IF_ERROR(call->Start());
                     return call;
                   });

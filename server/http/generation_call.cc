@@ -77,6 +77,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     }
     r.priority = ticket_.PriorityFor(fields_.priority);
     r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
+    if (!fields_.stream && identity_.answer_deadline) r.deadline = identity_.answer_deadline;
     tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
   }
   if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs")));
@@ -298,7 +299,9 @@ void ServeGeneration(ServiceContext& context, const httplib::Request& request, h
   if (ticket.ok()) {
     key = ticket->caller().key;
     const Caller caller = ticket->caller();
-    call = start(std::move(*ticket), request_id);
+    CallOrigin origin{request_id, std::nullopt};
+    if (const auto wait = ClientWaitOf(request)) origin.answer_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(*wait);
+    call = start(std::move(*ticket), origin);
     if (!call.ok()) RecordRejection(context, call.status(), key);
     if (caller.limits.any()) SetRateLimitHeaders(response, context.rate_limiter->State(caller));
   } else {

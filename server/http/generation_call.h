@@ -36,12 +36,21 @@ struct Choice {
   int tokens_written = 0;             // generated tokens written so far
 };
 
+// Where a generation call comes from: the request id it answers under, and when its client stops waiting for a
+// whole answer (ClientWaitOf; a streamed answer is not bounded by it: its first bytes come at once).
+struct CallOrigin {
+  std::string request_id;
+  std::optional<Clock::time_point> answer_deadline;
+};
+
 class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
  public:
   struct Identity {
     std::string request_id;
     std::string route;      // "/v1/completions", "/v1/chat/completions"
     std::string id_prefix;  // "cmpl-", "chatcmpl-"
+    // A whole answer's choices end (DEADLINE_EXCEEDED, 504) when its client stops waiting (CallOrigin).
+    std::optional<Clock::time_point> answer_deadline;
   };
   GenerationCall(ServiceContext& context, CallTicket ticket, GenerationFields fields, ResolvedVariant variant, Identity identity);
   virtual ~GenerationCall() = default;
@@ -140,9 +149,9 @@ nlohmann::json StopReasonJson(const FinishInfo& info);
 
 // Serves a generation route: admits the call, lets `start` parse the body, resolve the variant and submit the
 // choices, then answers whole or streamed. A refusal (400, 404, 429, 503) is answered in OpenAI's shape,
-// counted in arach_requests_rejected_total and logged. The response carries x-request-id.
-using StartGeneration =
-    std::function<absl::StatusOr<std::shared_ptr<GenerationCall>>(CallTicket ticket, const std::string& request_id)>;
+// counted in arach_requests_rejected_total and logged. The response carries x-request-id. A whole answer ends when
+// its client stops waiting, where the client's library says when (ClientWaitOf).
+using StartGeneration = std::function<absl::StatusOr<std::shared_ptr<GenerationCall>>(CallTicket ticket, const CallOrigin& origin)>;
 void ServeGeneration(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
                      const std::string& route, const StartGeneration& start);
 

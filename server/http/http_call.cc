@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/http/model_ids.h"
@@ -15,6 +16,18 @@ namespace arach::server::http {
 std::string RequestIdOf(const httplib::Request& request) {
   const std::string given = request.get_header_value(kRequestIdHeader);
   return IsUsableRequestId(given) ? given : NewRequestId();
+}
+
+std::optional<std::chrono::duration<double>> ClientWaitOf(const httplib::Request& request) {
+  constexpr double kLongestWaitSeconds = 1e6;
+  std::optional<double> wait;
+  for (const char* header : {"x-stainless-timeout", "x-stainless-read-timeout"}) {
+    double seconds;
+    if (!request.has_header(header) || !absl::SimpleAtod(request.get_header_value(header), &seconds) || !(seconds > 0)) continue;
+    wait = std::min(wait.value_or(kLongestWaitSeconds), std::min(seconds, kLongestWaitSeconds));
+  }
+  if (!wait) return std::nullopt;
+  return std::chrono::duration<double>(*wait);
 }
 
 void SendJson(httplib::Response& response, int http_status, const nlohmann::json& body) {

@@ -4,6 +4,9 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <optional>
+
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,6 +26,11 @@ inline constexpr char kExperimentArmHeader[] = "x-arach-experiment-arm";
 // The client's x-request-id where it is usable as given (IsUsableRequestId), else a fresh id (a header a proxy
 // may have set is replaced, not refused; gRPC's request_id field is refused: ChosenRequestId).
 std::string RequestIdOf(const httplib::Request& request);
+
+// How long the client waits for a whole (non-streamed) answer, where its library says so: OpenAI's Node client
+// sends x-stainless-timeout (seconds, its whole-request timeout), the Python client x-stainless-read-timeout (seconds
+// without a byte; a plain answer's first byte is its end); the smaller one. Absent, malformed or not positive: none.
+std::optional<std::chrono::duration<double>> ClientWaitOf(const httplib::Request& request);
 
 // Answers with `status` (not OK) in OpenAI's error shape; 401 also says WWW-Authenticate, 429 Retry-After (the
 // refusal's own wait, rate_limits.h, else 1 s).

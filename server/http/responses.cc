@@ -18,14 +18,14 @@ using json = nlohmann::json;
 class ResponsesCall : public ChatTurnCall {
  public:
   // `store`: where the answer is kept (null: not kept).
-  ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const std::string& request_id,
+  ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const CallOrigin& origin,
                 ResponseStore* store)
-      : ChatTurnCall(context, std::move(ticket), std::move(request.chat), std::move(variant), {request_id, "/v1/responses", "resp_"},
-                     "input"),
+      : ChatTurnCall(context, std::move(ticket), std::move(request.chat), std::move(variant),
+                     {origin.request_id, "/v1/responses", "resp_", origin.answer_deadline}, "input"),
         echo_(std::move(request.echo)),
         conversation_(std::move(request.conversation)),
         store_(store),
-        output_(request_id) {}
+        output_(origin.request_id) {}
 
  protected:
   std::string ObjectName() const override { return "response"; }
@@ -170,7 +170,7 @@ bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& f
 
 void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
   ServeGeneration(context, request, response, "/v1/responses",
-                  [&](CallTicket ticket, const std::string& request_id) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
+                  [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ResponseStore* const store = context.responses;
                     const std::string owner = ticket.caller().key;
                     StoredConversation stored;
@@ -185,7 +185,7 @@ void HandleResponses(ServiceContext& context, const httplib::Request& request, h
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.chat.fields));
                     SetVariantHeaders(response, variant);
                     ResponseStore* const keep_in = parsed.store ? store : nullptr;
-                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant), request_id,
+                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant), origin,
                                                                 keep_in);
                     ARACH_RETURN_IF_ERROR(call->Start());
                     return call;

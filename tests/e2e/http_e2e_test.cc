@@ -745,6 +745,33 @@ TEST(HttpSlowServer, AStalledStepFailsLivenessUntilItEnds) {
   EXPECT_EQ(Send(*server, "GET", "/ready").status, 200);
 }
 
+// A whole answer ends when its client stops waiting, as OpenAI's clients say in x-stainless-timeout /
+// x-stainless-read-timeout: 504 (finish reason deadline) instead of computing on for nobody; a stream, whose first
+// bytes come at once, runs on; a header that is not a number is no wait.
+TEST(HttpSlowServer, AWholeAnswerEndsWhenItsClientStopsWaiting) {
+  if (!testing::SlowModelIsFullSize()) GTEST_SKIP() << "the sanitizer builds' slow model answers within the wait";
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456"});
+  ASSERT_NE(server, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const HttpAnswer abandoned = Complete(*server, LongBody(900, false), {{"x-stainless-timeout", "1"}});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(abandoned.status, 504) << abandoned.body;
+  EXPECT_LT(seconds, 30.0);
+  const HttpAnswer python = Complete(*server, LongBody(900, false), {{"x-stainless-read-timeout", "1.5"}});
+  EXPECT_EQ(python.status, 504) << python.body;
+
+  json streamed = LongBody(300, true);
+  streamed["stream_options"] = {{"include_usage", true}};
+  const HttpAnswer stream = Complete(*server, streamed, {{"x-stainless-timeout", "1"}});
+  EXPECT_EQ(stream.status, 200);
+  ASSERT_TRUE(stream.body.is_string());
+  EXPECT_THAT(stream.body.get<std::string>(), ::testing::HasSubstr("\"completion_tokens\":300")) << "a stream is not cut";
+  EXPECT_EQ(Complete(*server, LongBody(2, false), {{"x-stainless-timeout", "soon"}}).status, 200);
+
+  const testing::PrometheusText metrics = testing::MetricsOrFail(*server);
+  EXPECT_EQ(metrics.Sum("arach_requests_total", {{"finish_reason", "deadline"}}), 2);
+}
+
 TEST(HttpSlowServer, FloodGetsTooManyRequestsAndNothingElse) {
   auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456",
                              "--max_num_seqs=1", "--max_queued_requests=1"});

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
+#include "server/http/http_call.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
 #include "server/http/token_logprobs.h"
@@ -372,6 +373,23 @@ TEST(TokenizeRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(detokenize_param(R"({"tokens": [1.5]})"), "tokens[0]");
   EXPECT_EQ(detokenize_param(R"({"tokens": [1], "prompt": "a"})"), "prompt");
   EXPECT_EQ(detokenize_param(R"({"tokens": [1], "model": []})"), "model");
+}
+
+// How long the client waits for a whole answer: the smaller of the OpenAI clients' timeout headers; anything else
+// (absent, not a number, not positive) says nothing.
+TEST(ClientWait, TheSmallerOfTheClientLibrariesTimeouts) {
+  httplib::Request request;
+  EXPECT_FALSE(ClientWaitOf(request).has_value());
+  request.set_header("x-stainless-timeout", "600");
+  ASSERT_TRUE(ClientWaitOf(request).has_value());
+  EXPECT_DOUBLE_EQ(ClientWaitOf(request)->count(), 600.0);
+  request.set_header("x-stainless-read-timeout", "12.5");
+  EXPECT_DOUBLE_EQ(ClientWaitOf(request)->count(), 12.5);
+  for (const char* odd : {"soon", "0", "-3", "nan", ""}) {
+    httplib::Request other;
+    other.set_header("x-stainless-timeout", odd);
+    EXPECT_FALSE(ClientWaitOf(other).has_value()) << odd;
+  }
 }
 
 TEST(OpenAiError, ShapeStatusAndParam) {
