@@ -2,7 +2,7 @@
 # Drives a fixture arach-server (gpt2-tiny with its adapter) through its OpenAI HTTP API with the official
 # openai npm client (installed from the npm registry into tests/openai_client) and compares the answers with
 # the gRPC API (tests/openai_client/check.mjs); then /v1/chat/completions on qwen3-tiny with the real Qwen3 chat
-# template (tests/openai_client/chat.mjs) and its Responses API (responses.mjs; agents.mjs: the OpenAI Agents SDK's tool
+# template (tests/openai_client/chat.mjs) and its Responses API (responses.mjs; stored.mjs: stored responses; agents.mjs: the OpenAI Agents SDK's tool
 # loop and output types), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
 # calls in the Hermes syntax (tools.mjs); tool calls in the Llama 3.1 and Mistral syntaxes on llama3-tiny with
 # templates written in those conventions (tests/openai_client/templates); then a closed server, HTTPS and an API
@@ -29,6 +29,9 @@ fixture_logs+=("$template")
 node -e 'const t = require(process.argv[1]); process.stdout.write(t.qwen3.template)' "$(realpath "$fixtures/chat/templates.json")" > "$template"
 start_fixture_server qwen3-tiny --chat_template "$template"
 node "$check/chat.mjs" "$http" "$grpc" "$build/client/arach-cli" qwen3-tiny "$(realpath "$fixtures/chat/cases.json")"
+start_fixture_server qwen3-tiny --chat_template "$template" --responses_store_bytes 1048576
+node "$check/stored.mjs" "$http" qwen3-tiny
+start_fixture_server qwen3-tiny --chat_template "$template"
 server_help=$("$build/server/arach-server" --help 2>&1 || true)
 if grep -q "Structured output.*: unavailable" <<< "$server_help"; then
   node "$check/responses.mjs" "$http" qwen3-tiny no-tools

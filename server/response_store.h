@@ -22,6 +22,7 @@ class ResponseStore {
     std::string owner;                   // the name of the key that made it (Caller::key)
     nlohmann::json response;             // the response object as answered
     nlohmann::ordered_json conversation;  // the input items it answered, those of the responses it continued first
+    nlohmann::json input_items;           // its own request's input items, as GET .../input_items lists them
   };
 
   explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}

@@ -251,8 +251,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Post("/v1/responses", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleResponses(context, request, response);
   });
-  // Stored responses: retrieve and delete (by the key that made them); their input items are not listed, and
-  // none can be cancelled (none runs in the background).
+  // Stored responses: retrieve, delete and list their input items (by the key that made them); none can be
+  // cancelled (none runs in the background).
   server.Get("/v1/responses/([^/]+)", [&context](const httplib::Request& request, httplib::Response& response) {
     ServeStoredResponse(context, request, response, StoredResponseAction::kRetrieve);
   });

@@ -4,6 +4,7 @@
 #include "engine/core/status.h"
 #include "server/http/chat_turn_call.h"
 #include "server/http/http_call.h"
+#include "server/http/input_items.h"
 #include "server/http/openai_error.h"
 #include "server/http/response_output.h"
 #include "server/http/responses_request.h"
@@ -24,6 +25,7 @@ class ResponsesCall : public ChatTurnCall {
                      {origin.request_id, "/v1/responses", "resp_", origin.answer_deadline}, "input"),
         echo_(std::move(request.echo)),
         conversation_(std::move(request.conversation)),
+        input_start_(request.input_start),
         store_(store),
         output_(origin.request_id) {}
 
@@ -55,6 +57,7 @@ class ResponsesCall : public ChatTurnCall {
 
   json echo_;
   nlohmann::ordered_json conversation_;  // the input items answered (ResponsesRequest::conversation)
+  size_t input_start_;                   // where this request's own input begins in conversation_
   ResponseStore* store_;
   ResponseOutput output_;
   std::optional<ContentLogprobs> content_logprobs_;  // include message.output_text.logprobs: the message's tokens
@@ -130,7 +133,9 @@ json ResponsesCall::Kept(json response) {
     for (const json& item : response["output"]) conversation.push_back(nlohmann::ordered_json::parse(item.dump()));
     // A reasoning cut off by max_output_tokens said nothing yet: the next turn follows the user's words instead.
     while (!conversation.empty() && conversation.back().value("type", "") == "reasoning") conversation.erase(conversation.end() - 1);
-    store_->Put(response["id"].get<std::string>(), {caller().key, response, std::move(conversation)});
+    const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
+    store_->Put(response["id"].get<std::string>(),
+                {caller().key, response, std::move(conversation), ListedInputItems(input, identity().request_id)});
   }
   return response;
 }
@@ -211,8 +216,10 @@ void ServeStoredResponse(ServiceContext& context, const httplib::Request& reques
     case StoredResponseAction::kDelete:
       context.responses->Delete(id, caller->key);
       return SendJson(response, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});
-    case StoredResponseAction::kListInputItems:
-      return SendError(response, absl::InvalidArgumentError("input items are not listed here; the response itself is (GET /v1/responses/{id})"));
+    case StoredResponseAction::kListInputItems: {
+      absl::StatusOr<json> page = InputItemsPage(entry->input_items, request);
+      return page.ok() ? SendJson(response, 200, *page) : SendError(response, page.status());
+    }
     case StoredResponseAction::kCancel:
       return SendError(response, absl::InvalidArgumentError("only background responses can be cancelled, and none runs here"));
   }

@@ -15,8 +15,9 @@ namespace arach::server::http {
 
 void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response);
 
-// /v1/responses/{id} (request.matches[1]): GET the stored response, DELETE it ({"id", "object", "deleted"}); its
-// input_items are not listed (400) and it cannot be cancelled (400: none runs in the background). An id this
+// /v1/responses/{id} (request.matches[1]): GET the stored response, DELETE it ({"id", "object", "deleted"}), GET
+// .../input_items a page of its request's input items (input_items.h); it cannot be cancelled (400: none runs in the
+// background). An id this
 // caller's key has not stored, or any id where nothing is stored, is a 404.
 enum class StoredResponseAction { kRetrieve, kDelete, kListInputItems, kCancel };
 void ServeStoredResponse(ServiceContext& context, const httplib::Request& request, httplib::Response& response,

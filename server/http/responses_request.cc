@@ -304,6 +304,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   const auto input = body.find("input");
   if (input == body.end() || input->is_null()) return InvalidField("input", "is required (a string or a non-empty list of items)");
   ARACH_RETURN_IF_ERROR(conversation.AddInput(*input));
+  request.input_start = request.conversation.size();
   if (input->is_string()) {
     request.conversation.push_back({{"type", "message"}, {"role", "user"}, {"content", *input}});
   } else {

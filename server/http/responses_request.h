@@ -24,6 +24,7 @@ struct ResponsesRequest {
   // The input items the turn answers: the previous response's conversation and output, then `input` (a string as
   // a user message item); what a stored response keeps for the next turn.
   nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
+  size_t input_start = 0;  // where `input`'s items begin in `conversation` (after the previous response's)
   // What the response object repeats of the request, as given or with OpenAI's defaults: instructions,
   // max_output_tokens, metadata, parallel_tool_calls, temperature, text, tool_choice, tools, top_p, user.
   nlohmann::json echo;

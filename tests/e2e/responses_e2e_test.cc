@@ -265,7 +265,8 @@ TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
 
 // --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
 // with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
-// answered (streamed ones too), DELETE drops it; another key sees none of it; store false keeps nothing.
+// answered (streamed ones too), GET .../input_items lists its own request's input, DELETE drops it; another key sees
+// none of it; store false keeps nothing.
 TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   ARACH_REQUIRE_FIXTURES();
   testing::ScopedTempDir dir;
@@ -337,7 +338,21 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   EXPECT_EQ(bob_continues.status, 400);
   EXPECT_EQ(bob_continues.body["error"]["param"], "previous_response_id") << bob_continues.body;
 
-  EXPECT_EQ(send("GET", "/v1/responses/" + first_id + "/input_items", "sk-alice").status, 400);
+  // The input items of each response: its own request's only, with ids; another key gets none.
+  const HttpAnswer first_items = send("GET", "/v1/responses/" + first_id + "/input_items", "sk-alice");
+  ASSERT_EQ(first_items.status, 200) << first_items.body;
+  ASSERT_EQ(first_items.body["data"].size(), 1u) << first_items.body;
+  EXPECT_EQ(first_items.body["data"][0]["type"], "message");
+  EXPECT_EQ(first_items.body["data"][0]["role"], "user");
+  EXPECT_EQ(first_items.body["data"][0]["content"], json::parse(R"([{"type": "input_text", "text": "Name a colour."}])"));
+  EXPECT_EQ(first_items.body["first_id"], first_items.body["data"][0]["id"]);
+  EXPECT_EQ(first_items.body["has_more"], false);
+  const HttpAnswer second_items = send("GET", "/v1/responses/" + second.body["id"].get<std::string>() + "/input_items", "sk-alice");
+  ASSERT_EQ(second_items.status, 200) << second_items.body;
+  ASSERT_EQ(second_items.body["data"].size(), 1u) << "not the continued response's: " << second_items.body;
+  EXPECT_EQ(second_items.body["data"][0]["content"][0]["text"], "And another?");
+  EXPECT_EQ(send("GET", "/v1/responses/" + first_id + "/input_items", "sk-bob").status, 404);
+  EXPECT_EQ(send("GET", "/v1/responses/" + first_id + "/input_items?limit=0", "sk-alice").body["error"]["param"], "limit");
   const HttpAnswer deleted = send("DELETE", "/v1/responses/" + first_id, "sk-alice");
   ASSERT_EQ(deleted.status, 200) << deleted.body;
   EXPECT_EQ(deleted.body, json({{"id", first_id}, {"object", "response"}, {"deleted", true}}));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/http/input_items.h"
 #include "server/http/openai_error.h"
 #include "server/http/response_output.h"
 #include "server/http/responses_request.h"
@@ -376,6 +377,65 @@ TEST(ResponseOutput, AWholeTurnGivesTheSameItemsAsItsPieces) {
   }
   in_pieces.Finish(false);
   EXPECT_EQ(at_once.items(), in_pieces.items());
+}
+
+// A request's input items as listed: typed, string content as one text part, ids where none were given; then pages
+// in either order, after / before an id, and the query's errors named.
+TEST(InputItems, ListedWithIdsAndPagedEitherWay) {
+  const ordered_json input = ordered_json::parse(R"([
+      {"role": "user", "content": "Hi"},
+      {"type": "message", "role": "assistant", "content": "Hello", "id": "msg_given"},
+      {"type": "function_call_output", "call_id": "call_1", "output": "42"},
+      {"role": "user", "content": [{"type": "input_text", "text": "Thanks"}]}])");
+  const json items = ListedInputItems(input, "r7");
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[0], json::parse(R"({"role": "user", "type": "message", "id": "msg_r7_in0",
+                                     "content": [{"type": "input_text", "text": "Hi"}]})"));
+  EXPECT_EQ(items[1]["id"], "msg_given");
+  EXPECT_EQ(items[1]["content"], json::parse(R"([{"type": "output_text", "text": "Hello"}])"));
+  EXPECT_EQ(items[2]["id"], "fco_r7_in2");
+  EXPECT_EQ(items[3]["content"], json::parse(R"([{"type": "input_text", "text": "Thanks"}])"));
+
+  auto page = [&](std::vector<std::pair<std::string, std::string>> query) {
+    httplib::Request request;
+    for (auto& [k, v] : query) request.params.emplace(k, v);
+    return InputItemsPage(items, request);
+  };
+  auto ids = [](const json& p) {
+    std::vector<std::string> out;
+    for (const json& item : p["data"]) out.push_back(item["id"]);
+    return out;
+  };
+  absl::StatusOr<json> all = page({});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(ids(*all), (std::vector<std::string>{"msg_r7_in3", "fco_r7_in2", "msg_given", "msg_r7_in0"})) << "the last first";
+  EXPECT_EQ((*all)["object"], "list");
+  EXPECT_EQ((*all)["first_id"], "msg_r7_in3");
+  EXPECT_EQ((*all)["last_id"], "msg_r7_in0");
+  EXPECT_EQ((*all)["has_more"], false);
+  absl::StatusOr<json> first_two = page({{"order", "asc"}, {"limit", "2"}});
+  ASSERT_TRUE(first_two.ok());
+  EXPECT_EQ(ids(*first_two), (std::vector<std::string>{"msg_r7_in0", "msg_given"}));
+  EXPECT_EQ((*first_two)["has_more"], true);
+  absl::StatusOr<json> next = page({{"order", "asc"}, {"limit", "2"}, {"after", "msg_given"}});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(ids(*next), (std::vector<std::string>{"fco_r7_in2", "msg_r7_in3"}));
+  EXPECT_EQ((*next)["has_more"], false);
+  absl::StatusOr<json> before = page({{"before", "msg_given"}});
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(ids(*before), (std::vector<std::string>{"msg_r7_in3", "fco_r7_in2"}));
+  absl::StatusOr<json> none = page({{"after", "msg_r7_in0"}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE((*none)["data"].empty());
+  EXPECT_TRUE((*none)["first_id"].is_null());
+
+  for (const auto& [query, param] : std::vector<std::pair<std::pair<std::string, std::string>, std::string>>{
+           {{"limit", "0"}, "limit"}, {{"limit", "101"}, "limit"}, {{"limit", "x"}, "limit"}, {{"order", "up"}, "order"},
+           {{"after", "msg_nope"}, "after"}, {{"include", "x"}, "include"}}) {
+    absl::StatusOr<json> bad = page({query});
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << param;
+    EXPECT_EQ(ErrorParam(bad.status()), param);
+  }
 }
 
 }  // namespace
