@@ -47,6 +47,12 @@ std::string SlowModelDir() {
   return ModelDirOnce(absl::StrCat("gpt2-", kPreset, "-f16"), "preproj.safetensors", options);
 }
 
+absl::StatusOr<std::unique_ptr<Engine>> MakeTinyRandomEngine(const LoadModelOptions& load, const EngineConfig& config) {
+  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(TinyRandomModelDir(), load);
+  if (!bundle.ok()) return bundle.status();
+  return Engine::Create(std::move(*bundle), config);
+}
+
 bool SlowModelIsFullSize() { return std::string(kPreset) == "124m"; }
 
 std::string TinyRandomModelDir() { return ModelDirOnce("gpt2-tiny-random", "config.json", MakeModelOptions{}); }

@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+
 namespace arach::testing {
 
 // The slow model's folder: GPT-2 124M in float16 (in sanitizer builds the `mini` preset, whose steps are not slow).
@@ -27,5 +30,7 @@ std::vector<std::string> SlowModelKvFlags(int blocks);
 // A tiny random GPT-2 (the `tiny` preset, synthetic tokenizer, no adapter): fast, for tests of the server's
 // surface rather than of its model.
 std::string TinyRandomModelDir();
+// An engine on TinyRandomModelDir() with `load` (e.g. its KV pool and block size) and `config`.
+absl::StatusOr<std::unique_ptr<Engine>> MakeTinyRandomEngine(const LoadModelOptions& load, const EngineConfig& config = {});
 
 }  // namespace arach::testing

@@ -23,21 +23,24 @@ using ::testing::HasSubstr;
 std::unique_ptr<Engine> MakeEngine(const EngineConfig& config) {
   LoadModelOptions load;
   load.kv_blocks = 64;
-  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(testing::TinyRandomModelDir(), load);
-  EXPECT_TRUE(bundle.ok()) << bundle.status();
-  if (!bundle.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*bundle), config);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = testing::MakeTinyRandomEngine(load, config);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-// Runs one two-token generation to its end; its finish.
-FinishInfo RunOne(Engine& engine) {
+// Submits a generation of `max_tokens` tokens; its observer.
+std::shared_ptr<testing::CollectingObserver> SubmitOne(Engine& engine, int max_tokens) {
   EngineRequest request;
   request.prompt = {5, 6, 7};
-  request.sampling.max_tokens = 2;
+  request.sampling.max_tokens = max_tokens;
   auto observer = std::make_shared<testing::CollectingObserver>();
   EXPECT_TRUE(engine.Submit(request, observer).ok());
+  return observer;
+}
+
+// Runs one two-token generation to its end; its finish.
+FinishInfo RunOne(Engine& engine) {
+  auto observer = SubmitOne(engine, 2);
   EXPECT_TRUE(observer->Wait());
   return observer->finish();
 }
@@ -87,11 +90,7 @@ TEST(EngineHealth, AStepRunningPastTheStallTimeoutIsUnhealthyWhileItLasts) {
   EXPECT_TRUE(engine->Health().ok()) << "an idle engine is not stalled";
 
   hold = true;
-  EngineRequest request;
-  request.prompt = {5, 6, 7};
-  request.sampling.max_tokens = 2;
-  auto observer = std::make_shared<testing::CollectingObserver>();
-  ASSERT_TRUE(engine->Submit(request, observer).ok());
+  auto observer = SubmitOne(*engine, 2);
   absl::Status status;
   for (int i = 0; i < 500 && status.ok(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -127,11 +126,7 @@ TEST(EngineHealth, TheWatchReportsEachChange) {
     return changes.size();
   };
   hold = true;
-  EngineRequest request;
-  request.prompt = {5, 6, 7};
-  request.sampling.max_tokens = 1;
-  auto observer = std::make_shared<testing::CollectingObserver>();
-  ASSERT_TRUE(engine->Submit(request, observer).ok());
+  auto observer = SubmitOne(*engine, 1);
   for (int i = 0; i < 500 && count() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   hold = false;
   ASSERT_TRUE(observer->Wait());

@@ -69,9 +69,7 @@ class ShadowingObserver : public testing::CollectingObserver {
 TEST(ShadowScorer, WorkBeyondTheBoundIsDroppedAndCounted) {
   LoadModelOptions load;
   load.kv_blocks = 64;
-  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(testing::TinyRandomModelDir(), load);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(std::move(*bundle), EngineConfig{});
+  absl::StatusOr<std::unique_ptr<Engine>> created = testing::MakeTinyRandomEngine(load);
   ASSERT_TRUE(created.ok()) << created.status();
   std::unique_ptr<Engine> engine = std::move(*created);
   Engine* engine_ptr = engine.get();
@@ -119,9 +117,7 @@ TEST(ShadowScorer, ScoresInTheServedRequestsPrefixCacheNamespace) {
   LoadModelOptions load;
   load.kv_blocks = 64;
   load.block_size = 4;
-  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(testing::TinyRandomModelDir(), load);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(std::move(*bundle), EngineConfig{});
+  absl::StatusOr<std::unique_ptr<Engine>> created = testing::MakeTinyRandomEngine(load);
   ASSERT_TRUE(created.ok()) << created.status();
   std::unique_ptr<Engine> engine = std::move(*created);
   Engine* engine_ptr = engine.get();
