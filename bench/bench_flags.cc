@@ -26,6 +26,9 @@ ABSL_FLAG(int, requests_per_client, 2, "requests each client sends");
 ABSL_FLAG(int, max_tokens, 32, "generated tokens per request");
 ABSL_FLAG(std::string, variant, "base", "base | arach | skip | arach+skip");
 ABSL_FLAG(int, max_num_batched_tokens, 512, "engine: tokens per step");
+ABSL_FLAG(int, shared_prefix, 0,
+          "engine: the first N prompt tokens are the same in every request (a system prompt), the rest differ; "
+          "the prefix cache is on (off when 0: identical prompts would be served from it)");
 ABSL_FLAG(std::string, json_schema, "", "engine: every request's output must match this JSON Schema file (structured output)");
 ABSL_FLAG(int, schemas, 50, "distinct schemas compiled");
 ABSL_FLAG(int, steps, 64, "tokens walked through each compiled schema");

@@ -32,6 +32,7 @@ ABSL_DECLARE_FLAG(int, max_tokens);
 ABSL_DECLARE_FLAG(std::string, variant);
 ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
 ABSL_DECLARE_FLAG(std::string, json_schema);
+ABSL_DECLARE_FLAG(int, shared_prefix);
 // Structured output.
 ABSL_DECLARE_FLAG(int, schemas);
 ABSL_DECLARE_FLAG(int, steps);
@@ -45,7 +46,7 @@ inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch",
                                                             "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
-                                                           "json_schema", "weight_dtype", "kv_cache_dtype"};
+                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

@@ -6,12 +6,13 @@
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
-//                            [--json_schema bench/schemas/nested.json]
+//                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -29,8 +30,9 @@ namespace {
 // Closed loop: each finished request immediately starts the next one of its client.
 class Driver : public std::enable_shared_from_this<Driver> {
  public:
-  Driver(Engine& engine, int clients, int per_client, const EngineRequest& request)
-      : engine_(engine), remaining_(clients * per_client), total_(clients * per_client), request_(request) {}
+  // `request(i)`: the i-th request submitted.
+  Driver(Engine& engine, int clients, int per_client, std::function<EngineRequest(int)> request)
+      : engine_(engine), remaining_(clients * per_client), total_(clients * per_client), request_(std::move(request)) {}
 
   struct Result {
     double seconds = 0;
@@ -59,12 +61,13 @@ class Driver : public std::enable_shared_from_this<Driver> {
   };
 
   void Launch() {
+    int index;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (remaining_ == 0) return;
-      --remaining_;
+      index = total_ - remaining_--;
     }
-    auto id = engine_.Submit(request_, std::make_shared<Observer>(shared_from_this()));
+    auto id = engine_.Submit(request_(index), std::make_shared<Observer>(shared_from_this()));
     if (!id.ok()) {
       std::fprintf(stderr, "submit: %s\n", id.status().ToString().c_str());
       FinishInfo failed;
@@ -83,7 +86,7 @@ class Driver : public std::enable_shared_from_this<Driver> {
   Engine& engine_;
   int remaining_;
   const int total_;
-  EngineRequest request_;
+  std::function<EngineRequest(int)> request_;
   Clock::time_point start_;
   std::mutex mutex_;
   std::condition_variable done_;
@@ -120,7 +123,8 @@ int Run() {
   EngineConfig config;
   config.max_num_seqs = *std::max_element(levels.begin(), levels.end());
   config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
-  config.enable_prefix_caching = false;  // identical prompts would otherwise be served from the cache
+  const int shared_prefix = std::clamp(absl::GetFlag(FLAGS_shared_prefix), 0, absl::GetFlag(FLAGS_prompt_len) - 1);
+  config.enable_prefix_caching = shared_prefix > 0;  // else identical prompts would be served from the cache
   auto engine = Engine::Create(std::move(*model), config);
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
@@ -133,6 +137,16 @@ int Run() {
   }
   EngineRequest request;
   for (int i = 0; i < absl::GetFlag(FLAGS_prompt_len); ++i) request.prompt.push_back((i * 7919 + 17) % vocab);
+  // Request i: the shared prefix, then tokens of its own (all of them the same when there is no shared prefix).
+  auto request_number = [&request, shared_prefix, vocab](int i) {
+    EngineRequest r = request;
+    if (shared_prefix > 0) {
+      for (size_t t = static_cast<size_t>(shared_prefix); t < r.prompt.size(); ++t) {
+        r.prompt[t] = static_cast<int32_t>((static_cast<int64_t>(i + 1) * 104729 + static_cast<int64_t>(t) * 7919) % vocab);
+      }
+    }
+    return r;
+  };
   request.sampling.temperature = 0.0f;
   request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   request.sampling.ignore_eos = true;
@@ -148,16 +162,21 @@ int Run() {
   }
 
   {  // warm-up: first-use allocations and thread start-up stay out of the figures
-    auto warm = std::make_shared<Driver>(**engine, 1, 1, request);
+    auto warm = std::make_shared<Driver>(**engine, 1, 1, [&](int) {  // nothing of it in the cache for the measured ones
+      EngineRequest r = request_number(-1);
+      for (int32_t& t : r.prompt) t = (t + 1) % vocab;
+      return r;
+    });
     warm->Run(1);
   }
-  std::printf("# engine_bench: %s on %s; variant %s, prompt %d, %d new tokens, %d requests per client, output %s\n", dir.c_str(),
-              device.c_str(), variant->Name().c_str(), absl::GetFlag(FLAGS_prompt_len), absl::GetFlag(FLAGS_max_tokens),
+  std::printf("# engine_bench: %s on %s; variant %s, prompt %d (%d shared), %d new tokens, %d requests per client, output %s\n",
+              dir.c_str(), device.c_str(), variant->Name().c_str(), absl::GetFlag(FLAGS_prompt_len), shared_prefix,
+              absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
   std::printf("%11s %9s %10s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "out tok/s",
               "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p90", "TPOT p99");
   for (int clients : levels) {
-    auto driver = std::make_shared<Driver>(**engine, clients, absl::GetFlag(FLAGS_requests_per_client), request);
+    auto driver = std::make_shared<Driver>(**engine, clients, absl::GetFlag(FLAGS_requests_per_client), request_number);
     const Driver::Result result = driver->Run(clients);
     std::vector<double> ttft, tpot;
     int64_t tokens = 0;

@@ -239,6 +239,7 @@ void Engine::PublishStats() {
   stats_.kv_blocks_cached = allocator_.num_cached();
   stats_.prefix_cache_queries = scheduler_.prefix_cache_queries();
   stats_.prefix_cache_hits = scheduler_.prefix_cache_hits();
+  stats_.deferred_admissions = scheduler_.deferred_admissions();
   stats_.preemptions = scheduler_.num_preemptions();
 }
 

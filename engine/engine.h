@@ -73,6 +73,7 @@ struct EngineStats {
   int kv_blocks_cached = 0;         // registered in the prefix cache
   int64_t prefix_cache_queries = 0; // prompt blocks looked up (full blocks of kv_block_size() tokens)
   int64_t prefix_cache_hits = 0;
+  int64_t deferred_admissions = 0;  // admissions put off a step to reuse a prompt block being computed
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t requests_finished = 0;

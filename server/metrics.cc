@@ -91,6 +91,9 @@ class EngineCollector : public prometheus::Collectable {
             static_cast<double>(s.prefix_cache_queries) * block_tokens);
     counter("arach_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache (reused K/V).",
             static_cast<double>(s.prefix_cache_hits) * block_tokens);
+    counter("arach_prefix_cache_deferred_admissions_total",
+            "Admissions put off by a step because a running request was computing the next prompt block (reused then).",
+            static_cast<double>(s.deferred_admissions));
     counter("arach_preemptions_total", "Running requests preempted for lack of KV blocks (recomputed later).",
             static_cast<double>(s.preemptions));
     return out;

@@ -27,9 +27,9 @@ void Scheduler::Preempt(Sequence& seq) {
   (seq.background ? background_waiting_ : waiting_).push_front(&seq);  // first in line to come back
 }
 
-int Scheduler::MatchPrefix(Sequence& seq) {
+Scheduler::PrefixMatch Scheduler::MatchPrefix(Sequence& seq) {
   if (!config_.enable_prefix_caching || seq.want_prompt_logprobs || seq.want_attention_diagnostics || seq.num_computed > 0) {
-    return 0;
+    return {};
   }
   const int block_size = seq.blocks.block_size();
   // Only blocks before the last token: at least one token is always computed to produce logits.
@@ -38,12 +38,12 @@ int Scheduler::MatchPrefix(Sequence& seq) {
   content.variant_key = seq.variant.CacheKey();
   content.cache_namespace = seq.cache_namespace;
   int matched = 0;
+  int queried = 0;
   for (; matched < candidates; ++matched) {
-    ++prefix_queries_;
+    ++queried;
     content.tokens.assign(seq.tokens.begin() + matched * block_size, seq.tokens.begin() + (matched + 1) * block_size);
     const std::optional<int32_t> block = allocator_.Lookup(content);
     if (!block) break;
-    ++prefix_hits_;
     seq.blocks.Append(*block);
     content.parent_hash = content.Hash();
   }
@@ -51,7 +51,32 @@ int Scheduler::MatchPrefix(Sequence& seq) {
   seq.last_block_hash = matched > 0 ? content.parent_hash : 0;
   seq.num_computed = matched * block_size;
   ReleaseOutOfWindow(seq);
-  return seq.num_computed;
+  return {seq.num_computed, queried, matched};
+}
+
+void Scheduler::ForgetPrefixHits(Sequence& seq) {
+  seq.blocks.ReleaseAll(allocator_);
+  seq.num_computed = seq.num_registered_blocks = seq.num_cached_prompt_tokens = 0;
+  seq.last_block_hash = 0;
+}
+
+bool Scheduler::NextBlockIsBeingComputed(const Sequence& seq) const {
+  if (!config_.enable_prefix_caching || seq.want_prompt_logprobs || seq.want_attention_diagnostics) return false;
+  const int block_size = seq.blocks.block_size();
+  const int block = seq.num_registered_blocks;  // the first one not found in the cache
+  const size_t end = static_cast<size_t>(block + 1) * static_cast<size_t>(block_size);
+  if (end + 1 > seq.tokens.size()) return false;  // not a block MatchPrefix could reuse (the last token is always computed)
+  const uint64_t variant_key = seq.variant.CacheKey();
+  for (const Sequence* other : running_) {
+    // At the same place of the same chain (same cached blocks before), with that block's tokens known, not yet computed.
+    if (other->num_registered_blocks != block || other->last_block_hash != seq.last_block_hash || other->tokens.size() < end) continue;
+    if (other->variant.CacheKey() != variant_key || other->cache_namespace != seq.cache_namespace) continue;
+    if (std::equal(seq.tokens.begin() + static_cast<std::ptrdiff_t>(end - block_size), seq.tokens.begin() + static_cast<std::ptrdiff_t>(end),
+                   other->tokens.begin() + static_cast<std::ptrdiff_t>(end - block_size))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Scheduler::ReleaseOutOfWindow(Sequence& seq) {
@@ -100,12 +125,15 @@ Sequence* Scheduler::PickVictim(bool for_background) const {
   return LowestPriorityLive();
 }
 
-std::deque<Sequence*>::iterator Scheduler::NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now) {
-  auto best = queue.begin();
-  int best_priority = best == queue.end() ? 0 : EffectivePriority(**best, now);
+std::deque<Sequence*>::iterator Scheduler::NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now,
+                                                       const std::vector<const Sequence*>& skip) {
+  auto skipped = [&](const Sequence* seq) { return std::find(skip.begin(), skip.end(), seq) != skip.end(); };
+  auto best = queue.end();
+  int best_priority = 0;
   for (auto it = queue.begin(); it != queue.end(); ++it) {
+    if (skipped(*it)) continue;
     const int priority = EffectivePriority(**it, now);
-    if (priority < best_priority) {
+    if (best == queue.end() || priority < best_priority) {
       best = it;
       best_priority = priority;
     }
@@ -164,6 +192,7 @@ void Scheduler::ScheduleRunning(bool background, ScheduledBatch& batch, int& bud
 
 void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now) {
   std::deque<Sequence*>& queue = background ? background_waiting_ : waiting_;
+  std::vector<const Sequence*> waiting_for_blocks;  // deferred in this step (NextBlockIsBeingComputed)
   while (!queue.empty() && budget > 0) {
     if (static_cast<int>(running_.size()) >= config_.max_num_seqs) {
       Sequence* victim = background ? nullptr : PickVictim(/*for_background=*/true);  // a live request takes a background slot
@@ -171,19 +200,27 @@ void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget
       PreemptForStep(*victim, batch);
       continue;
     }
-    const auto next = NextWaiting(queue, now);
+    const auto next = NextWaiting(queue, now, waiting_for_blocks);
+    if (next == queue.end()) break;  // each one left waits for a block a running sequence is computing
     Sequence& seq = **next;
-    seq.num_cached_prompt_tokens = MatchPrefix(seq);
+    const PrefixMatch match = MatchPrefix(seq);
+    seq.num_cached_prompt_tokens = match.tokens;
+    if (NextBlockIsBeingComputed(seq)) {
+      ForgetPrefixHits(seq);
+      waiting_for_blocks.push_back(&seq);
+      ++deferred_admissions_;
+      continue;
+    }
     const int n = std::min(seq.num_uncomputed(), budget);
     if (!EnsureBlocks(seq, seq.num_computed + n)) {
-      seq.blocks.ReleaseAll(allocator_);  // give back the prefix hits; try again (next step, or after a preemption)
-      seq.num_computed = seq.num_registered_blocks = seq.num_cached_prompt_tokens = 0;
-      seq.last_block_hash = 0;
+      ForgetPrefixHits(seq);  // try again (next step, or after a preemption)
       Sequence* victim = background ? nullptr : PickVictim(/*for_background=*/true);  // background blocks go first
       if (victim == nullptr) break;
       PreemptForStep(*victim, batch);
       continue;
     }
+    prefix_queries_ += match.queried;  // counted once admitted (a sequence sent back to wait looks again later)
+    prefix_hits_ += match.found;
     queue.erase(next);
     seq.state = SequenceState::kRunning;
     running_.push_back(&seq);

@@ -15,7 +15,9 @@
 // with the budget, slots and blocks that live sequences leave in a step (at most background_tokens_per_step,
 // and background_tokens_beside_live when the step has live work), and are preempted first, both when a live
 // sequence needs blocks and when a live request waits for a slot or blocks.
-// On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused.
+// On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused; a waiting
+// sequence whose next block a running sequence is computing right now waits for it (admitted in a later step, it
+// reuses the block instead of computing it too), while those behind it may go first.
 #pragma once
 
 #include <chrono>
@@ -82,8 +84,10 @@ class Scheduler {
   const std::vector<Sequence*>& running() const { return running_; }
   const SchedulerConfig& config() const { return config_; }
   int64_t num_preemptions() const { return preemptions_; }
-  int64_t prefix_cache_queries() const { return prefix_queries_; }  // prompt blocks looked up
+  int64_t prefix_cache_queries() const { return prefix_queries_; }  // prompt blocks looked up by admitted sequences
   int64_t prefix_cache_hits() const { return prefix_hits_; }        // of which found
+  // Admissions put off by a step because the next prompt block was being computed by a running sequence.
+  int64_t deferred_admissions() const { return deferred_admissions_; }
 
  private:
   // Blocks so that positions [0, num_tokens) of seq are covered; false when the pool cannot.
@@ -96,16 +100,29 @@ class Scheduler {
   Sequence* PickVictim(bool for_background) const;
   // The lowest-priority running live sequence (the newest among equals), or null.
   Sequence* LowestPriorityLive() const;
-  // The waiting sequence to admit next from `queue`: the best effective priority, then queue order.
-  std::deque<Sequence*>::iterator NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now);
+  // The waiting sequence to admit next from `queue`: the best effective priority, then queue order; those in `skip`
+  // are passed over (end() when nothing else is left).
+  std::deque<Sequence*>::iterator NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now,
+                                              const std::vector<const Sequence*>& skip = {});
   // Before a step: while the best waiting live sequence has a strictly better priority than the lowest running
   // one and the batch is full for it (no slot, or not the blocks of its first chunk), preempts that one.
   void PreemptForPriority(ScheduledBatch& batch, std::chrono::steady_clock::time_point now);
   // Steps 1 and 2 for one class (live or background).
   void ScheduleRunning(bool background, ScheduledBatch& batch, int& budget);
   void AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now);
-  // Reuses cached full blocks of seq's prefix; returns the number of tokens covered.
-  int MatchPrefix(Sequence& seq);
+  struct PrefixMatch {
+    int tokens = 0;   // prompt tokens covered by the blocks found
+    int queried = 0;  // blocks looked up
+    int found = 0;    // of which found
+  };
+  // Reuses cached full blocks of seq's prefix.
+  PrefixMatch MatchPrefix(Sequence& seq);
+  // Gives back what MatchPrefix found (seq stays waiting).
+  void ForgetPrefixHits(Sequence& seq);
+  // Whether the block of `seq` after its prefix-cache hits is one a running sequence is about to compute (same chain,
+  // tokens, variant and namespace): `seq` then waits and finds it in the cache rather than computing it again (a burst
+  // of requests with one long system prompt, the n choices of one prompt).
+  bool NextBlockIsBeingComputed(const Sequence& seq) const;
   // Under a sliding window: gives back the blocks no query after num_computed will read.
   void ReleaseOutOfWindow(Sequence& seq);
 
@@ -117,6 +134,7 @@ class Scheduler {
   int64_t preemptions_ = 0;
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
+  int64_t deferred_admissions_ = 0;
 };
 
 }  // namespace arach

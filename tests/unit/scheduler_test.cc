@@ -315,6 +315,37 @@ TEST(Scheduler, PrefixCacheReusesBlocksWithinTheirCacheNamespaceOnly) {
   EXPECT_EQ(h.scheduler().prefix_cache_hits(), 4);
 }
 
+TEST(Scheduler, AWaitingSequenceWaitsForTheBlockARunningOneIsComputing) {
+  // B has A's prompt: admitted beside A it would compute the same blocks again, so it waits a step and reuses them.
+  // C (the same tokens under another variant) and D (other tokens) do not wait; D goes first although B came earlier.
+  Harness h({4, 40, true}, 64, 4);
+  h.Add('A', 16, 2, /*first_token=*/100);
+  h.Add('B', 16, 2, 100);
+  Variant arach;
+  arach.arach = true;
+  h.Add('C', 16, 2, 100, arach);
+  h.Add('D', 6, 2, 500);
+  CheckTable(h, {{"A0+16 C0+16 D0+6", "ACD", "B", 54},
+                 {"A16+1 C16+1 D6+1 B12+4", "B", "", 60}});  // B: three of A's blocks (the last token is computed)
+  EXPECT_EQ(h.scheduler().deferred_admissions(), 1);
+  EXPECT_EQ(h.scheduler().prefix_cache_hits(), 3);
+}
+
+TEST(Scheduler, SiblingsOfALongChunkedPromptWaitUntilItsBlocksAreComputed) {
+  // A 24-token prompt computed 16 tokens a step: in the step that computes A's last 8, its two siblings (found
+  // four cached blocks) would compute the next ones again with the budget left; they wait, then compute only the
+  // last block themselves.
+  Harness h({4, 16, true}, 64, 4);
+  h.Add('A', 24, 1, 100);
+  h.Add('B', 24, 1, 100);
+  h.Add('C', 24, 1, 100);
+  CheckTable(h, {{"A0+16", "A", "BC", 60},
+                 {"A16+8", "", "BC", 64},
+                 {"B20+4 C20+4", "", "", 64}});
+  EXPECT_EQ(h.scheduler().deferred_admissions(), 2);
+  EXPECT_EQ(h.scheduler().prefix_cache_hits(), 10) << "counted when admitted, not when found and given back";
+}
+
 TEST(Scheduler, AWholeCachedPromptStillComputesItsLastToken) {
   Harness h({4, 64, true}, 32, 4);
   h.Add('A', 8, 1, 7);
