@@ -68,6 +68,7 @@ bool Scheduler::NextBlockIsBeingComputed(const Sequence& seq) const {
   if (end + 1 > seq.tokens.size()) return false;  // not a block MatchPrefix could reuse (the last token is always computed)
   const uint64_t variant_key = seq.variant.CacheKey();
   for (const Sequence* other : running_) {
+    if (other->background && !seq.background) continue;  // background work computes a few tokens a step: live work never waits for it
     // At the same place of the same chain (same cached blocks before), with that block's tokens known, not yet computed.
     if (other->num_registered_blocks != block || other->last_block_hash != seq.last_block_hash || other->tokens.size() < end) continue;
     if (other->variant.CacheKey() != variant_key || other->cache_namespace != seq.cache_namespace) continue;

@@ -331,6 +331,19 @@ TEST(Scheduler, AWaitingSequenceWaitsForTheBlockARunningOneIsComputing) {
   EXPECT_EQ(h.scheduler().prefix_cache_hits(), 3);
 }
 
+TEST(Scheduler, LiveWorkDoesNotWaitForABlockBackgroundWorkIsComputing) {
+  // Background work computes a few tokens a step (here 8 beside live work); a live sequence with its prompt computes
+  // the blocks itself rather than wait for them.
+  SchedulerConfig config{4, 64, true};
+  config.background_tokens_per_step = 8;
+  Harness h(config, 64, 4);
+  h.Add('S', 16, 1, 100, {}, /*background=*/true);
+  CheckTable(h, {{"S0+8", "S", "", 62}});
+  h.Add('L', 16, 1, 100);
+  CheckTable(h, {{"L8+8", "S", "", 62}});  // L found S's two computed blocks, computes the rest itself (and ends)
+  EXPECT_EQ(h.scheduler().deferred_admissions(), 0);
+}
+
 TEST(Scheduler, SiblingsOfALongChunkedPromptWaitUntilItsBlocksAreComputed) {
   // A 24-token prompt computed 16 tokens a step: in the step that computes A's last 8, its two siblings (found
   // four cached blocks) would compute the next ones again with the budget left; they wait, then compute only the
