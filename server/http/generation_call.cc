@@ -6,6 +6,7 @@
 #include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
+#include "server/http/peer_connection.h"
 #include "server/http/token_logprobs.h"
 #include "server/request_limits.h"
 #include "server/request_log.h"
@@ -191,8 +192,18 @@ json GenerationCall::WholeAnswer() {
   return body;
 }
 
-void GenerationCall::RespondWhole(httplib::Response& response) {
-  run_->WaitFinished();
+void GenerationCall::RespondWhole(httplib::Response& response, const std::function<bool()>& client_hung_up) {
+  bool abandoned = false;
+  while (!run_->WaitFinishedFor(kClientCheckInterval)) {
+    if (abandoned || !client_hung_up()) continue;
+    abandoned = true;  // nobody will read the answer: stop computing it (each choice still delivers its end)
+    run_->CancelAll();
+  }
+  if (abandoned) {
+    response.status = kClientClosedRequest;
+    End(kClientClosedRequest);
+    return;
+  }
   for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) Apply(event);
   json body = failure_.ok() ? WholeAnswer() : json();  // (a failure found while the answer is built counts too)
   if (!failure_.ok()) {
@@ -266,7 +277,7 @@ void GenerationCall::RespondStream(httplib::Response& response) {
       [self](bool completed) {
         if (!completed) self->run_->CancelAll();
         self->run_->WaitFinished();
-        self->End(completed && self->failure_.ok() ? 200 : 499);
+        self->End(completed && self->failure_.ok() ? 200 : kClientClosedRequest);
       });
 }
 
@@ -321,7 +332,7 @@ void ServeGeneration(ServiceContext& context, const httplib::Request& request, h
   if ((*call)->streaming()) {
     (*call)->RespondStream(response);
   } else {
-    (*call)->RespondWhole(response);
+    (*call)->RespondWhole(response, HangUpCheck(request));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -24,6 +25,11 @@
 #include "server/service_context.h"
 
 namespace arach::server::http {
+
+// The status a call's record ends with when its client hung up before the answer's end (nginx's 499).
+inline constexpr int kClientClosedRequest = 499;
+// How often a handler waiting for a whole answer asks whether its client is still there.
+inline constexpr std::chrono::milliseconds kClientCheckInterval{250};
 
 // A choice as it is built: what arrived since it was last written.
 struct Choice {
@@ -61,8 +67,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   // the structured output's. On error nothing stays queued.
   absl::Status Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields,
                       const std::string& own_constraint_field = "");
-  // The whole answer, once every choice has finished (or the first failure).
-  void RespondWhole(httplib::Response& response);
+  // The whole answer, once every choice has finished (or the first failure). `client_hung_up` is asked every
+  // kClientCheckInterval while the choices run: once it says yes, they are cancelled and the call ends as 499.
+  void RespondWhole(httplib::Response& response, const std::function<bool()>& client_hung_up);
   // Server-sent events as tokens arrive, then the usage (when asked) and [DONE].
   void RespondStream(httplib::Response& response);
   bool streaming() const { return fields_.stream; }

@@ -88,4 +88,9 @@ void GenerationRun::WaitFinished() {
   changed_.wait(lock, [&] { return finished_ == submitted_; });
 }
 
+bool GenerationRun::WaitFinishedFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return finished_ == submitted_; });
+}
+
 }  // namespace arach::server::http

@@ -45,6 +45,8 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   bool over() const;
   // Waits until every submitted choice has finished.
   void WaitFinished();
+  // The same for at most `timeout`; whether they have.
+  bool WaitFinishedFor(std::chrono::milliseconds timeout);
 
  private:
   class ChoiceObserver;

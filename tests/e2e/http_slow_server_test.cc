@@ -1,8 +1,8 @@
 // End-to-end over HTTP on a make-model GPT-2-124M server (slow enough on CPU to act mid-stream; the sanitizer
 // builds' is smaller): a step past the stall timeout fails liveness while it lasts; a whole answer ends when its
-// client stops waiting; a flood past the queue gets 429s and nothing else; a client that goes away mid-stream frees
-// its sequence; SIGTERM during a stream lets it finish while new requests get 503; probes on the metrics listener
-// are answered while streams hold every API connection.
+// client stops waiting; a flood past the queue gets 429s and nothing else; a client that goes away mid-stream or
+// before its whole answer frees its sequence; SIGTERM during a stream lets it finish while new requests get 503;
+// probes on the metrics listener are answered while streams hold every API connection.
 #include <httplib.h>
 
 #include <atomic>
@@ -149,6 +149,28 @@ TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
            m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
                    before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1;
   })) << "the abandoned sequence must leave the batch and give back its blocks";
+}
+
+// A client that hangs up before its whole (non-streamed) answer has come frees its sequence too, without saying how
+// long it waits: the handler sees the connection closed (PeerConnection), cancels the choices and logs a 499.
+TEST(HttpSlowServer, ClientGoneBeforeItsWholeAnswerFreesItsSequence) {
+  if (!testing::SlowModelIsFullSize()) GTEST_SKIP() << "the sanitizer builds' slow model answers before the client leaves";
+  auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456"});
+  ASSERT_NE(server, nullptr);
+  const testing::PrometheusText before = Metrics(*server);
+  {
+    httplib::Client impatient("http://" + server->http_address());
+    impatient.set_read_timeout(1, 0);
+    const httplib::Result result = impatient.Post("/v1/completions", LongBody(800, false).dump(), "application/json");
+    ASSERT_FALSE(result) << "answered within a second: " << result->status;
+  }  // the client's socket closes here
+  EXPECT_TRUE(EventuallyMetrics(*server, [&](const testing::PrometheusText& m) {
+    return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0 &&
+           m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
+                   before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1 &&
+           m.Sum("arach_http_requests_total", {{"status", "499"}}) - before.Sum("arach_http_requests_total", {{"status", "499"}}) == 1;
+  })) << "the abandoned sequence must leave the batch and give back its blocks";
+  EXPECT_EQ(Complete(*server, LongBody(2, false)).status, 200) << "the server answers the next call";
 }
 
 TEST(HttpSlowServer, SigtermDuringAStreamLetsItFinish) {
