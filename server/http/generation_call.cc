@@ -284,6 +284,10 @@ void GenerationCall::RespondStream(httplib::Response& response) {
 void GenerationCall::End(int http_status) {
   if (ended_) return;
   ended_ = true;
+  // A client that hung up left its choices' last events untaken: their ends still count (the log, the key's tokens).
+  for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) {
+    if (event.finish) choices_[static_cast<size_t>(event.choice)].finish = std::move(event.finish);
+  }
   FinishedRequest record(identity_.request_id, "http", identity_.route, variant_.variant.Name(), http_status);
   record.key = ticket_.caller().key;
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();

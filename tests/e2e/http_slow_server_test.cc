@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <csignal>
+#include <optional>
+#include <regex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,6 +46,23 @@ json LongBody(int max_tokens, bool stream) {
   for (int i = 0; i < 16; ++i) ids.push_back(1000 + i);
   return {{"model", "slow:base"}, {"prompt", ids},        {"max_tokens", max_tokens},
           {"temperature", 0},     {"ignore_eos", true},   {"stream", stream}};
+}
+
+// The prompt and completion tokens the request log gives the first call that ended with `status` (waiting up to
+// ~2 s for its line); none when no call did.
+struct LoggedTokens {
+  int prompt = 0;
+  int completion = 0;
+};
+std::optional<LoggedTokens> LoggedCall(ServerProcess& server, int status) {
+  const std::regex line(" api=http route=\\S+ key=\\S+ variant=\\S+ status=" + std::to_string(status) +
+                        " prompt_tokens=(\\d+) completion_tokens=(\\d+)");
+  for (int i = 0; i < 100; ++i) {
+    const std::string output = server.Output();
+    if (std::smatch match; std::regex_search(output, match, line)) return LoggedTokens{std::stoi(match[1]), std::stoi(match[2])};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::nullopt;
 }
 
 // A step that runs past --engine_stall_seconds (here a 1000-token prefill of the slow model against 50 ms) makes the
@@ -149,6 +169,9 @@ TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
            m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
                    before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1;
   })) << "the abandoned sequence must leave the batch and give back its blocks";
+  const std::optional<LoggedTokens> logged = LoggedCall(*server, 499);
+  ASSERT_TRUE(logged.has_value()) << server->Output();
+  EXPECT_GE(logged->completion, 2) << "the tokens streamed before the client left count";
 }
 
 // A client that hangs up before its whole (non-streamed) answer has come frees its sequence too, without saying how
@@ -170,6 +193,10 @@ TEST(HttpSlowServer, ClientGoneBeforeItsWholeAnswerFreesItsSequence) {
                    before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1 &&
            m.Sum("arach_http_requests_total", {{"status", "499"}}) - before.Sum("arach_http_requests_total", {{"status", "499"}}) == 1;
   })) << "the abandoned sequence must leave the batch and give back its blocks";
+  const std::optional<LoggedTokens> logged = LoggedCall(*server, 499);
+  ASSERT_TRUE(logged.has_value()) << server->Output();
+  EXPECT_EQ(logged->prompt, 16);
+  EXPECT_GT(logged->completion, 0) << "what was computed counts (the log, the key's token budget)";
   EXPECT_EQ(Complete(*server, LongBody(2, false)).status, 200) << "the server answers the next call";
 }
 
