@@ -165,9 +165,7 @@ TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
   EXPECT_EQ(stream.status, 200);
   EXPECT_EQ(events, 3);
   EXPECT_TRUE(EventuallyMetrics(*server, [&](const testing::PrometheusText& m) {
-    return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0 &&
-           m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
-                   before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1;
+    return testing::OneMoreCancelledAndNothingHeld(m, before);
   })) << "the abandoned sequence must leave the batch and give back its blocks";
   const std::optional<LoggedTokens> logged = LoggedCall(*server, 499);
   ASSERT_TRUE(logged.has_value()) << server->Output();
@@ -188,9 +186,7 @@ TEST(HttpSlowServer, ClientGoneBeforeItsWholeAnswerFreesItsSequence) {
     ASSERT_FALSE(result) << "answered within a second: " << result->status;
   }  // the client's socket closes here
   EXPECT_TRUE(EventuallyMetrics(*server, [&](const testing::PrometheusText& m) {
-    return m.Value("arach_num_requests_running") == 0 && m.Value("arach_kv_cache_usage_ratio") == 0 &&
-           m.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
-                   before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1 &&
+    return testing::OneMoreCancelledAndNothingHeld(m, before) &&
            m.Sum("arach_http_requests_total", {{"status", "499"}}) - before.Sum("arach_http_requests_total", {{"status", "499"}}) == 1;
   })) << "the abandoned sequence must leave the batch and give back its blocks";
   const std::optional<LoggedTokens> logged = LoggedCall(*server, 499);

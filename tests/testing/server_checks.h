@@ -38,4 +38,12 @@ inline bool EventuallyMetrics(const ServerProcess& server, const std::function<b
   return false;
 }
 
+// Whether, between `before` and `now`, exactly one more request ended cancelled and no request is left running or
+// holding KV blocks: a cancelled or abandoned call's sequence left the batch and gave its blocks back.
+inline bool OneMoreCancelledAndNothingHeld(const PrometheusText& now, const PrometheusText& before) {
+  return now.Value("arach_num_requests_running") == 0 && now.Value("arach_kv_cache_usage_ratio") == 0 &&
+         now.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) -
+                 before.Sum("arach_requests_total", {{"finish_reason", "cancelled"}}) == 1;
+}
+
 }  // namespace arach::testing
