@@ -41,8 +41,9 @@ constexpr std::string_view kResponses[] = {
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
     // accepted, and change nothing in the output (`store` keeps the answer where the server stores answers,
-    // --responses_store_bytes; the answer says whether it did)
-    "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
+    // --responses_store_bytes; the answer says whether it did; `max_tool_calls` bounds calls to OpenAI's built-in
+    // tools, and the only tools here are functions)
+    "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier", "max_tool_calls"};
 
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
@@ -50,7 +51,6 @@ constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented
     {"background", "background responses are not supported (stream instead)"},
     {"prompt", "stored prompt templates are not supported"},
     {"reasoning", "is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)"},
-    {"max_tool_calls", "is not supported (parallel_tool_calls false allows one call)"},
 };
 
 // Known parameters we do not implement, with what to do instead.

@@ -162,6 +162,21 @@ TEST(ResponsesRequest, ClientsDefaultsAskForNothing) {
             "<ok>");
 }
 
+// max_tool_calls bounds calls to OpenAI's built-in tools (web search, file search, ...): there are none here, so any
+// bound is met; the response repeats it (null when not given), as OpenAI's does.
+TEST(ResponsesRequest, MaxToolCallsIsAcceptedAndRepeated) {
+  auto parsed = ParseResponsesRequest(R"({"model": "m", "input": "x", "max_tool_calls": 2,
+      "tools": [{"type": "function", "name": "weather"}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->echo["max_tool_calls"], 2);
+  ASSERT_EQ(parsed->chat.tools.size(), 1u);
+  EXPECT_TRUE(parsed->chat.parallel_tool_calls) << "function calls are bounded by parallel_tool_calls, not by it";
+  auto without = ParseResponsesRequest(R"({"model": "m", "input": "x"})");
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(without->echo.contains("max_tool_calls"));
+  EXPECT_TRUE(without->echo["max_tool_calls"].is_null());
+}
+
 TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"input": "x"})", "model"},
@@ -207,6 +222,9 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 21})", "top_logprobs"},
       {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 1.5})", "top_logprobs"},
       {R"({"model": "m", "input": "x", "reasoning": {"effort": "high"}})", "reasoning"},
+      {R"({"model": "m", "input": "x", "max_tool_calls": -1})", "max_tool_calls"},
+      {R"({"model": "m", "input": "x", "max_tool_calls": "2"})", "max_tool_calls"},
+      {R"({"model": "m", "input": "x", "max_tool_calls": 1.5})", "max_tool_calls"},
       {R"({"model": "m", "input": "x", "n": 2})", "n"},
       {R"({"model": "m", "input": "x", "max_tokens": 2})", "max_tokens"},
       {R"({"model": "m", "input": "x", "messages": []})", "messages"},
