@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
@@ -10,6 +11,14 @@
 namespace arach::server {
 
 namespace {
+
+// Marks RenderChatPrompt's errors about the prompt's length (IsPromptTooLong).
+constexpr char kPromptTooLongPayload[] = "type.arach.dev/arach.PromptTooLong";
+
+absl::Status PromptTooLong(absl::Status status) {
+  status.SetPayload(kPromptTooLongPayload, absl::Cord());
+  return status;
+}
 
 absl::Status CheckToolCalls(const nlohmann::ordered_json& calls, const std::string& field) {
   if (!calls.is_array()) return InvalidField(field, "must be a list");
@@ -102,19 +111,28 @@ absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestL
     if (content != conversation.messages.back().end() && content->is_string()) prompt.continued = content->get<std::string>();
   }
   if (prompt.text.size() > limits.max_prompt_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": the rendered prompt's ", prompt.text.size(),
-                                                   " bytes exceed the limit of ", limits.max_prompt_bytes));
+    return PromptTooLong(absl::InvalidArgumentError(absl::StrCat(field, ": the rendered prompt's ", prompt.text.size(),
+                                                                 " bytes exceed the limit of ", limits.max_prompt_bytes)));
   }
   absl::StatusOr<std::vector<int32_t>> ids = engine.tokenizer().Encode(prompt.text, /*add_special_tokens=*/false);
   if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", ids.status().message()));
   if (ids->empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": the rendered prompt is empty"));
-  ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, field, ids->size()));
+  if (absl::Status tokens = CheckPromptTokens(limits, field, ids->size()); !tokens.ok()) return PromptTooLong(std::move(tokens));
   prompt.ids = std::move(*ids);
   if (const std::optional<std::string>& eos = engine.tokenizer().config().eos_token; eos) {
     prompt.end_of_turn = engine.tokenizer().TokenToId(*eos);
   }
   return prompt;
 }
+
+absl::Status CheckPromptLeavesRoom(const Engine& engine, const ChatPrompt& prompt, const std::string& field) {
+  const int context = engine.model_config().max_positions;
+  if (prompt.ids.size() < static_cast<size_t>(context)) return absl::OkStatus();
+  return PromptTooLong(InvalidField(field, absl::StrCat("the prompt's ", prompt.ids.size(), " tokens leave no room in the model's context of ",
+                                                        context, " tokens")));
+}
+
+bool IsPromptTooLong(const absl::Status& status) { return status.GetPayload(kPromptTooLongPayload).has_value(); }
 
 void AddEndOfTurn(const ChatPrompt& prompt, SamplingParams* sampling) {
   if (sampling->ignore_eos || !prompt.end_of_turn) return;

@@ -48,6 +48,13 @@ ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& ch
 // INVALID_ARGUMENT naming `field` when the template raises (its own message) or the prompt breaks a limit.
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
                                             const std::string& field);
+// INVALID_ARGUMENT naming `field` where `prompt` leaves no position to generate in the model's context (which the
+// engine refuses as well); OK where it does.
+absl::Status CheckPromptLeavesRoom(const Engine& engine, const ChatPrompt& prompt, const std::string& field);
+// Whether an error of RenderChatPrompt or CheckPromptLeavesRoom says the prompt is too long (over --max_prompt_bytes,
+// --max_prompt_tokens or the model's context), which a shorter conversation could mend, rather than that the
+// conversation cannot be rendered at all.
+bool IsPromptTooLong(const absl::Status& status);
 
 // Stops generation at the end-of-turn token too (unless the request ignores end-of-sequence tokens).
 void AddEndOfTurn(const ChatPrompt& prompt, SamplingParams* sampling);

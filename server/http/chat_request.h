@@ -22,6 +22,9 @@ struct ChatRequest {
   std::vector<ToolSpec> tools;  // `tools`, read (input.tools keeps them as given, for the template)
   ToolChoice tool_choice;       // `tool_choice` (none: the tools stay out of the prompt)
   bool parallel_tool_calls = true;
+  // The Responses API's truncation "auto": a conversation too long for the context loses its oldest exchanges
+  // (server/chat_prompt_fit.h). Chat has no such parameter.
+  bool drop_oldest_exchanges_to_fit = false;
 };
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);

@@ -1,6 +1,7 @@
 #include "server/http/chat_turn_call.h"
 
 #include "engine/core/status.h"
+#include "server/chat_prompt_fit.h"
 #include "server/request_limits.h"
 
 namespace arach::server::http {
@@ -14,7 +15,11 @@ ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatReque
 absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
-  ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_));
+  if (request_.drop_oldest_exchanges_to_fit) {
+    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPromptToFit(e, limits(), request_.input, conversation_field_));
+  } else {
+    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_));
+  }
   ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, prompt_.ids).status());
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,

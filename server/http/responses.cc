@@ -117,7 +117,6 @@ json ResponsesCall::ResponseJson(std::optional<json> output) const {
                    {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
                    {"service_tier", "default"},
                    {"store", store_ != nullptr},
-                   {"truncation", "disabled"},
                    {"usage", finished ? ResponseUsage() : json(nullptr)},
                    {"arach_variant", variant_name()}};
   response.update(echo_);

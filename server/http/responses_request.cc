@@ -276,9 +276,12 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
     }
     ARACH_ASSIGN_OR_RETURN(chat.fields.structured_output, ParseTextFormat(text->value("format", json()), "text.format"));
   }
-  if (const json truncation = Given(plain, "truncation", "disabled"); truncation != "disabled") {
-    return InvalidField("truncation", "only \"disabled\" is supported (a conversation longer than the context is refused, never cut)");
+  const json truncation = Given(plain, "truncation", "disabled");
+  if (truncation != "disabled" && truncation != "auto") {
+    return InvalidField("truncation", "must be \"disabled\" (a conversation longer than the context is refused) or \"auto\" (its "
+                                      "oldest exchanges are dropped until it fits)");
   }
+  chat.drop_oldest_exchanges_to_fit = truncation == "auto";
 
   ConversationBuilder conversation;
   ARACH_RETURN_IF_ERROR(conversation.AddInstructions(body.value("instructions", ordered_json())));
@@ -338,6 +341,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
                   {"tools", Given(plain, "tools", json::array())},
                   {"top_logprobs", Given(plain, "top_logprobs", 0)},
                   {"top_p", Given(plain, "top_p", 1.0)},
+                  {"truncation", truncation},
                   {"user", Given(plain, "user", nullptr)},
                   {"previous_response_id", Given(plain, "previous_response_id", nullptr)}};
   return request;

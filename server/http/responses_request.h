@@ -27,7 +27,7 @@ struct ResponsesRequest {
   size_t input_start = 0;  // where `input`'s items begin in `conversation` (after the previous response's)
   // What the response object repeats of the request, as given or with OpenAI's defaults: instructions,
   // max_output_tokens, max_tool_calls, metadata, parallel_tool_calls, temperature, text, tool_choice, tools, top_p,
-  // user.
+  // truncation, user.
   nlohmann::json echo;
 };
 

@@ -234,6 +234,33 @@ TEST_F(ResponsesServer, AMessagesLogprobsAreThoseOfItsTokens) {
   }
 }
 
+// truncation "auto": a conversation past the model's context loses its oldest exchanges (here the first, whose
+// question alone has more tokens than the model's 40,960 positions) and is answered as the rest of it is (greedy:
+// the same text and input tokens); "disabled", the default, refuses it naming input.
+TEST_F(ResponsesServer, TruncationAutoDropsTheOldestExchangesUntilTheConversationFits) {
+  std::string too_long;
+  for (int i = 0; i < 25000; ++i) too_long += " " + std::to_string(i);
+  const json kwargs = {{"enable_thinking", false}};
+  const json rest = {{{"role", "user"}, {"content", "Name a colour."}}};
+  json whole = {{{"role", "user"}, {"content", too_long}}, {{"role", "assistant"}, {"content", "Noted."}}};
+  whole.push_back(rest[0]);
+  const auto ask = [&](const json& input, const std::string& truncation) {
+    return Post("/v1/responses", {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", input}, {"max_output_tokens", 12},
+                                  {"temperature", 0}, {"chat_template_kwargs", kwargs}, {"truncation", truncation}});
+  };
+  const HttpAnswer truncated = ask(whole, "auto");
+  const HttpAnswer short_one = ask(rest, "disabled");
+  ASSERT_EQ(truncated.status, 200) << truncated.body.dump().substr(0, 300);
+  ASSERT_EQ(short_one.status, 200) << short_one.body;
+  EXPECT_EQ(truncated.body["truncation"], "auto");
+  EXPECT_EQ(short_one.body["truncation"], "disabled");
+  EXPECT_EQ(TextOf(truncated.body, "message"), TextOf(short_one.body, "message"));
+  EXPECT_EQ(truncated.body["usage"]["input_tokens"], short_one.body["usage"]["input_tokens"]);
+  const HttpAnswer refused = ask(whole, "disabled");
+  EXPECT_EQ(refused.status, 400) << refused.body.dump().substr(0, 300);
+  EXPECT_EQ(refused.body["error"]["param"], "input");
+}
+
 TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
   std::string too_long;  // more tokens than the model's 40,960 positions
   for (int i = 0; i < 25000; ++i) too_long += " " + std::to_string(i);

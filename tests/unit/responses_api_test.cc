@@ -162,6 +162,19 @@ TEST(ResponsesRequest, ClientsDefaultsAskForNothing) {
             "<ok>");
 }
 
+// truncation "auto" lets the turn drop the conversation's oldest exchanges to fit (server/chat_prompt_fit.h);
+// "disabled" (the default) does not. The response repeats it.
+TEST(ResponsesRequest, TruncationAutoLetsTheTurnDropItsOldestExchanges) {
+  auto automatic = ParseResponsesRequest(R"({"model": "m", "input": "x", "truncation": "auto"})");
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_TRUE(automatic->chat.drop_oldest_exchanges_to_fit);
+  EXPECT_EQ(automatic->echo["truncation"], "auto");
+  auto standard = ParseResponsesRequest(R"({"model": "m", "input": "x"})");
+  ASSERT_TRUE(standard.ok()) << standard.status();
+  EXPECT_FALSE(standard->chat.drop_oldest_exchanges_to_fit);
+  EXPECT_EQ(standard->echo["truncation"], "disabled");
+}
+
 // max_tool_calls bounds calls to OpenAI's built-in tools (web search, file search, ...): there are none here, so any
 // bound is met; the response repeats it (null when not given), as OpenAI's does.
 TEST(ResponsesRequest, MaxToolCallsIsAcceptedAndRepeated) {
@@ -211,7 +224,7 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": "x", "text": {"format": {"type": "yaml"}}})", "text.format.type"},
       {R"({"model": "m", "input": "x", "text": {"verbosity": "low"}})", "text.verbosity"},
       {R"({"model": "m", "input": "x", "max_output_tokens": "9"})", "max_output_tokens"},
-      {R"({"model": "m", "input": "x", "truncation": "auto"})", "truncation"},
+      {R"({"model": "m", "input": "x", "truncation": "middle"})", "truncation"},
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"model": "m", "input": "x", "conversation": "conv_1"})", "conversation"},
       {R"({"model": "m", "input": "x", "background": true})", "background"},
