@@ -325,14 +325,14 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return InvalidField("metadata", "must be an object");
   // OpenAI's bound on calls to its built-in tools (web search, file search, ...): this server has none, so a valid
   // bound holds whatever the model writes; function calls are bounded by parallel_tool_calls.
-  if (const json max_calls = Given(plain, "max_tool_calls", nullptr);
-      !max_calls.is_null() && (!max_calls.is_number_integer() || max_calls.get<int64_t>() < 0)) {
+  const json max_tool_calls = Given(plain, "max_tool_calls", nullptr);
+  if (!max_tool_calls.is_null() && (!max_tool_calls.is_number_integer() || max_tool_calls.get<int64_t>() < 0)) {
     return InvalidField("max_tool_calls", "must be an integer >= 0 (it bounds calls to built-in tools, of which this "
                                           "server has none)");
   }
   request.echo = {{"instructions", Given(plain, "instructions", nullptr)},
                   {"max_output_tokens", Given(plain, "max_output_tokens", nullptr)},
-                  {"max_tool_calls", Given(plain, "max_tool_calls", nullptr)},
+                  {"max_tool_calls", max_tool_calls},
                   {"metadata", Given(plain, "metadata", json::object())},
                   {"parallel_tool_calls", chat.parallel_tool_calls},
                   {"temperature", Given(plain, "temperature", 1.0)},
