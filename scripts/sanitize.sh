@@ -24,6 +24,9 @@ cd "$(dirname "$0")/.."
 . scripts/lib/stage-timer.sh
 trap print_stage_table EXIT
 kind=${1:?asan or tsan}
+# Read before OMP_NUM_THREADS is set below: coreutils' nproc honours OMP_NUM_THREADS, and with it at 1 ctest ran
+# the sanitizer suites one test at a time.
+cpus=$(nproc)
 case "$kind" in
   asan) sanitize="address,undefined"; build=${ASAN_BUILD_DIR:-build-asan}; targets=(all)
         select=(-LE "deploy|soak" -E "ValidationPerplexity|OnRandomBatches/cuda_sim") ;;
@@ -34,7 +37,7 @@ esac
 stage "$kind configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DARACH_SANITIZE="$sanitize" -DARACH_ENABLE_CUDA=OFF \
   -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF >/dev/null
-stage "$kind build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+stage "$kind build" cmake --build "$build" -j "$cpus" --target "${targets[@]}"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # allocator_may_return_null: an impossible allocation returns null as the real allocator does, so the
 # tests that ask for one (OutOfMemoryIsResourceExhausted) check our handling, not the sanitizer's abort.
@@ -45,4 +48,4 @@ export TSAN_OPTIONS=halt_on_error=1:allocator_may_return_null=1:second_deadlock_
 # not what these runs check (the serving threads are; the thread team itself has its own test, ThreadTeam,
 # which starts its own teams). With one thread per test, ctest runs as many tests at once as there are CPUs.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-stage "$kind tests" ctest --test-dir "$build" --output-on-failure --timeout 1200 -j "$(nproc)" "${select[@]}"
+stage "$kind tests" ctest --test-dir "$build" --output-on-failure --timeout 1200 -j "$cpus" "${select[@]}"
