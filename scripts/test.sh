@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds, runs every test with ctest (summary printed), then
-# the reliability jobs: libFuzzer targets for a bounded time, the ASan+UBSan suite and the TSan suite.
+# the reliability jobs: the CPU op suites built for x86-64-v3, libFuzzer targets for a bounded time, the ASan+UBSan
+# suite and the TSan suite.
 # ARACH_QUICK=1 stops after the main suite. Tests that need ../shared/fixtures skip with a message where
 # it is absent; GPU tests skip without a GPU. Every stage is timed; the table is printed at the end (also
 # when a stage fails).
@@ -14,6 +15,8 @@ bash scripts/build.sh
 # compare timings are RUN_SERIAL (tests/CMakeLists.txt).
 stage "main tests" ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 -j "$(nproc)"
 if [ "${ARACH_QUICK:-0}" = "1" ]; then exit 0; fi
+echo "[test] CPU kernels as an x86-64-v3 build (AVX2, no AVX-512) compiles them"
+bash scripts/x86-64-v3.sh
 echo "[test] fuzzing"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
 echo "[test] AddressSanitizer + UndefinedBehaviorSanitizer"
