@@ -28,11 +28,12 @@ std::unique_ptr<Engine> MakeEngine(const EngineConfig& config) {
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-// Submits a generation of `max_tokens` tokens; its observer.
+// Submits a sampled generation of exactly `max_tokens` tokens; its observer.
 std::shared_ptr<testing::CollectingObserver> SubmitOne(Engine& engine, int max_tokens) {
   EngineRequest request;
   request.prompt = {5, 6, 7};
   request.sampling.max_tokens = max_tokens;
+  request.sampling.ignore_eos = true;  // `max_tokens` tokens (finish "length"), whatever the random model samples
   auto observer = std::make_shared<testing::CollectingObserver>();
   EXPECT_TRUE(engine.Submit(request, observer).ok());
   return observer;
