@@ -10,16 +10,18 @@
 namespace arach::cuda {
 
 struct CublasLtGemm::Plan {
+  explicit Plan(const CublasLtLibrary& library) : lt(library) {}
+  const CublasLtLibrary& lt;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   int64_t rows = 0;                   // what the B and C layouts are set to now
   std::map<int64_t, bool> rows_taken;  // row counts checked against the algorithm (cublasLtMatmulAlgoCheck)
   ~Plan() {
-    if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
-    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
-    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
-    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+    if (c != nullptr) lt.MatrixLayoutDestroy(c);
+    if (b != nullptr) lt.MatrixLayoutDestroy(b);
+    if (a != nullptr) lt.MatrixLayoutDestroy(a);
+    if (desc != nullptr) lt.MatmulDescDestroy(desc);
   }
 };
 
@@ -41,9 +43,9 @@ cublasLtEpilogue_t EpilogueOf(bool has_bias, GemmEpilogue epilogue) {
 bool HasBias(cublasLtEpilogue_t epilogue) { return (epilogue & CUBLASLT_EPILOGUE_BIAS) != 0; }
 
 // Points the descriptor's bias at `bias` (epilogues with a bias only).
-absl::Status SetBiasPointer(cublasLtMatmulDesc_t desc, cublasLtEpilogue_t epilogue, const void* bias) {
+absl::Status SetBiasPointer(const CublasLtLibrary& lt, cublasLtMatmulDesc_t desc, cublasLtEpilogue_t epilogue, const void* bias) {
   if (!HasBias(epilogue)) return absl::OkStatus();
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
                                "BIAS_POINTER");
   return absl::OkStatus();
 }
@@ -60,7 +62,8 @@ int Alignment(const void* pointer) {
 
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(size_t workspace_bytes) {
   std::unique_ptr<CublasLtGemm> gemm(new CublasLtGemm());
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&gemm->handle_), "cublasLtCreate");
+  ARACH_ASSIGN_OR_RETURN(gemm->lt_, CublasLtLibrary::Load());
+  ARACH_CUBLAS_RETURN_IF_ERROR(gemm->lt_->Create(&gemm->handle_), "cublasLtCreate");
   if (workspace_bytes > 0) {
     ARACH_CUDA_RETURN_IF_ERROR(cudaMalloc(&gemm->workspace_, workspace_bytes), "allocating the cuBLASLt workspace");
     gemm->workspace_bytes_ = workspace_bytes;
@@ -71,13 +74,13 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(size_t worksp
 CublasLtGemm::~CublasLtGemm() {
   plans_.clear();
   if (workspace_ != nullptr) cudaFree(workspace_);
-  if (handle_ != nullptr) cublasLtDestroy(handle_);
+  if (handle_ != nullptr) lt_->Destroy(handle_);
 }
 
 absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key, const void* bias) {
   auto found = plans_.find(key);
   if (found != plans_.end()) {
-    ARACH_RETURN_IF_ERROR(SetBiasPointer(found->second->desc, static_cast<cublasLtEpilogue_t>(std::get<8>(key)), bias));
+    ARACH_RETURN_IF_ERROR(SetBiasPointer(*lt_, found->second->desc, static_cast<cublasLtEpilogue_t>(std::get<8>(key)), bias));
     return found->second.get();
   }
   const auto [m_rows, n_out, k_in, lda, ldb, ldc, in_dtype, out_dtype, epilogue_code, align_a, align_b, align_c, align_bias] =
@@ -85,42 +88,42 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanFor(const ShapeKey& key, c
   (void)align_bias;  // selects the plan; the heuristic reads the pointer itself
   const cublasLtEpilogue_t epilogue = static_cast<cublasLtEpilogue_t>(epilogue_code);
   const cudaDataType_t ab_type = CudaType(static_cast<DType>(in_dtype));
-  auto plan = std::make_unique<Plan>();
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  auto plan = std::make_unique<Plan>(*lt_);
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
   const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
   ARACH_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "TRANSA");
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
+      lt_->MatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "TRANSA");
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
                                "TRANSB");
   ARACH_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "EPILOGUE");
+      lt_->MatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "EPILOGUE");
   if (HasBias(epilogue)) {
     const cudaDataType_t bias_type = ab_type;
     ARACH_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
+        lt_->MatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
         "BIAS_DATA_TYPE");
-    ARACH_RETURN_IF_ERROR(SetBiasPointer(plan->desc, epilogue, bias));
+    ARACH_RETURN_IF_ERROR(SetBiasPointer(*lt_, plan->desc, epilogue, bias));
   }
   const cudaDataType_t c_type = CudaType(static_cast<DType>(out_dtype));
   // Column-major views: A = W as K x N (ld lda), B = in as K x M (ld ldb), C = out as N x M (ld ldc).
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, ab_type, k_in, n_out, lda), "layout A");
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, ab_type, k_in, m_rows, ldb), "layout B");
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->c, c_type, n_out, m_rows, ldc), "layout C");
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatrixLayoutCreate(&plan->a, ab_type, k_in, n_out, lda), "layout A");
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatrixLayoutCreate(&plan->b, ab_type, k_in, m_rows, ldb), "layout B");
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatrixLayoutCreate(&plan->c, c_type, n_out, m_rows, ldc), "layout C");
 
   cublasLtMatmulPreference_t preference = nullptr;
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&preference), "PreferenceCreate");
-  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatmulPreferenceCreate(&preference), "PreferenceCreate");
+  lt_->MatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
                                        sizeof(workspace_bytes_));
   const uint32_t alignments[3] = {static_cast<uint32_t>(align_a), static_cast<uint32_t>(align_b), static_cast<uint32_t>(align_c)};
-  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignments[0], sizeof(uint32_t));
-  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignments[1], sizeof(uint32_t));
-  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignments[2], sizeof(uint32_t));
-  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignments[2], sizeof(uint32_t));
+  lt_->MatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignments[0], sizeof(uint32_t));
+  lt_->MatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignments[1], sizeof(uint32_t));
+  lt_->MatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignments[2], sizeof(uint32_t));
+  lt_->MatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignments[2], sizeof(uint32_t));
   cublasLtMatmulHeuristicResult_t result{};
   int found_algos = 0;
-  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c,
+  const cublasStatus_t heuristic = lt_->MatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c,
                                                                   preference, 1, &result, &found_algos);
-  cublasLtMatmulPreferenceDestroy(preference);
+  lt_->MatmulPreferenceDestroy(preference);
   ARACH_CUBLAS_RETURN_IF_ERROR(heuristic, "AlgoGetHeuristic");
   if (found_algos == 0) {
     return absl::InternalError(absl::StrCat("cublasLt: no algorithm for a ", m_rows, "x", k_in, " by ", n_out, "x", k_in,
@@ -146,16 +149,16 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::PlanForRows(ShapeKey key, int6
     Plan* plan = *bucket;
     if (plan->rows != rows) {
       const uint64_t cols = static_cast<uint64_t>(rows);  // the row-major rows are the column-major views' columns
-      ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(plan->b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+      ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatrixLayoutSetAttribute(plan->b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
                                    "layout B rows");
-      ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(plan->c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+      ARACH_CUBLAS_RETURN_IF_ERROR(lt_->MatrixLayoutSetAttribute(plan->c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
                                    "layout C rows");
       plan->rows = rows;
     }
     auto [checked, inserted] = plan->rows_taken.emplace(rows, false);
     if (inserted) {
       cublasLtMatmulHeuristicResult_t result{};
-      checked->second = cublasLtMatmulAlgoCheck(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c, &plan->algo, &result) ==
+      checked->second = lt_->MatmulAlgoCheck(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c, &plan->algo, &result) ==
                             CUBLAS_STATUS_SUCCESS &&
                         result.workspaceSize <= workspace_bytes_;
     }
@@ -184,7 +187,7 @@ absl::Status CublasLtGemm::Linear(const DeviceMatrix& in, const DeviceMatrix& we
                      Alignment(in.data), Alignment(out.data), has_bias ? Alignment(bias.data) : 256};
   ARACH_ASSIGN_OR_RETURN(Plan * plan, PlanForRows(key, in.rows, bias.data));
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  ARACH_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan->desc, &alpha, weight.data, plan->a, in.data, plan->b, &beta, out.data,
+  ARACH_CUBLAS_RETURN_IF_ERROR(lt_->Matmul(handle_, plan->desc, &alpha, weight.data, plan->a, in.data, plan->b, &beta, out.data,
                                               plan->c, out.data, plan->c, &plan->algo, workspace_, workspace_bytes_, stream),
                                "Matmul");
   return absl::OkStatus();

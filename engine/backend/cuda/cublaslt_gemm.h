@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/backend/cuda/cublaslt_library.h"
 #include "engine/backend/cuda/gemm_epilogue.h"
 #include "engine/backend/device_matrix.h"
 
@@ -55,6 +56,7 @@ class CublasLtGemm {
   // takes them; else (or when the bucket's plan cannot be made) a plan for exactly `rows`.
   absl::StatusOr<Plan*> PlanForRows(ShapeKey key, int64_t rows, const void* bias);
 
+  std::unique_ptr<CublasLtLibrary> lt_;  // outlives the plans and the handle (declared first, destroyed last)
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
