@@ -41,10 +41,12 @@ absl::StatusOr<std::unique_ptr<CublasLtLibrary>> CublasLtLibrary::Load() {
   std::string searched = "the loader's search path";
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   std::string why = handle == nullptr ? LoaderError() : "";
-  if (const std::string folder = CudaRuntimeFolder(); handle == nullptr && !folder.empty()) {
-    handle = dlopen((std::filesystem::path(folder) / file).c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) why = LoaderError();
-    absl::StrAppend(&searched, " and ", folder, " (the CUDA runtime's folder)");
+  if (handle == nullptr) {
+    if (const std::string folder = CudaRuntimeFolder(); !folder.empty()) {
+      handle = dlopen((std::filesystem::path(folder) / file).c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) why = LoaderError();
+      absl::StrAppend(&searched, " and ", folder, " (the CUDA runtime's folder)");
+    }
   }
   if (handle == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("cannot load cuBLASLt (", file, ") from ", searched, ": ", why,
