@@ -481,32 +481,33 @@ void Engine::Step() {
     forward.sequences.push_back(input);
   }
   absl::Status fault = config_.forward_fault ? config_.forward_fault() : absl::OkStatus();
-  absl::StatusOr<ForwardOutput> out = fault.ok() ? model_.runner->Execute(forward) : absl::StatusOr<ForwardOutput>(fault);
-  if (!out.ok()) {
+  const absl::Status executed = fault.ok() ? model_.runner->Execute(forward, step_output_) : fault;
+  if (!executed.ok()) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.failed_steps;
       ++consecutive_failed_steps_;
-      last_step_error_ = out.status().ToString();
+      last_step_error_ = executed.ToString();
     }
     for (const ScheduledChunk& chunk : batch.chunks) {
-      Finish(*requests_.at(chunk.seq->id), FinishReason::kError, out.status());
+      Finish(*requests_.at(chunk.seq->id), FinishReason::kError, executed);
     }
     return;
   }
   scheduler_.CompleteStep(batch);
+  const ForwardOutput& out = step_output_;
   int64_t prompt_tokens = 0;
   for (size_t i = 0; i < batch.chunks.size(); ++i) {
     const ScheduledChunk& chunk = batch.chunks[i];
     RequestState& r = *requests_.at(chunk.seq->id);
-    const int rows = out->num_rows(static_cast<int>(i));
+    const int rows = out.num_rows(static_cast<int>(i));
     prompt_tokens += std::max(0, std::min(chunk.start + chunk.num_tokens, r.seq.prompt_len) - chunk.start);
-    if (forward.sequences[i].attention_diagnostics) r.diagnostics->Add(out->attention_diagnostics, static_cast<int>(i), chunk.num_tokens);
+    if (forward.sequences[i].attention_diagnostics) r.diagnostics->Add(out.attention_diagnostics, static_cast<int>(i), chunk.num_tokens);
     if (modes[i] == LogitsMode::kAll) {
       for (int row = 0; row < rows; ++row) {
         const int position = chunk.start + row;
         if (position + 1 < r.seq.prompt_len) {
-          const std::span<const float> logits = out->Row(static_cast<int>(i), row);
+          const std::span<const float> logits = out.Row(static_cast<int>(i), row);
           r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(logits, r.seq.tokens[position + 1]));
           r.prompt_argmax[position] = ArgMax(logits);
           r.prompt_is_greedy[position] = r.prompt_argmax[position] == r.seq.tokens[position + 1];
@@ -518,13 +519,13 @@ void Engine::Step() {
       }
     }
     DevicePick device;
-    if (!out->sampled_tokens.empty()) device = DevicePick{out->sampled_tokens[i], out->sampled_logprobs[i]};
+    if (!out.sampled_tokens.empty()) device = DevicePick{out.sampled_tokens[i], out.sampled_logprobs[i]};
     if (!chunk.completes || (rows == 0 && device.token < 0)) continue;
     if (r.request.kind == RequestKind::kScore) {  // the prompt is all there is
       Finish(r, FinishReason::kLength);
       continue;
     }
-    SampleAndEmit(r, rows > 0 ? out->Row(static_cast<int>(i), rows - 1) : std::span<const float>(), device);
+    SampleAndEmit(r, rows > 0 ? out.Row(static_cast<int>(i), rows - 1) : std::span<const float>(), device);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

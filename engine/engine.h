@@ -20,6 +20,7 @@
 #include "engine/request.h"
 #include "engine/bundle/model_bundle.h"
 #include "engine/core/field_error.h"
+#include "engine/runner/forward_batch.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sched/scheduler.h"
 
@@ -161,6 +162,7 @@ class Engine {
   Scheduler scheduler_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;  // step thread only
   Sampler sampler_;                                                        // step thread only
+  ForwardOutput step_output_;  // step thread only: the last step's logits, its buffers reused by the next step
   std::unique_ptr<ConstraintCompiler> constraints_;  // structured output, for the model's tokenizer (thread-safe)
 
   mutable std::mutex mutex_;  // guards everything below

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend/attention_params.h"
+#include "engine/core/uninitialized_allocator.h"
 #include "engine/variant/variant.h"
 #include "engine/kv/block_allocator.h"
 #include "engine/sampling/sampler.h"
@@ -36,10 +37,13 @@ struct ForwardBatch {
   std::vector<SequenceInput> sequences;
 };
 
-// Logits of the rows the sequences asked for, in sequence order.
+// Logits of the rows the sequences asked for, in sequence order. ModelRunner::Execute overwrites every field; a
+// caller that passes the same object each step keeps its buffers' capacity, so the host memory of a step that
+// returns many rows (scoring at a 151k vocabulary: 0.6 MB per row) is allocated, and faulted in by the OS, only
+// when a step returns more rows than any before it.
 struct ForwardOutput {
   int vocab_size = 0;
-  std::vector<float> logits;      // [num_rows, vocab_size]
+  UninitializedVector<float> logits;  // [num_rows, vocab_size]: written in full by the download
   std::vector<int> row_start;     // [num_sequences + 1]: sequence s owns rows [row_start[s], row_start[s+1])
   StepAttentionDiagnostics attention_diagnostics;  // when some sequence set SequenceInput::attention_diagnostics
   // [num_sequences] when some sequence was sampled on the device: its token, or -1 for the others; else empty.

@@ -256,7 +256,7 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   return absl::OkStatus();
 }
 
-absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
+absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& output) {
   const ModelConfig& c = config_;
   Backend& b = *backend_;
   const int num_requested = static_cast<int>(batch.sequences.size());  // the caller's sequences, before any padding
@@ -332,10 +332,13 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
   absl::StatusOr<DeviceMatrix> logits = graph_key ? RunAsStepGraph(*graph_key, enqueue) : enqueue();
   if (!logits.ok()) return logits.status();
 
-  ForwardOutput output;
   output.vocab_size = c.vocab_size;
   // The requested sequences' rows only: the padding sequences' rows come after them and stay on the device.
   output.row_start.assign(flat.logit_row_start.begin(), flat.logit_row_start.begin() + num_requested + 1);
+  output.logits.clear();  // keeps its capacity (ForwardOutput)
+  output.sampled_tokens.clear();
+  output.sampled_logprobs.clear();
+  output.attention_diagnostics = StepAttentionDiagnostics{};
   const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
   if (logit_rows > 0) {
     const DeviceMatrix returned = logits->Rows(num_sampled, output.row_start.back());
@@ -370,7 +373,7 @@ absl::StatusOr<ForwardOutput> ModelRunner::Execute(const ForwardBatch& batch) {
     if (graph_key) step_graphs_.erase(*graph_key);  // a failed op check may have left an op out of the recording
     return done;
   }
-  return output;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DeviceMatrix> ModelRunner::EnqueueForward(const StepDevicePointers& d, int num_hub, int logit_rows) {

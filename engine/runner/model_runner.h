@@ -36,8 +36,10 @@ class ModelRunner {
 
   // Runs the forward. Callers validate requests first (Engine::Submit, OfflineSession); a batch that still
   // breaks the contract (token ids outside the vocabulary, positions past the context, block tables too
-  // short or outside the pool) is INTERNAL naming the sequence, and nothing is written then.
-  absl::StatusOr<ForwardOutput> Execute(const ForwardBatch& batch);
+  // short or outside the pool) is INTERNAL naming the sequence, and nothing is written then. Every field of
+  // `output` is overwritten; pass the same object each step to reuse its buffers (ForwardOutput). After an error its
+  // contents are unspecified.
+  absl::Status Execute(const ForwardBatch& batch, ForwardOutput& output);
 
   const ModelConfig& config() const { return config_; }
   const KvCache& kv_cache() const { return *kv_cache_; }

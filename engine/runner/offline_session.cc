@@ -67,7 +67,8 @@ absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32
       batch_seq.push_back(static_cast<int>(s));
     }
     if (batch.sequences.empty()) return absl::OkStatus();
-    ARACH_ASSIGN_OR_RETURN(ForwardOutput out, runner_.Execute(batch));
+    ARACH_RETURN_IF_ERROR(runner_.Execute(batch, output_));
+    const ForwardOutput& out = output_;
     for (size_t i = 0; i < batch_seq.size(); ++i) {
       const int s = batch_seq[i];
       for (int r = 0; r < out.num_rows(static_cast<int>(i)); ++r) fn(s, done[s] + r, out.Row(static_cast<int>(i), r));
@@ -119,7 +120,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> OfflineSession::GenerateGreedy
       batch_seq.push_back(s);
     }
     if (batch.sequences.empty()) return generated;
-    ARACH_ASSIGN_OR_RETURN(ForwardOutput out, runner_.Execute(batch));
+    ARACH_RETURN_IF_ERROR(runner_.Execute(batch, output_));
+    const ForwardOutput& out = output_;
     ++step;
     for (size_t i = 0; i < batch_seq.size(); ++i) {
       const size_t s = batch_seq[i];

@@ -54,6 +54,7 @@ class OfflineSession {
 
   ModelRunner& runner_;
   BlockAllocator allocator_;
+  ForwardOutput output_;  // each step's logits, its buffers reused by the next step
 };
 
 }  // namespace arach

@@ -218,9 +218,10 @@ TEST(StepGraphs, SequencesAskingForTheirLogitsBesideTheSampledTokenKeepTheGraph)
       seq.sample = &sample;
       batch.sequences.push_back(seq);
     }
-    absl::StatusOr<ForwardOutput> out = runner.Execute(batch);
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? *std::move(out) : ForwardOutput{};
+    ForwardOutput out;
+    const absl::Status executed = runner.Execute(batch, out);
+    EXPECT_TRUE(executed.ok()) << executed;
+    return executed.ok() ? out : ForwardOutput{};
   };
   const int returned_per_step[] = {0, 1, 2, 3, 1, 2, 3, 1};
   for (int position = 0; position < 8; ++position) {
@@ -230,7 +231,8 @@ TEST(StepGraphs, SequencesAskingForTheirLogitsBesideTheSampledTokenKeepTheGraph)
     const std::string label = absl::StrCat("step ", position, ", ", returned, " returned");
     EXPECT_EQ(with_graphs.sampled_tokens, without.sampled_tokens) << label;
     EXPECT_EQ(with_graphs.row_start, without.row_start) << label;
-    ExpectLogitsOfStepsRunOpByOp({with_graphs.logits}, {without.logits}, label);
+    ExpectLogitsOfStepsRunOpByOp({{with_graphs.logits.begin(), with_graphs.logits.end()}},
+                                 {{without.logits.begin(), without.logits.end()}}, label);
   }
   // Logit rows one per sequence (step 0) or two (the others, whatever the count returned): the second shape is
   // recorded on its second step and replayed on the 5 after (one graph per count returned would record 3).
@@ -257,7 +259,8 @@ TEST(StepGraphs, AtTheLimitTheLeastRecentlyReplayedShapeMakesRoom) {
       seq.block_table = &tables[s];
       batch.sequences.push_back(seq);
     }
-    ASSERT_TRUE(runner->Execute(batch).ok());
+    ForwardOutput out;
+    ASSERT_TRUE(runner->Execute(batch, out).ok());
   };
   const auto recorded = [&] { return runner->step_graph_stats().recorded; };
   const auto replayed = [&] { return runner->step_graph_stats().replayed; };
