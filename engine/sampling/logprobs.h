@@ -23,7 +23,10 @@ struct SampledToken {
 int32_t ArgMax(std::span<const float> values);
 // 1 + the number of values greater than values[index]: the token's rank in the vocabulary (1 = most likely).
 int32_t RankOf(std::span<const float> values, int32_t index);
-// log softmax(values)[index], computed in double precision.
+// log(sum(exp(values))): each term in float32 relative to the largest value (vectorised), blocks of them summed in
+// double precision.
+double LogSumExp(std::span<const float> values);
+// log softmax(values)[index] = values[index] - LogSumExp(values).
 double LogSoftmaxAt(std::span<const float> values, int32_t index);
 // log softmax(logits)[token] and the `n` most likely tokens with their log-probs.
 SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n);

@@ -73,7 +73,7 @@ SampledToken Sampler::Sample(const SamplerInput& in) {
 
   int32_t chosen;
   if (p.greedy()) {
-    chosen = static_cast<int32_t>(std::max_element(work_.begin(), work_.end()) - work_.begin());
+    chosen = ArgMax(work_);
   } else {
     const float inv_t = 1.0f / p.temperature;
     const float max_logit = *std::max_element(work_.begin(), work_.end());

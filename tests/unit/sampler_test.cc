@@ -2,7 +2,9 @@
 #include "engine/sampling/sampler.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 
 #include "engine/output/detokenizer.h"
 #include "engine/sampling/logprobs.h"
@@ -295,6 +297,47 @@ TEST_F(DetokenizerTest, MalformedBytesBecomeReplacementCharacters) {
   for (int32_t b : {0x61, 0x80, 0x62}) all += *d.Add(b);  // a, a lone continuation byte, b
   all += d.Flush();
   EXPECT_EQ(all, "a\xef\xbf\xbd" "b");
+}
+
+// The normaliser of every log-prob the server returns (scoring, prompt log-probs, sampled tokens' log-probs): at a
+// real vocabulary's size, against a long-double reference; masked (-inf) tokens add nothing; large logits do not
+// overflow.
+TEST(Logprobs, LogSumExpOfAVocabularyRowMatchesALongDoubleReference) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (const float offset : {0.0f, 1000.0f, -1000.0f}) {
+    std::vector<float> row(151936);
+    for (float& v : row) v = normal(rng) + offset;
+    for (size_t t = 0; t < row.size(); t += 97) row[t] = -std::numeric_limits<float>::infinity();
+    long double max_value = row[1];
+    for (float v : row) max_value = std::max<long double>(max_value, v);
+    long double sum = 0.0L;
+    for (float v : row) sum += std::exp(static_cast<long double>(v) - max_value);
+    const double expected = static_cast<double>(max_value + std::log(sum));
+    EXPECT_NEAR(LogSumExp(row), expected, 1e-6 * std::max(1.0, std::abs(expected))) << "offset " << offset;
+    EXPECT_NEAR(LogSoftmaxAt(row, 5), static_cast<double>(row[5]) - expected, 1e-6 * std::max(1.0, std::abs(expected)));
+    EXPECT_EQ(RawLogprobs(row, 5, 0).logprob, static_cast<float>(row[5] - LogSumExp(row)));
+  }
+}
+
+// ArgMax (greedy decoding, prompt_logprobs' greedy flags) keeps sixteen running maxima: the answer is the first
+// largest value wherever it lies, in a full lane group or in the tail, with a tie after it.
+TEST(Logprobs, ArgMaxIsTheFirstLargestValueWhereverItLies) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-5.0f, 5.0f);
+  for (const size_t size : {size_t{1}, size_t{17}, size_t{1007}, size_t{151936}}) {
+    std::vector<float> row(size);
+    for (float& v : row) v = uniform(rng);
+    for (const size_t at : {size_t{0}, size_t{5}, size_t{16}, size / 2, size - 1}) {
+      if (at >= size) continue;
+      std::vector<float> peaked = row;
+      peaked[at] = 9.0f;
+      if (at + 3 < size) peaked[at + 3] = 9.0f;  // a tie after it
+      EXPECT_EQ(ArgMax(peaked), static_cast<int32_t>(at)) << "size " << size;
+      EXPECT_EQ(ArgMax(peaked), std::max_element(peaked.begin(), peaked.end()) - peaked.begin());
+    }
+  }
+  EXPECT_EQ(ArgMax(std::vector<float>{-std::numeric_limits<float>::infinity(), -1.0f}), 1);
 }
 
 }  // namespace
