@@ -29,6 +29,9 @@ ABSL_FLAG(int, max_num_batched_tokens, 512, "engine: tokens per step");
 ABSL_FLAG(int, shared_prefix, 0,
           "engine: the first N prompt tokens are the same in every request (a system prompt), the rest differ; "
           "the prefix cache is on (off when 0: identical prompts would be served from it)");
+ABSL_FLAG(bool, score, false,
+          "engine: score requests (every prompt position's log-prob, rank and greedy flag, as arach-run score, "
+          "echo and the gRPC Score call compute them; no token generated) instead of generations");
 ABSL_FLAG(std::string, json_schema, "", "engine: every request's output must match this JSON Schema file (structured output)");
 ABSL_FLAG(int, schemas, 50, "distinct schemas compiled");
 ABSL_FLAG(int, steps, 64, "tokens walked through each compiled schema");

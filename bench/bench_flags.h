@@ -33,6 +33,7 @@ ABSL_DECLARE_FLAG(std::string, variant);
 ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
 ABSL_DECLARE_FLAG(std::string, json_schema);
 ABSL_DECLARE_FLAG(int, shared_prefix);
+ABSL_DECLARE_FLAG(bool, score);
 // Structured output.
 ABSL_DECLARE_FLAG(int, schemas);
 ABSL_DECLARE_FLAG(int, steps);
@@ -46,7 +47,7 @@ inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch",
                                                             "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
-                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix"};
+                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

@@ -1,12 +1,14 @@
 // Serving throughput of the Engine (scheduler, continuous batching, sampling; on --device cuda also step graphs and
 // sampling on the GPU), without gRPC: closed-loop clients at several concurrencies submit requests (fixed prompt
-// and output lengths, one variant); prints requests/s, output tokens/s and TTFT / TPOT percentiles per concurrency.
+// and output lengths, one variant); prints requests/s, prompt and output tokens/s and TTFT / TPOT percentiles per
+// concurrency. With --score the requests are score requests (every prompt position's log-prob), as arach-run score,
+// echo and the gRPC Score call send.
 //
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
-//                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024]
+//                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -151,6 +153,8 @@ int Run() {
   request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   request.sampling.ignore_eos = true;
   request.variant = *variant;
+  const bool score = absl::GetFlag(FLAGS_score);
+  if (score) request.kind = RequestKind::kScore;
   const std::string schema_file = absl::GetFlag(FLAGS_json_schema);
   if (!schema_file.empty()) {
     absl::StatusOr<std::string> schema = ReadFileToString(schema_file);
@@ -169,24 +173,26 @@ int Run() {
     });
     warm->Run(1);
   }
-  std::printf("# engine_bench: %s on %s; variant %s, prompt %d (%d shared), %d new tokens, %d requests per client, output %s\n",
-              dir.c_str(), device.c_str(), variant->Name().c_str(), absl::GetFlag(FLAGS_prompt_len), shared_prefix,
-              absl::GetFlag(FLAGS_max_tokens),
+  std::printf("# engine_bench: %s on %s; variant %s, %s, prompt %d (%d shared), %d new tokens, %d requests per client, output %s\n",
+              dir.c_str(), device.c_str(), variant->Name().c_str(), score ? "score requests" : "generations",
+              absl::GetFlag(FLAGS_prompt_len), shared_prefix, score ? 0 : absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
-  std::printf("%11s %9s %10s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "out tok/s",
-              "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p90", "TPOT p99");
+  std::printf("%11s %9s %10s %13s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "prompt tok/s",
+              "out tok/s", "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p90", "TPOT p99");
   for (int clients : levels) {
     auto driver = std::make_shared<Driver>(**engine, clients, absl::GetFlag(FLAGS_requests_per_client), request_number);
     const Driver::Result result = driver->Run(clients);
     std::vector<double> ttft, tpot;
-    int64_t tokens = 0;
+    int64_t prompt_tokens = 0, tokens = 0;
     for (const FinishInfo& f : result.finished) {
       ttft.push_back(f.timings.time_to_first_token_seconds * 1e3);
       tpot.push_back(f.timings.time_per_output_token_seconds * 1e3);
+      prompt_tokens += f.usage.prompt_tokens;
       tokens += f.usage.completion_tokens;
     }
-    std::printf("%11d %9zu %10.2f %13.1f %8.1fms %8.1fms %8.1fms %9.2fms %9.2fms %9.2fms\n", clients, result.finished.size(),
-                result.finished.size() / result.seconds, tokens / result.seconds, Percentile(ttft, 0.5),
+    std::printf("%11d %9zu %10.2f %13.1f %13.1f %8.1fms %8.1fms %8.1fms %9.2fms %9.2fms %9.2fms\n", clients,
+                result.finished.size(), result.finished.size() / result.seconds, prompt_tokens / result.seconds,
+                tokens / result.seconds, Percentile(ttft, 0.5),
                 Percentile(ttft, 0.9), Percentile(ttft, 0.99), Percentile(tpot, 0.5), Percentile(tpot, 0.9),
                 Percentile(tpot, 0.99));
     std::fflush(stdout);
