@@ -340,5 +340,26 @@ TEST(Logprobs, ArgMaxIsTheFirstLargestValueWhereverItLies) {
   EXPECT_EQ(ArgMax(std::vector<float>{-std::numeric_limits<float>::infinity(), -1.0f}), 1);
 }
 
+// top_logprobs (sampled tokens' and the prompt's): the n most likely tokens, most likely first, ties broken by the
+// lower id, as a full sort of the vocabulary orders them.
+TEST(Logprobs, TopAlternativesAreTheFullSortsFirstN) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> coarse(-400, 400);  // a coarse grid: many ties
+  std::vector<float> row(151936);
+  for (float& v : row) v = static_cast<float>(coarse(rng)) / 40.0f;
+  std::vector<int32_t> order(row.size());
+  for (size_t t = 0; t < order.size(); ++t) order[t] = static_cast<int32_t>(t);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  for (const int n : {1, 5, 20}) {
+    const SampledToken got = RawLogprobs(row, 7, n);
+    ASSERT_EQ(got.top.size(), static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(got.top[i].token, order[i]) << "n " << n << " place " << i;
+      EXPECT_FLOAT_EQ(got.top[i].logprob, static_cast<float>(row[order[i]] - LogSumExp(row)));
+    }
+  }
+  EXPECT_EQ(RawLogprobs(std::vector<float>{1.0f, 2.0f}, 0, 5).top.size(), 2u) << "n beyond the vocabulary";
+}
+
 }  // namespace
 }  // namespace arach
