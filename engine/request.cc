@@ -22,16 +22,10 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
   ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prompt, config.vocab_size, "prompt", names));
   if (request.kind == RequestKind::kScore) {
     if (prompt_len < 2) return InvalidField(names, "prompt", "at least two tokens are needed to score");
-    if (prompt_len > config.max_positions) {
-      return InvalidField(names, "prompt", absl::StrCat(prompt_len, " tokens exceed the model's context of ", config.max_positions));
-    }
   } else {
     ARACH_RETURN_IF_ERROR(request.sampling.Validate(config.vocab_size, names));
-    if (prompt_len >= config.max_positions) {
-      return InvalidField(names, "prompt", absl::StrCat(prompt_len, " tokens leave no room in the model's context of ",
-                                                        config.max_positions, " tokens"));
-    }
   }
+  ARACH_RETURN_IF_ERROR(CheckPromptFitsContext(request.prompt.size(), request.kind, config, "prompt", names));
   if (request.prompt_top_logprobs < 0 || request.prompt_top_logprobs > SamplingParams::kMaxTopLogprobs) {
     return InvalidField(names, "prompt_top_logprobs", absl::StrCat(request.prompt_top_logprobs, " must be in [0, ",
                                                                    SamplingParams::kMaxTopLogprobs, "]"));
@@ -41,6 +35,19 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
                                                         kMaxPriorityMagnitude, "]"));
   }
   return request.variant.Validate(has_adapter, names);
+}
+
+absl::Status CheckPromptFitsContext(size_t prompt_len, RequestKind kind, const ModelConfig& config, absl::string_view field,
+                                    FieldNames names) {
+  const size_t context = static_cast<size_t>(config.max_positions);
+  if (kind == RequestKind::kScore && prompt_len > context) {
+    return InvalidField(names, field, absl::StrCat("the prompt's ", prompt_len, " tokens exceed the model's context of ", context));
+  }
+  if (kind == RequestKind::kGenerate && prompt_len >= context) {
+    return InvalidField(names, field, absl::StrCat("the prompt's ", prompt_len, " tokens leave no room in the model's context of ",
+                                                   context, " tokens"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace arach

@@ -70,6 +70,10 @@ struct EngineRequest {
 // `names` ("prompt", "temperature", ...: the engine's names by default).
 absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter,
                              FieldNames names = EngineFieldName);
+// The context rule alone (ValidateRequest applies it to "prompt"): a prompt to score fits the model's context; a
+// prompt to generate from leaves room for one generated token. Else INVALID_ARGUMENT naming `field`.
+absl::Status CheckPromptFitsContext(size_t prompt_len, RequestKind kind, const ModelConfig& config, absl::string_view field,
+                                    FieldNames names = EngineFieldName);
 
 // Tokens generated in one step (usually one) and the text they add.
 struct StreamChunk {

@@ -126,10 +126,8 @@ absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestL
 }
 
 absl::Status CheckPromptLeavesRoom(const Engine& engine, const ChatPrompt& prompt, const std::string& field) {
-  const int context = engine.model_config().max_positions;
-  if (prompt.ids.size() < static_cast<size_t>(context)) return absl::OkStatus();
-  return PromptTooLong(InvalidField(field, absl::StrCat("the prompt's ", prompt.ids.size(), " tokens leave no room in the model's context of ",
-                                                        context, " tokens")));
+  absl::Status fits = CheckPromptFitsContext(prompt.ids.size(), RequestKind::kGenerate, engine.model_config(), field);
+  return fits.ok() ? fits : PromptTooLong(std::move(fits));
 }
 
 bool IsPromptTooLong(const absl::Status& status) { return status.GetPayload(kPromptTooLongPayload).has_value(); }

@@ -97,6 +97,21 @@ ModelConfig SmallConfig() {
   return c;
 }
 
+// The context rule, shared by the engine (ValidateRequest) and the chat endpoints' fitting of a conversation.
+TEST(ValidateRequest, ThePromptFitsTheContextWithRoomForOneTokenToGenerate) {
+  const ModelConfig c = SmallConfig();
+  EXPECT_TRUE(CheckPromptFitsContext(15, RequestKind::kGenerate, c, "messages").ok());
+  EXPECT_EQ(CheckPromptFitsContext(16, RequestKind::kGenerate, c, "messages").message(),
+            "messages: the prompt's 16 tokens leave no room in the model's context of 16 tokens");
+  EXPECT_TRUE(CheckPromptFitsContext(16, RequestKind::kScore, c, "prompt").ok());
+  EXPECT_EQ(CheckPromptFitsContext(17, RequestKind::kScore, c, "prompt").message(),
+            "prompt: the prompt's 17 tokens exceed the model's context of 16");
+  EngineRequest r;
+  r.kind = RequestKind::kScore;
+  r.prompt = std::vector<int32_t>(17, 1);
+  EXPECT_EQ(ValidateRequest(r, c, false).message(), "prompt: the prompt's 17 tokens exceed the model's context of 16");
+}
+
 TEST(ValidateRequest, GenerateAndScoreRules) {
   const ModelConfig c = SmallConfig();
   EngineRequest r;
