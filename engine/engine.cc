@@ -508,13 +508,14 @@ void Engine::Step() {
         const int position = chunk.start + row;
         if (position + 1 < r.seq.prompt_len) {
           const std::span<const float> logits = out.Row(static_cast<int>(i), row);
-          r.prompt_logprobs[position] = static_cast<float>(LogSoftmaxAt(logits, r.seq.tokens[position + 1]));
+          const int32_t next = r.seq.tokens[position + 1];
+          // The row's log-sum-exp once, for the next token's log-prob and its alternatives.
+          SampledToken scored = RawLogprobs(logits, next, r.request.prompt_top_logprobs);
+          r.prompt_logprobs[position] = scored.logprob;
           r.prompt_argmax[position] = ArgMax(logits);
-          r.prompt_is_greedy[position] = r.prompt_argmax[position] == r.seq.tokens[position + 1];
-          r.prompt_ranks[position] = RankOf(logits, r.seq.tokens[position + 1]);
-          if (r.request.prompt_top_logprobs > 0) {
-            r.prompt_top_logprobs[position] = RawLogprobs(logits, r.seq.tokens[position + 1], r.request.prompt_top_logprobs).top;
-          }
+          r.prompt_is_greedy[position] = r.prompt_argmax[position] == next;
+          r.prompt_ranks[position] = RankOf(logits, next);
+          if (r.request.prompt_top_logprobs > 0) r.prompt_top_logprobs[position] = std::move(scored.top);
         }
       }
     }
