@@ -52,6 +52,14 @@ struct Engine::RequestState {
   std::optional<AttentionDiagnosticsAccumulator> diagnostics;  // when the request asked for diagnostics
   std::optional<ConstraintMatcher> constraint;  // structured output: where the output stands in its constraint
   TokenFilter token_filter;                     // allowed_token_ids and bad_words (inactive without them)
+
+  // The score of the prompt row at `position` against the prompt token after it.
+  void RecordPromptScore(int position, const RowScore& score) {
+    prompt_logprobs[position] = score.logprob;
+    prompt_argmax[position] = score.argmax;
+    prompt_is_greedy[position] = score.argmax == seq.tokens[position + 1];
+    prompt_ranks[position] = score.rank;
+  }
 };
 
 Engine::Engine(ModelBundle model, const EngineConfig& config)
@@ -454,6 +462,7 @@ void Engine::Step() {
   const bool device_sampling = config_.sample_on_device && model_.runner->samples_on_device();
   std::vector<SamplerInput> device_inputs;  // read by Execute through SequenceInput::sample: no reallocation
   device_inputs.reserve(batch.chunks.size());
+  std::vector<std::vector<int32_t>> score_targets(batch.chunks.size());  // read through SequenceInput::score_targets
   for (const ScheduledChunk& chunk : batch.chunks) {
     const Sequence& seq = *chunk.seq;
     SequenceInput input;
@@ -461,15 +470,24 @@ void Engine::Step() {
     input.start_position = chunk.start;
     input.block_table = &seq.blocks;
     input.variant = seq.variant;
+    const RequestState& r = *requests_.at(seq.id);
+    const bool generates = r.request.kind == RequestKind::kGenerate;
+    input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;
     if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
-      input.logits = LogitsMode::kAll;
-    } else {
-      input.logits = chunk.completes ? LogitsMode::kLast : LogitsMode::kNone;
+      if (r.request.prompt_top_logprobs > 0) {
+        input.logits = LogitsMode::kAll;  // the alternatives are read off the rows on the host
+      } else {
+        // Each row scored on the device against the prompt token that follows it: the rows stay there.
+        std::vector<int32_t>& targets = score_targets[modes.size()];
+        for (int position = chunk.start; position < chunk.start + chunk.num_tokens; ++position) {
+          targets.push_back(position + 1 < seq.prompt_len ? seq.tokens[position + 1] : -1);
+        }
+        input.score_targets = targets;
+      }
     }
     // Until the prompt has been counted once; a chunk of an uncounted prompt never holds generated tokens.
-    const RequestState& r = *requests_.at(seq.id);
     input.attention_diagnostics = r.diagnostics && r.diagnostics->rows() < seq.prompt_len;
-    if (device_sampling && chunk.completes && r.request.kind == RequestKind::kGenerate) {
+    if (device_sampling && chunk.completes && generates) {
       // A request whose input cannot be built samples on the host path, which reports why.
       if (absl::StatusOr<SamplerInput> sample = SamplerInputFor(*requests_.at(seq.id)); sample.ok()) {
         device_inputs.push_back(*sample);
@@ -503,7 +521,13 @@ void Engine::Step() {
     const int rows = out.num_rows(static_cast<int>(i));
     prompt_tokens += std::max(0, std::min(chunk.start + chunk.num_tokens, r.seq.prompt_len) - chunk.start);
     if (forward.sequences[i].attention_diagnostics) r.diagnostics->Add(out.attention_diagnostics, static_cast<int>(i), chunk.num_tokens);
-    if (modes[i] == LogitsMode::kAll) {
+    if (!forward.sequences[i].score_targets.empty()) {
+      const std::span<const RowScore> scores = out.ScoresOf(static_cast<int>(i));
+      for (int row = 0; row < chunk.num_tokens; ++row) {
+        const int position = chunk.start + row;
+        if (position + 1 < r.seq.prompt_len) r.RecordPromptScore(position, scores[row]);
+      }
+    } else if (modes[i] == LogitsMode::kAll) {
       for (int row = 0; row < rows; ++row) {
         const int position = chunk.start + row;
         if (position + 1 < r.seq.prompt_len) {
@@ -511,21 +535,19 @@ void Engine::Step() {
           const int32_t next = r.seq.tokens[position + 1];
           // The row's log-sum-exp once, for the next token's log-prob and its alternatives.
           SampledToken scored = RawLogprobs(logits, next, r.request.prompt_top_logprobs);
-          r.prompt_logprobs[position] = scored.logprob;
-          r.prompt_argmax[position] = ArgMax(logits);
-          r.prompt_is_greedy[position] = r.prompt_argmax[position] == next;
-          r.prompt_ranks[position] = RankOf(logits, next);
-          if (r.request.prompt_top_logprobs > 0) r.prompt_top_logprobs[position] = std::move(scored.top);
+          r.RecordPromptScore(position, RowScore{scored.logprob, ArgMax(logits), RankOf(logits, next)});
+          r.prompt_top_logprobs[position] = std::move(scored.top);
         }
       }
     }
-    DevicePick device;
-    if (!out.sampled_tokens.empty()) device = DevicePick{out.sampled_tokens[i], out.sampled_logprobs[i]};
-    if (!chunk.completes || (rows == 0 && device.token < 0)) continue;
+    if (!chunk.completes) continue;
     if (r.request.kind == RequestKind::kScore) {  // the prompt is all there is
       Finish(r, FinishReason::kLength);
       continue;
     }
+    DevicePick device;
+    if (!out.sampled_tokens.empty()) device = DevicePick{out.sampled_tokens[i], out.sampled_logprobs[i]};
+    if (rows == 0 && device.token < 0) continue;
     SampleAndEmit(r, rows > 0 ? out.Row(static_cast<int>(i), rows - 1) : std::span<const float>(), device);
   }
   {

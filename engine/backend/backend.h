@@ -21,6 +21,7 @@
 #include "engine/backend/attention_params.h"
 #include "engine/backend/device_matrix.h"
 #include "engine/core/activation.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 
 namespace arach {
@@ -138,6 +139,14 @@ class Backend {
   absl::Status SampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
                             std::span<float> logprobs = {});
 
+  // ---- scoring on the device
+  // scores[i] = ScoreRow(row i of `logits`, targets[i]) (engine/sampling/logprobs.h: the target's log-prob and rank,
+  // the row's argmax; a target < 0 asks for the argmax only). logits: [targets.size(), vocab] float32, dense, left
+  // unchanged; targets, scores: host. Copies back only the scores (12 bytes a row where the row is 0.6 MB at a
+  // 151k vocabulary), so that scoring a prompt does not move its logits. Waits for the device and returns the
+  // step's errors.
+  absl::Status ScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores);
+
   // ---- step graphs (CUDA graphs): the ops of a step recorded once and replayed, so that a decode step costs one
   // launch instead of one per op. Every pointer and launch shape an op is given is recorded as it was: a replay
   // reads the memory those pointers point to now (the caller rewrites its metadata there before replaying).
@@ -181,6 +190,7 @@ class Backend {
   virtual void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
   virtual absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
                                         std::span<int32_t> tokens, std::span<float> logprobs);
+  virtual absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) = 0;
   // Waits for the device; reports its asynchronous errors.
   virtual absl::Status SynchronizeImpl() = 0;
 

@@ -125,4 +125,18 @@ absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const Sampl
   return absl::OkStatus();
 }
 
+absl::Status CheckScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, size_t scores) {
+  if (logits.dtype != DType::kF32 || logits.stride != logits.cols || logits.rows != static_cast<int64_t>(targets.size()) ||
+      scores != targets.size()) {
+    return Mismatch("score rows", absl::StrCat("logits ", Shape(logits), " (", DTypeName(logits.dtype), ") vs ", targets.size(),
+                                               " targets and ", scores, " score slots"));
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] >= logits.cols) {
+      return Mismatch("score rows", absl::StrCat("target ", targets[i], " of row ", i, " is outside the ", logits.cols, " columns"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace arach::op_checks

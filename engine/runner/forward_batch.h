@@ -31,6 +31,10 @@ struct SequenceInput {
   // new token's logits there (ForwardOutput::sampled_tokens), with these parameters (its logits span is not read;
   // it must live until Execute returns). `logits` still says which rows come back to the host. Ignored elsewhere.
   const SamplerInput* sample = nullptr;
+  // When not empty ([tokens.size()]): every new token's row is scored on the device against the token it
+  // predicts, targets[i] (< 0: none; the argmax only), and only the scores come back (ForwardOutput::scores):
+  // prompt log-probs, ranks and greedy flags without moving the rows' logits. Independent of `logits`.
+  std::span<const int32_t> score_targets;
 };
 
 struct ForwardBatch {
@@ -49,8 +53,15 @@ struct ForwardOutput {
   // [num_sequences] when some sequence was sampled on the device: its token, or -1 for the others; else empty.
   std::vector<int32_t> sampled_tokens;
   std::vector<float> sampled_logprobs;  // beside sampled_tokens: each token's log-prob under the model's distribution
+  // Scores of the sequences that gave SequenceInput::score_targets, in sequence order: sequence s owns
+  // scores[score_start[s], score_start[s+1]) ([num_sequences + 1]), one per new token.
+  std::vector<RowScore> scores;
+  std::vector<int> score_start;
 
   int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
+  std::span<const RowScore> ScoresOf(int seq) const {
+    return std::span<const RowScore>(scores).subspan(score_start[seq], score_start[seq + 1] - score_start[seq]);
+  }
   // Logits of row `i` of sequence `seq`.
   std::span<const float> Row(int seq, int i) const {
     return {logits.data() + static_cast<size_t>(row_start[seq] + i) * vocab_size, static_cast<size_t>(vocab_size)};

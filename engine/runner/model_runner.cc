@@ -90,7 +90,8 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   flat.hub_start.push_back(0);
   flat.block_table_start.push_back(0);
   flat.logit_row_start.push_back(0);
-  std::vector<int32_t> returned_rows;
+  flat.score_start.push_back(0);
+  std::vector<int32_t> returned_rows, scored_rows;
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
     const int n = static_cast<int>(seq.tokens.size());
@@ -136,12 +137,25 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       for (int i = 0; i < n; ++i) returned_rows.push_back(first_row + i);
     }
     flat.logit_row_start.push_back(static_cast<int>(returned_rows.size()));
+    if (!seq.score_targets.empty()) {
+      if (static_cast<int>(seq.score_targets.size()) != n) {
+        return Broken(s, absl::StrCat(seq.score_targets.size(), " score targets for ", n, " new tokens"));
+      }
+      for (int i = 0; i < n; ++i) {
+        const int32_t target = seq.score_targets[i];
+        if (target >= config_.vocab_size) return Broken(s, absl::StrCat("score target ", target, " is outside the vocabulary"));
+        scored_rows.push_back(first_row + i);
+        flat.score_targets.push_back(target);
+      }
+    }
+    flat.score_start.push_back(static_cast<int>(scored_rows.size()));
     if (seq.sample != nullptr && backend_->samples_on_device()) {
       flat.logit_rows.push_back(first_row + n - 1);
       flat.sampled_seqs.push_back(static_cast<int>(s));
     }
   }
   flat.logit_rows.insert(flat.logit_rows.end(), returned_rows.begin(), returned_rows.end());
+  flat.logit_rows.insert(flat.logit_rows.end(), scored_rows.begin(), scored_rows.end());
   // Hub rows follow all verbal rows; they sit at position 0.
   const int num_verbal = static_cast<int>(flat.ids.size());
   flat.rope_positions = flat.positions;
@@ -338,6 +352,8 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   output.logits.clear();  // keeps its capacity (ForwardOutput)
   output.sampled_tokens.clear();
   output.sampled_logprobs.clear();
+  output.score_start.assign(flat.score_start.begin(), flat.score_start.begin() + num_requested + 1);
+  output.scores.clear();
   output.attention_diagnostics = StepAttentionDiagnostics{};
   const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
   if (logit_rows > 0) {
@@ -360,6 +376,11 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
         output.sampled_tokens[flat.sampled_seqs[i]] = tokens[i];
         output.sampled_logprobs[flat.sampled_seqs[i]] = logprobs[i];
       }
+    }
+    if (const int num_scored = static_cast<int>(flat.score_targets.size()); num_scored > 0) {
+      output.scores.resize(num_scored);
+      const int first_scored = num_sampled + flat.logit_row_start.back();  // after every returned row
+      ARACH_RETURN_IF_ERROR(b.ScoreRows(logits->Rows(first_scored, num_scored), flat.score_targets, output.scores));
     }
   }
   if (want_mass) {
@@ -406,9 +427,9 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
     return std::nullopt;
   }
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
-  // the diagnostics' extra buffer.
+  // the diagnostics' extra buffer or scored rows (their count would not follow the batch size).
   for (const SequenceInput& seq : batch.sequences) {
-    if (seq.tokens.size() != 1 || seq.attention_diagnostics) return std::nullopt;
+    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty()) return std::nullopt;
   }
   const int num_seqs = static_cast<int>(batch.sequences.size());
   if (num_seqs > kMaxStepGraphBatch) return std::nullopt;

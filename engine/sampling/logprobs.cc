@@ -92,4 +92,14 @@ SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n) {
   return out;
 }
 
+RowScore ScoreRow(std::span<const float> logits, int32_t target) {
+  RowScore score;
+  score.argmax = ArgMax(logits);
+  if (target >= 0) {
+    score.logprob = static_cast<float>(logits[target] - LogSumExp(logits));
+    score.rank = RankOf(logits, target);
+  }
+  return score;
+}
+
 }  // namespace arach

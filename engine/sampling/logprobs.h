@@ -31,4 +31,13 @@ double LogSoftmaxAt(std::span<const float> values, int32_t index);
 // log softmax(logits)[token] and the `n` most likely tokens with their log-probs.
 SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n);
 
+// What scoring keeps of a row of logits against the token that follows it (prompt log-probs, ranks, greedy flags).
+struct RowScore {
+  float logprob = 0.0f;  // log softmax(row)[target]; 0 where there is no target
+  int32_t argmax = 0;    // ArgMax(row)
+  int32_t rank = 0;      // RankOf(row, target); 0 where there is no target
+};
+// `logits` scored against `target` (< 0: no target, the argmax only): the reference of Backend::ScoreRows.
+RowScore ScoreRow(std::span<const float> logits, int32_t target);
+
 }  // namespace arach

@@ -2,11 +2,13 @@
 // seeded sampling, mixed variants), prefix caching, a bounded load test with cancellations and
 // preemption, deadlines, a full queue, stop rules, log-probs and streamed text.
 #include <random>
+#include <span>
 #include <thread>
 
 #include "engine/core/mapped_file.h"
 #include "engine/engine.h"
 #include "engine/runner/offline_session.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/token_filter.h"
 #include "engine/tokenizer/unicode.h"
 #include "gmock/gmock.h"
@@ -374,6 +376,24 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   ASSERT_EQ(got.size(), expected->size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], (*expected)[i], 1e-4) << i;
   EXPECT_EQ(score.observer->tokens().size(), 0u);
+  // Ranks, most likely tokens and greedy flags (scored where the logits are) equal those read off the offline rows.
+  const FinishInfo& scored = score.observer->finish();
+  const std::vector<int32_t> context(p48.begin(), p48.end() - 1);
+  auto rows = session.Logits(context, 512, arach);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const size_t vocab = static_cast<size_t>(engine->model_config().vocab_size);
+  ASSERT_EQ(scored.prompt_ranks.size(), context.size());
+  ASSERT_EQ(scored.prompt_argmax.size(), context.size());
+  ASSERT_EQ(scored.prompt_is_greedy.size(), context.size());
+  int greedy = 0;
+  for (size_t i = 0; i < context.size(); ++i) {
+    const std::span<const float> row = std::span<const float>(*rows).subspan(i * vocab, vocab);
+    EXPECT_EQ(scored.prompt_argmax[i], ArgMax(row)) << i;
+    EXPECT_EQ(scored.prompt_ranks[i], RankOf(row, p48[i + 1])) << i;
+    EXPECT_EQ(scored.prompt_is_greedy[i], ArgMax(row) == p48[i + 1]) << i;
+    greedy += scored.prompt_is_greedy[i] ? 1 : 0;
+  }
+  EXPECT_GT(greedy, 0) << "some prompt tokens are the model's own greedy picks";
 }
 
 TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {

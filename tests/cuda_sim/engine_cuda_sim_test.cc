@@ -114,5 +114,41 @@ TEST(EngineOnSimulatedCudaBatches, ASeededRequestDrawsTheSameTokensAloneAndBesid
   EXPECT_EQ(together[2].tokens, alone[0].tokens);
 }
 
+// Prompt rows are scored where the logits are (Backend::ScoreRows: only scores come back) unless the request asks
+// for alternatives, which are read off rows copied to the host: both give the same log-probs, ranks and greedy
+// flags, for a score request and for a generation that echoes its prompt's log-probs (and still generates).
+TEST(EngineOnSimulatedCudaScoring, PromptRowsScoredOnTheDeviceEqualThoseReadOnTheHost) {
+  ARACH_REQUIRE_FIXTURES();
+  std::unique_ptr<Engine> engine = SimulatedEngine(true);
+  ASSERT_NE(engine, nullptr);
+  for (const RequestKind kind : {RequestKind::kScore, RequestKind::kGenerate}) {
+    SCOPED_TRACE(kind == RequestKind::kScore ? "score" : "generate");
+    EngineRequest on_device = Request(3, /*sampled=*/false);  // ARACH
+    for (int t = 0; t < 12; ++t) on_device.prompt.push_back(static_cast<int32_t>((13 * t + 7) % 250));
+    on_device.sampling.max_tokens = 2;
+    on_device.kind = kind;
+    on_device.sampling.prompt_logprobs = true;
+    EngineRequest on_host = on_device;
+    on_host.prompt_top_logprobs = 1;
+    auto device_observer = std::make_shared<CollectingObserver>(), host_observer = std::make_shared<CollectingObserver>();
+    ASSERT_TRUE(engine->Submit(on_device, device_observer).ok());
+    ASSERT_TRUE(engine->Submit(on_host, host_observer).ok());
+    ASSERT_TRUE(device_observer->Wait());
+    ASSERT_TRUE(host_observer->Wait());
+    const FinishInfo& device = device_observer->finish();
+    const FinishInfo& host = host_observer->finish();
+    ASSERT_TRUE(device.status.ok()) << device.status;
+    const size_t scored = on_device.prompt.size() - 1;
+    ASSERT_EQ(device.prompt_logprobs.size(), scored);
+    ASSERT_EQ(host.prompt_logprobs.size(), scored);
+    EXPECT_EQ(device.prompt_ranks, host.prompt_ranks);
+    EXPECT_EQ(device.prompt_argmax, host.prompt_argmax);
+    EXPECT_EQ(device.prompt_is_greedy, host.prompt_is_greedy);
+    for (size_t i = 0; i < scored; ++i) EXPECT_NEAR(device.prompt_logprobs[i], host.prompt_logprobs[i], 1e-5) << i;
+    EXPECT_EQ(device_observer->tokens(), host_observer->tokens());
+    EXPECT_EQ(device_observer->tokens().size(), kind == RequestKind::kScore ? 0u : 2u);
+  }
+}
+
 }  // namespace
 }  // namespace arach

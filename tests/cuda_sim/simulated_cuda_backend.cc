@@ -124,6 +124,10 @@ class SimulatedCudaBackend final : public Backend {
     if (recording_ != nullptr) return RefusedWhileRecording("sample tokens");
     return sampler_.Sample(logits, rows, tokens, logprobs);
   }
+  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) override {
+    if (recording_ != nullptr) return RefusedWhileRecording("score rows");
+    return sampler_.Score(logits, targets, scores);
+  }
   absl::Status SynchronizeImpl() override {
     if (recording_ != nullptr) return RefusedWhileRecording("synchronize");
     absl::Status status = std::move(pending_error_);

@@ -1,8 +1,11 @@
 // Every backend op except attention (attention_test.cc), written once and run on every device against a
 // host reference computed in double precision from the same (device-rounded) inputs.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
@@ -484,6 +487,55 @@ TEST_P(Ops, WriteKvIntoAnF16CacheSaturatesBeyondItsRange) {
   EXPECT_EQ(got_v[5], -65504.0f);
   EXPECT_EQ(got_v[6], HalfToFloat(FloatToHalf(1e-8f)));  // below the smallest subnormal: zero
   EXPECT_EQ(got_k[0], 0.0f);  // slot 0 untouched
+}
+
+TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsFirstMaximum) {
+  // A vocabulary no multiple of a GPU block's threads; ties, masked (-inf) tokens and a row without a target.
+  const int rows = 6, vocab = 1037;
+  std::vector<float> logits(static_cast<size_t>(rows) * vocab);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::mt19937 rng(7);
+  for (float& v : logits) v = normal(rng);
+  const auto at = [&](int r, int token) -> float& { return logits[static_cast<size_t>(r) * vocab + token]; };
+  at(1, 700) = at(1, 900) = 20.0f;  // the maximum twice: the argmax is the first; the second ranks 1
+  at(2, 5) = at(2, 600) = at(2, 1036) = 1.5f;  // the target tied with two others: ties do not count against it
+  for (int token = 0; token < vocab; token += 3) at(3, token) = -std::numeric_limits<float>::infinity();
+  at(5, 0) = 30.0f;  // the maximum in the first thread's share
+  const std::vector<int32_t> targets = {17, 900, 600, 4, -1, vocab - 1};
+  auto buffer = backend_->Allocate(logits.size() * sizeof(float));
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  backend_->CopyToDevice((*buffer)->data(), logits.data(), logits.size() * sizeof(float));
+  const DeviceMatrix device_logits = DeviceMatrix::Dense((*buffer)->data(), DType::kF32, rows, vocab);
+  std::vector<RowScore> scores(rows);
+  ASSERT_TRUE(backend_->ScoreRows(device_logits, targets, scores).ok());
+  for (int r = 0; r < rows; ++r) {
+    SCOPED_TRACE(::testing::Message() << "row " << r);
+    const float* row = &at(r, 0);
+    const int32_t argmax = static_cast<int32_t>(std::max_element(row, row + vocab) - row);  // the first maximum
+    EXPECT_EQ(scores[r].argmax, argmax);
+    if (targets[r] < 0) {
+      EXPECT_EQ(scores[r].rank, 0);
+      EXPECT_EQ(scores[r].logprob, 0.0f);
+      continue;
+    }
+    long double sum = 0;
+    for (int t = 0; t < vocab; ++t) sum += std::exp(static_cast<long double>(row[t]) - row[argmax]);
+    const double want = static_cast<double>(row[targets[r]] - row[argmax] - std::log(sum));
+    EXPECT_NEAR(scores[r].logprob, want, 1e-5 * std::max(1.0, std::fabs(want)));
+    EXPECT_EQ(scores[r].rank, 1 + std::count_if(row, row + vocab, [&](float v) { return v > row[targets[r]]; }));
+  }
+  EXPECT_EQ(scores[1].rank, 1);
+  EXPECT_EQ(scores[1].argmax, 700);
+  EXPECT_EQ(scores[5].argmax, 0);
+  std::vector<float> after(logits.size());
+  backend_->CopyToHost(after.data(), (*buffer)->data(), after.size() * sizeof(float));
+  ASSERT_TRUE(backend_->Synchronize().ok());
+  EXPECT_EQ(after, logits) << "the logits are left as they were";
+
+  const std::vector<int32_t> outside = {17, 900, 600, 4, -1, vocab};
+  const absl::Status refused = backend_->ScoreRows(device_logits, outside, scores);
+  EXPECT_NE(refused.message().find("target 1037 of row 5 is outside the 1037 columns"), std::string::npos) << refused;
+  EXPECT_FALSE(backend_->ScoreRows(device_logits, std::span<const int32_t>(targets).first(5), scores).ok());
 }
 
 TEST_P(Ops, MisshapenArgumentsAreReportedBySynchronizeAndSkipTheKernel) {

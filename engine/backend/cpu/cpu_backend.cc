@@ -96,6 +96,14 @@ void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
   for (int64_t r = 0; r < src.rows; ++r) WidenRow(src, r, host_dst + r * src.cols);
 }
 
+absl::Status CpuBackend::ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) {
+  const size_t vocab = static_cast<size_t>(logits.cols);
+  team_.ForEach(logits.rows, [&](int64_t r, int) {
+    scores[r] = ScoreRow(std::span<const float>(logits.As<float>() + r * logits.stride, vocab), targets[r]);
+  });
+  return absl::OkStatus();
+}
+
 void CpuBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
   // Tables in the weight dtype: a row is widened into `out`, then the position row added. The widened position

@@ -1,6 +1,6 @@
 // The GPU's sampling pipeline (device_sampling.h): the logit processors, FlashInfer's softmax and top-k / top-p
 // renormalisations for the rows that sample, then our draw (min-p and the counter-keyed inverse CDF in token-id
-// order, the CPU sampler's rule) or the argmax of greedy rows.
+// order, the CPU sampler's rule) or the argmax of greedy rows. And the scoring of rows against their targets.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -133,6 +133,76 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   }
 }
 
+// One block per row, thread t owning the tokens [t * chunk, (t + 1) * chunk) as in DrawTokensKernel: the row's
+// first maximum, its log-sum-exp (double sums, as the host's), and how many logits exceed the target's.
+__global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
+  __shared__ double sums[kThreads];
+  __shared__ float values[kThreads];
+  __shared__ int indices[kThreads];  // each thread's first maximum, then (thread 0) the row's
+  __shared__ int above[kThreads];
+  const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab;
+  const int chunk = (vocab + kThreads - 1) / kThreads;
+  const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
+  const float* row = a.logits + static_cast<int64_t>(r) * vocab;
+
+  float best = -INFINITY;
+  int index = -1;
+  for (int i = begin; i < end; ++i) {
+    if (row[i] > best || (index < 0 && row[i] >= best)) {  // NaNs never; -inf where nothing is larger
+      best = row[i];
+      index = i;
+    }
+  }
+  values[t] = best;
+  indices[t] = index;
+  __syncthreads();
+  if (t == 0) {
+    int pick = -1;
+    float top = -INFINITY;
+    for (int u = 0; u < kThreads; ++u) {
+      if (indices[u] >= 0 && (pick < 0 || values[u] > top)) {  // the first thread's among equal maxima: the lowest id
+        top = values[u];
+        pick = indices[u];
+      }
+    }
+    indices[0] = max(pick, 0);
+    values[0] = top;
+  }
+  __syncthreads();
+  const int argmax = indices[0];
+  const float row_max = values[0];
+  const int target = a.targets[r];
+  if (target < 0) {  // the same branch for the whole block
+    if (t == 0) {
+      a.argmax[r] = argmax;
+      a.ranks[r] = 0;
+      a.logprobs[r] = 0.0f;
+    }
+    return;
+  }
+  const float target_value = row[target];
+  double sum = 0.0;
+  int count = 0;
+  for (int i = begin; i < end; ++i) {
+    sum += exp(static_cast<double>(row[i]) - row_max);
+    count += row[i] > target_value ? 1 : 0;
+  }
+  sums[t] = sum;
+  above[t] = count;
+  __syncthreads();
+  if (t == 0) {
+    double total = 0.0;
+    int total_above = 0;
+    for (int u = 0; u < kThreads; ++u) {
+      total += sums[u];
+      total_above += above[u];
+    }
+    a.argmax[r] = argmax;
+    a.ranks[r] = 1 + total_above;
+    a.logprobs[r] = static_cast<float>(static_cast<double>(target_value) - row_max - log(total));
+  }
+}
+
 std::string LaunchFailure(const char* stage) {
 #if defined(__CUDACC__)
   const cudaError_t err = cudaGetLastError();
@@ -169,6 +239,12 @@ std::string LaunchSampleTokens(const SamplingArgs& args, CUstream_st* stream) {
   return LaunchFailure("draw");
 }
 
+std::string LaunchScoreRows(const ScoringArgs& args, CUstream_st* stream) {
+  if (args.rows == 0) return "";
+  ARACH_LAUNCH(ScoreRowsKernel, static_cast<unsigned>(args.rows), kThreads, 0, stream)(args);
+  return LaunchFailure("score rows");
+}
+
 size_t SoftmaxWorkspaceBytes(int rows, int vocab) { return FlashInferSoftmaxWorkspaceBytes(rows, vocab); }
 size_t TopKStateBytes() { return FlashInferTopKStateBytes(); }
 
@@ -179,6 +255,7 @@ SamplingKernels DeviceSamplingKernels() {
   kernels.launch = &LaunchSampleTokens;
   kernels.softmax_workspace_bytes = &SoftmaxWorkspaceBytes;
   kernels.top_k_state_bytes = &TopKStateBytes;
+  kernels.score = &LaunchScoreRows;
   return kernels;
 }
 

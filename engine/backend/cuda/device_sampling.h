@@ -56,13 +56,15 @@ class DeviceSampler {
   // returns the backend's errors.
   absl::Status Sample(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
                       std::span<float> logprobs);
+  // Backend::ScoreRows where the logits are: uploads the targets, copies back only the scores, waits for them.
+  absl::Status Score(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores);
 
  private:
   Backend& backend_;
   CUstream_st* stream_;
   SamplingKernels kernels_;
   StagedUpload upload_;
-  std::unique_ptr<DeviceBuffer> processed_, probs_, renormed_, softmax_workspace_, picked_;
+  std::unique_ptr<DeviceBuffer> processed_, probs_, renormed_, softmax_workspace_, picked_, scored_;
   std::unique_ptr<DeviceBuffer> top_k_state_;  // allocated and zeroed once
 };
 

@@ -35,6 +35,16 @@ struct SamplingArgs {
   float* logprobs = nullptr;           // [rows] or null: each picked id's log-prob under the model's distribution
 };
 
+// What the scoring kernel (Backend::ScoreRows) reads and writes, in device memory: each row's ScoreRow.
+struct ScoringArgs {
+  int rows = 0, vocab = 0;
+  const float* logits = nullptr;     // [rows, vocab] float32 (read only)
+  const int32_t* targets = nullptr;  // [rows]; < 0: no target (the argmax only)
+  int32_t* argmax = nullptr;         // [rows]: the first largest logit's id
+  int32_t* ranks = nullptr;          // [rows]: 1 + the logits above the target's; 0 without a target
+  float* logprobs = nullptr;         // [rows]: log softmax at the target; 0 without a target
+};
+
 // The device side (cuda_sampling.cu; the tests' SIMT simulator builds its own copy with FlashInfer's stages
 // replaced by host stand-ins).
 struct SamplingKernels {
@@ -42,6 +52,8 @@ struct SamplingKernels {
   std::string (*launch)(const SamplingArgs& args, CUstream_st* stream) = nullptr;
   size_t (*softmax_workspace_bytes)(int rows, int vocab) = nullptr;
   size_t (*top_k_state_bytes)() = nullptr;
+  // Queues the scoring kernel on `stream`; "" or what failed.
+  std::string (*score)(const ScoringArgs& args, CUstream_st* stream) = nullptr;
 };
 SamplingKernels DeviceSamplingKernels();
 
