@@ -458,7 +458,6 @@ void Engine::Step() {
     if (r.diagnostics && r.diagnostics->rows() < seq->prompt_len) r.diagnostics->Reset();
   }
   ForwardBatch forward;
-  std::vector<LogitsMode> modes;
   const bool device_sampling = config_.sample_on_device && model_.runner->samples_on_device();
   std::vector<SamplerInput> device_inputs;  // read by Execute through SequenceInput::sample: no reallocation
   device_inputs.reserve(batch.chunks.size());
@@ -474,16 +473,13 @@ void Engine::Step() {
     const bool generates = r.request.kind == RequestKind::kGenerate;
     input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;
     if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
-      if (r.request.prompt_top_logprobs > 0) {
-        input.logits = LogitsMode::kAll;  // the alternatives are read off the rows on the host
-      } else {
-        // Each row scored on the device against the prompt token that follows it: the rows stay there.
-        std::vector<int32_t>& targets = score_targets[modes.size()];
-        for (int position = chunk.start; position < chunk.start + chunk.num_tokens; ++position) {
-          targets.push_back(position + 1 < seq.prompt_len ? seq.tokens[position + 1] : -1);
-        }
-        input.score_targets = targets;
+      // Each row scored on the device against the prompt token that follows it: the rows stay there.
+      std::vector<int32_t>& targets = score_targets[forward.sequences.size()];
+      for (int position = chunk.start; position < chunk.start + chunk.num_tokens; ++position) {
+        targets.push_back(position + 1 < seq.prompt_len ? seq.tokens[position + 1] : -1);
       }
+      input.score_targets = targets;
+      input.score_top_n = r.request.prompt_top_logprobs;
     }
     // Until the prompt has been counted once; a chunk of an uncounted prompt never holds generated tokens.
     input.attention_diagnostics = r.diagnostics && r.diagnostics->rows() < seq.prompt_len;
@@ -495,7 +491,6 @@ void Engine::Step() {
         if (input.logits == LogitsMode::kLast && !NeedsHostLogits(r)) input.logits = LogitsMode::kNone;
       }
     }
-    modes.push_back(input.logits);
     forward.sequences.push_back(input);
   }
   absl::Status fault = config_.forward_fault ? config_.forward_fault() : absl::OkStatus();
@@ -523,20 +518,14 @@ void Engine::Step() {
     if (forward.sequences[i].attention_diagnostics) r.diagnostics->Add(out.attention_diagnostics, static_cast<int>(i), chunk.num_tokens);
     if (!forward.sequences[i].score_targets.empty()) {
       const std::span<const RowScore> scores = out.ScoresOf(static_cast<int>(i));
+      const int top_n = forward.sequences[i].score_top_n;
       for (int row = 0; row < chunk.num_tokens; ++row) {
         const int position = chunk.start + row;
-        if (position + 1 < r.seq.prompt_len) r.RecordPromptScore(position, scores[row]);
-      }
-    } else if (modes[i] == LogitsMode::kAll) {
-      for (int row = 0; row < rows; ++row) {
-        const int position = chunk.start + row;
-        if (position + 1 < r.seq.prompt_len) {
-          const std::span<const float> logits = out.Row(static_cast<int>(i), row);
-          const int32_t next = r.seq.tokens[position + 1];
-          // The row's log-sum-exp once, for the next token's log-prob and its alternatives.
-          SampledToken scored = RawLogprobs(logits, next, r.request.prompt_top_logprobs);
-          r.RecordPromptScore(position, RowScore{scored.logprob, ArgMax(logits), RankOf(logits, next)});
-          r.prompt_top_logprobs[position] = std::move(scored.top);
+        if (position + 1 >= r.seq.prompt_len) continue;
+        r.RecordPromptScore(position, scores[row]);
+        if (top_n > 0) {
+          const std::span<const TokenLogprob> top = out.TopOf(static_cast<int>(i), row, top_n);
+          r.prompt_top_logprobs[position].assign(top.begin(), top.end());
         }
       }
     }

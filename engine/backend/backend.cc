@@ -113,9 +113,10 @@ absl::Status Backend::SampleTokensImpl(const DeviceMatrix&, std::span<const Samp
   return absl::UnimplementedError(absl::StrCat(Describe(), " samples on the host"));
 }
 
-absl::Status Backend::ScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) {
-  ARACH_RETURN_IF_ERROR(op_checks::CheckScoreRows(logits, targets, scores.size()));
-  return ScoreRowsImpl(logits, targets, scores);
+absl::Status Backend::ScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                                std::span<TokenLogprob> top) {
+  ARACH_RETURN_IF_ERROR(op_checks::CheckScoreRows(logits, targets, scores.size(), top.size()));
+  return ScoreRowsImpl(logits, targets, scores, top);
 }
 
 absl::Status Backend::BeginStepGraph() { return absl::UnimplementedError(absl::StrCat(Describe(), " records no step graphs")); }

@@ -140,12 +140,14 @@ class Backend {
                             std::span<float> logprobs = {});
 
   // ---- scoring on the device
-  // scores[i] = ScoreRow(row i of `logits`, targets[i]) (engine/sampling/logprobs.h: the target's log-prob and rank,
-  // the row's argmax; a target < 0 asks for the argmax only). logits: [targets.size(), vocab] float32, dense, left
-  // unchanged; targets, scores: host. Copies back only the scores (12 bytes a row where the row is 0.6 MB at a
-  // 151k vocabulary), so that scoring a prompt does not move its logits. Waits for the device and returns the
-  // step's errors.
-  absl::Status ScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores);
+  // scores[i] = ScoreRow(row i of `logits`, targets[i], top[i * n, (i + 1) * n)) (engine/sampling/logprobs.h: the
+  // target's log-prob and rank, the row's argmax, its n most likely tokens; a target < 0 asks for no log-prob or
+  // rank), n = top.size() / targets.size() (0 when `top` is empty). logits: [targets.size(), vocab] float32, dense,
+  // left unchanged; targets, scores, top: host. Copies back only the scores and alternatives (12 + 8n bytes a row
+  // where the row is 0.6 MB at a 151k vocabulary), so that scoring a prompt does not move its logits. Waits for the
+  // device and returns the step's errors.
+  absl::Status ScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                         std::span<TokenLogprob> top = {});
 
   // ---- step graphs (CUDA graphs): the ops of a step recorded once and replayed, so that a decode step costs one
   // launch instead of one per op. Every pointer and launch shape an op is given is recorded as it was: a replay
@@ -190,7 +192,8 @@ class Backend {
   virtual void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
   virtual absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
                                         std::span<int32_t> tokens, std::span<float> logprobs);
-  virtual absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) = 0;
+  virtual absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                                     std::span<TokenLogprob> top) = 0;
   // Waits for the device; reports its asynchronous errors.
   virtual absl::Status SynchronizeImpl() = 0;
 

@@ -125,11 +125,12 @@ absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const Sampl
   return absl::OkStatus();
 }
 
-absl::Status CheckScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, size_t scores) {
+absl::Status CheckScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, size_t scores, size_t top) {
   if (logits.dtype != DType::kF32 || logits.stride != logits.cols || logits.rows != static_cast<int64_t>(targets.size()) ||
-      scores != targets.size()) {
+      scores != targets.size() || (top != 0 && (targets.empty() || top % targets.size() != 0)) ||
+      (!targets.empty() && top / targets.size() > static_cast<size_t>(logits.cols))) {
     return Mismatch("score rows", absl::StrCat("logits ", Shape(logits), " (", DTypeName(logits.dtype), ") vs ", targets.size(),
-                                               " targets and ", scores, " score slots"));
+                                               " targets, ", scores, " score slots and ", top, " alternative slots"));
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] >= logits.cols) {

@@ -32,7 +32,7 @@ absl::Status CheckRowCopy(const char* op, const DeviceMatrix& src, const DeviceM
 // slot each, or none); every row has parameters.
 absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, size_t tokens, size_t logprobs);
 // Backend::ScoreRows: dense float32 logits with one row per target and one score slot each; every target below
-// the vocabulary.
-absl::Status CheckScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, size_t scores);
+// the vocabulary; the same number of alternative slots for every row, at most the vocabulary.
+absl::Status CheckScoreRows(const DeviceMatrix& logits, std::span<const int32_t> targets, size_t scores, size_t top);
 
 }  // namespace arach::op_checks

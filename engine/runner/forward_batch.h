@@ -34,7 +34,8 @@ struct SequenceInput {
   // When not empty ([tokens.size()]): every new token's row is scored on the device against the token it
   // predicts, targets[i] (< 0: none; the argmax only), and only the scores come back (ForwardOutput::scores):
   // prompt log-probs, ranks and greedy flags without moving the rows' logits. Independent of `logits`.
-  std::span<const int32_t> score_targets;
+  std::span<const int32_t> score_targets{};
+  int score_top_n = 0;  // with score_targets: each scored row's most likely tokens to return too (at most 20)
 };
 
 struct ForwardBatch {
@@ -57,10 +58,18 @@ struct ForwardOutput {
   // scores[score_start[s], score_start[s+1]) ([num_sequences + 1]), one per new token.
   std::vector<RowScore> scores;
   std::vector<int> score_start;
+  // [scores.size(), score_top_n]: each scored row's most likely tokens, most likely first; score_top_n is the
+  // largest SequenceInput::score_top_n of the step (a sequence that asked for fewer reads its first ones).
+  int score_top_n = 0;
+  std::vector<TokenLogprob> score_top;
 
   int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
   std::span<const RowScore> ScoresOf(int seq) const {
     return std::span<const RowScore>(scores).subspan(score_start[seq], score_start[seq + 1] - score_start[seq]);
+  }
+  // The first `n` (<= score_top_n) most likely tokens of scored row `i` of sequence `seq`.
+  std::span<const TokenLogprob> TopOf(int seq, int i, int n) const {
+    return std::span<const TokenLogprob>(score_top).subspan(static_cast<size_t>(score_start[seq] + i) * score_top_n, n);
   }
   // Logits of row `i` of sequence `seq`.
   std::span<const float> Row(int seq, int i) const {

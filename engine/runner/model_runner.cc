@@ -141,6 +141,10 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       if (static_cast<int>(seq.score_targets.size()) != n) {
         return Broken(s, absl::StrCat(seq.score_targets.size(), " score targets for ", n, " new tokens"));
       }
+      if (seq.score_top_n < 0 || seq.score_top_n > SamplingParams::kMaxTopLogprobs) {
+        return Broken(s, absl::StrCat(seq.score_top_n, " alternatives per scored row"));
+      }
+      flat.score_top_n = std::max(flat.score_top_n, seq.score_top_n);
       for (int i = 0; i < n; ++i) {
         const int32_t target = seq.score_targets[i];
         if (target >= config_.vocab_size) return Broken(s, absl::StrCat("score target ", target, " is outside the vocabulary"));
@@ -354,6 +358,8 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   output.sampled_logprobs.clear();
   output.score_start.assign(flat.score_start.begin(), flat.score_start.begin() + num_requested + 1);
   output.scores.clear();
+  output.score_top_n = flat.score_top_n;
+  output.score_top.clear();
   output.attention_diagnostics = StepAttentionDiagnostics{};
   const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
   if (logit_rows > 0) {
@@ -379,8 +385,10 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
     }
     if (const int num_scored = static_cast<int>(flat.score_targets.size()); num_scored > 0) {
       output.scores.resize(num_scored);
+      output.score_top.resize(static_cast<size_t>(num_scored) * flat.score_top_n);
       const int first_scored = num_sampled + flat.logit_row_start.back();  // after every returned row
-      ARACH_RETURN_IF_ERROR(b.ScoreRows(logits->Rows(first_scored, num_scored), flat.score_targets, output.scores));
+      ARACH_RETURN_IF_ERROR(
+          b.ScoreRows(logits->Rows(first_scored, num_scored), flat.score_targets, output.scores, output.score_top));
     }
   }
   if (want_mass) {

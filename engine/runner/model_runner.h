@@ -92,6 +92,7 @@ class ModelRunner {
     std::vector<int> sampled_seqs;           // [num_sampled]: the sequence of each sampled row
     std::vector<int32_t> score_targets;      // [num_scored]: the target of each scored row
     std::vector<int> score_start;            // [S + 1] into the scored rows
+    int score_top_n = 0;                     // the most alternatives a scored sequence asked for
     int num_hub_rows() const { return hub_start.back(); }
   };
   // `bucketed_rows` (step graphs): the hub and skip rows come in buckets (0 or a power of two) and the logit rows

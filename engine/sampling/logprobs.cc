@@ -64,41 +64,54 @@ double LogSoftmaxAt(std::span<const float> values, int32_t index) {
   return static_cast<double>(values[index]) - LogSumExp(values);
 }
 
+namespace {
+
+// The min(n, vocabulary) most likely tokens of `logits` (most likely first, the lower id first among equals) with
+// their log-probs (log_z: the row's LogSumExp), appended to `top`. One pass keeping the best n so far in a heap
+// whose top is the worst of them: no vocabulary-sized index array (0.6 MB at 151k tokens).
+template <typename Out>
+void AppendTopTokens(std::span<const float> logits, double log_z, int n, Out& top) {
+  const auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  const size_t k = std::min<size_t>(std::max(n, 0), logits.size());
+  std::vector<int32_t> best;
+  best.reserve(k);
+  for (int32_t t = 0; t < static_cast<int32_t>(logits.size()) && k > 0; ++t) {
+    if (best.size() < k) {
+      best.push_back(t);
+      std::push_heap(best.begin(), best.end(), more_likely);
+    } else if (more_likely(t, best.front())) {
+      std::pop_heap(best.begin(), best.end(), more_likely);
+      best.back() = t;
+      std::push_heap(best.begin(), best.end(), more_likely);
+    }
+  }
+  std::sort_heap(best.begin(), best.end(), more_likely);  // most likely first
+  for (int32_t t : best) top.push_back({t, static_cast<float>(logits[t] - log_z)});
+}
+
+}  // namespace
+
 SampledToken RawLogprobs(std::span<const float> logits, int32_t token, int n) {
   const double log_z = LogSumExp(logits);
   SampledToken out;
   out.token = token;
   out.logprob = static_cast<float>(logits[token] - log_z);
-  if (n > 0) {
-    // One pass keeping the best n so far in a heap whose top is the worst of them: no vocabulary-sized index array
-    // (0.6 MB at 151k tokens, allocated and faulted in for every token that asked for top_logprobs).
-    const auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    const size_t k = std::min<size_t>(n, logits.size());
-    std::vector<int32_t> best;
-    best.reserve(k);
-    for (int32_t t = 0; t < static_cast<int32_t>(logits.size()); ++t) {
-      if (best.size() < k) {
-        best.push_back(t);
-        std::push_heap(best.begin(), best.end(), more_likely);
-      } else if (more_likely(t, best.front())) {
-        std::pop_heap(best.begin(), best.end(), more_likely);
-        best.back() = t;
-        std::push_heap(best.begin(), best.end(), more_likely);
-      }
-    }
-    std::sort_heap(best.begin(), best.end(), more_likely);  // most likely first
-    for (int32_t t : best) out.top.push_back({t, static_cast<float>(logits[t] - log_z)});
-  }
+  AppendTopTokens(logits, log_z, n, out.top);
   return out;
 }
 
-RowScore ScoreRow(std::span<const float> logits, int32_t target) {
+RowScore ScoreRow(std::span<const float> logits, int32_t target, std::span<TokenLogprob> top) {
   RowScore score;
   score.argmax = ArgMax(logits);
+  if (target < 0 && top.empty()) return score;
+  const double log_z = LogSumExp(logits);
   if (target >= 0) {
-    score.logprob = static_cast<float>(logits[target] - LogSumExp(logits));
+    score.logprob = static_cast<float>(logits[target] - log_z);
     score.rank = RankOf(logits, target);
   }
+  std::vector<TokenLogprob> best;
+  AppendTopTokens(logits, log_z, static_cast<int>(top.size()), best);
+  std::copy(best.begin(), best.end(), top.begin());
   return score;
 }
 

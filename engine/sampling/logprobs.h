@@ -37,7 +37,9 @@ struct RowScore {
   int32_t argmax = 0;    // ArgMax(row)
   int32_t rank = 0;      // RankOf(row, target); 0 where there is no target
 };
-// `logits` scored against `target` (< 0: no target, the argmax only): the reference of Backend::ScoreRows.
-RowScore ScoreRow(std::span<const float> logits, int32_t target);
+// `logits` scored against `target` (< 0: no target), and into `top` (when not empty; at most the vocabulary) its
+// top.size() most likely tokens with their log-probs, most likely first, the lower id first among equals (as
+// RawLogprobs' alternatives): the reference of Backend::ScoreRows.
+RowScore ScoreRow(std::span<const float> logits, int32_t target, std::span<TokenLogprob> top = {});
 
 }  // namespace arach

@@ -3,10 +3,13 @@
 // the same logits (greedy, and seeded sampling with penalties, logit bias, top-k/top-p/min-p, every variant), the
 // same log-probs, and a seeded request's tokens do not depend on the requests beside it.
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/runner/offline_session.h"
+#include "engine/sampling/logprobs.h"
 #include "gtest/gtest.h"
 #include "tests/cuda_sim/simulated_cuda_backend.h"
 #include "tests/testing/collecting_observer.h"
@@ -114,39 +117,56 @@ TEST(EngineOnSimulatedCudaBatches, ASeededRequestDrawsTheSameTokensAloneAndBesid
   EXPECT_EQ(together[2].tokens, alone[0].tokens);
 }
 
-// Prompt rows are scored where the logits are (Backend::ScoreRows: only scores come back) unless the request asks
-// for alternatives, which are read off rows copied to the host: both give the same log-probs, ranks and greedy
-// flags, for a score request and for a generation that echoes its prompt's log-probs (and still generates).
+// Prompt rows are scored where the logits are (Backend::ScoreRows: only scores and alternatives come back): the
+// log-probs, ranks, greedy flags and alternatives equal those read on the host off the same rows (an offline
+// session on the same simulated device), for a score request and for a generation that echoes its prompt's
+// log-probs (and still generates).
 TEST(EngineOnSimulatedCudaScoring, PromptRowsScoredOnTheDeviceEqualThoseReadOnTheHost) {
   ARACH_REQUIRE_FIXTURES();
   std::unique_ptr<Engine> engine = SimulatedEngine(true);
   ASSERT_NE(engine, nullptr);
+  testing::FixtureOptions options;
+  options.num_blocks = 64;
+  options.adapter = true;
+  options.device = DeviceKind::kCuda;
+  options.make_backend = testing::CreateSimulatedCudaBackendFor;
+  auto runner = testing::LoadFixtureRunner(kModel, options);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  OfflineSession session(**runner);
+  EngineRequest request = Request(3, /*sampled=*/false);  // ARACH and the adapter
+  for (int t = 0; t < 12; ++t) request.prompt.push_back(static_cast<int32_t>((13 * t + 7) % 250));
+  request.sampling.max_tokens = 2;
+  request.sampling.prompt_logprobs = true;
+  request.prompt_top_logprobs = 3;
+  const std::vector<int32_t> context(request.prompt.begin(), request.prompt.end() - 1);
+  auto rows = session.Logits(context, 0, request.variant);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const size_t vocab = static_cast<size_t>(engine->model_config().vocab_size);
   for (const RequestKind kind : {RequestKind::kScore, RequestKind::kGenerate}) {
     SCOPED_TRACE(kind == RequestKind::kScore ? "score" : "generate");
-    EngineRequest on_device = Request(3, /*sampled=*/false);  // ARACH
-    for (int t = 0; t < 12; ++t) on_device.prompt.push_back(static_cast<int32_t>((13 * t + 7) % 250));
-    on_device.sampling.max_tokens = 2;
-    on_device.kind = kind;
-    on_device.sampling.prompt_logprobs = true;
-    EngineRequest on_host = on_device;
-    on_host.prompt_top_logprobs = 1;
-    auto device_observer = std::make_shared<CollectingObserver>(), host_observer = std::make_shared<CollectingObserver>();
-    ASSERT_TRUE(engine->Submit(on_device, device_observer).ok());
-    ASSERT_TRUE(engine->Submit(on_host, host_observer).ok());
-    ASSERT_TRUE(device_observer->Wait());
-    ASSERT_TRUE(host_observer->Wait());
-    const FinishInfo& device = device_observer->finish();
-    const FinishInfo& host = host_observer->finish();
-    ASSERT_TRUE(device.status.ok()) << device.status;
-    const size_t scored = on_device.prompt.size() - 1;
-    ASSERT_EQ(device.prompt_logprobs.size(), scored);
-    ASSERT_EQ(host.prompt_logprobs.size(), scored);
-    EXPECT_EQ(device.prompt_ranks, host.prompt_ranks);
-    EXPECT_EQ(device.prompt_argmax, host.prompt_argmax);
-    EXPECT_EQ(device.prompt_is_greedy, host.prompt_is_greedy);
-    for (size_t i = 0; i < scored; ++i) EXPECT_NEAR(device.prompt_logprobs[i], host.prompt_logprobs[i], 1e-5) << i;
-    EXPECT_EQ(device_observer->tokens(), host_observer->tokens());
-    EXPECT_EQ(device_observer->tokens().size(), kind == RequestKind::kScore ? 0u : 2u);
+    request.kind = kind;
+    auto observer = std::make_shared<CollectingObserver>();
+    ASSERT_TRUE(engine->Submit(request, observer).ok());
+    ASSERT_TRUE(observer->Wait());
+    const FinishInfo& scored = observer->finish();
+    ASSERT_TRUE(scored.status.ok()) << scored.status;
+    ASSERT_EQ(scored.prompt_logprobs.size(), context.size());
+    ASSERT_EQ(scored.prompt_top_logprobs.size(), context.size());
+    for (size_t i = 0; i < context.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "position " << i);
+      const std::span<const float> row = std::span<const float>(*rows).subspan(i * vocab, vocab);
+      const SampledToken want = RawLogprobs(row, request.prompt[i + 1], 3);
+      EXPECT_NEAR(scored.prompt_logprobs[i], want.logprob, 1e-5);
+      EXPECT_EQ(scored.prompt_ranks[i], RankOf(row, request.prompt[i + 1]));
+      EXPECT_EQ(scored.prompt_argmax[i], ArgMax(row));
+      EXPECT_EQ(scored.prompt_is_greedy[i], ArgMax(row) == request.prompt[i + 1]);
+      ASSERT_EQ(scored.prompt_top_logprobs[i].size(), 3u);
+      for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(scored.prompt_top_logprobs[i][k].token, want.top[k].token) << k;
+        EXPECT_NEAR(scored.prompt_top_logprobs[i][k].logprob, want.top[k].logprob, 1e-5) << k;
+      }
+    }
+    EXPECT_EQ(observer->tokens().size(), kind == RequestKind::kScore ? 0u : 2u);
   }
 }
 

@@ -124,9 +124,10 @@ class SimulatedCudaBackend final : public Backend {
     if (recording_ != nullptr) return RefusedWhileRecording("sample tokens");
     return sampler_.Sample(logits, rows, tokens, logprobs);
   }
-  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) override {
+  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                             std::span<TokenLogprob> top) override {
     if (recording_ != nullptr) return RefusedWhileRecording("score rows");
-    return sampler_.Score(logits, targets, scores);
+    return sampler_.Score(logits, targets, scores, top);
   }
   absl::Status SynchronizeImpl() override {
     if (recording_ != nullptr) return RefusedWhileRecording("synchronize");

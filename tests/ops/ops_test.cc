@@ -489,7 +489,7 @@ TEST_P(Ops, WriteKvIntoAnF16CacheSaturatesBeyondItsRange) {
   EXPECT_EQ(got_k[0], 0.0f);  // slot 0 untouched
 }
 
-TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsFirstMaximum) {
+TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsMostLikelyTokens) {
   // A vocabulary no multiple of a GPU block's threads; ties, masked (-inf) tokens and a row without a target.
   const int rows = 6, vocab = 1037;
   std::vector<float> logits(static_cast<size_t>(rows) * vocab);
@@ -506,36 +506,55 @@ TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsFirstMaximum) {
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   backend_->CopyToDevice((*buffer)->data(), logits.data(), logits.size() * sizeof(float));
   const DeviceMatrix device_logits = DeviceMatrix::Dense((*buffer)->data(), DType::kF32, rows, vocab);
+  for (const int top_n : {0, 5}) {
+  SCOPED_TRACE(::testing::Message() << top_n << " alternatives");
   std::vector<RowScore> scores(rows);
-  ASSERT_TRUE(backend_->ScoreRows(device_logits, targets, scores).ok());
+  std::vector<TokenLogprob> top(static_cast<size_t>(rows) * top_n);
+  ASSERT_TRUE(backend_->ScoreRows(device_logits, targets, scores, top).ok());
   for (int r = 0; r < rows; ++r) {
     SCOPED_TRACE(::testing::Message() << "row " << r);
     const float* row = &at(r, 0);
     const int32_t argmax = static_cast<int32_t>(std::max_element(row, row + vocab) - row);  // the first maximum
     EXPECT_EQ(scores[r].argmax, argmax);
+    long double sum = 0;
+    for (int t = 0; t < vocab; ++t) sum += std::exp(static_cast<long double>(row[t]) - row[argmax]);
+    const auto logprob_of = [&](int token) { return static_cast<double>(row[token] - row[argmax] - std::log(sum)); };
+    // The most likely first, the lower id first among equals.
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    for (int k = 0; k < top_n; ++k) {
+      EXPECT_EQ(top[static_cast<size_t>(r) * top_n + k].token, order[k]) << k;
+      EXPECT_NEAR(top[static_cast<size_t>(r) * top_n + k].logprob, logprob_of(order[k]), 1e-5 * std::max(1.0, std::fabs(logprob_of(order[k]))));
+    }
     if (targets[r] < 0) {
       EXPECT_EQ(scores[r].rank, 0);
       EXPECT_EQ(scores[r].logprob, 0.0f);
       continue;
     }
-    long double sum = 0;
-    for (int t = 0; t < vocab; ++t) sum += std::exp(static_cast<long double>(row[t]) - row[argmax]);
-    const double want = static_cast<double>(row[targets[r]] - row[argmax] - std::log(sum));
-    EXPECT_NEAR(scores[r].logprob, want, 1e-5 * std::max(1.0, std::fabs(want)));
+    EXPECT_NEAR(scores[r].logprob, logprob_of(targets[r]), 1e-5 * std::max(1.0, std::fabs(logprob_of(targets[r]))));
     EXPECT_EQ(scores[r].rank, 1 + std::count_if(row, row + vocab, [&](float v) { return v > row[targets[r]]; }));
   }
   EXPECT_EQ(scores[1].rank, 1);
   EXPECT_EQ(scores[1].argmax, 700);
   EXPECT_EQ(scores[5].argmax, 0);
+  if (top_n > 0) {
+    EXPECT_EQ(top[1 * top_n].token, 700);
+    EXPECT_EQ(top[1 * top_n + 1].token, 900) << "equals: the lower id first";
+  }
+  }
   std::vector<float> after(logits.size());
   backend_->CopyToHost(after.data(), (*buffer)->data(), after.size() * sizeof(float));
   ASSERT_TRUE(backend_->Synchronize().ok());
   EXPECT_EQ(after, logits) << "the logits are left as they were";
 
+  std::vector<RowScore> scores(rows);
   const std::vector<int32_t> outside = {17, 900, 600, 4, -1, vocab};
   const absl::Status refused = backend_->ScoreRows(device_logits, outside, scores);
   EXPECT_NE(refused.message().find("target 1037 of row 5 is outside the 1037 columns"), std::string::npos) << refused;
   EXPECT_FALSE(backend_->ScoreRows(device_logits, std::span<const int32_t>(targets).first(5), scores).ok());
+  std::vector<TokenLogprob> uneven(static_cast<size_t>(rows) * 2 + 1);
+  EXPECT_FALSE(backend_->ScoreRows(device_logits, targets, scores, uneven).ok()) << "the same alternatives for every row";
 }
 
 TEST_P(Ops, MisshapenArgumentsAreReportedBySynchronizeAndSkipTheKernel) {

@@ -96,10 +96,12 @@ void CpuBackend::DownloadFloat(float* host_dst, const DeviceMatrix& src) {
   for (int64_t r = 0; r < src.rows; ++r) WidenRow(src, r, host_dst + r * src.cols);
 }
 
-absl::Status CpuBackend::ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) {
+absl::Status CpuBackend::ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                                       std::span<TokenLogprob> top) {
   const size_t vocab = static_cast<size_t>(logits.cols);
+  const size_t n = targets.empty() ? 0 : top.size() / targets.size();
   team_.ForEach(logits.rows, [&](int64_t r, int) {
-    scores[r] = ScoreRow(std::span<const float>(logits.As<float>() + r * logits.stride, vocab), targets[r]);
+    scores[r] = ScoreRow(std::span<const float>(logits.As<float>() + r * logits.stride, vocab), targets[r], top.subspan(r * n, n));
   });
   return absl::OkStatus();
 }

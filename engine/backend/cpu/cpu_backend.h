@@ -57,7 +57,8 @@ class CpuBackend final : public Backend {
   void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
   void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
   // The rows where they are (no copy), one per chunk of the team.
-  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) override;
+  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                             std::span<TokenLogprob> top) override;
 
  private:
   std::string thread_reason_;  // why the team has its size (CpuThreadPlan::reason)

@@ -205,8 +205,9 @@ absl::Status CudaBackend::SampleTokensImpl(const DeviceMatrix& logits, std::span
   return sampler_->Sample(logits, rows, tokens, logprobs);
 }
 
-absl::Status CudaBackend::ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) {
-  return sampler_->Score(logits, targets, scores);
+absl::Status CudaBackend::ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                                        std::span<TokenLogprob> top) {
+  return sampler_->Score(logits, targets, scores, top);
 }
 
 absl::Status CudaBackend::SynchronizeImpl() {

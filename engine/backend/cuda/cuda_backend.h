@@ -48,7 +48,8 @@ class CudaBackend final : public Backend {
   absl::Status ReplayStepGraph(StepGraph& graph) override;
 
  protected:
-  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) override;
+  absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                             std::span<TokenLogprob> top) override;
   absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
                                 std::span<int32_t> tokens, std::span<float> logprobs) override;
   absl::Status SynchronizeImpl() override;

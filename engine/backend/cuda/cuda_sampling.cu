@@ -133,54 +133,68 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   }
 }
 
-// One block per row, thread t owning the tokens [t * chunk, (t + 1) * chunk) as in DrawTokensKernel: the row's
-// first maximum, its log-sum-exp (double sums, as the host's), and how many logits exceed the target's.
-__global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
-  __shared__ double sums[kThreads];
-  __shared__ float values[kThreads];
-  __shared__ int indices[kThreads];  // each thread's first maximum, then (thread 0) the row's
-  __shared__ int above[kThreads];
-  const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab;
-  const int chunk = (vocab + kThreads - 1) / kThreads;
-  const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
-  const float* row = a.logits + static_cast<int64_t>(r) * vocab;
-
+// The most likely token of the row among those after (after_value, after_index) in the order (logit descending, id
+// ascending), with its logit; the block's threads each scan [begin, end) (ascending ids, thread order = id order).
+// (+inf, -1) admits every token but NaNs. Every thread gets the result; `values`, `indices`: [kThreads] scratch.
+__device__ void NextMostLikely(const float* row, int begin, int end, float after_value, int after_index, float* values,
+                               int* indices, float& value, int& index) {
   float best = -INFINITY;
-  int index = -1;
+  int found = -1;
   for (int i = begin; i < end; ++i) {
-    if (row[i] > best || (index < 0 && row[i] >= best)) {  // NaNs never; -inf where nothing is larger
-      best = row[i];
-      index = i;
+    const float v = row[i];
+    const bool after = v < after_value || (v == after_value && i > after_index);
+    if (after && (v > best || (found < 0 && v >= best))) {  // the first of equals: the lowest id
+      best = v;
+      found = i;
     }
   }
-  values[t] = best;
-  indices[t] = index;
+  values[threadIdx.x] = best;
+  indices[threadIdx.x] = found;
   __syncthreads();
-  if (t == 0) {
+  if (threadIdx.x == 0) {
     int pick = -1;
     float top = -INFINITY;
     for (int u = 0; u < kThreads; ++u) {
-      if (indices[u] >= 0 && (pick < 0 || values[u] > top)) {  // the first thread's among equal maxima: the lowest id
+      if (indices[u] >= 0 && (pick < 0 || values[u] > top)) {  // the first thread's among equals: the lowest id
         top = values[u];
         pick = indices[u];
       }
     }
-    indices[0] = max(pick, 0);
     values[0] = top;
+    indices[0] = pick;
   }
   __syncthreads();
-  const int argmax = indices[0];
-  const float row_max = values[0];
+  value = values[0];
+  index = indices[0];
+  __syncthreads();  // the scratch is free again
+}
+
+// One block per row, thread t owning the tokens [t * chunk, (t + 1) * chunk) as in DrawTokensKernel: the row's
+// first maximum, its log-sum-exp (double sums, as the host's), how many logits exceed the target's, and the top_n
+// most likely tokens (one pass over the row each: n <= 20 where the engine asks).
+__global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
+  __shared__ double sums[kThreads];
+  __shared__ float values[kThreads];
+  __shared__ int indices[kThreads];
+  __shared__ int above[kThreads];
+  __shared__ double log_z;
+  const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab, n = a.top_n;
+  const int chunk = (vocab + kThreads - 1) / kThreads;
+  const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
+  const float* row = a.logits + static_cast<int64_t>(r) * vocab;
+
+  float row_max = -INFINITY;
+  int argmax = -1;
+  NextMostLikely(row, begin, end, INFINITY, -1, values, indices, row_max, argmax);
+  argmax = max(argmax, 0);
   const int target = a.targets[r];
-  if (target < 0) {  // the same branch for the whole block
-    if (t == 0) {
-      a.argmax[r] = argmax;
-      a.ranks[r] = 0;
-      a.logprobs[r] = 0.0f;
-    }
-    return;
+  if (t == 0) {
+    a.argmax[r] = argmax;
+    a.ranks[r] = 0;
+    a.logprobs[r] = 0.0f;
   }
-  const float target_value = row[target];
+  if (target < 0 && n == 0) return;  // the same branch for the whole block
+  const float target_value = target >= 0 ? row[target] : NAN;  // NaN: nothing above it counted
   double sum = 0.0;
   int count = 0;
   for (int i = begin; i < end; ++i) {
@@ -197,9 +211,21 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
       total += sums[u];
       total_above += above[u];
     }
-    a.argmax[r] = argmax;
-    a.ranks[r] = 1 + total_above;
-    a.logprobs[r] = static_cast<float>(static_cast<double>(target_value) - row_max - log(total));
+    log_z = static_cast<double>(row_max) + log(total);
+    if (target >= 0) {
+      a.ranks[r] = 1 + total_above;
+      a.logprobs[r] = static_cast<float>(static_cast<double>(target_value) - log_z);
+    }
+  }
+  __syncthreads();
+  float value = INFINITY;
+  int index = -1;
+  for (int k = 0; k < n; ++k) {
+    NextMostLikely(row, begin, end, value, index, values, indices, value, index);
+    if (t == 0) {
+      a.top_tokens[static_cast<int64_t>(r) * n + k] = max(index, 0);
+      a.top_logprobs[static_cast<int64_t>(r) * n + k] = static_cast<float>(static_cast<double>(value) - log_z);
+    }
   }
 }
 

@@ -122,7 +122,8 @@ absl::Status DeviceSampler::Sample(const DeviceMatrix& logits, std::span<const S
   return absl::OkStatus();
 }
 
-absl::Status DeviceSampler::Score(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores) {
+absl::Status DeviceSampler::Score(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                                  std::span<TokenLogprob> top) {
   const int n = static_cast<int>(targets.size());
   if (n == 0) return absl::OkStatus();
   ARACH_ASSIGN_OR_RETURN(const std::vector<const void*> d,
@@ -132,22 +133,31 @@ absl::Status DeviceSampler::Score(const DeviceMatrix& logits, std::span<const in
   a.vocab = static_cast<int>(logits.cols);
   a.logits = static_cast<const float*>(logits.data);
   a.targets = static_cast<const int32_t*>(d[0]);
-  // [argmax rows | rank rows | log-prob rows]: one copy back.
+  a.top_n = static_cast<int>(top.size() / targets.size());
+  const size_t alternatives = top.size();
+  // [argmax rows | rank rows | log-prob rows | alternatives' ids | their log-probs]: one copy back.
   static_assert(sizeof(int32_t) == sizeof(float));
-  const size_t scored_bytes = static_cast<size_t>(n) * 3 * sizeof(int32_t);
-  ARACH_ASSIGN_OR_RETURN(void* scored, GrowDeviceBuffer(backend_, scored_, scored_bytes));
+  const size_t scored_words = static_cast<size_t>(n) * 3 + 2 * alternatives;
+  ARACH_ASSIGN_OR_RETURN(void* scored, GrowDeviceBuffer(backend_, scored_, scored_words * sizeof(int32_t)));
   a.argmax = static_cast<int32_t*>(scored);
   a.ranks = a.argmax + n;
   a.logprobs = reinterpret_cast<float*>(a.ranks + n);
+  a.top_tokens = a.ranks + 2 * n;
+  a.top_logprobs = reinterpret_cast<float*>(a.top_tokens + alternatives);
   const std::string failure = kernels_.score(a, stream_);
   if (!failure.empty()) return absl::InternalError(absl::StrCat("cuda scoring: ", failure));
-  std::vector<int32_t> host(static_cast<size_t>(n) * 3);
-  backend_.CopyToHost(host.data(), scored, scored_bytes);
+  std::vector<int32_t> host(scored_words);
+  backend_.CopyToHost(host.data(), scored, scored_words * sizeof(int32_t));
   ARACH_RETURN_IF_ERROR(backend_.Synchronize());
   for (int i = 0; i < n; ++i) {
     scores[i].argmax = host[i];
     scores[i].rank = host[n + i];
     std::memcpy(&scores[i].logprob, &host[2 * n + i], sizeof(float));
+  }
+  const int32_t* top_ids = host.data() + 3 * n;
+  for (size_t i = 0; i < alternatives; ++i) {
+    top[i].token = top_ids[i];
+    std::memcpy(&top[i].logprob, &top_ids[alternatives + i], sizeof(float));
   }
   return absl::OkStatus();
 }

@@ -56,8 +56,10 @@ class DeviceSampler {
   // returns the backend's errors.
   absl::Status Sample(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
                       std::span<float> logprobs);
-  // Backend::ScoreRows where the logits are: uploads the targets, copies back only the scores, waits for them.
-  absl::Status Score(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores);
+  // Backend::ScoreRows where the logits are: uploads the targets, copies back only the scores and alternatives,
+  // waits for them.
+  absl::Status Score(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
+                     std::span<TokenLogprob> top);
 
  private:
   Backend& backend_;

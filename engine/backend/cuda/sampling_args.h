@@ -43,6 +43,9 @@ struct ScoringArgs {
   int32_t* argmax = nullptr;         // [rows]: the first largest logit's id
   int32_t* ranks = nullptr;          // [rows]: 1 + the logits above the target's; 0 without a target
   float* logprobs = nullptr;         // [rows]: log softmax at the target; 0 without a target
+  int top_n = 0;                     // alternatives per row
+  int32_t* top_tokens = nullptr;     // [rows, top_n]: the most likely tokens, most likely first (lower id on ties)
+  float* top_logprobs = nullptr;     // [rows, top_n]: their log-probs
 };
 
 // The device side (cuda_sampling.cu; the tests' SIMT simulator builds its own copy with FlashInfer's stages
