@@ -44,8 +44,8 @@ struct ForwardBatch {
 
 // Logits of the rows the sequences asked for, in sequence order. ModelRunner::Execute overwrites every field; a
 // caller that passes the same object each step keeps its buffers' capacity, so the host memory of a step that
-// returns many rows (scoring at a 151k vocabulary: 0.6 MB per row) is allocated, and faulted in by the OS, only
-// when a step returns more rows than any before it.
+// returns many rows (the offline session's every-position logits at a 151k vocabulary: 0.6 MB per row) is
+// allocated, and faulted in by the OS, only when a step returns more rows than any before it.
 struct ForwardOutput {
   int vocab_size = 0;
   UninitializedVector<float> logits;  // [num_rows, vocab_size]: written in full by the download

@@ -69,8 +69,7 @@ namespace {
 // The min(n, vocabulary) most likely tokens of `logits` (most likely first, the lower id first among equals) with
 // their log-probs (log_z: the row's LogSumExp), appended to `top`. One pass keeping the best n so far in a heap
 // whose top is the worst of them: no vocabulary-sized index array (0.6 MB at 151k tokens).
-template <typename Out>
-void AppendTopTokens(std::span<const float> logits, double log_z, int n, Out& top) {
+void AppendTopTokens(std::span<const float> logits, double log_z, int n, std::vector<TokenLogprob>& top) {
   const auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   const size_t k = std::min<size_t>(std::max(n, 0), logits.size());
   std::vector<int32_t> best;

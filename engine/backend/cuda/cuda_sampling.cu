@@ -133,17 +133,17 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   }
 }
 
-// The most likely token of the row among those after (after_value, after_index) in the order (logit descending, id
-// ascending), with its logit; the block's threads each scan [begin, end) (ascending ids, thread order = id order).
+// The most likely token of the row ([vocab]) among those after (after_value, after_index) in the order (logit
+// descending, id ascending), with its logit. Thread t reads tokens t, t + kThreads, ... (a warp's reads coalesce).
 // (+inf, -1) admits every token but NaNs. Every thread gets the result; `values`, `indices`: [kThreads] scratch.
-__device__ void NextMostLikely(const float* row, int begin, int end, float after_value, int after_index, float* values,
-                               int* indices, float& value, int& index) {
+__device__ void NextMostLikely(const float* row, int vocab, float after_value, int after_index, float* values, int* indices,
+                               float& value, int& index) {
   float best = -INFINITY;
   int found = -1;
-  for (int i = begin; i < end; ++i) {
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
     const float v = row[i];
     const bool after = v < after_value || (v == after_value && i > after_index);
-    if (after && (v > best || (found < 0 && v >= best))) {  // the first of equals: the lowest id
+    if (after && (v > best || (found < 0 && v >= best))) {  // ids ascend: the first of equals is the lowest id
       best = v;
       found = i;
     }
@@ -155,7 +155,7 @@ __device__ void NextMostLikely(const float* row, int begin, int end, float after
     int pick = -1;
     float top = -INFINITY;
     for (int u = 0; u < kThreads; ++u) {
-      if (indices[u] >= 0 && (pick < 0 || values[u] > top)) {  // the first thread's among equals: the lowest id
+      if (indices[u] >= 0 && (pick < 0 || values[u] > top || (values[u] == top && indices[u] < pick))) {
         top = values[u];
         pick = indices[u];
       }
@@ -169,9 +169,8 @@ __device__ void NextMostLikely(const float* row, int begin, int end, float after
   __syncthreads();  // the scratch is free again
 }
 
-// One block per row, thread t owning the tokens [t * chunk, (t + 1) * chunk) as in DrawTokensKernel: the row's
-// first maximum, its log-sum-exp (double sums, as the host's), how many logits exceed the target's, and the top_n
-// most likely tokens (one pass over the row each: n <= 20 where the engine asks).
+// One block per row: the row's first maximum, its log-sum-exp (double sums, as the host's), how many logits exceed
+// the target's, and the top_n most likely tokens (one pass over the row each: n <= 20 where the engine asks).
 __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   __shared__ double sums[kThreads];
   __shared__ float values[kThreads];
@@ -179,13 +178,11 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   __shared__ int above[kThreads];
   __shared__ double log_z;
   const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab, n = a.top_n;
-  const int chunk = (vocab + kThreads - 1) / kThreads;
-  const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
   const float* row = a.logits + static_cast<int64_t>(r) * vocab;
 
   float row_max = -INFINITY;
   int argmax = -1;
-  NextMostLikely(row, begin, end, INFINITY, -1, values, indices, row_max, argmax);
+  NextMostLikely(row, vocab, INFINITY, -1, values, indices, row_max, argmax);
   argmax = max(argmax, 0);
   const int target = a.targets[r];
   if (t == 0) {
@@ -197,7 +194,7 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   const float target_value = target >= 0 ? row[target] : NAN;  // NaN: nothing above it counted
   double sum = 0.0;
   int count = 0;
-  for (int i = begin; i < end; ++i) {
+  for (int i = t; i < vocab; i += kThreads) {
     sum += exp(static_cast<double>(row[i]) - row_max);
     count += row[i] > target_value ? 1 : 0;
   }
@@ -221,7 +218,7 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   float value = INFINITY;
   int index = -1;
   for (int k = 0; k < n; ++k) {
-    NextMostLikely(row, begin, end, value, index, values, indices, value, index);
+    NextMostLikely(row, vocab, value, index, values, indices, value, index);
     if (t == 0) {
       a.top_tokens[static_cast<int64_t>(r) * n + k] = max(index, 0);
       a.top_logprobs[static_cast<int64_t>(r) * n + k] = static_cast<float>(static_cast<double>(value) - log_z);
