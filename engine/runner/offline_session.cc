@@ -44,6 +44,37 @@ absl::Status OfflineSession::CheckInput(const std::vector<int32_t>& tokens, cons
 
 absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk,
                                              const LogitsFn& fn, const std::vector<Variant>& variants) {
+  return Feed(
+      sequences, chunk, variants, [](SequenceInput& input, int, int) { input.logits = LogitsMode::kAll; },
+      [&](const ForwardOutput& out, int i, int s, int begin) {
+        for (int r = 0; r < out.num_rows(i); ++r) fn(s, begin + r, out.Row(i, r));
+      });
+}
+
+absl::Status OfflineSession::ScoreEachPosition(const std::vector<std::vector<int32_t>>& sequences,
+                                               const std::vector<std::vector<int32_t>>& targets, int chunk, const ScoreFn& fn,
+                                               const std::vector<Variant>& variants) {
+  if (targets.size() != sequences.size()) return absl::InvalidArgumentError("ScoreEachPosition: one target list per sequence");
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    if (targets[s].size() != sequences[s].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("ScoreEachPosition: sequence ", s, " has ", sequences[s].size(),
+                                                     " tokens and ", targets[s].size(), " targets"));
+    }
+  }
+  return Feed(
+      sequences, chunk, variants,
+      [&](SequenceInput& input, int s, int begin) {
+        input.logits = LogitsMode::kNone;
+        input.score_targets = std::span<const int32_t>(targets[s]).subspan(begin, input.tokens.size());
+      },
+      [&](const ForwardOutput& out, int i, int s, int begin) {
+        const std::span<const RowScore> scores = out.ScoresOf(i);
+        for (size_t r = 0; r < scores.size(); ++r) fn(s, begin + static_cast<int>(r), scores[r]);
+      });
+}
+
+absl::Status OfflineSession::Feed(const std::vector<std::vector<int32_t>>& sequences, int chunk,
+                                  const std::vector<Variant>& variants, const PrepareFn& prepare, const ConsumeFn& consume) {
   for (size_t s = 0; s < sequences.size(); ++s) {
     ARACH_RETURN_IF_ERROR(CheckInput(sequences[s], variants.empty() ? Variant{} : variants[s], s));
   }
@@ -61,8 +92,8 @@ absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32
       input.tokens = std::span<const int32_t>(sequences[s]).subspan(done[s], n);
       input.start_position = done[s];
       input.block_table = &tables[s];
-      input.logits = LogitsMode::kAll;
       if (!variants.empty()) input.variant = variants[s];
+      prepare(input, static_cast<int>(s), done[s]);
       batch.sequences.push_back(input);
       batch_seq.push_back(static_cast<int>(s));
     }
@@ -71,7 +102,7 @@ absl::Status OfflineSession::ForEachPosition(const std::vector<std::vector<int32
     const ForwardOutput& out = output_;
     for (size_t i = 0; i < batch_seq.size(); ++i) {
       const int s = batch_seq[i];
-      for (int r = 0; r < out.num_rows(static_cast<int>(i)); ++r) fn(s, done[s] + r, out.Row(static_cast<int>(i), r));
+      consume(out, static_cast<int>(i), s, done[s]);
       done[s] += static_cast<int>(batch.sequences[i].tokens.size());
     }
   }

@@ -38,6 +38,16 @@ class OfflineSession {
   absl::Status ForEachPosition(const std::vector<std::vector<int32_t>>& sequences, int chunk, const LogitsFn& fn,
                                const std::vector<Variant>& variants = {});
 
+  // Called for each scored position: sequence index, position, the row's score against its target.
+  using ScoreFn = std::function<void(int seq, int position, const RowScore& score)>;
+
+  // As ForEachPosition, but each position's row is scored where it is computed against targets[s][position] (the
+  // token it predicts; < 0: none) and only the score comes back (Backend::ScoreRows). targets[s]: one per token
+  // of sequences[s].
+  absl::Status ScoreEachPosition(const std::vector<std::vector<int32_t>>& sequences,
+                                 const std::vector<std::vector<int32_t>>& targets, int chunk, const ScoreFn& fn,
+                                 const std::vector<Variant>& variants = {});
+
   // Logits of every position of `ids` ([T, V] row-major).
   absl::StatusOr<std::vector<float>> Logits(const std::vector<int32_t>& ids, int chunk = 0, const Variant& variant = {});
 
@@ -48,6 +58,13 @@ class OfflineSession {
   BlockAllocator& allocator() { return allocator_; }
 
  private:
+  // Feeds the sequences as ForEachPosition does; `prepare` completes each step's input for sequence s (its tokens
+  // from `begin`), `consume` reads the step's output for batch entry i (sequence s, tokens from `begin`).
+  using PrepareFn = std::function<void(SequenceInput& input, int s, int begin)>;
+  using ConsumeFn = std::function<void(const ForwardOutput& out, int i, int s, int begin)>;
+  absl::Status Feed(const std::vector<std::vector<int32_t>>& sequences, int chunk, const std::vector<Variant>& variants,
+                    const PrepareFn& prepare, const ConsumeFn& consume);
+
   // The checks of the engine's requests, for sequence `index` of a call: known token ids, within the
   // context, a variant the model can run.
   absl::Status CheckInput(const std::vector<int32_t>& tokens, const Variant& variant, size_t index) const;

@@ -5,6 +5,7 @@
 
 #include "engine/core/mapped_file.h"
 #include "engine/runner/offline_session.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
@@ -55,6 +56,39 @@ TEST_P(Consistency, AloneBatchedChunkedAndDecodedAgree) {
           << "prompt " << s << " chunk " << chunk;
     }
   }
+  EXPECT_EQ(session.allocator().num_free(), session.allocator().num_blocks()) << "blocks leaked";
+}
+
+TEST_P(Consistency, PositionsScoredOnTheDeviceMatchTheirRowsBatchedAndChunked) {
+  OfflineSession session(*runner_);
+  const int vocab = runner_->config().vocab_size;
+  const std::vector<int32_t> p48 = RefPrompt(GetParam(), "p48");
+  const std::vector<std::vector<int32_t>> prompts = {RefPrompt(GetParam(), "p7"), p48};
+  std::vector<std::vector<int32_t>> targets;  // the next token, and none after the last
+  for (const auto& prompt : prompts) {
+    targets.emplace_back(prompt.begin() + 1, prompt.end());
+    targets.back().push_back(-1);
+  }
+  const auto rows = BatchedLogits(session, prompts, 0, vocab);
+  for (int chunk : {0, 5}) {
+    std::vector<std::vector<RowScore>> scored(prompts.size());
+    for (size_t s = 0; s < prompts.size(); ++s) scored[s].resize(prompts[s].size());
+    const absl::Status status = session.ScoreEachPosition(prompts, targets, chunk, [&](int s, int position, const RowScore& score) {
+      scored[s][position] = score;
+    });
+    ASSERT_TRUE(status.ok()) << status;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      for (size_t p = 0; p < prompts[s].size(); ++p) {
+        const RowScore want = ScoreRow(std::span<const float>(rows[s]).subspan(p * vocab, vocab), targets[s][p]);
+        EXPECT_NEAR(scored[s][p].logprob, want.logprob, 1e-4) << "prompt " << s << " position " << p << " chunk " << chunk;
+        EXPECT_EQ(scored[s][p].argmax, want.argmax) << "prompt " << s << " position " << p << " chunk " << chunk;
+        EXPECT_EQ(scored[s][p].rank, want.rank) << "prompt " << s << " position " << p << " chunk " << chunk;
+      }
+    }
+  }
+  targets[1].pop_back();
+  const absl::Status uneven = session.ScoreEachPosition(prompts, targets, 0, [](int, int, const RowScore&) {});
+  EXPECT_EQ(uneven.code(), absl::StatusCode::kInvalidArgument) << uneven;
   EXPECT_EQ(session.allocator().num_free(), session.allocator().num_blocks()) << "blocks leaked";
 }
 

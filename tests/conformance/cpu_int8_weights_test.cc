@@ -31,17 +31,17 @@ absl::StatusOr<Teacher> TeacherForce(ModelRunner& runner, const std::vector<int3
   Teacher t;
   const size_t predicted = ids.size() - 1;
   t.argmax.resize(predicted);
-  std::vector<std::vector<int32_t>> windows;
+  std::vector<std::vector<int32_t>> windows, targets;  // targets: each window shifted by one token
   for (size_t begin = 0; begin < predicted; begin += kWindow) {
-    windows.emplace_back(ids.begin() + begin, ids.begin() + std::min(predicted, begin + kWindow));
+    const size_t end = std::min(predicted, begin + kWindow);
+    windows.emplace_back(ids.begin() + begin, ids.begin() + end);
+    targets.emplace_back(ids.begin() + begin + 1, ids.begin() + end + 1);
   }
-  absl::Status status = session.ForEachPosition(windows, chunk, [&](int window, int position, std::span<const float> row) {
+  // Scored where the logits are (the runner's ScoreRows): only each row's log-prob and argmax come back.
+  absl::Status status = session.ScoreEachPosition(windows, targets, chunk, [&](int window, int position, const RowScore& score) {
     const size_t at = static_cast<size_t>(window) * kWindow + position;
-    const float top = *std::max_element(row.begin(), row.end());
-    double sum = 0;
-    for (float x : row) sum += std::exp(static_cast<double>(x) - top);
-    t.nll -= row[ids[at + 1]] - top - std::log(sum);
-    t.argmax[at] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+    t.nll -= score.logprob;
+    t.argmax[at] = score.argmax;
   }, std::vector<Variant>(windows.size(), variant));
   if (!status.ok()) return status;
   t.nll /= static_cast<double>(predicted);
