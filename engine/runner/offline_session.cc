@@ -60,6 +60,12 @@ absl::Status OfflineSession::ScoreEachPosition(const std::vector<std::vector<int
       return absl::InvalidArgumentError(absl::StrCat("ScoreEachPosition: sequence ", s, " has ", sequences[s].size(),
                                                      " tokens and ", targets[s].size(), " targets"));
     }
+    for (int32_t target : targets[s]) {
+      if (target >= runner_.config().vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("ScoreEachPosition: sequence ", s, " has target ", target,
+                                                       ", outside the vocabulary of ", runner_.config().vocab_size));
+      }
+    }
   }
   return Feed(
       sequences, chunk, variants,

@@ -86,6 +86,10 @@ TEST_P(Consistency, PositionsScoredOnTheDeviceMatchTheirRowsBatchedAndChunked) {
       }
     }
   }
+  targets[0][0] = vocab;
+  const absl::Status outside = session.ScoreEachPosition(prompts, targets, 0, [](int, int, const RowScore&) {});
+  EXPECT_EQ(outside.code(), absl::StatusCode::kInvalidArgument) << outside;
+  EXPECT_NE(outside.message().find("outside the vocabulary"), std::string::npos) << outside;
   targets[1].pop_back();
   const absl::Status uneven = session.ScoreEachPosition(prompts, targets, 0, [](int, int, const RowScore&) {});
   EXPECT_EQ(uneven.code(), absl::StatusCode::kInvalidArgument) << uneven;
