@@ -346,7 +346,14 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   ARACH_RETURN_IF_ERROR(b.PlanAttention(layout));
 
   const int logit_rows = static_cast<int>(flat.logit_rows.size());
-  const auto enqueue = [&] { return EnqueueForward(d, num_hub, logit_rows); };
+  const int num_scored = static_cast<int>(flat.score_targets.size());
+  const int head_rows = logit_rows - num_scored;  // the sampled and returned rows (and a graph's padding rows)
+  DeviceMatrix normed;                            // [logit_rows, d]; set unless a recorded graph is replayed
+  const auto enqueue = [&]() -> absl::StatusOr<DeviceMatrix> {
+    ARACH_ASSIGN_OR_RETURN(normed, EnqueueForward(d, num_hub, logit_rows));
+    if (head_rows == 0) return DeviceMatrix{};
+    return LmHead(normed.Rows(0, head_rows), Scratch::kLogits);
+  };
   absl::StatusOr<DeviceMatrix> logits = graph_key ? RunAsStepGraph(*graph_key, enqueue) : enqueue();
   if (!logits.ok()) return logits.status();
 
@@ -362,7 +369,7 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   output.score_top.clear();
   output.attention_diagnostics = StepAttentionDiagnostics{};
   const int num_sampled = static_cast<int>(flat.sampled_seqs.size());
-  if (logit_rows > 0) {
+  if (head_rows > 0) {
     const DeviceMatrix returned = logits->Rows(num_sampled, output.row_start.back());
     output.logits.resize(static_cast<size_t>(returned.rows) * c.vocab_size);
     if (returned.rows > 0) b.DownloadFloat(output.logits.data(), returned);
@@ -383,13 +390,11 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
         output.sampled_logprobs[flat.sampled_seqs[i]] = logprobs[i];
       }
     }
-    if (const int num_scored = static_cast<int>(flat.score_targets.size()); num_scored > 0) {
-      output.scores.resize(num_scored);
-      output.score_top.resize(static_cast<size_t>(num_scored) * flat.score_top_n);
-      const int first_scored = num_sampled + flat.logit_row_start.back();  // after every returned row
-      ARACH_RETURN_IF_ERROR(
-          b.ScoreRows(logits->Rows(first_scored, num_scored), flat.score_targets, output.scores, output.score_top));
-    }
+  }
+  if (num_scored > 0) {  // never in a step graph (StepGraphBatchSize)
+    output.scores.resize(num_scored);
+    output.score_top.resize(static_cast<size_t>(num_scored) * flat.score_top_n);
+    ARACH_RETURN_IF_ERROR(ScoreInBlocks(normed.Rows(head_rows, num_scored), flat.score_targets, output.scores, output.score_top));
   }
   if (want_mass) {
     output.attention_diagnostics.num_layers = c.num_layers;
@@ -418,16 +423,36 @@ absl::StatusOr<DeviceMatrix> ModelRunner::EnqueueForward(const StepDevicePointer
   if (logit_rows == 0) return DeviceMatrix{};
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix gathered, workspace_->Matrix(Scratch::kLogitHidden, logit_rows, c.hidden_size));
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix normed, workspace_->Matrix(Scratch::kLogitNormed, logit_rows, c.hidden_size));
-  // Logits stay float32 on every device: sampling and log-probabilities need more than bf16's 8 bits.
-  ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(Scratch::kLogits, logit_rows, c.vocab_size, DType::kF32));
   b.GatherRows(hidden, d.selected, gathered);
   if (c.norm == NormKind::kLayerNorm) {
     b.LayerNorm(gathered, weights_->final_norm_weight, weights_->final_norm_bias, c.norm_eps, normed);
   } else {
     b.RmsNorm(gathered, weights_->final_norm_weight, c.norm_eps, normed);
   }
-  b.Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
+  return normed;
+}
+
+absl::StatusOr<DeviceMatrix> ModelRunner::LmHead(const DeviceMatrix& normed, Scratch slot) {
+  // Logits stay float32 on every device: sampling and log-probabilities need more than bf16's 8 bits.
+  ARACH_ASSIGN_OR_RETURN(DeviceMatrix logits, workspace_->Matrix(slot, normed.rows, config_.vocab_size, DType::kF32));
+  backend_->Linear(normed, weights_->lm_head, DeviceMatrix{}, logits, /*accumulate=*/false);
   return logits;
+}
+
+absl::Status ModelRunner::ScoreInBlocks(const DeviceMatrix& normed, std::span<const int32_t> targets,
+                                        std::span<RowScore> scores, std::span<TokenLogprob> top) {
+  const size_t row_bytes = static_cast<size_t>(config_.vocab_size) * sizeof(float);
+  const int64_t block_rows = std::max<int64_t>(1, static_cast<int64_t>(scored_logits_bytes_ / row_bytes));
+  const size_t top_n = top.size() / targets.size();
+  for (int64_t first = 0; first < normed.rows; first += block_rows) {
+    const int64_t rows = std::min(block_rows, normed.rows - first);
+    ARACH_ASSIGN_OR_RETURN(const DeviceMatrix logits, LmHead(normed.Rows(first, rows), Scratch::kScoredLogits));
+    const size_t begin = static_cast<size_t>(first), count = static_cast<size_t>(rows);
+    // Each call waits for its scores (Backend::ScoreRows), so the next block may reuse the scratch.
+    ARACH_RETURN_IF_ERROR(backend_->ScoreRows(logits, targets.subspan(begin, count), scores.subspan(begin, count),
+                                              top.subspan(begin * top_n, count * top_n)));
+  }
+  return absl::OkStatus();
 }
 
 std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) const {

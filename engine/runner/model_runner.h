@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -58,6 +59,10 @@ class ModelRunner {
   // How many recorded shapes are kept (each holds a CUDA graph's device resources); at the limit the least recently
   // replayed one makes room. 64 by default.
   void set_max_step_graphs(int count) { max_step_graphs_ = std::max(count, 1); }
+  // Scored rows (SequenceInput::score_targets) get their logits a block of rows at a time, each block scored before
+  // the next: this bounds the float32 logits a scoring step holds (a prompt of 8,192 rows of a 151,936-token
+  // vocabulary would take 5 GB at once). 128 MiB by default; at least one row a block.
+  void set_scored_logits_bytes(size_t bytes) { scored_logits_bytes_ = bytes; }
   struct StepGraphStats {
     int64_t recorded = 0;
     int64_t replayed = 0;
@@ -122,8 +127,15 @@ class ModelRunner {
     StepInputs inputs;
     AttentionParams attention;  // without the per-layer fields (RunLayer fills them)
   };
-  // Queues the forward from the embeddings to the logits ([logit_rows, V] float32; empty without logit rows).
+  // Queues the forward from the embeddings to the final norm of the logit rows: [logit_rows, d] in scratch
+  // (empty without logit rows).
   absl::StatusOr<DeviceMatrix> EnqueueForward(const StepDevicePointers& step, int num_hub, int logit_rows);
+  // The LM head on `normed` rows: [normed.rows, V] float32 in scratch `slot`.
+  absl::StatusOr<DeviceMatrix> LmHead(const DeviceMatrix& normed, Scratch slot);
+  // Backend::ScoreRows of the rows `normed` ([targets.size(), d]) against `targets`, their logits computed a
+  // block of rows at a time (at most scored_logits_bytes_ of them) and each block scored before the next.
+  absl::Status ScoreInBlocks(const DeviceMatrix& normed, std::span<const int32_t> targets, std::span<RowScore> scores,
+                             std::span<TokenLogprob> top);
 
   // Step graphs, keyed by (sequences, hub rows, skip rows, logit rows) of the padded step, flattened with bucketed
   // rows: the shape every launch of a decode step follows from. Per batch-size bucket, hub rows and skip rows take
@@ -163,6 +175,7 @@ class ModelRunner {
   std::unique_ptr<BlockTable> padding_table_;  // the KV cache's padding block, where step graphs pad decode steps
   bool step_graphs_enabled_ = true;
   int max_step_graphs_ = 64;  // recorded shapes kept at most (then the least recently replayed goes)
+  size_t scored_logits_bytes_ = size_t{128} << 20;  // set_scored_logits_bytes
   std::map<StepGraphKey, RecordedStep> step_graphs_;
   std::set<StepGraphKey> warmed_up_;  // shapes run once already
   uint64_t graph_clock_ = 0;          // counts the steps run as graphs

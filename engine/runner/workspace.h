@@ -23,7 +23,8 @@ enum class Scratch : int {
   kMlpAct,        // [rows, I] (gated MLP)
   kLogitHidden,   // [logit rows, d]
   kLogitNormed,   // [logit rows, d]
-  kLogits,        // [logit rows, V]
+  kLogits,        // [logit rows, V] float32: rows sampled or returned
+  kScoredLogits,  // [scored rows of one block, V] float32 (ModelRunner::ScoreInBlocks)
   kAdapterX,       // [skip rows, d]: x^ then x~
   kAdapterInner,   // [skip rows, E]
   kAdapterSkip,    // [skip rows, d]

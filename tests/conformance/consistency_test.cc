@@ -96,6 +96,64 @@ TEST_P(Consistency, PositionsScoredOnTheDeviceMatchTheirRowsBatchedAndChunked) {
   EXPECT_EQ(session.allocator().num_free(), session.allocator().num_blocks()) << "blocks leaked";
 }
 
+// One step that samples a row, returns another sequence's last row and scores every row of both with alternatives
+// gives the same scores whether the scored rows' logits are computed all at once, three rows at a time or one by one
+// (ModelRunner::set_scored_logits_bytes), and each score is the host's ScoreRow of the row's logits.
+TEST_P(Consistency, RowsScoredInBlocksOfAnySizeScoreAlike) {
+  const int vocab = runner_->config().vocab_size;
+  OfflineSession session(*runner_);
+  const std::vector<std::vector<int32_t>> prompts = {RefPrompt(GetParam(), "p48"), RefPrompt(GetParam(), "p7")};
+  const auto rows = BatchedLogits(session, prompts, 0, vocab);
+  std::vector<std::vector<int32_t>> targets;  // the next token, none after the last
+  for (const auto& prompt : prompts) {
+    targets.emplace_back(prompt.begin() + 1, prompt.end());
+    targets.back().push_back(-1);
+  }
+  constexpr int kTopN = 3;
+  const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
+  for (const size_t block_bytes : {size_t{128} << 20, 3 * row_bytes, size_t{1}}) {
+    runner_->set_scored_logits_bytes(block_bytes);
+    BlockAllocator allocator(runner_->kv_cache().num_blocks());
+    std::vector<BlockTable> tables(prompts.size(), BlockTable(runner_->kv_cache().block_size()));
+    ForwardBatch batch;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      ASSERT_TRUE(tables[s].Reserve(static_cast<int>(prompts[s].size()), allocator).ok());
+      SequenceInput input;
+      input.tokens = prompts[s];
+      input.block_table = &tables[s];
+      input.logits = s == 1 ? LogitsMode::kLast : LogitsMode::kNone;
+      input.score_targets = targets[s];
+      input.score_top_n = kTopN;
+      batch.sequences.push_back(input);
+    }
+    ForwardOutput out;
+    const absl::Status executed = runner_->Execute(batch, out);
+    ASSERT_TRUE(executed.ok()) << executed;
+    const std::vector<float>& last = rows[1];
+    ASSERT_EQ(out.Row(1, 0).size(), static_cast<size_t>(vocab));
+    EXPECT_LT(MaxAbsDiff(out.Row(1, 0).data(), last.data() + (prompts[1].size() - 1) * vocab, vocab), 1e-4f);
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const std::span<const RowScore> scores = out.ScoresOf(static_cast<int>(s));
+      ASSERT_EQ(scores.size(), prompts[s].size());
+      for (size_t p = 0; p < prompts[s].size(); ++p) {
+        std::vector<TokenLogprob> want_top(kTopN);
+        const RowScore want = ScoreRow(std::span<const float>(rows[s]).subspan(p * vocab, vocab), targets[s][p], want_top);
+        const std::string where = "prompt " + std::to_string(s) + " position " + std::to_string(p) + " block bytes " +
+                                  std::to_string(block_bytes);
+        EXPECT_NEAR(scores[p].logprob, want.logprob, 1e-4) << where;
+        EXPECT_EQ(scores[p].argmax, want.argmax) << where;
+        EXPECT_EQ(scores[p].rank, want.rank) << where;
+        const std::span<const TokenLogprob> top = out.TopOf(static_cast<int>(s), static_cast<int>(p), kTopN);
+        for (int k = 0; k < kTopN; ++k) {
+          EXPECT_EQ(top[k].token, want_top[k].token) << where << " alternative " << k;
+          EXPECT_NEAR(top[k].logprob, want_top[k].logprob, 1e-4) << where << " alternative " << k;
+        }
+      }
+    }
+    for (BlockTable& table : tables) table.ReleaseAll(allocator);
+  }
+}
+
 TEST_P(Consistency, GreedyIsTheSameChunkedAndBatched) {
   OfflineSession session(*runner_);
   const std::vector<int32_t> p48 = RefPrompt(GetParam(), "p48");
