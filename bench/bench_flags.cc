@@ -32,6 +32,9 @@ ABSL_FLAG(int, shared_prefix, 0,
 ABSL_FLAG(bool, score, false,
           "engine: score requests (every prompt position's log-prob, rank and greedy flag, as arach-run score, "
           "echo and the gRPC Score call compute them; no token generated) instead of generations");
+ABSL_FLAG(int, prompt_top_logprobs, 0,
+          "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "
+          "prompt_logprobs N ask; at most 20)");
 ABSL_FLAG(std::string, json_schema, "", "engine: every request's output must match this JSON Schema file (structured output)");
 ABSL_FLAG(int, schemas, 50, "distinct schemas compiled");
 ABSL_FLAG(int, steps, 64, "tokens walked through each compiled schema");

@@ -2,13 +2,13 @@
 // sampling on the GPU), without gRPC: closed-loop clients at several concurrencies submit requests (fixed prompt
 // and output lengths, one variant); prints requests/s, prompt and output tokens/s and TTFT / TPOT percentiles per
 // concurrency. With --score the requests are score requests (every prompt position's log-prob), as arach-run score,
-// echo and the gRPC Score call send.
+// echo and the gRPC Score call send; --prompt_top_logprobs N asks each position's N most likely tokens too.
 //
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
-//                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score]
+//                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "engine/core/percentile.h"
@@ -155,6 +156,7 @@ int Run() {
   request.variant = *variant;
   const bool score = absl::GetFlag(FLAGS_score);
   if (score) request.kind = RequestKind::kScore;
+  request.prompt_top_logprobs = absl::GetFlag(FLAGS_prompt_top_logprobs);
   const std::string schema_file = absl::GetFlag(FLAGS_json_schema);
   if (!schema_file.empty()) {
     absl::StatusOr<std::string> schema = ReadFileToString(schema_file);
@@ -173,8 +175,12 @@ int Run() {
     });
     warm->Run(1);
   }
+  const std::string kind = !score ? "generations"
+                           : request.prompt_top_logprobs == 0
+                               ? "score requests"
+                               : absl::StrCat("score requests with ", request.prompt_top_logprobs, " alternatives");
   std::printf("# engine_bench: %s on %s; variant %s, %s, prompt %d (%d shared), %d new tokens, %d requests per client, output %s\n",
-              dir.c_str(), device.c_str(), variant->Name().c_str(), score ? "score requests" : "generations",
+              dir.c_str(), device.c_str(), variant->Name().c_str(), kind.c_str(),
               absl::GetFlag(FLAGS_prompt_len), shared_prefix, score ? 0 : absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
   std::printf("%11s %9s %10s %13s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "prompt tok/s",

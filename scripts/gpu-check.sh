@@ -124,6 +124,12 @@ case "$mode" in
       timeout 90 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --concurrency 1,64,256 \
         --requests_per_client 2 --prompt_len 128 --max_tokens 128 --max_num_batched_tokens 8192 \
         --scratch /tmp/arach-bench-models 2>&1 | tee "$out/engine_bench.txt"
+      echo "== engine_bench scoring (ours: Backend::ScoreRows at Qwen's 151,936-token vocabulary, 0 and 20 alternatives)"
+      for top in 0 20; do
+        timeout 100 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset qwen2/0.5b --score \
+          --prompt_top_logprobs $top --concurrency 1,8 --requests_per_client 4 --prompt_len 512 --max_num_batched_tokens 4096 \
+          --scratch /tmp/arach-bench-models 2>&1 | tee -a "$out/engine_bench_score.txt"
+      done
     fi
     if [ "$part" = serve ] || [ "$part" = all ]; then
       echo "== arach-cli bench through arach-server --device cuda (gRPC)"

@@ -501,12 +501,18 @@ TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsMostLikelyTokens) {
   at(2, 5) = at(2, 600) = at(2, 1036) = 1.5f;  // the target tied with two others: ties do not count against it
   for (int token = 0; token < vocab; token += 3) at(3, token) = -std::numeric_limits<float>::infinity();
   at(5, 0) = 30.0f;  // the maximum in the first thread's share
+  // Four equal maxima, three of them read by the same GPU thread (ids 256 apart): ordered by id.
+  at(0, 10) = at(0, 266) = at(0, 522) = at(0, 11) = 25.0f;
+  // Three finite tokens: the alternatives after them are masked tokens in id order.
+  for (int token = 0; token < vocab; ++token) {
+    if (token != 3 && token != 300 && token != 1000) at(4, token) = -std::numeric_limits<float>::infinity();
+  }
   const std::vector<int32_t> targets = {17, 900, 600, 4, -1, vocab - 1};
   auto buffer = backend_->Allocate(logits.size() * sizeof(float));
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   backend_->CopyToDevice((*buffer)->data(), logits.data(), logits.size() * sizeof(float));
   const DeviceMatrix device_logits = DeviceMatrix::Dense((*buffer)->data(), DType::kF32, rows, vocab);
-  for (const int top_n : {0, 5}) {
+  for (const int top_n : {0, 5, 23}) {  // 23: more than the GPU finds in its one pass (kListedTop)
   SCOPED_TRACE(::testing::Message() << top_n << " alternatives");
   std::vector<RowScore> scores(rows);
   std::vector<TokenLogprob> top(static_cast<size_t>(rows) * top_n);
@@ -524,8 +530,13 @@ TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsMostLikelyTokens) {
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
     for (int k = 0; k < top_n; ++k) {
-      EXPECT_EQ(top[static_cast<size_t>(r) * top_n + k].token, order[k]) << k;
-      EXPECT_NEAR(top[static_cast<size_t>(r) * top_n + k].logprob, logprob_of(order[k]), 1e-5 * std::max(1.0, std::fabs(logprob_of(order[k]))));
+      const TokenLogprob& got = top[static_cast<size_t>(r) * top_n + k];
+      EXPECT_EQ(got.token, order[k]) << k;
+      if (std::isinf(row[order[k]])) {
+        EXPECT_EQ(got.logprob, -std::numeric_limits<float>::infinity()) << k;
+      } else {
+        EXPECT_NEAR(got.logprob, logprob_of(order[k]), 1e-5 * std::max(1.0, std::fabs(logprob_of(order[k])))) << k;
+      }
     }
     if (targets[r] < 0) {
       EXPECT_EQ(scores[r].rank, 0);
@@ -538,10 +549,14 @@ TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsMostLikelyTokens) {
   EXPECT_EQ(scores[1].rank, 1);
   EXPECT_EQ(scores[1].argmax, 700);
   EXPECT_EQ(scores[5].argmax, 0);
+  EXPECT_EQ(scores[0].argmax, 10);
   if (top_n > 0) {
     EXPECT_EQ(top[1 * top_n].token, 700);
     EXPECT_EQ(top[1 * top_n + 1].token, 900) << "equals: the lower id first";
+    EXPECT_EQ(top[1].token, 11);
+    EXPECT_EQ(top[2].token, 266);
   }
+  if (top_n > 3) EXPECT_EQ(top[4 * top_n + 3].token, 0) << "after the finite tokens, the masked ones by id";
   }
   std::vector<float> after(logits.size());
   backend_->CopyToHost(after.data(), (*buffer)->data(), after.size() * sizeof(float));

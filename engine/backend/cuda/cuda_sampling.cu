@@ -133,9 +133,34 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   }
 }
 
+// The first of the threads' (value, index) pairs in the order (value descending, index ascending), index < 0
+// meaning none; every thread gets it. `values`, `indices`: [kThreads] scratch. A tree over the threads: log2(kThreads)
+// rounds.
+__device__ void BlockFirst(float& value, int& index, float* values, int* indices) {
+  const int t = threadIdx.x;
+  values[t] = value;
+  indices[t] = index;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) {
+      const float v = values[t + stride];
+      const int i = indices[t + stride];
+      if (i >= 0 && (indices[t] < 0 || v > values[t] || (v == values[t] && i < indices[t]))) {
+        values[t] = v;
+        indices[t] = i;
+      }
+    }
+    __syncthreads();
+  }
+  value = values[0];
+  index = indices[0];
+  __syncthreads();  // the scratch is free again
+}
+
 // The most likely token of the row ([vocab]) among those after (after_value, after_index) in the order (logit
-// descending, id ascending), with its logit. Thread t reads tokens t, t + kThreads, ... (a warp's reads coalesce).
-// (+inf, -1) admits every token but NaNs. Every thread gets the result; `values`, `indices`: [kThreads] scratch.
+// descending, id ascending), with its logit; (-inf, -1) when there is none. Thread t reads tokens t, t + kThreads,
+// ... (a warp's reads coalesce). NaNs never rank. Every thread gets the result; `values`, `indices`: [kThreads]
+// scratch.
 __device__ void NextMostLikely(const float* row, int vocab, float after_value, int after_index, float* values, int* indices,
                                float& value, int& index) {
   float best = -INFINITY;
@@ -148,42 +173,64 @@ __device__ void NextMostLikely(const float* row, int vocab, float after_value, i
       found = i;
     }
   }
-  values[threadIdx.x] = best;
-  indices[threadIdx.x] = found;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int pick = -1;
-    float top = -INFINITY;
-    for (int u = 0; u < kThreads; ++u) {
-      if (indices[u] >= 0 && (pick < 0 || values[u] > top || (values[u] == top && indices[u] < pick))) {
-        top = values[u];
-        pick = indices[u];
-      }
-    }
-    values[0] = top;
-    indices[0] = pick;
-  }
-  __syncthreads();
-  value = values[0];
-  index = indices[0];
-  __syncthreads();  // the scratch is free again
+  value = best;
+  index = found;
+  BlockFirst(value, index, values, indices);
 }
 
-// One block per row: the row's first maximum, its log-sum-exp (double sums, as the host's), how many logits exceed
-// the target's, and the top_n most likely tokens (one pass over the row each: n <= 20 where the engine asks).
+// Alternatives found in the one pass over a row that also finds its maximum; each one beyond them takes a pass.
+constexpr int kListedTop = 20;  // the most the OpenAI APIs ask for
+
+// Puts (value, id) into a thread's list of at most `capacity` tokens ordered (logit descending, id ascending),
+// `held` of them in it, when it ranks there. The thread's ids arrive ascending, so an equal logit goes after those
+// held. NaNs never rank.
+__device__ void KeepIfRanked(float value, int id, float* values, int* ids, int& held, int capacity) {
+  if (value != value || (held == capacity && !(value > values[capacity - 1]))) return;
+  int slot = held < capacity ? held++ : capacity - 1;
+  for (; slot > 0 && values[slot - 1] < value; --slot) {
+    values[slot] = values[slot - 1];
+    ids[slot] = ids[slot - 1];
+  }
+  values[slot] = value;
+  ids[slot] = id;
+}
+
+// One block per row: one pass finds the row's max(top_n, 1) most likely tokens (each thread keeping its own best,
+// then merged over the block a token at a time: the first is the row's first maximum), a second its log-sum-exp
+// (double sums, as the host's) and how many logits exceed the target's. Alternatives beyond kListedTop take a pass
+// each.
 __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   __shared__ double sums[kThreads];
   __shared__ float values[kThreads];
   __shared__ int indices[kThreads];
   __shared__ int above[kThreads];
+  __shared__ float listed_values[kListedTop];  // the merged list (thread 0 reads it)
+  __shared__ int listed_ids[kListedTop];
   __shared__ double log_z;
   const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab, n = a.top_n;
   const float* row = a.logits + static_cast<int64_t>(r) * vocab;
 
-  float row_max = -INFINITY;
-  int argmax = -1;
-  NextMostLikely(row, vocab, INFINITY, -1, values, indices, row_max, argmax);
-  argmax = max(argmax, 0);
+  const int listed = min(max(n, 1), kListedTop);
+  float own_values[kListedTop];  // this thread's best tokens: [held] of them, in order
+  int own_ids[kListedTop];
+  int held = 0;
+  for (int i = t; i < vocab; i += kThreads) KeepIfRanked(row[i], i, own_values, own_ids, held, listed);
+  float value = -INFINITY, row_max = -INFINITY;
+  int index = -1, argmax = -1, next = 0;  // next: this thread's first token not yet merged
+  for (int k = 0; k < listed; ++k) {
+    value = next < held ? own_values[next] : -INFINITY;
+    index = next < held ? own_ids[next] : -1;
+    BlockFirst(value, index, values, indices);
+    if (next < held && own_ids[next] == index) ++next;
+    if (k == 0) {
+      row_max = value;
+      argmax = max(index, 0);
+    }
+    if (t == 0) {
+      listed_values[k] = value;
+      listed_ids[k] = index;
+    }
+  }
   const int target = a.targets[r];
   if (t == 0) {
     a.argmax[r] = argmax;
@@ -213,12 +260,14 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
       a.ranks[r] = 1 + total_above;
       a.logprobs[r] = static_cast<float>(static_cast<double>(target_value) - log_z);
     }
+    for (int k = 0; k < min(n, listed); ++k) {
+      a.top_tokens[static_cast<int64_t>(r) * n + k] = max(listed_ids[k], 0);
+      a.top_logprobs[static_cast<int64_t>(r) * n + k] = static_cast<float>(static_cast<double>(listed_values[k]) - log_z);
+    }
   }
   __syncthreads();
-  float value = INFINITY;
-  int index = -1;
-  for (int k = 0; k < n; ++k) {
-    NextMostLikely(row, vocab, value, index, values, indices, value, index);
+  for (int k = listed; k < n; ++k) {  // continues after the last listed token while there is one
+    if (index >= 0) NextMostLikely(row, vocab, value, index, values, indices, value, index);
     if (t == 0) {
       a.top_tokens[static_cast<int64_t>(r) * n + k] = max(index, 0);
       a.top_logprobs[static_cast<int64_t>(r) * n + k] = static_cast<float>(static_cast<double>(value) - log_z);
