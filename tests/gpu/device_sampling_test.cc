@@ -86,7 +86,7 @@ TEST_F(DeviceSampling, GreedyRowsPickTheCpuSamplersTokenUnderEveryProcessor) {
 TEST_F(DeviceSampling, GreedyTiesGoToTheLowestId) {
   Row row;
   row.logits.assign(600, -1.0f);
-  row.logits[411] = row.logits[97] = row.logits[530] = 2.5f;
+  row.logits[411] = row.logits[97] = row.logits[530] = row.logits[353] = 2.5f;  // 97 and 353: 256 apart (one GPU thread)
   row.params.temperature = 0.0f;
   EXPECT_EQ(SampleOnDevice({row.Input()}), std::vector<int32_t>{97});
 }

@@ -16,17 +16,76 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The largest of each thread's `value` over the block; every thread gets it. `shared`: [kThreads].
+// The largest of each thread's `value` over the block; every thread gets it. `shared`: [kThreads]. A tree over the
+// threads (log2(kThreads) rounds), as BlockSum and BlockFirst.
 __device__ float BlockMax(float value, float* shared) {
-  shared[threadIdx.x] = value;
+  const int t = threadIdx.x;
+  shared[t] = value;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int u = 1; u < kThreads; ++u) shared[0] = fmaxf(shared[0], shared[u]);
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) shared[t] = fmaxf(shared[t], shared[t + stride]);
+    __syncthreads();
   }
-  __syncthreads();
   const float result = shared[0];
   __syncthreads();  // `shared` is free again
   return result;
+}
+
+// The sum of each thread's `value` over the block, added in a fixed order (the same every launch); every thread
+// gets it. `shared`: [kThreads].
+template <typename T>
+__device__ T BlockSum(T value, T* shared) {
+  const int t = threadIdx.x;
+  shared[t] = value;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) shared[t] += shared[t + stride];
+    __syncthreads();
+  }
+  const T result = shared[0];
+  __syncthreads();  // `shared` is free again
+  return result;
+}
+
+// The first of the threads' (value, index) pairs in the order (value descending, index ascending), index < 0
+// meaning none; every thread gets it. `values`, `indices`: [kThreads] scratch.
+__device__ void BlockFirst(float& value, int& index, float* values, int* indices) {
+  const int t = threadIdx.x;
+  values[t] = value;
+  indices[t] = index;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) {
+      const float v = values[t + stride];
+      const int i = indices[t + stride];
+      if (i >= 0 && (indices[t] < 0 || v > values[t] || (v == values[t] && i < indices[t]))) {
+        values[t] = v;
+        indices[t] = i;
+      }
+    }
+    __syncthreads();
+  }
+  value = values[0];
+  index = indices[0];
+  __syncthreads();  // the scratch is free again
+}
+
+// The row's ([vocab]) first maximum, with its logit: the lowest id among equals, as the CPU's max_element; NaNs never
+// win, -inf does when nothing else is there. Thread t reads tokens t, t + kThreads, ... (a warp's reads coalesce);
+// every thread gets the result. `values`, `indices`: [kThreads] scratch.
+__device__ void BlockArgMax(const float* row, int vocab, float* values, int* indices, float& value, int& index) {
+  float best = -INFINITY;
+  int found = -1;
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = row[i];
+    if (v == v && (found < 0 || v > best)) {  // ids ascend: the first of equals stays
+      best = v;
+      found = i;
+    }
+  }
+  value = best;
+  index = found;
+  BlockFirst(value, index, values, indices);
 }
 
 // One block per row; thread t owns the tokens [t * chunk, (t + 1) * chunk), so that sums over the threads in
@@ -42,29 +101,10 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
 
   if (a.greedy[r] != 0) {  // the same branch for the whole block
-    const float* row = a.processed + static_cast<int64_t>(r) * vocab;
     float best = -INFINITY;
     int index = -1;
-    for (int i = begin; i < end; ++i) {
-      if (index < 0 || row[i] > best) {  // the first maximum: the lowest id, as the CPU's max_element
-        best = row[i];
-        index = i;
-      }
-    }
-    values[t] = best;
-    indices[t] = index;
-    __syncthreads();
-    if (t == 0) {
-      int pick = -1;
-      float top = -INFINITY;
-      for (int u = 0; u < kThreads; ++u) {
-        if (indices[u] >= 0 && (pick < 0 || values[u] > top)) {
-          top = values[u];
-          pick = indices[u];
-        }
-      }
-      chosen = max(pick, 0);
-    }
+    BlockArgMax(a.processed + static_cast<int64_t>(r) * vocab, vocab, values, indices, best, index);
+    if (t == 0) chosen = max(index, 0);
   } else {
     const float* p = probs + static_cast<int64_t>(r) * vocab;
     float top = 0.0f;
@@ -120,41 +160,12 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   // The picked token's log-prob under the model's own distribution: log-softmax of the unprocessed logits.
   const float* raw = a.logits + static_cast<int64_t>(r) * vocab;
   float local_max = -INFINITY;
-  for (int i = begin; i < end; ++i) local_max = fmaxf(local_max, raw[i]);
+  for (int i = t; i < vocab; i += kThreads) local_max = fmaxf(local_max, raw[i]);
   const float row_max = BlockMax(local_max, values);
   double sum = 0.0;
-  for (int i = begin; i < end; ++i) sum += exp(static_cast<double>(raw[i]) - row_max);
-  kept_mass[t] = sum;
-  __syncthreads();
-  if (t == 0) {
-    double total = 0.0;
-    for (int u = 0; u < kThreads; ++u) total += kept_mass[u];
-    a.logprobs[r] = static_cast<float>(static_cast<double>(raw[chosen]) - row_max - log(total));
-  }
-}
-
-// The first of the threads' (value, index) pairs in the order (value descending, index ascending), index < 0
-// meaning none; every thread gets it. `values`, `indices`: [kThreads] scratch. A tree over the threads: log2(kThreads)
-// rounds.
-__device__ void BlockFirst(float& value, int& index, float* values, int* indices) {
-  const int t = threadIdx.x;
-  values[t] = value;
-  indices[t] = index;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (t < stride) {
-      const float v = values[t + stride];
-      const int i = indices[t + stride];
-      if (i >= 0 && (indices[t] < 0 || v > values[t] || (v == values[t] && i < indices[t]))) {
-        values[t] = v;
-        indices[t] = i;
-      }
-    }
-    __syncthreads();
-  }
-  value = values[0];
-  index = indices[0];
-  __syncthreads();  // the scratch is free again
+  for (int i = t; i < vocab; i += kThreads) sum += exp(static_cast<double>(raw[i]) - row_max);
+  const double total = BlockSum(sum, kept_mass);
+  if (t == 0) a.logprobs[r] = static_cast<float>(static_cast<double>(raw[chosen]) - row_max - log(total));
 }
 
 // The most likely token of the row ([vocab]) among those after (after_value, after_index) in the order (logit
@@ -206,7 +217,6 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   __shared__ int above[kThreads];
   __shared__ float listed_values[kListedTop];  // the merged list (thread 0 reads it)
   __shared__ int listed_ids[kListedTop];
-  __shared__ double log_z;
   const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab, n = a.top_n;
   const float* row = a.logits + static_cast<int64_t>(r) * vocab;
 
@@ -245,17 +255,9 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
     sum += exp(static_cast<double>(row[i]) - row_max);
     count += row[i] > target_value ? 1 : 0;
   }
-  sums[t] = sum;
-  above[t] = count;
-  __syncthreads();
+  const double log_z = static_cast<double>(row_max) + log(BlockSum(sum, sums));
+  const int total_above = BlockSum(count, above);
   if (t == 0) {
-    double total = 0.0;
-    int total_above = 0;
-    for (int u = 0; u < kThreads; ++u) {
-      total += sums[u];
-      total_above += above[u];
-    }
-    log_z = static_cast<double>(row_max) + log(total);
     if (target >= 0) {
       a.ranks[r] = 1 + total_above;
       a.logprobs[r] = static_cast<float>(static_cast<double>(target_value) - log_z);
