@@ -47,6 +47,21 @@ __device__ T BlockSum(T value, T* shared) {
   return result;
 }
 
+// Each thread's inclusive prefix sum of `value` over the threads in order (Hillis-Steele: log2(kThreads) rounds); it
+// stays in `shared` ([kThreads]: shared[u] = the sum over threads 0..u) until the caller's next __syncthreads.
+__device__ double BlockInclusiveSum(double value, double* shared) {
+  const int t = threadIdx.x;
+  shared[t] = value;
+  __syncthreads();
+  for (int offset = 1; offset < kThreads; offset <<= 1) {
+    const double earlier = t >= offset ? shared[t - offset] : 0.0;
+    __syncthreads();
+    shared[t] += earlier;
+    __syncthreads();
+  }
+  return shared[t];
+}
+
 // The first of the threads' (value, index) pairs in the order (value descending, index ascending), index < 0
 // meaning none; every thread gets it. `values`, `indices`: [kThreads] scratch.
 __device__ void BlockFirst(float& value, int& index, float* values, int* indices) {
@@ -88,10 +103,11 @@ __device__ void BlockArgMax(const float* row, int vocab, float* values, int* ind
   BlockFirst(value, index, values, indices);
 }
 
-// One block per row; thread t owns the tokens [t * chunk, (t + 1) * chunk), so that sums over the threads in
-// order are sums in token-id order.
+// One block per row. A sampled row's thread t owns the tokens [t * chunk, (t + 1) * chunk), so that the prefix sums
+// over the threads in order are cumulative sums in token-id order (the inverse CDF's); greedy rows and the log-prob
+// read strided (coalesced), where the order does not matter.
 __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, const float* probs) {
-  __shared__ double kept_mass[kThreads];  // per thread, then its exclusive prefix
+  __shared__ double kept_mass[kThreads];  // per thread, then its inclusive prefix sum
   __shared__ float values[kThreads];
   __shared__ int indices[kThreads];       // each thread's argmax, or its last kept token
   __shared__ double target;
@@ -118,23 +134,18 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
         last = i;
       }
     }
-    kept_mass[t] = mass;
     indices[t] = last;
-    __syncthreads();
+    const double through = BlockInclusiveSum(mass, kept_mass);  // kept mass of threads 0..t
+    const double before = t > 0 ? kept_mass[t - 1] : 0.0;       // of threads 0..t-1: thread t's share is [before, through)
     if (t == 0) {
-      double total = 0.0;
-      for (int u = 0; u < kThreads; ++u) {
-        const double own = kept_mass[u];
-        kept_mass[u] = total;
-        total += own;
-      }
-      target = CounterUniform(a.seed[r], a.counter[r]) * total;
+      target = CounterUniform(a.seed[r], a.counter[r]) * kept_mass[kThreads - 1];
       chosen = -1;
     }
     __syncthreads();
-    // The one thread whose share of the cumulative mass holds the target walks its tokens.
-    if (kept_mass[t] <= target && target < kept_mass[t] + mass) {
-      double cumulative = kept_mass[t];
+    // The one thread whose share of the cumulative mass holds the target walks its tokens (the shares tile the
+    // total exactly: each ends where the next begins).
+    if (before <= target && target < through) {
+      double cumulative = before;
       int pick = last;
       for (int i = begin; i < end; ++i) {
         if (p[i] > 0.0f && p[i] >= floor) {
