@@ -479,7 +479,9 @@ TEST(EngineOutput, AllowedTokenIdsAndBadWordsShapeTheGreedyText) {
   EXPECT_NE(avoided[1], plain[1]);
   for (size_t i = 1; i < avoided.size(); ++i) {
     for (const std::vector<int32_t>& seq : *sequences) {
-      if (seq.size() == 2) EXPECT_FALSE(avoided[i - 1] == seq[0] && avoided[i] == seq[1]) << "at " << i;
+      if (seq.size() == 2) {
+        EXPECT_FALSE(avoided[i - 1] == seq[0] && avoided[i] == seq[1]) << "at " << i;
+      }
     }
   }
 

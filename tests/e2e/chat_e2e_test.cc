@@ -175,7 +175,9 @@ TEST(ChatServer, ContinueFinalMessagePrefillsTheAssistantsAnswer) {
   const std::string content = prefilled.body["choices"][0]["message"]["content"];
   const std::string continued = completion["choices"][0]["text"];
   EXPECT_EQ(continued.substr(0, content.size()), content);
-  if (prefilled.body["choices"][0]["finish_reason"] == "length") EXPECT_EQ(continued, content);
+  if (prefilled.body["choices"][0]["finish_reason"] == "length") {
+    EXPECT_EQ(continued, content);
+  }
 
   auto client = ArachClient::Connect(server->grpc_address());
   arach::v1::ChatRequest request = GrpcChat(messages, 8);
@@ -205,7 +207,9 @@ TEST(ChatServer, ContinueFinalMessagePrefillsTheAssistantsAnswer) {
   const json& reasoned_message = reasoned.body["choices"][0]["message"];
   ASSERT_FALSE(thought.substr(0, close).empty());
   EXPECT_EQ(reasoned_message["reasoning_content"], thought.substr(0, close)) << reasoned.body;
-  if (close == std::string::npos) EXPECT_EQ(reasoned_message["content"], "") << reasoned.body;
+  if (close == std::string::npos) {
+    EXPECT_EQ(reasoned_message["content"], "") << reasoned.body;
+  }
 
   // A new turn cannot be opened after a message left open.
   const HttpAnswer both = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", json::parse(messages.dump())},

@@ -237,7 +237,9 @@ TEST_F(HttpFixtureServer, StopReasonSaysWhatEndedTheText) {
     if (event == "[DONE]") continue;
     const json choice = json::parse(event)["choices"][0];
     streamed += choice["text"].get<std::string>();
-    if (choice["finish_reason"].is_null()) EXPECT_FALSE(choice.contains("stop_reason")) << "only the last chunk says why it stopped";
+    if (choice["finish_reason"].is_null()) {
+      EXPECT_FALSE(choice.contains("stop_reason")) << "only the last chunk says why it stopped";
+    }
     last_choice = choice;
   }
   EXPECT_EQ(streamed, text.substr(0, at + 3));
@@ -289,7 +291,9 @@ TEST_F(HttpFixtureServer, PromptLogprobsAreEchosWithRanksAndAlternatives) {
       if (id == key) continue;
       EXPECT_GE(value["rank"].get<int>(), 1);
       EXPECT_LE(value["rank"].get<int>(), 3);
-      if (value["rank"] == 1) EXPECT_NEAR(value["logprob"].get<float>(), best, 1e-5) << t;
+      if (value["rank"] == 1) {
+        EXPECT_NEAR(value["logprob"].get<float>(), best, 1e-5) << t;
+      }
       EXPECT_EQ(value["rank"].get<int>() < rank, value["logprob"].get<float>() > logprob) << t << ": ranks follow the log-probs";
     }
     ranked_first += rank == 1 ? 1 : 0;

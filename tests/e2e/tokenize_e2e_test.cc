@@ -181,7 +181,9 @@ TEST_F(TokenizeServer, ChatReturnTokenIdsListsThePromptAndGeneratedIds) {
   EXPECT_EQ(chunks[0]["prompt_token_ids"], tokenized.body["tokens"]) << "the first chunk carries the prompt's ids";
   json joined = json::array();
   for (size_t i = 0; i < chunks.size(); ++i) {
-    if (i > 0) EXPECT_FALSE(chunks[i].contains("prompt_token_ids"));
+    if (i > 0) {
+      EXPECT_FALSE(chunks[i].contains("prompt_token_ids"));
+    }
     for (const json& id : chunks[i]["choices"][0]["token_ids"]) joined.push_back(id);
   }
   EXPECT_EQ(joined, ids);

@@ -79,7 +79,7 @@ TEST(ChatOutputParser, WithoutToolsTheMarkersAreContent) {
 
 TEST(ChatOutputParser, ABrokenCallComesBackAsContent) {
   const auto f = Format(ToolCallSyntax::kHermes);
-  for (const std::string text : {std::string("ok <tool_call>\n{\"name\": \"x\", \"argu"),  // cut off by max_tokens
+  for (const std::string& text : {std::string("ok <tool_call>\n{\"name\": \"x\", \"argu"),  // cut off by max_tokens
                                  std::string("<tool_call>not json</tool_call>")}) {
     const Parsed p = Whole(f, text);
     EXPECT_TRUE(p.calls.empty()) << text;

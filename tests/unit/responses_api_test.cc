@@ -266,7 +266,9 @@ class StreamAccumulator {
     }
     ASSERT_LT(event["output_index"].get<size_t>(), output_.size()) << event;
     json& item = output_[event["output_index"].get<size_t>()];
-    if (event.contains("item_id")) ASSERT_EQ(event["item_id"], item["id"]) << event;
+    if (event.contains("item_id")) {
+      ASSERT_EQ(event["item_id"], item["id"]) << event;
+    }
     if (type == "response.content_part.added") {
       item["content"].push_back(event["part"]);
     } else if (type == "response.output_text.delta" || type == "response.reasoning_text.delta") {
@@ -282,7 +284,9 @@ class StreamAccumulator {
     } else if (type == "response.output_text.done" || type == "response.reasoning_text.done") {
       const json& part = item["content"][event["content_index"].get<size_t>()];
       EXPECT_EQ(event["text"], part["text"]) << event;
-      if (type == "response.output_text.done") EXPECT_EQ(event["logprobs"], part["logprobs"]) << event;
+      if (type == "response.output_text.done") {
+        EXPECT_EQ(event["logprobs"], part["logprobs"]) << event;
+      }
     } else if (type == "response.function_call_arguments.done") {
       EXPECT_EQ(event["arguments"], item["arguments"]) << event;
     } else if (type == "response.output_item.done") {
@@ -364,7 +368,9 @@ TEST(ResponseOutput, AMessagesLogprobsComeWithItsTextAndStayInItsPart) {
   EXPECT_EQ(output.items()[0]["content"][0].count("logprobs"), 0u) << "reasoning has none";
   size_t deltas = 0;
   for (const json& e : events) {
-    if (e["type"] == "response.output_text.delta") EXPECT_EQ(e["logprobs"], deltas++ == 0 ? hel : lo);
+    if (e["type"] == "response.output_text.delta") {
+      EXPECT_EQ(e["logprobs"], deltas++ == 0 ? hel : lo);
+    }
   }
   EXPECT_EQ(deltas, 2u);
 }
