@@ -40,6 +40,16 @@ std::vector<std::vector<float>> BatchedLogits(OfflineSession& session, const std
   return out;
 }
 
+// Each position's target: the token after it, and none (-1) after the last.
+std::vector<std::vector<int32_t>> NextTokenTargets(const std::vector<std::vector<int32_t>>& prompts) {
+  std::vector<std::vector<int32_t>> targets;
+  for (const auto& prompt : prompts) {
+    targets.emplace_back(prompt.begin() + 1, prompt.end());
+    targets.back().push_back(-1);
+  }
+  return targets;
+}
+
 TEST_P(Consistency, AloneBatchedChunkedAndDecodedAgree) {
   OfflineSession session(*runner_);
   const int vocab = runner_->config().vocab_size;
@@ -64,11 +74,7 @@ TEST_P(Consistency, PositionsScoredOnTheDeviceMatchTheirRowsBatchedAndChunked) {
   const int vocab = runner_->config().vocab_size;
   const std::vector<int32_t> p48 = RefPrompt(GetParam(), "p48");
   const std::vector<std::vector<int32_t>> prompts = {RefPrompt(GetParam(), "p7"), p48};
-  std::vector<std::vector<int32_t>> targets;  // the next token, and none after the last
-  for (const auto& prompt : prompts) {
-    targets.emplace_back(prompt.begin() + 1, prompt.end());
-    targets.back().push_back(-1);
-  }
+  std::vector<std::vector<int32_t>> targets = NextTokenTargets(prompts);
   const auto rows = BatchedLogits(session, prompts, 0, vocab);
   for (int chunk : {0, 5}) {
     std::vector<std::vector<RowScore>> scored(prompts.size());
@@ -104,11 +110,7 @@ TEST_P(Consistency, RowsScoredInBlocksOfAnySizeScoreAlike) {
   OfflineSession session(*runner_);
   const std::vector<std::vector<int32_t>> prompts = {RefPrompt(GetParam(), "p48"), RefPrompt(GetParam(), "p7")};
   const auto rows = BatchedLogits(session, prompts, 0, vocab);
-  std::vector<std::vector<int32_t>> targets;  // the next token, none after the last
-  for (const auto& prompt : prompts) {
-    targets.emplace_back(prompt.begin() + 1, prompt.end());
-    targets.back().push_back(-1);
-  }
+  std::vector<std::vector<int32_t>> targets = NextTokenTargets(prompts);
   constexpr int kTopN = 3;
   const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
   for (const size_t block_bytes : {size_t{128} << 20, 3 * row_bytes, size_t{1}}) {

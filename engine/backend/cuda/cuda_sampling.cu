@@ -85,15 +85,19 @@ __device__ void BlockFirst(float& value, int& index, float* values, int* indices
   __syncthreads();  // the scratch is free again
 }
 
-// The row's ([vocab]) first maximum, with its logit: the lowest id among equals, as the CPU's max_element; NaNs never
-// win, -inf does when nothing else is there. Thread t reads tokens t, t + kThreads, ... (a warp's reads coalesce);
-// every thread gets the result. `values`, `indices`: [kThreads] scratch.
-__device__ void BlockArgMax(const float* row, int vocab, float* values, int* indices, float& value, int& index) {
+// The most likely token of the row ([vocab]) among those after (after_value, after_index) in the order (logit
+// descending, id ascending), with its logit; (-inf, -1) when there is none. after_index < 0 admits every token:
+// the row's first maximum, the lowest id among equals as the CPU's max_element. Thread t reads tokens t,
+// t + kThreads, ... (a warp's reads coalesce). NaNs never rank. Every thread gets the result; `values`, `indices`:
+// [kThreads] scratch.
+__device__ void NextMostLikely(const float* row, int vocab, float after_value, int after_index, float* values, int* indices,
+                               float& value, int& index) {
   float best = -INFINITY;
   int found = -1;
   for (int i = threadIdx.x; i < vocab; i += kThreads) {
     const float v = row[i];
-    if (v == v && (found < 0 || v > best)) {  // ids ascend: the first of equals stays
+    const bool after = after_index < 0 || v < after_value || (v == after_value && i > after_index);
+    if (after && (v > best || (found < 0 && v >= best))) {  // ids ascend: the first of equals is the lowest id
       best = v;
       found = i;
     }
@@ -119,7 +123,7 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   if (a.greedy[r] != 0) {  // the same branch for the whole block
     float best = -INFINITY;
     int index = -1;
-    BlockArgMax(a.processed + static_cast<int64_t>(r) * vocab, vocab, values, indices, best, index);
+    NextMostLikely(a.processed + static_cast<int64_t>(r) * vocab, vocab, INFINITY, -1, values, indices, best, index);
     if (t == 0) chosen = max(index, 0);
   } else {
     const float* p = probs + static_cast<int64_t>(r) * vocab;
@@ -177,27 +181,6 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   for (int i = t; i < vocab; i += kThreads) sum += exp(static_cast<double>(raw[i]) - row_max);
   const double total = BlockSum(sum, kept_mass);
   if (t == 0) a.logprobs[r] = static_cast<float>(static_cast<double>(raw[chosen]) - row_max - log(total));
-}
-
-// The most likely token of the row ([vocab]) among those after (after_value, after_index) in the order (logit
-// descending, id ascending), with its logit; (-inf, -1) when there is none. Thread t reads tokens t, t + kThreads,
-// ... (a warp's reads coalesce). NaNs never rank. Every thread gets the result; `values`, `indices`: [kThreads]
-// scratch.
-__device__ void NextMostLikely(const float* row, int vocab, float after_value, int after_index, float* values, int* indices,
-                               float& value, int& index) {
-  float best = -INFINITY;
-  int found = -1;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
-    const float v = row[i];
-    const bool after = v < after_value || (v == after_value && i > after_index);
-    if (after && (v > best || (found < 0 && v >= best))) {  // ids ascend: the first of equals is the lowest id
-      best = v;
-      found = i;
-    }
-  }
-  value = best;
-  index = found;
-  BlockFirst(value, index, values, indices);
 }
 
 // Alternatives found in the one pass over a row that also finds its maximum; each one beyond them takes a pass.
