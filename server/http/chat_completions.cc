@@ -23,7 +23,7 @@ class ChatCall : public ChatTurnCall {
   void DecorateWhole(json& body) override {
     if (request().return_prompt) body["arach_prompt"] = prompt().text;
     if (choices().empty()) return;
-    PutPromptLogprobs(choices()[0], body);  // vLLM's place: beside the choices, which share the prompt
+    PutPromptLogprobs(0, body);  // vLLM's place: beside the choices, which share the prompt
     if (fields().return_token_ids) body["prompt_token_ids"] = choices()[0].prompt;
   }
   bool PromptFieldsBesideChoices() const override { return true; }

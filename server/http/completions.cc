@@ -31,11 +31,12 @@ class CompletionCall : public GenerationCall {
  protected:
   std::string ObjectName() const override { return "text_completion"; }
   json ChoiceJson(int index, Choice& choice, bool final) override;
-  absl::Status OnChoiceFinished(int index, Choice& choice) override;
 
  private:
   bool wants_logprobs() const { return fields().logprobs.has_value(); }
   absl::Status FlushTokens(Choice& choice, CompletionLogprobs& logprobs);
+  // echo with logprobs (never streamed): the prompt's log-probs, as its PromptLead scored them, into `logprobs`.
+  absl::Status AddEchoedPromptLogprobs(int index, CompletionLogprobs& logprobs);
 
   CompletionRequest request_;
   std::vector<std::optional<CompletionLogprobs>> logprobs_;  // [choices], when asked for
@@ -79,7 +80,7 @@ absl::Status CompletionCall::Start() {
       r.sampling.skip_special_tokens = fields().skip_special_tokens;
       if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
       if (request_.score_only) r.kind = RequestKind::kScore;
-      if (request_.echo && wants_logprobs()) {
+      if (request_.echo && wants_logprobs()) {  // (Submit leaves the scoring to the first choice of the prompt)
         r.sampling.prompt_logprobs = true;
         r.prompt_top_logprobs = *fields().logprobs;
       }
@@ -104,40 +105,42 @@ absl::Status CompletionCall::FlushTokens(Choice& choice, CompletionLogprobs& log
   return absl::OkStatus();
 }
 
-absl::Status CompletionCall::OnChoiceFinished(int index, Choice& choice) {
-  std::optional<CompletionLogprobs>& slot = logprobs_[static_cast<size_t>(index)];
-  if (!request_.echo || !slot) return absl::OkStatus();
-  // The prompt's log-probs come first (the first one null), then the generated tokens'.
-  CompletionLogprobs& logprobs = *slot;
-  const FinishInfo& info = *choice.finish;
+absl::Status CompletionCall::AddEchoedPromptLogprobs(int index, CompletionLogprobs& logprobs) {
+  const Choice& lead = PromptLead(index);
+  if (!lead.finish) return absl::InternalError("echo: the prompt's log-probs are read before its first choice finished");
+  const FinishInfo& info = *lead.finish;
+  const std::vector<int32_t>& prompt = lead.prompt;
   // logprobs: 0 asks for no alternatives: the engine keeps none for the prompt, and a prompt token's entry is
   // then, as a generated token's, the token itself (not null beside the generated tokens' objects).
   const std::vector<TokenLogprob> no_alternatives;
-  for (size_t t = 0; t < choice.prompt.size(); ++t) {
+  for (size_t t = 0; t < prompt.size(); ++t) {
     if (t == 0 || info.prompt_logprobs.size() < t) {
-      ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], std::nullopt, nullptr));
+      ARACH_RETURN_IF_ERROR(logprobs.Add(prompt[t], std::nullopt, nullptr));
       continue;
     }
     const std::vector<TokenLogprob>& all = info.prompt_top_logprobs.size() >= t ? info.prompt_top_logprobs[t - 1] : no_alternatives;
     // The engine kept as many alternatives as prompt_logprobs or logprobs asks for, the more likely first.
     const std::vector<TokenLogprob> top(all.begin(), all.begin() + std::min(all.size(), static_cast<size_t>(*fields().logprobs)));
-    ARACH_RETURN_IF_ERROR(logprobs.Add(choice.prompt[t], info.prompt_logprobs[t - 1], &top));
+    ARACH_RETURN_IF_ERROR(logprobs.Add(prompt[t], info.prompt_logprobs[t - 1], &top));
   }
-  return FlushTokens(choice, logprobs);
+  return absl::OkStatus();
 }
 
 json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
   json out = {{"index", index}, {"text", std::move(choice.text)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   choice.text.clear();
   if (std::optional<CompletionLogprobs>& logprobs = logprobs_[static_cast<size_t>(index)]; logprobs) {
-    if (absl::Status status = FlushTokens(choice, *logprobs); !status.ok()) Fail(status);
+    // With echo the prompt's log-probs come first (the first one null), then the generated tokens'.
+    absl::Status status = final && request_.echo ? AddEchoedPromptLogprobs(index, *logprobs) : absl::OkStatus();
+    if (status.ok()) status = FlushTokens(choice, *logprobs);
+    if (!status.ok()) Fail(status);
     out["logprobs"] = logprobs->TakeJson();
   }
   choice.tokens.clear();
   if (final && choice.finish && Answered(*choice.finish)) {
     out["finish_reason"] = FinishReasonName(choice.finish->reason);
     out["stop_reason"] = StopReasonJson(*choice.finish);
-    PutPromptLogprobs(choice, out);
+    PutPromptLogprobs(index, out);
   }
   return out;
 }

@@ -71,10 +71,15 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
                                     const std::string& own_constraint_field) {
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
   int64_t tokens = 0;  // what the call may use: every choice's prompt and max_tokens
-  for (EngineRequest& r : requests) {
+  for (size_t c = 0; c < requests.size(); ++c) {
+    EngineRequest& r = requests[c];
     if (fields_.prompt_logprobs) {  // vLLM's prompt_logprobs (PutPromptLogprobs); echo may ask for more alternatives
       r.sampling.prompt_logprobs = true;
       r.prompt_top_logprobs = std::max(r.prompt_top_logprobs, *fields_.prompt_logprobs);
+    }
+    if (!LeadsItsPrompt(c)) {  // its PromptLead scores the prompt; this one may reuse the lead's cached blocks instead
+      r.sampling.prompt_logprobs = false;
+      r.prompt_top_logprobs = 0;
     }
     r.priority = ticket_.PriorityFor(fields_.priority);
     r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
@@ -122,7 +127,6 @@ void GenerationCall::Apply(ChoiceEvent& event) {
     return;
   }
   choice.text += info.text;
-  if (absl::Status status = OnChoiceFinished(event.choice, choice); !status.ok()) Fail(status);
 }
 
 json GenerationCall::Envelope(json choices) const {
@@ -156,9 +160,10 @@ json GenerationCall::ChoiceWithExtensions(int index, Choice& choice, bool final)
   return out;
 }
 
-void GenerationCall::PutPromptLogprobs(const Choice& choice, json& into) {
-  if (!fields_.prompt_logprobs || !choice.finish) return;
-  absl::StatusOr<json> prompt_logprobs = PromptLogprobsJson(engine().tokenizer(), choice.prompt, *choice.finish, *fields_.prompt_logprobs);
+void GenerationCall::PutPromptLogprobs(int index, json& into) {
+  const Choice& lead = PromptLead(index);
+  if (!fields_.prompt_logprobs || !lead.finish) return;
+  absl::StatusOr<json> prompt_logprobs = PromptLogprobsJson(engine().tokenizer(), lead.prompt, *lead.finish, *fields_.prompt_logprobs);
   if (prompt_logprobs.ok()) {
     into["prompt_logprobs"] = std::move(*prompt_logprobs);
   } else {
@@ -171,7 +176,7 @@ json GenerationCall::UsageJson() const {
   for (size_t c = 0; c < choices_.size(); ++c) {
     const Choice& choice = choices_[c];
     if (!choice.finish) continue;
-    if (c % static_cast<size_t>(fields_.n) == 0) {  // each prompt once
+    if (LeadsItsPrompt(c)) {  // each prompt once
       prompt_tokens += choice.finish->usage.prompt_tokens;
       cached_tokens += choice.finish->usage.cached_prompt_tokens;
     }
@@ -294,7 +299,7 @@ void GenerationCall::End(int http_status) {
   for (size_t c = 0; c < choices_.size(); ++c) {
     const Choice& choice = choices_[c];
     if (!choice.finish) continue;
-    if (c % static_cast<size_t>(fields_.n) == 0) record.prompt_tokens += choice.finish->usage.prompt_tokens;
+    if (LeadsItsPrompt(c)) record.prompt_tokens += choice.finish->usage.prompt_tokens;
     record.completion_tokens += choice.finish->usage.completion_tokens;
     if (record.finish.empty() || !Answered(*choice.finish)) record.finish = FinishReasonName(choice.finish->reason);
     ticket_.usage()->AddUsedTokens(choice.finish->usage.prompt_tokens + choice.finish->usage.completion_tokens);

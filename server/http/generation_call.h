@@ -79,8 +79,6 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   virtual nlohmann::json ChoiceJson(int index, Choice& choice, bool final) = 0;
   // The `object` of the answer ("text_completion", "chat.completion", "chat.completion.chunk").
   virtual std::string ObjectName() const = 0;
-  // Called once when a choice finishes with an answer, before it is written (e.g. echoed prompt log-probs).
-  virtual absl::Status OnChoiceFinished(int /*index*/, Choice& /*choice*/) { return absl::OkStatus(); }
   // Fields added to the whole answer (e.g. the rendered prompt).
   virtual void DecorateWhole(nlohmann::json& /*body*/) {}
   // Where the prompt's own fields go (return_token_ids' prompt_token_ids): beside the choices, in the answer or its
@@ -118,9 +116,14 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   nlohmann::json UsageJson() const;
   // The choice's attention diagnostics (arach_attention) once it has finished, when the request asked.
   std::optional<nlohmann::json> AttentionJsonOf(const Choice& choice) const;
-  // When the request asked for prompt_logprobs: sets `into`["prompt_logprobs"] to the finished choice's
-  // (token_logprobs.h's PromptLogprobsJson); a failure to build them fails the call.
-  void PutPromptLogprobs(const Choice& choice, nlohmann::json& into);
+  // The first choice of choice `index`'s prompt. Only it scores the prompt (prompt_logprobs, echo's log-probs;
+  // the prompt's other choices share prompt and variant, so their scores would be its own) and only its prompt
+  // counts in the usage; the prompt's other choices take both from it.
+  const Choice& PromptLead(int index) const { return choices_[static_cast<size_t>(index - index % fields_.n)]; }
+  bool LeadsItsPrompt(size_t index) const { return index % static_cast<size_t>(fields_.n) == 0; }
+  // When the request asked for prompt_logprobs: sets `into`["prompt_logprobs"] to the prompt log-probs of choice
+  // `index` (its PromptLead's; token_logprobs.h's PromptLogprobsJson); a failure to build them fails the call.
+  void PutPromptLogprobs(int index, nlohmann::json& into);
   // How the choices' log-prob entries name their tokens (return_tokens_as_token_ids).
   TokenNaming token_naming() const { return fields_.return_tokens_as_token_ids ? TokenNaming::kId : TokenNaming::kText; }
   const Identity& identity() const { return identity_; }

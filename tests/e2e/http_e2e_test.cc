@@ -320,6 +320,44 @@ TEST_F(HttpFixtureServer, PromptLogprobsAreEchosWithRanksAndAlternatives) {
   EXPECT_EQ(Complete(*server_, too_many).body["error"]["param"], "prompt_logprobs");
 }
 
+// A prompt with n choices is scored once: its first choice scores it (prompt_logprobs, echo's log-probs) and the
+// others, which wait for its blocks, reuse them from the prefix cache and share its scores, a single choice's.
+TEST_F(HttpFixtureServer, PromptOfManyChoicesIsScoredOnce) {
+  const json ids = PromptIds();
+  json body = {{"model", "gpt2-tiny"}, {"prompt", ids}, {"max_tokens", 2}, {"temperature", 0}, {"n", 3}, {"echo", true},
+               {"logprobs", 2}, {"prompt_logprobs", 1}, {"cache_salt", "prompt-of-many-choices"}};  // blocks of its own
+  const testing::PrometheusText before = Metrics(*server_);
+  const HttpAnswer many = Complete(*server_, body);
+  ASSERT_EQ(many.status, 200) << many.body;
+  const testing::PrometheusText after = Metrics(*server_);
+  ASSERT_EQ(after.Sum("arach_cache_config_info", {{"block_size", "16"}}), 1) << "the server's default --block_size";
+  const double reusable = static_cast<double>((ids.size() - 1) / 16 * 16);  // full blocks before the last token
+  EXPECT_EQ(after.Value("arach_prefix_cache_hit_tokens_total") - before.Value("arach_prefix_cache_hit_tokens_total"), 2 * reusable)
+      << "the second and third choices computed only what follows the first one's blocks";
+
+  body["n"] = 1;
+  body["cache_salt"] = "prompt-of-one-choice";
+  const HttpAnswer one = Complete(*server_, body);
+  ASSERT_EQ(one.status, 200) << one.body;
+  const json& expected = one.body["choices"][0];
+  ASSERT_EQ(many.body["choices"].size(), 3u);
+  for (const json& choice : many.body["choices"]) {
+    ASSERT_EQ(choice["prompt_logprobs"].size(), ids.size()) << choice;
+    ASSERT_EQ(choice["logprobs"]["token_logprobs"].size(), ids.size() + 2) << "the echoed prompt's, then the two generated";
+    EXPECT_TRUE(choice["prompt_logprobs"][0].is_null());
+    for (size_t t = 1; t < ids.size(); ++t) {
+      const std::string key = std::to_string(ids[t].get<int32_t>());
+      EXPECT_NEAR(choice["prompt_logprobs"][t][key]["logprob"].get<float>(), expected["prompt_logprobs"][t][key]["logprob"].get<float>(),
+                  1e-5)
+          << t;
+      EXPECT_NEAR(choice["logprobs"]["token_logprobs"][t].get<float>(), expected["logprobs"]["token_logprobs"][t].get<float>(), 1e-5) << t;
+      EXPECT_EQ(choice["logprobs"]["top_logprobs"][t].size(), expected["logprobs"]["top_logprobs"][t].size()) << t;
+    }
+    EXPECT_EQ(choice["text"], expected["text"]) << "the echoed prompt and the same greedy tokens";
+  }
+  EXPECT_EQ(many.body["usage"]["prompt_tokens"], ids.size()) << "the prompt counts once";
+}
+
 // return_tokens_as_token_ids (vLLM's): log-prob entries name their tokens "token_id:<id>"; the ids decode to the
 // text, and offsets and alternatives are as without it.
 TEST_F(HttpFixtureServer, LogprobTokensNamedByTheirIds) {
