@@ -361,5 +361,56 @@ TEST(Logprobs, TopAlternativesAreTheFullSortsFirstN) {
   EXPECT_EQ(RawLogprobs(std::vector<float>{1.0f, 2.0f}, 0, 5).top.size(), 2u) << "n beyond the vocabulary";
 }
 
+// ScoreRow reads a row block by block (the argmax, the exp-sum, the target's rank and the kept alternatives at
+// once, passing over blocks that cannot change them): it equals the one-thing-at-a-time definitions on rows of
+// many sizes (blocks and lane groups cut short), with ties, the maximum at a block's edges, and masked tokens that
+// only fill the alternatives once the finite ones run out (in id order).
+TEST(Logprobs, ScoreRowEqualsTheDefinitionsOfEachScore) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> coarse(-300, 300);  // a coarse grid: many ties
+  const float masked = -std::numeric_limits<float>::infinity();
+  int cases = 0;
+  for (const size_t size : {size_t{1}, size_t{3}, size_t{17}, size_t{1024}, size_t{1025}, size_t{5000}, size_t{151936}}) {
+    for (const int shape : {0, 1, 2, 3}) {
+      std::vector<float> row(size);
+      for (float& v : row) v = static_cast<float>(coarse(rng)) / 30.0f;
+      if (shape == 1) row[std::min(size - 1, size_t{1023})] = 20.0f;  // the maximum at a block's last token
+      if (shape == 2) row[size - 1] = 20.0f;                           // at the row's last token
+      if (shape == 3) {                                                // three finite tokens, late in the row
+        std::fill(row.begin(), row.end(), masked);
+        for (size_t t = size > 3 ? size - 3 : 0; t < size; ++t) row[t] = static_cast<float>(t % 5);
+      }
+      std::vector<int32_t> order(size);
+      for (size_t t = 0; t < size; ++t) order[t] = static_cast<int32_t>(t);
+      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      const double log_z = LogSumExp(row);
+      for (const int32_t target : {int32_t{-1}, int32_t{0}, static_cast<int32_t>(size / 2), static_cast<int32_t>(size - 1)}) {
+        for (const size_t n : {size_t{0}, size_t{1}, size_t{5}, size_t{20}}) {
+          SCOPED_TRACE(::testing::Message() << "size " << size << " shape " << shape << " target " << target << " n " << n);
+          std::vector<TokenLogprob> top(n, TokenLogprob{-7, 1.0f});
+          const RowScore score = ScoreRow(row, target, top);
+          EXPECT_EQ(score.argmax, ArgMax(row));
+          if (target >= 0) {
+            EXPECT_EQ(score.logprob, static_cast<float>(row[target] - log_z));
+            EXPECT_EQ(score.rank, RankOf(row, target));
+          } else {
+            EXPECT_EQ(score.rank, 0);
+          }
+          for (size_t i = 0; i < n; ++i) {
+            if (i >= size) {
+              EXPECT_EQ(top[i].token, -7) << "beyond the vocabulary: left as it was";
+              continue;
+            }
+            EXPECT_EQ(top[i].token, order[i]) << i;
+            EXPECT_EQ(top[i].logprob, static_cast<float>(row[order[i]] - log_z)) << i;
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 7 * 4 * 4 * 4);
+}
+
 }  // namespace
 }  // namespace arach
