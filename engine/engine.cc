@@ -399,8 +399,9 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
     ++r.generated_logprobs;
   }
   if (r.generated) {
-    r.generated->raw_logprobs.push_back(RawLogprobs(logits, sampled.token, 0).logprob);
-    r.generated->argmax.push_back(ArgMax(logits));
+    const RowScore score = ScoreRow(logits, sampled.token);  // one read of the row for both
+    r.generated->raw_logprobs.push_back(score.logprob);
+    r.generated->argmax.push_back(score.argmax);
   }
   seq.tokens.push_back(sampled.token);
   const Clock::time_point now = Clock::now();
