@@ -35,6 +35,11 @@ ABSL_FLAG(bool, score, false,
 ABSL_FLAG(int, prompt_top_logprobs, 0,
           "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "
           "prompt_logprobs N ask; at most 20)");
+ABSL_FLAG(float, temperature, 0.0f, "engine: the requests' temperature (0: greedy)");
+ABSL_FLAG(int, top_k, 0, "engine: the requests' top_k (0: off)");
+ABSL_FLAG(float, top_p, 1.0f, "engine: the requests' top_p (1: off)");
 ABSL_FLAG(std::string, json_schema, "", "engine: every request's output must match this JSON Schema file (structured output)");
+ABSL_FLAG(int, vocab, 151936, "sampling: tokens in each row of logits");
+ABSL_FLAG(int, rows, 64, "sampling: rows of logits per pass");
 ABSL_FLAG(int, schemas, 50, "distinct schemas compiled");
 ABSL_FLAG(int, steps, 64, "tokens walked through each compiled schema");

@@ -35,6 +35,12 @@ ABSL_DECLARE_FLAG(std::string, json_schema);
 ABSL_DECLARE_FLAG(int, shared_prefix);
 ABSL_DECLARE_FLAG(bool, score);
 ABSL_DECLARE_FLAG(int, prompt_top_logprobs);
+ABSL_DECLARE_FLAG(float, temperature);
+ABSL_DECLARE_FLAG(int, top_k);
+ABSL_DECLARE_FLAG(float, top_p);
+// The host's scoring and sampling.
+ABSL_DECLARE_FLAG(int, vocab);
+ABSL_DECLARE_FLAG(int, rows);
 // Structured output.
 ABSL_DECLARE_FLAG(int, schemas);
 ABSL_DECLARE_FLAG(int, steps);
@@ -49,7 +55,8 @@ inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch",
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
                                                            "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score",
-                                                           "prompt_top_logprobs"};
+                                                           "prompt_top_logprobs", "temperature", "top_k", "top_p"};
+inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

@@ -7,8 +7,11 @@
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
+// Greedy unless --temperature (with --top_k, --top_p) says otherwise.
+//
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
+//                            [--temperature 1 --top_p 0.9]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -150,7 +153,10 @@ int Run() {
     }
     return r;
   };
-  request.sampling.temperature = 0.0f;
+  request.sampling.temperature = absl::GetFlag(FLAGS_temperature);
+  request.sampling.top_k = absl::GetFlag(FLAGS_top_k);
+  request.sampling.top_p = absl::GetFlag(FLAGS_top_p);
+  request.sampling.seed = 1;  // each request's draws the same from run to run
   request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   request.sampling.ignore_eos = true;
   request.variant = *variant;

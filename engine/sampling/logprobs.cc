@@ -5,23 +5,29 @@
 #include <iterator>
 #include <limits>
 
-// glibc's expf has vector variants in libmvec, which libm.so links in as needed. This declaration (the one glibc's
-// <math.h> makes only under -ffast-math) lets the compiler call them from ExpSum's loop (built with
-// -fopenmp-simd): IEEE semantics kept, -inf terms give 0, each term within a few ulp.
-extern "C" {
-#pragma omp declare simd notinbranch
-float expf(float);
-}
+#include "engine/sampling/most_likely_tokens.h"
+#include "engine/sampling/vector_math.h"
 
 namespace arach {
 namespace {
 
-constexpr size_t kLanes = 16;   // values compared at once: the compiler turns these loops into vector code
+constexpr size_t kLanes = 16;    // running maxima at once: the compiler turns the loop into vector code
 constexpr size_t kBlock = 1024;  // a row is scored a block at a time: every scan of a block after the first hits L1
 
-// The largest value (-inf for an empty span; NaNs ignored). Sixteen independent running maxima, which the compiler
-// vectorises: std::max_element keeps one, a chain of dependent compares ~15x slower on a 151k-vocabulary row.
-float MaxOf(std::span<const float> values) {
+// sum(exp(block[i] - max_value)) in float32 (at most kBlock terms of at most 1 each). LogSumExp and ScoreRow both
+// sum through it, block by block, so that a token's log-prob is the same number whichever computed it.
+float ExpSum(std::span<const float> block, float max_value) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (size_t i = 0; i < block.size(); ++i) sum += expf(block[i] - max_value);
+  return sum;
+}
+
+}  // namespace
+
+// Sixteen independent running maxima, which the compiler vectorises: std::max_element keeps one, a chain of
+// dependent compares ~15x slower on a 151k-vocabulary row.
+float MaxLogit(std::span<const float> values) {
   float lane_max[kLanes];
   std::fill(std::begin(lane_max), std::end(lane_max), -std::numeric_limits<float>::infinity());
   const size_t n = values.size();
@@ -35,80 +41,8 @@ float MaxOf(std::span<const float> values) {
   return result;
 }
 
-// sum(exp(block[i] - max_value)) in float32 (at most kBlock terms of at most 1 each). LogSumExp and ScoreRow both
-// sum through it, block by block, so that a token's log-prob is the same number whichever computed it.
-float ExpSum(std::span<const float> block, float max_value) {
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (size_t i = 0; i < block.size(); ++i) sum += expf(block[i] - max_value);
-  return sum;
-}
-
-// How many of `values` are above `threshold` (vector compares, no early exit).
-int32_t CountAbove(const float* values, size_t count, float threshold) {
-  int32_t above = 0;
-#pragma omp simd reduction(+ : above)
-  for (size_t i = 0; i < count; ++i) above += values[i] > threshold ? 1 : 0;
-  return above;
-}
-
-// The most likely tokens of a row offered in id order, kept in `out` (at most the vocabulary's worth): while
-// offered, a heap whose front is the least likely kept token, each entry's logprob holding the raw logit; Finish
-// orders them most likely first (the lower id first among equals) and makes the logits log-probs. No allocation,
-// and a block of kLanes tokens none of which beats the least likely kept one is passed over in a vector compare
-// (a later token that only equals it has a larger id, so it is less likely).
-class TopTokens {
- public:
-  TopTokens(std::span<TokenLogprob> out, size_t vocabulary) : heap_(out.first(std::min(out.size(), vocabulary))) {}
-
-  // Offers tokens [begin, end) of `logits`; every token before `begin` was offered already.
-  void Offer(std::span<const float> logits, size_t begin, size_t end) {
-    size_t t = begin;
-    for (; t < end && size_ < heap_.size(); ++t) {
-      heap_[size_++] = {static_cast<int32_t>(t), logits[t]};
-      std::push_heap(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(size_), MoreLikely);
-    }
-    if (heap_.empty()) return;
-    for (; t + kLanes <= end; t += kLanes) {
-      if (CountAbove(&logits[t], kLanes, heap_.front().logprob) == 0) continue;
-      for (size_t j = t; j < t + kLanes; ++j) Consider(j, logits[j]);
-    }
-    for (; t < end; ++t) Consider(t, logits[t]);
-  }
-  // The logit a token must exceed to be kept once `out` is full (+inf when `out` is empty: none is).
-  float threshold() const {
-    if (heap_.empty()) return std::numeric_limits<float>::infinity();
-    return size_ < heap_.size() ? -std::numeric_limits<float>::infinity() : heap_.front().logprob;
-  }
-  // Whether a block with `above` values over threshold() may hold a token to keep (any block may while `out` is
-  // not full: its first tokens are kept whatever they are, -inf and NaN too).
-  bool MayKeep(int32_t above) const { return size_ < heap_.size() || above > 0; }
-
-  // The kept tokens, most likely first, with log-probs under `log_z` (the row's LogSumExp).
-  void Finish(double log_z) {
-    std::sort_heap(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(size_), MoreLikely);
-    for (size_t i = 0; i < size_; ++i) heap_[i].logprob = static_cast<float>(heap_[i].logprob - log_z);
-  }
-
- private:
-  static bool MoreLikely(const TokenLogprob& a, const TokenLogprob& b) {
-    return a.logprob > b.logprob || (a.logprob == b.logprob && a.token < b.token);
-  }
-  void Consider(size_t token, float logit) {
-    if (!(logit > heap_.front().logprob)) return;
-    std::pop_heap(heap_.begin(), heap_.end(), MoreLikely);
-    heap_.back() = {static_cast<int32_t>(token), logit};
-    std::push_heap(heap_.begin(), heap_.end(), MoreLikely);
-  }
-
-  std::span<TokenLogprob> heap_;
-  size_t size_ = 0;  // entries filled so far
-};
-
-}  // namespace
-
 int32_t ArgMax(std::span<const float> values) {
-  const auto first_max = std::find(values.begin(), values.end(), MaxOf(values));
+  const auto first_max = std::find(values.begin(), values.end(), MaxLogit(values));
   return first_max == values.end() ? 0 : static_cast<int32_t>(first_max - values.begin());  // end: empty or all NaN
 }
 
@@ -118,7 +52,7 @@ int32_t RankOf(std::span<const float> values, int32_t index) {
 }
 
 double LogSumExp(std::span<const float> values) {
-  const float max_value = MaxOf(values);
+  const float max_value = MaxLogit(values);
   double sum = 0.0;  // the blocks' float32 sums added up in double
   for (size_t begin = 0; begin < values.size(); begin += kBlock) {
     sum += ExpSum(values.subspan(begin, std::min(kBlock, values.size() - begin)), max_value);
@@ -142,10 +76,11 @@ RowScore ScoreRow(std::span<const float> logits, int32_t target, std::span<Token
   // Two passes over the row (from memory: a 151k-token row is 0.6 MB): its maximum, then a block at a time the
   // exp-sum, the argmax, the target's rank and the top tokens, every scan of a block after its first from L1.
   RowScore score;
-  const float max_value = MaxOf(logits);
+  const float max_value = MaxLogit(logits);
   const float target_value = target >= 0 ? logits[static_cast<size_t>(target)] : std::numeric_limits<float>::infinity();
   const bool wants_scores = target >= 0 || !top.empty();
-  TopTokens best(top, logits.size());
+  std::vector<int32_t> best_ids;
+  MostLikelyTokens best(logits, top.size(), best_ids);
   double sum = 0.0;
   int64_t above_target = 0;
   int64_t argmax = -1;
@@ -168,7 +103,7 @@ RowScore ScoreRow(std::span<const float> logits, int32_t target, std::span<Token
     if (!wants_scores) continue;
     sum += ExpSum(block, max_value);
     above_target += above;
-    if (best.MayKeep(above_kept)) best.Offer(logits, begin, begin + block.size());
+    if (!best.full() || above_kept > 0) best.OfferRange(begin, begin + block.size());
   }
   score.argmax = argmax < 0 ? 0 : static_cast<int32_t>(argmax);  // none: empty or all NaN
   if (!wants_scores) return score;
@@ -177,7 +112,8 @@ RowScore ScoreRow(std::span<const float> logits, int32_t target, std::span<Token
     score.logprob = static_cast<float>(logits[static_cast<size_t>(target)] - log_z);
     score.rank = 1 + static_cast<int32_t>(above_target);
   }
-  best.Finish(log_z);
+  size_t place = 0;
+  for (const int32_t id : best.Sorted()) top[place++] = {id, static_cast<float>(logits[static_cast<size_t>(id)] - log_z)};
   return score;
 }
 

@@ -19,6 +19,8 @@ struct SampledToken {
   std::vector<TokenLogprob> top;     // the top_logprobs most likely tokens, raw distribution
 };
 
+// The largest value (NaNs ignored; -inf when there is none).
+float MaxLogit(std::span<const float> values);
 // Index of the largest value (the first one on ties).
 int32_t ArgMax(std::span<const float> values);
 // 1 + the number of values greater than values[index]: the token's rank in the vocabulary (1 = most likely).

@@ -3,18 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "engine/core/random.h"
+#include "engine/sampling/vector_math.h"
 
 namespace arach {
 namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
-// Candidates pre-selected before sorting for top-p (a full sort of a 50k vocabulary is wasteful).
-constexpr size_t kTopPPreselect = 1024;
 
 }  // namespace
 
@@ -68,64 +66,20 @@ void ApplyLogitProcessors(const SamplerInput& in, std::vector<float>& work) {
 
 SampledToken Sampler::Sample(const SamplerInput& in) {
   const SamplingParams& p = *in.params;
-  const size_t vocab = in.logits.size();
   ApplyLogitProcessors(in, work_);
-
   int32_t chosen;
   if (p.greedy()) {
     chosen = ArgMax(work_);
   } else {
     const float inv_t = 1.0f / p.temperature;
-    const float max_logit = *std::max_element(work_.begin(), work_.end());
-    for (float& w : work_) w = w == kMasked ? 0.0f : std::exp((w - max_logit) * inv_t);  // unnormalised probs
-    candidates_.resize(vocab);
-    std::iota(candidates_.begin(), candidates_.end(), 0);
-    auto by_prob = [&](int32_t a, int32_t b) { return work_[a] > work_[b] || (work_[a] == work_[b] && a < b); };
-    size_t keep = vocab;
-    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < keep) {
-      std::nth_element(candidates_.begin(), candidates_.begin() + p.top_k, candidates_.end(), by_prob);
-      keep = p.top_k;
-    }
-    if (p.top_p < 1.0f) {
-      double total = 0.0;
-      for (size_t i = 0; i < keep; ++i) total += work_[candidates_[i]];
-      size_t sorted = keep;
-      if (keep > kTopPPreselect) {  // try the most likely tokens first; sort everything only if they fall short
-        std::nth_element(candidates_.begin(), candidates_.begin() + kTopPPreselect, candidates_.begin() + keep, by_prob);
-        double head = 0.0;
-        for (size_t i = 0; i < kTopPPreselect; ++i) head += work_[candidates_[i]];
-        if (head >= p.top_p * total) sorted = kTopPPreselect;
-      }
-      std::sort(candidates_.begin(), candidates_.begin() + sorted, by_prob);
-      double cumulative = 0.0;
-      size_t cut = 0;
-      while (cut < sorted) {
-        cumulative += work_[candidates_[cut++]];
-        if (cumulative >= p.top_p * total) break;
-      }
-      keep = cut;
-    }
-    if (p.min_p > 0.0f) {
-      float top = 0.0f;
-      for (size_t i = 0; i < keep; ++i) top = std::max(top, work_[candidates_[i]]);
-      const float floor = p.min_p * top;
-      keep = std::partition(candidates_.begin(), candidates_.begin() + keep, [&](int32_t t) { return work_[t] >= floor; }) -
-             candidates_.begin();
-    }
-    // A deterministic order of the kept tokens makes the draw depend only on (seed, index, logits).
-    std::sort(candidates_.begin(), candidates_.begin() + keep);
-    double total = 0.0;
-    for (size_t i = 0; i < keep; ++i) total += work_[candidates_[i]];
-    const double target = CounterUniform(in.seed, static_cast<uint64_t>(in.num_generated)) * total;
-    double cumulative = 0.0;
-    chosen = candidates_[keep - 1];
-    for (size_t i = 0; i < keep; ++i) {
-      cumulative += work_[candidates_[i]];
-      if (cumulative > target) {
-        chosen = candidates_[i];
-        break;
-      }
-    }
+    // Unnormalised probabilities (vector expf): masked tokens' -inf gives 0, also where every token is masked.
+    const float max_logit = std::max(MaxLogit(work_), std::numeric_limits<float>::lowest());
+    float* probs = work_.data();
+    const size_t vocab = work_.size();
+#pragma omp simd
+    for (size_t t = 0; t < vocab; ++t) probs[t] = expf((probs[t] - max_logit) * inv_t);
+    const std::span<const int32_t> kept = selection_.Keep(work_, p.top_k, p.top_p, p.min_p);
+    chosen = selection_.Draw(work_, kept, CounterUniform(in.seed, static_cast<uint64_t>(in.num_generated)));
   }
   if (!p.logprobs && p.top_logprobs == 0) return SampledToken{chosen, 0.0f, {}};
   return RawLogprobs(in.logits, chosen, p.top_logprobs);

@@ -11,6 +11,7 @@
 
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampling_params.h"
+#include "engine/sampling/token_selection.h"
 
 namespace arach {
 
@@ -39,8 +40,8 @@ class Sampler {
   SampledToken Sample(const SamplerInput& input);
 
  private:
-  std::vector<float> work_;         // [vocab] processed logits
-  std::vector<int32_t> candidates_;  // token ids under consideration
+  std::vector<float> work_;    // [vocab] processed logits, then their unnormalised probabilities
+  TokenSelection selection_;  // top-k / top-p / min-p and the draw
 };
 
 }  // namespace arach

@@ -556,7 +556,9 @@ TEST_P(Ops, ScoreRowsGiveEachTargetsLogprobAndRankAndTheRowsMostLikelyTokens) {
     EXPECT_EQ(top[1].token, 11);
     EXPECT_EQ(top[2].token, 266);
   }
-  if (top_n > 3) EXPECT_EQ(top[4 * top_n + 3].token, 0) << "after the finite tokens, the masked ones by id";
+  if (top_n > 3) {
+    EXPECT_EQ(top[4 * top_n + 3].token, 0) << "after the finite tokens, the masked ones by id";
+  }
   }
   std::vector<float> after(logits.size());
   backend_->CopyToHost(after.data(), (*buffer)->data(), after.size() * sizeof(float));
