@@ -351,6 +351,7 @@ absl::StatusOr<SamplerInput> Engine::SamplerInputFor(RequestState& r) {
   in.num_generated = r.seq.num_generated();
   in.seed = r.seed;
   in.suppressed = r.stop_ids;
+  in.wants_logprob = config_.always_compute_logprobs;
   if (r.constraint) {
     absl::StatusOr<std::span<const uint32_t>> allowed = r.constraint->AllowedTokens();
     if (absl::IsInvalidArgument(allowed.status())) {
@@ -390,9 +391,6 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
     Finish(r, FinishReason::kError, absl::InternalError(absl::StrCat("the structured-output constraint refused token ", sampled.token,
                                                                      " that its own mask allowed")));
     return;
-  }
-  if (config_.always_compute_logprobs && !sp.logprobs && sp.top_logprobs == 0 && device.token < 0) {
-    sampled.logprob = RawLogprobs(logits, sampled.token, 0).logprob;  // for the quality metrics only
   }
   if (config_.always_compute_logprobs || sp.logprobs || sp.top_logprobs > 0) {
     r.generated_logprob_sum += sampled.logprob;

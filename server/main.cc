@@ -35,8 +35,9 @@ ABSL_FLAG(std::string, experiment, "", "A/B split of requests that choose no var
 ABSL_FLAG(std::string, experiment_file, "", "A/B experiment as JSON (name, arms with variant, arach_offset, weight)");
 ABSL_FLAG(bool, cuda_graphs, true, "on the GPU, record each decode batch shape's kernels once as a CUDA graph and replay "
           "it (one launch per step instead of one per op)");
-ABSL_FLAG(bool, sample_on_device, true, "on the GPU, pick generated tokens there and copy back only ids and log-probs; "
-          "false: copy every sampled row's logits back and sample on the host (the CPU sampler's exact draws)");
+ABSL_FLAG(bool, sample_on_device, true, "pick generated tokens where the logits are: on the GPU, copying back only ids and "
+          "log-probs; on the CPU, rows sampled in parallel on the backend's threads (the same draws); false: copy every "
+          "sampled row's logits out and sample them one by one on the engine's thread (the CPU sampler's exact draws)");
 ABSL_FLAG(bool, quality_metrics, true, "compute each generated token's log-prob for arach_generated_token_logprob");
 ABSL_FLAG(bool, prompt_perplexity, false, "score every Generate prompt under its variant (arach_prompt_perplexity; "
           "costs a full-vocabulary softmax per prompt token and bypasses the prefix cache)");

@@ -127,14 +127,15 @@ class Backend {
   void FillRows(const DeviceMatrix& row, const DeviceMatrix& out);
 
   // ---- sampling on the device
-  // Whether SampleTokens picks tokens on this device (CUDA). Elsewhere callers download the logits and sample on the
-  // host with Sampler, the reference the device's sampling is tested against (cuda/device_sampling.h says where
-  // their tokens may differ).
+  // Whether SampleTokens picks tokens where the logits are: CUDA on the GPU (cuda/device_sampling.h says where its
+  // tokens may differ from the host's), the CPU backend with the host's Sampler (the reference) on its threads.
+  // Elsewhere callers download the logits and sample on the host with Sampler.
   virtual bool samples_on_device() const { return false; }
   // Picks the next token of rows[i] (its parameters, context, counter, seed and masks; its logits span is not
   // read) from row i of `logits` ([rows.size(), vocab] float32, dense, left unchanged) and copies only the ids back
   // into `tokens` ([rows.size()]), and where `logprobs` is not empty ([rows.size()]) each id's log-prob under the
-  // model's distribution (the unprocessed logits). Waits for the device and returns the step's errors.
+  // model's distribution (the unprocessed logits; a backend may leave 0 for a row whose parameters ask for no
+  // log-probs and whose input does not want one). Waits for the device and returns the step's errors.
   // UNIMPLEMENTED where samples_on_device() is false.
   absl::Status SampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
                             std::span<float> logprobs = {});

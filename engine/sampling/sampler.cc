@@ -81,7 +81,7 @@ SampledToken Sampler::Sample(const SamplerInput& in) {
     const std::span<const int32_t> kept = selection_.Keep(work_, p.top_k, p.top_p, p.min_p);
     chosen = selection_.Draw(work_, kept, CounterUniform(in.seed, static_cast<uint64_t>(in.num_generated)));
   }
-  if (!p.logprobs && p.top_logprobs == 0) return SampledToken{chosen, 0.0f, {}};
+  if (!p.logprobs && p.top_logprobs == 0 && !in.wants_logprob) return SampledToken{chosen, 0.0f, {}};
   return RawLogprobs(in.logits, chosen, p.top_logprobs);
 }
 

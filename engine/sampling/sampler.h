@@ -26,6 +26,8 @@ struct SamplerInput {
   // masked after the penalties; where that leaves nothing (min_tokens suppressing the only allowed stop token),
   // the constraint wins over min_tokens.
   std::span<const uint32_t> allowed;
+  // Return the chosen token's log-prob even where the request asks for none (the quality metrics').
+  bool wants_logprob = false;
 };
 
 // The logit processors, in Sample's order, into `work` ([vocab]): logit bias, repetition penalty (each distinct

@@ -101,6 +101,51 @@ TEST_P(EngineUnderLoad, EveryOutputEqualsItsOutputAlone) {
 INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, EngineUnderLoad, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "seeded_sampling" : "greedy"; });
 
+// The CPU backend samples where the logits are (every row of a step on its threads, nothing copied out): the same
+// tokens and log-probs as the engine's own thread sampling the copied rows one by one (sample_on_device false),
+// for greedy and seeded requests, with and without log-probs asked (the quality metrics want them all).
+TEST(EngineSampling, TheBackendsThreadsDrawTheEnginesTokens) {
+  ARACH_REQUIRE_FIXTURES();
+  EngineConfig on_backend, on_engine;
+  on_backend.always_compute_logprobs = on_engine.always_compute_logprobs = true;
+  on_engine.sample_on_device = false;
+  auto backend_engine = testing::MakeFixtureEngine("gpt2-tiny", on_backend);
+  auto engine_engine = testing::MakeFixtureEngine("gpt2-tiny", on_engine);
+  ASSERT_NE(backend_engine, nullptr);
+  ASSERT_NE(engine_engine, nullptr);
+  const std::vector<int32_t> val = ValTokens(backend_engine->tokenizer());
+  for (const bool sampled : {false, true}) {
+    std::vector<Job> backend_jobs = MakeJobs(val, 8, sampled, 9), engine_jobs = MakeJobs(val, 8, sampled, 9);
+    for (size_t i = 0; i < backend_jobs.size(); ++i) {
+      backend_jobs[i].request.sampling.logprobs = engine_jobs[i].request.sampling.logprobs = i % 2 == 0;
+      backend_jobs[i].request.sampling.min_p = engine_jobs[i].request.sampling.min_p = i % 3 == 0 ? 0.05f : 0.0f;
+      ASSERT_TRUE(backend_engine->Submit(backend_jobs[i].request, backend_jobs[i].observer).ok());
+      ASSERT_TRUE(engine_engine->Submit(engine_jobs[i].request, engine_jobs[i].observer).ok());
+    }
+    for (size_t i = 0; i < backend_jobs.size(); ++i) {
+      ASSERT_TRUE(backend_jobs[i].observer->Wait());
+      ASSERT_TRUE(engine_jobs[i].observer->Wait());
+      EXPECT_EQ(backend_jobs[i].observer->tokens(), engine_jobs[i].observer->tokens()) << "request " << i << " sampled " << sampled;
+      const FinishInfo& a = backend_jobs[i].observer->finish();
+      const FinishInfo& b = engine_jobs[i].observer->finish();
+      // (A step's batch decides which GEMM path computes a row: logits equal to rounding, not bit for bit.)
+      ASSERT_TRUE(a.mean_generated_logprob.has_value()) << "request " << i << ": every token's log-prob, asked for or not";
+      ASSERT_TRUE(b.mean_generated_logprob.has_value()) << "request " << i;
+      EXPECT_NEAR(*a.mean_generated_logprob, *b.mean_generated_logprob, 1e-4) << "request " << i;
+      EXPECT_LT(*a.mean_generated_logprob, 0.0) << "request " << i;
+      std::vector<float> a_logprobs, b_logprobs;
+      for (const StreamChunk& chunk : backend_jobs[i].observer->chunks()) {
+        for (const SampledToken& t : chunk.tokens) a_logprobs.push_back(t.logprob);
+      }
+      for (const StreamChunk& chunk : engine_jobs[i].observer->chunks()) {
+        for (const SampledToken& t : chunk.tokens) b_logprobs.push_back(t.logprob);
+      }
+      ASSERT_EQ(a_logprobs.size(), b_logprobs.size()) << "request " << i;
+      for (size_t t = 0; t < a_logprobs.size(); ++t) EXPECT_NEAR(a_logprobs[t], b_logprobs[t], 1e-4) << "request " << i << " token " << t;
+    }
+  }
+}
+
 TEST(EngineGreedy, MatchesTheReferenceContinuation) {
   ARACH_REQUIRE_FIXTURES();
   auto engine = testing::MakeFixtureEngine();

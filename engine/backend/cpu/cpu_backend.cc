@@ -106,6 +106,21 @@ absl::Status CpuBackend::ScoreRowsImpl(const DeviceMatrix& logits, std::span<con
   return absl::OkStatus();
 }
 
+absl::Status CpuBackend::SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
+                                          std::span<float> logprobs) {
+  const size_t vocab = static_cast<size_t>(logits.cols);
+  std::lock_guard<std::mutex> lock(samplers_mutex_);
+  samplers_.resize(static_cast<size_t>(team_.threads()));
+  team_.ForEach(static_cast<int64_t>(rows.size()), [&](int64_t r, int thread) {
+    SamplerInput in = rows[static_cast<size_t>(r)];
+    in.logits = std::span<const float>(logits.As<float>() + r * logits.stride, vocab);
+    const SampledToken sampled = samplers_[static_cast<size_t>(thread)].Sample(in);
+    tokens[static_cast<size_t>(r)] = sampled.token;
+    if (!logprobs.empty()) logprobs[static_cast<size_t>(r)] = sampled.logprob;
+  });
+  return absl::OkStatus();
+}
+
 void CpuBackend::EmbedImpl(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table,
                        const DeviceMatrix& position_table, const DeviceMatrix& out) {
   // Tables in the weight dtype: a row is widened into `out`, then the position row added. The widened position

@@ -2,6 +2,7 @@
 // registers: float32 arithmetic either way), GEMMs through our kernels and OpenBLAS, loops for the rest.
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/backend/cpu/cpu_threads.h"
 #include "engine/backend/cpu/cpu_weight_dtype.h"
+#include "engine/sampling/sampler.h"
 
 namespace arach {
 
@@ -34,6 +36,8 @@ class CpuBackend final : public Backend {
   void DownloadFloat(float* host_dst, const DeviceMatrix& src) override;
   absl::StatusOr<MemoryBudget> AvailableMemory() override;
   int max_attention_head_dim() const override { return 1 << 16; }  // the loops take any even size
+  // The host's Sampler on each row where the logits are (no copy), rows in parallel on the team.
+  bool samples_on_device() const override { return true; }
 
  protected:
   absl::Status SynchronizeImpl() override { return absl::OkStatus(); }
@@ -59,6 +63,8 @@ class CpuBackend final : public Backend {
   // The rows where they are (no copy), one per chunk of the team.
   absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
                              std::span<TokenLogprob> top) override;
+  absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
+                                std::span<float> logprobs) override;
 
  private:
   std::string thread_reason_;  // why the team has its size (CpuThreadPlan::reason)
@@ -66,6 +72,8 @@ class CpuBackend final : public Backend {
   KvDTypePlan kv_;
   cpu::AmxSupport amx_;  // int8 and bf16 products on AMX tiles where available (cpu_amx.h)
   cpu::ThreadTeam team_;
+  std::mutex samplers_mutex_;     // one SampleTokens at a time uses the samplers
+  std::vector<Sampler> samplers_;  // [team threads] each thread's scratch
 };
 
 }  // namespace arach
