@@ -54,6 +54,10 @@ TokenSelection::LastKept TokenSelection::FindTopPCut(std::span<const float> prob
   };
   constexpr Level kLevels[] = {{21, 0x7FF}, {10, 0x7FF}, {0, 0x3FF}};
   const auto more_likely = [probs](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); };
+  if (!(target > 0.0)) {  // (every probability 0: the most likely token alone reaches it, as CutSorted finds)
+    const int32_t first = *std::min_element(kept.begin(), kept.end(), more_likely);
+    return {BitsOf(probs[static_cast<size_t>(first)]), first};
+  }
   double above = 0.0;  // the mass of the tokens known to come before the cut
   std::span<const int32_t> pool = kept;
   for (size_t level = 0; level < std::size(kLevels); ++level) {

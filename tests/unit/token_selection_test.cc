@@ -108,6 +108,13 @@ TEST(TokenSelection, BoundariesReachedExactlyAreKept) {
   EXPECT_EQ(kept.back(), 2023);
   kept = selection.Keep(many, 0, 1.0f, 1.0f / 2048.0f);
   EXPECT_EQ(kept.size(), 1025u) << "2^-12 is 2^-11 of 0.5";
+
+  for (const size_t size : {size_t{100}, size_t{4096}}) {  // every token masked: the first alone, as a full order finds
+    const std::vector<float> zeros(size, 0.0f);
+    kept = selection.Keep(zeros, 0, 0.9f, 0.0f);
+    EXPECT_EQ(std::vector<int32_t>(kept.begin(), kept.end()), (std::vector<int32_t>{0})) << size;
+    EXPECT_EQ(selection.Draw(zeros, kept, 0.5), 0) << size;
+  }
 }
 
 // The draw walks the kept tokens in the order given: the first whose running sum exceeds u times their sum, as
