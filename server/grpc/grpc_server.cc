@@ -16,6 +16,7 @@
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
 #include "server/grpc/inference_service.h"
+#include "server/listen_error.h"
 
 namespace arach::server {
 namespace {
@@ -96,8 +97,11 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcOptions&
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, options.keepalive_min_ping_interval_ms);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  // gRPC binds with SO_REUSEPORT by default: a second server started on a port in use bound it too and the kernel
+  // split the connections between the two. Without it the second one fails (CannotListenError).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl->server = builder.BuildAndStart();
-  if (impl->server == nullptr || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  if (impl->server == nullptr || port == 0) return CannotListenError(options.listen);
   impl->server->GetHealthCheckService()->SetServingStatus(false);  // until the model is loaded
   impl->address = absl::StrCat(HostOf(options.listen), ":", port);
   return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(impl)));

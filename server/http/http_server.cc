@@ -20,6 +20,7 @@
 #include "server/http/openai_error.h"
 #include "server/http/responses.h"
 #include "server/http/tokenize.h"
+#include "server/listen_error.h"
 
 namespace arach::server::http {
 namespace {
@@ -162,6 +163,14 @@ void AnswerLibraryErrors(httplib::Server& server, size_t max_request_bytes) {
   });
 }
 
+// The listening socket's options: SO_REUSEADDR (a restarted server binds again at once while its old connections
+// linger in TIME_WAIT) and not SO_REUSEPORT, which cpp-httplib's defaults set: with it a second server started on a
+// port in use bound it too, and the kernel split the connections between the two.
+void ListeningSocketOptions(socket_t socket) {
+  const int yes = 1;
+  ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
 }  // namespace
 
 absl::Status HttpServer::Listen(const std::string& listen) {
@@ -177,16 +186,12 @@ absl::Status HttpServer::Listen(const std::string& listen) {
   // bound (SOMAXCONN; Linux takes the new backlog).
   int listening_socket = -1;
   server_->set_socket_options([&listening_socket](socket_t socket) {
-    httplib::default_socket_options(socket);
+    ListeningSocketOptions(socket);
     listening_socket = socket;  // the last socket it is called for is the one bound (earlier candidates failed)
   });
-  if (port == 0) {
-    port = server_->bind_to_any_port(host);
-    if (port <= 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
-  } else if (!server_->bind_to_port(host, port)) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
-  }
-  server_->set_socket_options(httplib::default_socket_options);  // the callback above refers to this frame
+  const bool bound = port == 0 ? (port = server_->bind_to_any_port(host)) > 0 : server_->bind_to_port(host, port);
+  server_->set_socket_options(ListeningSocketOptions);  // the callback above refers to this frame
+  if (!bound) return CannotListenError(listen);
   if (listening_socket < 0 || ::listen(listening_socket, SOMAXCONN) != 0) {
     return absl::InternalError(absl::StrCat("cannot widen the connection backlog of ", listen, ": ", std::strerror(errno)));
   }

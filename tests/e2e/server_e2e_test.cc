@@ -449,6 +449,27 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   EXPECT_THAT(server->Output(), HasSubstr("arach-server stopped (drained;"));
 }
 
+// A second server started on a port the first one holds fails at once naming the address, for the gRPC and the
+// HTTP port alike, instead of binding it too (SO_REUSEPORT: the kernel then split the connections between the two,
+// and a client of the first met the second one's 503s while it loaded); the first one serves on.
+TEST_F(FixtureServer, APortInUseIsRefusedAtStart) {
+  // (Bounded: a second server that did bind would serve until killed.)
+  const std::string second = absl::StrCat("timeout -s KILL 60 ", testing::ServerBinary(), " --model=", testing::FixturePath("gpt2-tiny"));
+  struct Ports {
+    std::string grpc, http, taken;
+  };
+  for (const Ports& ports : {Ports{server_->grpc_address(), "127.0.0.1:0", server_->grpc_address()},
+                             Ports{"127.0.0.1:0", server_->http_address(), server_->http_address()}}) {
+    const testing::CommandResult started = testing::RunCommand(absl::StrCat(second, " --listen=", ports.grpc, " --http_listen=", ports.http));
+    EXPECT_NE(started.status, 0) << started.output;
+    EXPECT_THAT(started.output, HasSubstr("cannot listen on " + ports.taken + ": the port is in use")) << started.output;
+    EXPECT_THAT(started.output, Not(HasSubstr("arach-server ready")));
+  }
+  auto client = ArachClient::Connect(server_->grpc_address());
+  EXPECT_TRUE(client->WaitServing(std::chrono::seconds(10)));
+  EXPECT_TRUE(testing::HttpGetMetrics(server_->http_address()).ok());
+}
+
 TEST(ServerStartup, SkipWithoutAdapterIsFailedPrecondition) {
   auto server = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=67108864"});
   ASSERT_NE(server, nullptr);
