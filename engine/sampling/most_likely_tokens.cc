@@ -19,11 +19,11 @@ MostLikelyTokens::MostLikelyTokens(std::span<const float> values, size_t capacit
 }
 
 void MostLikelyTokens::Offer(int32_t id) {
-  const auto more_likely = [this](int32_t a, int32_t b) { return MoreLikely(a, b); };
+  const MoreLikely more_likely{values_};
   if (!full()) {
     kept_.push_back(id);
     std::push_heap(kept_.begin(), kept_.end(), more_likely);
-  } else if (capacity_ > 0 && MoreLikely(id, kept_.front())) {
+  } else if (capacity_ > 0 && more_likely(id, kept_.front())) {
     std::pop_heap(kept_.begin(), kept_.end(), more_likely);
     kept_.back() = id;
     std::push_heap(kept_.begin(), kept_.end(), more_likely);
@@ -47,7 +47,7 @@ float MostLikelyTokens::threshold() const {
 }
 
 std::span<const int32_t> MostLikelyTokens::Sorted() {
-  std::sort_heap(kept_.begin(), kept_.end(), [this](int32_t a, int32_t b) { return MoreLikely(a, b); });
+  std::sort_heap(kept_.begin(), kept_.end(), MoreLikely{values_});
   return kept_;
 }
 

@@ -9,6 +9,12 @@
 
 namespace arach {
 
+// The order "most likely first" over token ids: a larger value (logit or probability), then the lower id.
+struct MoreLikely {
+  std::span<const float> values;
+  bool operator()(int32_t a, int32_t b) const { return values[a] > values[b] || (values[a] == values[b] && a < b); }
+};
+
 class MostLikelyTokens {
  public:
   // Keeps the `capacity` most likely tokens offered, `values[id]` being a token's logit or probability ("more
@@ -29,8 +35,6 @@ class MostLikelyTokens {
   std::span<const int32_t> Sorted();
 
  private:
-  bool MoreLikely(int32_t a, int32_t b) const { return values_[a] > values_[b] || (values_[a] == values_[b] && a < b); }
-
   std::span<const float> values_;
   size_t capacity_;
   std::vector<int32_t>& kept_;

@@ -53,7 +53,7 @@ TokenSelection::LastKept TokenSelection::FindTopPCut(std::span<const float> prob
     uint32_t mask;
   };
   constexpr Level kLevels[] = {{21, 0x7FF}, {10, 0x7FF}, {0, 0x3FF}};
-  const auto more_likely = [probs](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); };
+  const MoreLikely more_likely{probs};
   if (!(target > 0.0)) {  // (every probability 0: the most likely token alone reaches it, as CutSorted finds)
     const int32_t first = *std::min_element(kept.begin(), kept.end(), more_likely);
     return {BitsOf(probs[static_cast<size_t>(first)]), first};
@@ -95,7 +95,7 @@ TokenSelection::LastKept TokenSelection::FindTopPCut(std::span<const float> prob
 }
 
 std::span<const int32_t> TokenSelection::Keep(std::span<const float> probs, int top_k, float top_p, float min_p) {
-  const auto more_likely = [probs](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); };
+  const MoreLikely more_likely{probs};
   ids_.resize(probs.size());
   std::iota(ids_.begin(), ids_.end(), 0);
   size_t keep = ids_.size();
