@@ -14,6 +14,14 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
+// Whether ApplyLogitProcessors may change a logit of this input (else the raw logits are read as they are, with
+// no copy of the row).
+bool ProcessesLogits(const SamplerInput& in) {
+  const SamplingParams& p = *in.params;
+  return !p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+         !in.allowed.empty() || (in.num_generated < p.min_tokens && !in.suppressed.empty());
+}
+
 }  // namespace
 
 void ApplyLogitProcessors(const SamplerInput& in, std::vector<float>& work) {
@@ -66,18 +74,25 @@ void ApplyLogitProcessors(const SamplerInput& in, std::vector<float>& work) {
 
 SampledToken Sampler::Sample(const SamplerInput& in) {
   const SamplingParams& p = *in.params;
-  ApplyLogitProcessors(in, work_);
+  std::span<const float> logits = in.logits;  // [vocab] after the processors
+  if (ProcessesLogits(in)) {
+    ApplyLogitProcessors(in, work_);
+    logits = work_;
+  }
   int32_t chosen;
   if (p.greedy()) {
-    chosen = ArgMax(work_);
+    chosen = ArgMax(logits);
   } else {
     const float inv_t = 1.0f / p.temperature;
-    // Unnormalised probabilities (vector expf): masked tokens' -inf gives 0, also where every token is masked.
-    const float max_logit = std::max(MaxLogit(work_), std::numeric_limits<float>::lowest());
+    // Unnormalised probabilities (vector expf) into work_ (in place where the processors wrote it): masked tokens'
+    // -inf gives 0, also where every token is masked.
+    const float max_logit = std::max(MaxLogit(logits), std::numeric_limits<float>::lowest());
+    const size_t vocab = logits.size();
+    work_.resize(vocab);  // (the same size every call: written once)
+    const float* in_logits = logits.data();
     float* probs = work_.data();
-    const size_t vocab = work_.size();
 #pragma omp simd
-    for (size_t t = 0; t < vocab; ++t) probs[t] = expf((probs[t] - max_logit) * inv_t);
+    for (size_t t = 0; t < vocab; ++t) probs[t] = expf((in_logits[t] - max_logit) * inv_t);
     const std::span<const int32_t> kept = selection_.Keep(work_, p.top_k, p.top_p, p.min_p);
     chosen = selection_.Draw(work_, kept, CounterUniform(in.seed, static_cast<uint64_t>(in.num_generated)));
   }

@@ -197,6 +197,29 @@ TEST(Sampler, WhereTheMaskAllowsOnlyAStopTokenMinTokensYields) {
   }
 }
 
+// A Sampler reused across rows (as each backend thread's is) draws what a fresh one draws, whether a row's logits
+// go through processors (into the sampler's work row) or are read as they are, and whatever the row before was.
+TEST(Sampler, AReusedSamplerDrawsAsAFreshOneWithAndWithoutProcessors) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  Sampler reused;
+  for (int row = 0; row < 48; ++row) {
+    std::vector<float> logits(row % 3 == 0 ? 40 : 300);
+    for (float& v : logits) v = normal(rng);
+    SamplingParams p;
+    p.temperature = row % 4 == 0 ? 0.0f : 0.8f;
+    p.top_p = row % 5 == 0 ? 0.7f : 1.0f;
+    if (row % 2 == 0) p.logit_bias = {{row % 40, 6.0f}};  // the processed rows
+    SamplerInput in;
+    in.logits = logits;
+    in.params = &p;
+    in.num_generated = row;
+    in.seed = 11;
+    Sampler fresh;
+    EXPECT_EQ(reused.Sample(in).token, fresh.Sample(in).token) << "row " << row;
+  }
+}
+
 TEST(SamplingParams, ValidationNamesTheField) {
   SamplingParams p;
   p.top_p = 0.0f;
