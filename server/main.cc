@@ -80,6 +80,10 @@ ABSL_FLAG(int, http_threads, 0,
           "HTTP connections served at once at most (a streamed completion holds one while it runs; threads start as "
           "connections arrive and end when idle); 0: --max_num_seqs + --max_queued_requests + 64, so that the engine's "
           "queue, not the HTTP layer, says when the server is full (429)");
+ABSL_FLAG(double, http_request_timeout_seconds, 30,
+          "an HTTP request (request line, headers and body) must arrive within this many seconds of its first byte, and "
+          "a TLS handshake of the connection's start, else the connection is closed: clients that send slowly "
+          "(slowloris) cannot hold the server's connections");
 ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
 ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /health, /ready and /metrics, plain HTTP on threads of their own, so that probes "
           "and scrapes are answered however busy the API is (default: none; they are on --http_listen)");
@@ -186,6 +190,7 @@ ServerOptions OptionsFromFlags() {
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
+  o.http.request_timeout_seconds = absl::GetFlag(FLAGS_http_request_timeout_seconds);
   o.http.cors_allowed_origins = absl::GetFlag(FLAGS_cors_allowed_origins);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.drain_grace_seconds = absl::GetFlag(FLAGS_drain_grace_seconds);

@@ -42,6 +42,9 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
     return FlagError("served_model_name", "must not contain ':' (NAME:VARIANT names a variant)");
   }
   ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(options.weight_dtype, options.kv_cache_dtype, config.options.load));
+  if (!(options.http.request_timeout_seconds > 0) || options.http.request_timeout_seconds > 86400) {
+    return FlagError("http_request_timeout_seconds", "must be above 0 and at most a day (86400)");
+  }
   if (options.http.threads < 0) return FlagError("http_threads", "must be 0 (as many as the engine can hold) or more");
   if (options.http.threads == 0) {
     // Every request the engine may hold (running or queued) can be a stream holding a connection, and a few more

@@ -44,6 +44,9 @@ struct HttpOptions {
   int threads = 0;                      // connections served at once at most (a stream holds one for its length);
                                         // 0: the engine's max_num_seqs + max_queued_requests + 64
   TlsOptions tls;                       // HTTPS (read again on SIGHUP)
+  // How long a request (line, headers, body) may take to arrive from its first byte, and a TLS handshake from the
+  // connection; then the connection is closed (request_deadline_server.h).
+  double request_timeout_seconds = 30;
   // Browser origins that may call the API (CORS, server/http/cors.h): "http(s)://host[:port]" or "*"; empty: none.
   std::vector<std::string> cors_allowed_origins;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <cerrno>
 #include <cstring>
 
@@ -18,6 +20,7 @@
 #include "server/http/http_call.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
+#include "server/http/request_deadline_server.h"
 #include "server/http/responses.h"
 #include "server/http/tokenize.h"
 #include "server/listen_error.h"
@@ -37,6 +40,8 @@ constexpr int kWarmApiThreads = 8;
 constexpr std::chrono::milliseconds kIdleThreadLifetime{10000};
 // Connections the probes-and-metrics listener serves at once (kubelet probes, Prometheus, the endpoint picker).
 constexpr int kProbeAndMetricsThreads = 16;
+// How long a request to that listener may take to arrive (probes and scrapes send a few hundred bytes at once).
+constexpr std::chrono::milliseconds kProbeRequestTimeout{10000};
 
 // The route label of a path: one of kRoutes, "/v1/models/{model}" for any model's, else "other" (unknown paths
 // and model ids must not grow the label set).
@@ -205,16 +210,19 @@ absl::Status HttpServer::Listen(const std::string& listen) {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptions& options, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
+  const auto request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.request_timeout_seconds * 1000)));
   if (options.tls.enabled()) {
     absl::StatusOr<std::unique_ptr<HttpsCertificates>> certificates = HttpsCertificates::Load(options.tls);
     if (!certificates.ok()) return certificates.status();
     http->certificates_ = std::move(*certificates);
     HttpsCertificates* loaded = http->certificates_.get();
-    auto tls = std::make_unique<httplib::SSLServer>([loaded](SSL_CTX& ctx) { return loaded->Configure(ctx); });
+    auto tls = std::make_unique<DeadlineSslServer>(request_timeout, std::function<bool(SSL_CTX&)>([loaded](SSL_CTX& ctx) {
+                                                     return loaded->Configure(ctx);
+                                                   }));
     if (!tls->is_valid()) return absl::InternalError("the HTTPS server could not be set up (OpenSSL)");
     http->server_ = std::move(tls);
   } else {
-    http->server_ = std::make_unique<httplib::Server>();
+    http->server_ = std::make_unique<DeadlineServer>(request_timeout);
   }
   httplib::Server& server = *http->server_;
   const int threads = std::max(1, options.threads);
@@ -276,7 +284,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartProbesAndMetrics(const std::string& listen, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
-  http->server_ = std::make_unique<httplib::Server>();
+  http->server_ = std::make_unique<DeadlineServer>(kProbeRequestTimeout);
   http->server_->new_task_queue = [] { return new ElasticThreadPool(2, kProbeAndMetricsThreads, kIdleThreadLifetime); };
   ServeHealthRoutes(*http->server_, context);
   ServeMetrics(*http->server_, context);

@@ -1,10 +1,7 @@
 #include "server/http/peer_connection.h"
 
 #include <dirent.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -15,39 +12,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/http/socket_endpoint.h"
 
 namespace arach::server::http {
 namespace {
 
-// One endpoint of a TCP socket, its host written as cpp-httplib writes it (getnameinfo, numeric).
-struct Endpoint {
-  std::string host;
-  int port = -1;
-};
-
-// The endpoint getsockname or getpeername (`get`) reports for `fd`; none for a descriptor that is not an IP socket.
-template <typename Get>
-std::optional<Endpoint> EndpointOf(int fd, Get get) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (get(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return std::nullopt;
-  Endpoint endpoint;
-  if (address.ss_family == AF_INET) {
-    endpoint.port = ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    endpoint.port = ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
-  } else {
-    return std::nullopt;
-  }
-  char host[NI_MAXHOST];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0) {
-    return std::nullopt;
-  }
-  endpoint.host = host;
-  return endpoint;
-}
-
-bool Matches(const std::optional<Endpoint>& endpoint, const std::string& host, int port) {
+bool Matches(const std::optional<SocketEndpoint>& endpoint, const std::string& host, int port) {
   return endpoint.has_value() && endpoint->port == port && endpoint->host == host;
 }
 
@@ -65,8 +35,8 @@ absl::StatusOr<PeerConnection> PeerConnection::Find(const httplib::Request& requ
     int fd = -1;
     if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(descriptors.get())) continue;
     // The peer first: most descriptors are not connected sockets, and getpeername tells at once.
-    if (!Matches(EndpointOf(fd, getpeername), request.remote_addr, request.remote_port)) continue;
-    if (!Matches(EndpointOf(fd, getsockname), request.local_addr, request.local_port)) continue;
+    if (!Matches(PeerEndpoint(fd), request.remote_addr, request.remote_port)) continue;
+    if (!Matches(LocalEndpoint(fd), request.local_addr, request.local_port)) continue;
     return PeerConnection(fd);
   }
   return absl::NotFoundError(absl::StrCat("no open connection from ", request.remote_addr, ":", request.remote_port, " to ",
