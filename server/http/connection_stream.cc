@@ -31,10 +31,7 @@ bool ConnectionStream::StartTls(SSL_CTX* context, Clock::time_point deadline) {
     ERR_clear_error();
     const int accepted = SSL_accept(ssl_);
     if (accepted == 1) return true;
-    const int error = SSL_get_error(ssl_, accepted);
-    if (error == SSL_ERROR_WANT_READ && WaitFor(POLLIN, deadline)) continue;
-    if (error == SSL_ERROR_WANT_WRITE && WaitFor(POLLOUT, deadline)) continue;
-    return false;
+    if (!WaitForTls(accepted, deadline)) return false;
   }
 }
 
@@ -66,6 +63,17 @@ bool ConnectionStream::WaitFor(short events, Clock::time_point until) const {
   }
 }
 
+bool ConnectionStream::WaitForTls(int result, Clock::time_point until) const {
+  switch (SSL_get_error(ssl_, result)) {
+    case SSL_ERROR_WANT_READ:
+      return WaitFor(POLLIN, until);
+    case SSL_ERROR_WANT_WRITE:  // (TLS may need to write to read, or read to write)
+      return WaitFor(POLLOUT, until);
+    default:
+      return false;
+  }
+}
+
 bool ConnectionStream::is_readable() const { return WaitForBytes(ReadUntil()); }
 
 bool ConnectionStream::is_writable() const { return WaitFor(POLLOUT, Clock::now() + write_timeout_); }
@@ -77,18 +85,9 @@ ssize_t ConnectionStream::ReadSocket(char* ptr, size_t size) {
       ERR_clear_error();  // SSL_get_error reads this thread's queue: no stale entry of another connection
       const int n = SSL_read(ssl_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
       if (n > 0) return n;
-      switch (SSL_get_error(ssl_, n)) {
-        case SSL_ERROR_WANT_READ:
-          if (!WaitFor(POLLIN, until)) return -1;
-          continue;
-        case SSL_ERROR_WANT_WRITE:
-          if (!WaitFor(POLLOUT, until)) return -1;
-          continue;
-        case SSL_ERROR_ZERO_RETURN:
-          return 0;  // the client's close_notify
-        default:
-          return -1;
-      }
+      if (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;  // the client's close_notify
+      if (!WaitForTls(n, until)) return -1;
+      continue;
     }
     const ssize_t n = recv(fd_, ptr, size, 0);
     if (n >= 0) return n;
@@ -126,16 +125,8 @@ ssize_t ConnectionStream::WriteSocket(const char* ptr, size_t size) {
       ERR_clear_error();
       const int n = SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
       if (n > 0) return n;
-      switch (SSL_get_error(ssl_, n)) {
-        case SSL_ERROR_WANT_WRITE:
-          if (!WaitFor(POLLOUT, until)) return -1;
-          continue;
-        case SSL_ERROR_WANT_READ:
-          if (!WaitFor(POLLIN, until)) return -1;
-          continue;
-        default:
-          return -1;
-      }
+      if (!WaitForTls(n, until)) return -1;
+      continue;
     }
     const ssize_t n = send(fd_, ptr, size, MSG_NOSIGNAL);
     if (n >= 0) return n;

@@ -56,6 +56,9 @@ class ConnectionStream final : public httplib::Stream {
  private:
   // Waits until the socket is ready for `events` (POLLIN / POLLOUT) and `until` has not passed.
   bool WaitFor(short events, Clock::time_point until) const;
+  // After a TLS call returned `result` (<= 0): waits until `until` for what it wants (the socket readable or
+  // writable); whether to call it again (false: it failed, or the wait ended first).
+  bool WaitForTls(int result, Clock::time_point until) const;
   Clock::time_point ReadUntil() const;   // now + read_timeout, or the read deadline if sooner
   bool HasPendingBytes() const;          // received and not yet read
   ssize_t ReadSocket(char* ptr, size_t size);  // one recv / SSL_read, waiting as needed
