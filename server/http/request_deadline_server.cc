@@ -45,7 +45,7 @@ bool RequestDeadlineServer<Base>::process_and_close_socket(socket_t sock) {
       do {
         next_request = stream.WaitForBytes(std::min(idle_until, Clock::now() + kStopCheckInterval));
       } while (!next_request && this->svr_sock_ != INVALID_SOCKET && Clock::now() < idle_until);
-      if (!next_request) break;
+      if (!next_request || this->svr_sock_ == INVALID_SOCKET) break;  // (a stopped server takes no new request)
       stream.set_read_deadline(Clock::now() + request_timeout_);
       bool connection_closed = false;
       served = this->process_request(stream, /*close_connection=*/requests_left == 1, connection_closed, setup);

@@ -69,6 +69,18 @@ TEST(ServerOptions, HttpThreadsDefaultToWhatTheEngineCanHold) {
   EXPECT_THAT(ErrorOf(o), HasSubstr("--http_threads"));
 }
 
+TEST(ServerOptions, TheHttpRequestTimeoutIsPositiveAndAtMostADay) {
+  ServerOptions o = Valid();
+  for (double seconds : {0.5, 30.0, 86400.0}) {
+    o.http.request_timeout_seconds = seconds;
+    EXPECT_TRUE(ResolveServerConfig(o).ok()) << seconds;
+  }
+  for (double seconds : {0.0, -1.0, 86401.0, std::nan("")}) {
+    o.http.request_timeout_seconds = seconds;
+    EXPECT_THAT(ErrorOf(o), HasSubstr("--http_request_timeout_seconds")) << seconds;
+  }
+}
+
 TEST(ServerOptions, ErrorsNameTheFlag) {
   ServerOptions o = Valid();
   o.model_dir.clear();
