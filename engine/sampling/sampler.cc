@@ -15,7 +15,7 @@ namespace {
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
 // Whether ApplyLogitProcessors may change a logit of this input (else the raw logits are read as they are, with
-// no copy of the row).
+// no copy of the row). A processor added there needs its condition here too.
 bool ProcessesLogits(const SamplerInput& in) {
   const SamplingParams& p = *in.params;
   return !p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
