@@ -83,8 +83,9 @@ json ChatCall::ChoiceJson(int index, Choice& choice, bool final) {
 
 }  // namespace
 
-void HandleChatCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
-  ServeGeneration(context, request, response, "/v1/chat/completions",
+void HandleChatCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                           const ClientConnection& client) {
+  ServeGeneration(context, request, response, client, "/v1/chat/completions",
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ARACH_ASSIGN_OR_RETURN(ChatRequest parsed, ParseChatRequest(request.body));
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));

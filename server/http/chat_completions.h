@@ -6,10 +6,12 @@
 
 #include <httplib.h>
 
+#include "server/http/client_connection.h"
 #include "server/service_context.h"
 
 namespace arach::server::http {
 
-void HandleChatCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response);
+void HandleChatCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                           const ClientConnection& client);
 
 }  // namespace arach::server::http

@@ -147,8 +147,9 @@ json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
 
 }  // namespace
 
-void HandleCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
-  ServeGeneration(context, request, response, "/v1/completions",
+void HandleCompletions(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                       const ClientConnection& client) {
+  ServeGeneration(context, request, response, client, "/v1/completions",
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ARACH_ASSIGN_OR_RETURN(CompletionRequest parsed, ParseCompletionRequest(request.body));
                     if (parsed.fields.stream && parsed.echo && parsed.fields.logprobs) {

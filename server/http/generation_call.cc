@@ -6,7 +6,6 @@
 #include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
-#include "server/http/peer_connection.h"
 #include "server/http/token_logprobs.h"
 #include "server/request_limits.h"
 #include "server/request_log.h"
@@ -309,7 +308,7 @@ void GenerationCall::End(int http_status) {
 }
 
 void ServeGeneration(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
-                     const std::string& route, const StartGeneration& start) {
+                     const ClientConnection& client, const std::string& route, const StartGeneration& start) {
   const std::string request_id = RequestIdOf(request);
   response.set_header(kRequestIdHeader, request_id);
   const std::string authorization = request.get_header_value("Authorization");
@@ -341,7 +340,7 @@ void ServeGeneration(ServiceContext& context, const httplib::Request& request, h
   if ((*call)->streaming()) {
     (*call)->RespondStream(response);
   } else {
-    (*call)->RespondWhole(response, HangUpCheck(request));
+    (*call)->RespondWhole(response, [&client] { return client.HungUp(); });
   }
 }
 

@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "nlohmann/json.hpp"
 #include "server/admission.h"
+#include "server/http/client_connection.h"
 #include "server/http/completion_request.h"
 #include "server/http/generation_run.h"
 #include "server/http/server_sent_events.h"
@@ -160,9 +161,9 @@ nlohmann::json StopReasonJson(const FinishInfo& info);
 // Serves a generation route: admits the call, lets `start` parse the body, resolve the variant and submit the
 // choices, then answers whole or streamed. A refusal (400, 404, 429, 503) is answered in OpenAI's shape,
 // counted in arach_requests_rejected_total and logged. The response carries x-request-id. A whole answer ends when
-// its client stops waiting, where the client's library says when (ClientWaitOf).
+// its client stops waiting, where the client's library says when (ClientWaitOf), or once `client` has hung up.
 using StartGeneration = std::function<absl::StatusOr<std::shared_ptr<GenerationCall>>(CallTicket ticket, const CallOrigin& origin)>;
 void ServeGeneration(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
-                     const std::string& route, const StartGeneration& start);
+                     const ClientConnection& client, const std::string& route, const StartGeneration& start);
 
 }  // namespace arach::server::http

@@ -211,6 +211,7 @@ absl::Status HttpServer::Listen(const std::string& listen) {
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptions& options, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
   const auto request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.request_timeout_seconds * 1000)));
+  const ClientConnections* connections = nullptr;  // the server's: which connection each request came on
   if (options.tls.enabled()) {
     absl::StatusOr<std::unique_ptr<HttpsCertificates>> certificates = HttpsCertificates::Load(options.tls);
     if (!certificates.ok()) return certificates.status();
@@ -220,9 +221,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
                                                      return loaded->Configure(ctx);
                                                    }));
     if (!tls->is_valid()) return absl::InternalError("the HTTPS server could not be set up (OpenSSL)");
+    connections = &tls->client_connections();
     http->server_ = std::move(tls);
   } else {
-    http->server_ = std::make_unique<DeadlineServer>(request_timeout);
+    auto plain = std::make_unique<DeadlineServer>(request_timeout);
+    connections = &plain->client_connections();
+    http->server_ = std::move(plain);
   }
   httplib::Server& server = *http->server_;
   const int threads = std::max(1, options.threads);
@@ -249,11 +253,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Get(absl::StrCat(kModelRoutePrefix, "(.+)"), [&context](const httplib::Request& request, httplib::Response& response) {
     ServeModels(request, response, context, request.matches[1].str());
   });
-  server.Post("/v1/completions", [&context](const httplib::Request& request, httplib::Response& response) {
-    HandleCompletions(context, request, response);
+  server.Post("/v1/completions", [&context, connections](const httplib::Request& request, httplib::Response& response) {
+    HandleCompletions(context, request, response, connections->Of(request));
   });
-  server.Post("/v1/chat/completions", [&context](const httplib::Request& request, httplib::Response& response) {
-    HandleChatCompletions(context, request, response);
+  server.Post("/v1/chat/completions", [&context, connections](const httplib::Request& request, httplib::Response& response) {
+    HandleChatCompletions(context, request, response, connections->Of(request));
   });
   server.Post("/tokenize", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleTokenize(context, request, response);
@@ -261,8 +265,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Post("/detokenize", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleDetokenize(context, request, response);
   });
-  server.Post("/v1/responses", [&context](const httplib::Request& request, httplib::Response& response) {
-    HandleResponses(context, request, response);
+  server.Post("/v1/responses", [&context, connections](const httplib::Request& request, httplib::Response& response) {
+    HandleResponses(context, request, response, connections->Of(request));
   });
   // Stored responses: retrieve, delete and list their input items (by the key that made them); none can be
   // cancelled (none runs in the background).

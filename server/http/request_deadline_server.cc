@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <type_traits>
+#include <utility>
 
 #include "server/http/connection_stream.h"
 
@@ -31,11 +32,15 @@ bool RequestDeadlineServer<Base>::process_and_close_socket(socket_t sock) {
     ConnectionStream stream(sock, Duration(this->read_timeout_sec_, this->read_timeout_usec_),
                             Duration(this->write_timeout_sec_, this->write_timeout_usec_));
     bool connected = true;
-    std::function<void(httplib::Request&)> setup;  // what a request learns of its connection
-    if constexpr (kTls) {
-      connected = stream.StartTls(this->ssl_context(), Clock::now() + request_timeout_);
-      setup = [&stream](httplib::Request& request) { request.ssl = stream.ssl(); };
-    }
+    if constexpr (kTls) connected = stream.StartTls(this->ssl_context(), Clock::now() + request_timeout_);
+    // What a request learns of its connection, once read and before it is routed: its socket (kept in
+    // client_connections_ until it is answered) and, over TLS, its session.
+    const httplib::Request* handled = nullptr;
+    const std::function<void(httplib::Request&)> setup = [&](httplib::Request& request) {
+      if constexpr (kTls) request.ssl = stream.ssl();
+      client_connections_.Remember(request, sock);
+      handled = &request;
+    };
     // As cpp-httplib: up to keep_alive_max_count requests, each begun within keep_alive_timeout of the last one's
     // answer, while the server runs; the last one is answered with "Connection: close".
     size_t requests_left = this->keep_alive_max_count_;
@@ -49,6 +54,7 @@ bool RequestDeadlineServer<Base>::process_and_close_socket(socket_t sock) {
       stream.set_read_deadline(Clock::now() + request_timeout_);
       bool connection_closed = false;
       served = this->process_request(stream, /*close_connection=*/requests_left == 1, connection_closed, setup);
+      client_connections_.Forget(std::exchange(handled, nullptr));
       // A request cut by the deadline may still have been answered (cpp-httplib answers a broken request 400);
       // its connection ends there.
       if (!served || connection_closed || stream.out_of_time()) break;

@@ -6,13 +6,16 @@
 //
 // Everything else is cpp-httplib's: its request parser, routing and response writer (Server::process_request),
 // its keep-alive rules (keep_alive_max_count, keep_alive_timeout) and the timeouts of one read or write; only the
-// loop over a connection's requests and the stream under it (connection_stream.h) are ours.
+// loop over a connection's requests and the stream under it (connection_stream.h) are ours. The loop also tells
+// handlers which connection their request came on (client_connections(): whether the client has hung up).
 #pragma once
 
 #include <httplib.h>
 
 #include <chrono>
 #include <utility>
+
+#include "server/http/client_connection.h"
 
 namespace arach::server::http {
 
@@ -24,11 +27,15 @@ class RequestDeadlineServer final : public Base {
   explicit RequestDeadlineServer(std::chrono::milliseconds request_timeout, BaseArgs&&... base_args)
       : Base(std::forward<BaseArgs>(base_args)...), request_timeout_(request_timeout) {}
 
+  // The connection of each request being handled (a handler asks with its request).
+  const ClientConnections& client_connections() const { return client_connections_; }
+
  private:
   // Serves one accepted connection, request after request, and closes it (httplib calls it on a pool thread).
   bool process_and_close_socket(socket_t sock) override;
 
   std::chrono::milliseconds request_timeout_;
+  ClientConnections client_connections_;
 };
 
 using DeadlineServer = RequestDeadlineServer<httplib::Server>;

@@ -172,8 +172,9 @@ bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& f
 
 }  // namespace
 
-void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
-  ServeGeneration(context, request, response, "/v1/responses",
+void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                     const ClientConnection& client) {
+  ServeGeneration(context, request, response, client, "/v1/responses",
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ResponseStore* const store = context.responses;
                     const std::string owner = ticket.caller().key;

@@ -9,11 +9,13 @@
 
 #include <httplib.h>
 
+#include "server/http/client_connection.h"
 #include "server/service_context.h"
 
 namespace arach::server::http {
 
-void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response);
+void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                     const ClientConnection& client);
 
 // /v1/responses/{id} (request.matches[1]): GET the stored response, DELETE it ({"id", "object", "deleted"}), GET
 // .../input_items a page of its request's input items (input_items.h); it cannot be cancelled (400: none runs in the

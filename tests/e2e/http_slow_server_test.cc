@@ -173,7 +173,7 @@ TEST(HttpSlowServer, ClientGoneMidStreamFreesItsSequence) {
 }
 
 // A client that hangs up before its whole (non-streamed) answer has come frees its sequence too, without saying how
-// long it waits: the handler sees the connection closed (PeerConnection), cancels the choices and logs a 499.
+// long it waits: the handler sees the connection closed (ClientConnection), cancels the choices and logs a 499.
 TEST(HttpSlowServer, ClientGoneBeforeItsWholeAnswerFreesItsSequence) {
   if (!testing::SlowModelIsFullSize()) GTEST_SKIP() << "the sanitizer builds' slow model answers before the client leaves";
   auto server = StartServer({"--model=" + testing::SlowModelDir(), "--served_model_name=slow", "--kv_cache_bytes=268435456"});

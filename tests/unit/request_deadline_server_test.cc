@@ -2,7 +2,8 @@
 // cpp-httplib answers them (keep-alive, pipelined requests, bodies, HTTPS with a client certificate check); a request
 // whose header or body trickles in, and a TLS handshake that stalls, lose their connection at the deadline although
 // each byte comes well within cpp-httplib's per-read timeout; the deadline is per request, not per connection; and
-// stop() does not wait out the keep-alive time of an idle connection.
+// stop() does not wait out the keep-alive time of an idle connection. While a request is handled, the server knows the
+// connection it came on (client_connections()), so that its handler sees the client hang up.
 #include "server/http/request_deadline_server.h"
 
 #include <arpa/inet.h>
@@ -76,6 +77,13 @@ class RawClient {
   ~RawClient() { close(fd_); }
   bool connected() const { return connected_; }
   bool Send(const std::string& bytes) { return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()); }
+  bool ShutDownSending() { return shutdown(fd_, SHUT_WR) == 0; }
+  // The port this client connects from.
+  int local_port() const {
+    sockaddr_in address{};
+    socklen_t length = sizeof(address);
+    return getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0 ? ntohs(address.sin_port) : -1;
+  }
   // Reads what the server sent, waiting up to `wait` for more; sets `closed` once the server has closed.
   std::string Receive(milliseconds wait, bool* closed) {
     std::string received;
@@ -192,6 +200,75 @@ TEST(RequestDeadlineServer, StopDoesNotWaitForAnIdleConnection) {
   const Clock::time_point start = Clock::now();
   server.Stop();  // the connection waits up to 5 s (keep-alive) for another request
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+}
+
+// What a handler of GET /wait saw of its connection: it waits up to `ms` milliseconds (a query parameter) for its
+// client to hang up.
+struct WaitSeen {
+  std::atomic<bool> done{false};
+  std::atomic<bool> hung_up{false};
+  std::atomic<int> peer_port{-1};  // the port at the other end of the handler's descriptor
+};
+
+void ServeWait(DeadlineServer& server, WaitSeen& seen) {
+  const ClientConnections& connections = server.client_connections();
+  server.Get("/wait", [&connections, &seen](const httplib::Request& request, httplib::Response& response) {
+    const ClientConnection client = connections.Of(request);
+    if (client.descriptor().has_value()) {
+      sockaddr_in peer{};
+      socklen_t length = sizeof(peer);
+      if (getpeername(*client.descriptor(), reinterpret_cast<sockaddr*>(&peer), &length) == 0) seen.peer_port = ntohs(peer.sin_port);
+    }
+    const Clock::time_point until = Clock::now() + milliseconds(std::stoi(request.get_param_value("ms")));
+    bool hung_up = false;
+    while (!(hung_up = client.HungUp()) && Clock::now() < until) std::this_thread::sleep_for(milliseconds(10));
+    seen.hung_up = hung_up;
+    seen.done = true;
+    response.set_content("waited", "text/plain");
+  });
+}
+
+bool DoneSoon(const std::function<bool()>& done) {
+  for (int i = 0; i < 500 && !done(); ++i) std::this_thread::sleep_for(milliseconds(10));
+  return done();
+}
+
+TEST(RequestDeadlineServer, AHandlerKnowsItsConnectionAndSeesItsClientHangUp) {
+  auto owned = std::make_unique<DeadlineServer>(kRequestTimeout);
+  DeadlineServer& deadline_server = *owned;
+  WaitSeen seen;
+  ServeWait(deadline_server, seen);
+  RunningServer server(std::move(owned));
+
+  RawClient leaving(server.port());
+  ASSERT_TRUE(leaving.connected());
+  ASSERT_TRUE(leaving.Send("GET /wait?ms=4000 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(deadline_server.client_connections().size(), 1u) << "the request being handled";
+  const Clock::time_point left = Clock::now();
+  ASSERT_TRUE(leaving.ShutDownSending());
+  ASSERT_TRUE(DoneSoon([&] { return seen.done.load(); }));
+  EXPECT_TRUE(seen.hung_up) << "the handler waited out its 4 s";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - left).count(), 1.0);
+  EXPECT_EQ(seen.peer_port, leaving.local_port()) << "the handler's descriptor is its own client's connection";
+  EXPECT_TRUE(DoneSoon([&] { return deadline_server.client_connections().size() == 0; }))
+      << "a request is forgotten once answered";
+
+  // A client that stays is not reported gone, and its connection serves a second request as its own.
+  RawClient staying(server.port());
+  ASSERT_TRUE(staying.connected());
+  bool closed = false;
+  for (int i = 0; i < 2; ++i) {
+    seen.done = false;
+    seen.peer_port = -1;
+    ASSERT_TRUE(staying.Send("GET /wait?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    EXPECT_EQ(Count(staying.Receive(milliseconds(800), &closed), "HTTP/1.1 200"), 1) << "request " << i;
+    ASSERT_TRUE(seen.done);
+    EXPECT_FALSE(seen.hung_up) << "request " << i;
+    EXPECT_EQ(seen.peer_port, staying.local_port()) << "request " << i;
+  }
+  EXPECT_FALSE(closed);
+  EXPECT_EQ(deadline_server.client_connections().size(), 0u);
 }
 
 std::unique_ptr<httplib::Server> TlsServer(const testing::Certificates& certificates) {
