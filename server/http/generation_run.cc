@@ -43,11 +43,19 @@ absl::Status GenerationRun::Submit(int index, EngineRequest request, FieldNames 
   absl::StatusOr<uint64_t> id = engine_.Submit(std::move(request), std::move(observer), std::move(names));
   std::lock_guard<std::mutex> lock(mutex_);
   if (!id.ok()) {
-    --submitted_;
+    std::vector<int>& copies = copies_[static_cast<size_t>(index)];
+    submitted_ -= 1 + static_cast<int>(copies.size());
+    copies.clear();
     return id.status();
   }
   engine_ids_[static_cast<size_t>(index)] = *id;
   return absl::OkStatus();
+}
+
+void GenerationRun::AnswerAsCopy(int copy, int original) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  copies_[static_cast<size_t>(original)].push_back(copy);
+  ++submitted_;  // (finished with its original)
 }
 
 void GenerationRun::CancelAll() {
@@ -64,7 +72,13 @@ void GenerationRun::CancelAll() {
 void GenerationRun::Push(ChoiceEvent event) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (event.finish) ++finished_;
+    const int original = event.choice;
+    for (int copy : copies_[static_cast<size_t>(original)]) {
+      ChoiceEvent copied = event;
+      copied.choice = copy;
+      events_.push_back(std::move(copied));
+    }
+    finished_ += event.finish ? 1 + static_cast<int>(copies_[static_cast<size_t>(original)].size()) : 0;
     events_.push_back(std::move(event));
   }
   changed_.notify_all();

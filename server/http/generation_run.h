@@ -34,8 +34,13 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   static std::shared_ptr<GenerationRun> Create(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant,
                                                int choices, std::string key);
 
-  // Validates and queues choice `index` (fields named by `names`); nothing of it is queued on error.
+  // Validates and queues choice `index` (fields named by `names`); nothing of it is queued on error, nor are its
+  // copies (AnswerAsCopy) then awaited.
   absl::Status Submit(int index, EngineRequest request, FieldNames names);
+  // Choice `copy` is answered by choice `original`'s engine request, for choices that would compute the same thing
+  // (a prompt scored, max_tokens 0, for each of its n choices): each event of `original` is also queued as
+  // `copy`'s. Before Submit(original).
+  void AnswerAsCopy(int copy, int original);
   // Cancels every submitted choice that is still running (each still delivers its finish).
   void CancelAll();
 
@@ -52,7 +57,7 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   class ChoiceObserver;
   GenerationRun(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant, int choices, std::string key)
       : engine_(engine), metrics_(metrics), shadow_(shadow), variant_(variant), key_(std::move(key)),
-        engine_ids_(static_cast<size_t>(choices), 0) {}
+        engine_ids_(static_cast<size_t>(choices), 0), copies_(static_cast<size_t>(choices)) {}
   void Push(ChoiceEvent event);
 
   Engine& engine_;
@@ -63,6 +68,7 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<uint64_t> engine_ids_;  // [choices]: 0 until submitted
+  std::vector<std::vector<int>> copies_;  // [choices]: the choices each one's events also answer (AnswerAsCopy)
   int submitted_ = 0;
   int finished_ = 0;
   std::deque<ChoiceEvent> events_;

@@ -358,6 +358,41 @@ TEST_F(HttpFixtureServer, PromptOfManyChoicesIsScoredOnce) {
   EXPECT_EQ(many.body["usage"]["prompt_tokens"], ids.size()) << "the prompt counts once";
 }
 
+// A prompt only scored (max_tokens 0 with echo) for n choices is scored once, by one engine request: its choices are
+// the same answer n times; each prompt of a list is scored on its own.
+TEST_F(HttpFixtureServer, AScoredPromptOfManyChoicesIsOneEngineRequest) {
+  const json ids = PromptIds();
+  const json other = json::array({ids[0], ids[1], ids[2], ids[3]});
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", json::array({ids, other})}, {"max_tokens", 0}, {"echo", true},
+                     {"logprobs", 1}, {"n", 3}};
+  const testing::PrometheusText before = Metrics(*server_);
+  const HttpAnswer answer = Complete(*server_, body);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const testing::PrometheusText after = Metrics(*server_);
+  EXPECT_EQ(after.Sum("arach_score_requests_total") - before.Sum("arach_score_requests_total"), 2) << "one per prompt, not per choice";
+  const json& choices = answer.body["choices"];
+  ASSERT_EQ(choices.size(), 6u);
+  for (int c = 0; c < 6; ++c) {
+    const json& lead = choices[c - c % 3];
+    EXPECT_EQ(choices[c]["index"], c);
+    EXPECT_EQ(choices[c]["finish_reason"], "length") << c;
+    EXPECT_EQ(choices[c]["text"], lead["text"]) << c;
+    EXPECT_EQ(choices[c]["logprobs"], lead["logprobs"]) << c;
+  }
+  EXPECT_EQ(choices[0]["logprobs"]["token_logprobs"].size(), ids.size());
+  EXPECT_EQ(choices[3]["logprobs"]["token_logprobs"].size(), 4u);
+  EXPECT_EQ(answer.body["usage"]["prompt_tokens"], ids.size() + 4) << "each prompt once";
+  EXPECT_EQ(answer.body["usage"]["completion_tokens"], 0);
+
+  // A prompt the engine refuses refuses the call at once, the copies of its first choice with it.
+  const json one_token = json::array({ids[0]});
+  for (const json& prompt : {one_token, json::array({ids, one_token})}) {
+    const HttpAnswer refused = Complete(*server_, {{"model", "gpt2-tiny"}, {"prompt", prompt}, {"max_tokens", 0}, {"echo", true}, {"n", 3}});
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], prompt.size() == 1 ? "prompt" : "prompt[1]") << refused.body;
+  }
+}
+
 // return_tokens_as_token_ids (vLLM's): log-prob entries name their tokens "token_id:<id>"; the ids decode to the
 // text, and offsets and alternatives are as without it.
 TEST_F(HttpFixtureServer, LogprobTokensNamedByTheirIds) {
