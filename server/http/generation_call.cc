@@ -79,8 +79,8 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     if (!LeadsItsPrompt(c)) {  // its PromptLead scores the prompt; this one may reuse the lead's cached blocks instead
       r.sampling.prompt_logprobs = false;
       r.prompt_top_logprobs = 0;
-      if (r.kind == RequestKind::kScore) continue;  // a copy of its lead's answer (below): no tokens of its own
     }
+    if (CopiesItsLead(c, r)) continue;  // its lead computes its answer: no tokens of its own
     r.priority = ticket_.PriorityFor(fields_.priority);
     r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
     if (!fields_.stream && identity_.answer_deadline) r.deadline = identity_.answer_deadline;
@@ -94,10 +94,9 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
   for (size_t c = 0; c < requests.size(); ++c) {
     choices_[c].prompt_index = static_cast<int>(c / static_cast<size_t>(fields_.n));
     choices_[c].prompt = requests[c].prompt;
-    // A prompt only scored (max_tokens 0) is scored once, by its first choice; its other choices are copies of it.
-    if (requests[c].kind == RequestKind::kScore) {
-      if (!LeadsItsPrompt(c)) continue;
-      for (int copy = 1; copy < fields_.n; ++copy) run_->AnswerAsCopy(static_cast<int>(c) + copy, static_cast<int>(c));
+    if (CopiesItsLead(c, requests[c])) continue;  // registered as a copy when its lead was submitted
+    for (size_t copy = c + 1; copy < requests.size() && CopiesItsLead(copy, requests[copy]); ++copy) {
+      run_->AnswerAsCopy(static_cast<int>(copy), static_cast<int>(c));
     }
     const std::string& prompt_field = prompt_fields[c];
     requests[c].attention_diagnostics = fields_.diagnostics;

@@ -122,6 +122,11 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   // counts in the usage; the prompt's other choices take both from it.
   const Choice& PromptLead(int index) const { return choices_[static_cast<size_t>(index - index % fields_.n)]; }
   bool LeadsItsPrompt(size_t index) const { return index % static_cast<size_t>(fields_.n) == 0; }
+  // Whether choice `index`, whose engine request is `request`, is answered as a copy of its PromptLead instead of
+  // by an engine request of its own: a prompt only scored (max_tokens 0) is scored once, whatever n.
+  bool CopiesItsLead(size_t index, const EngineRequest& request) const {
+    return request.kind == RequestKind::kScore && !LeadsItsPrompt(index);
+  }
   // When the request asked for prompt_logprobs: sets `into`["prompt_logprobs"] to the prompt log-probs of choice
   // `index` (its PromptLead's; token_logprobs.h's PromptLogprobsJson); a failure to build them fails the call.
   void PutPromptLogprobs(int index, nlohmann::json& into);
