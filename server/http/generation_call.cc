@@ -94,7 +94,8 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
   for (size_t c = 0; c < requests.size(); ++c) {
     choices_[c].prompt_index = static_cast<int>(c / static_cast<size_t>(fields_.n));
     choices_[c].prompt = requests[c].prompt;
-    if (CopiesItsLead(c, requests[c])) continue;  // registered as a copy when its lead was submitted
+    choices_[c].copy = CopiesItsLead(c, requests[c]);
+    if (choices_[c].copy) continue;  // registered as a copy when its lead was submitted
     for (size_t copy = c + 1; copy < requests.size() && CopiesItsLead(copy, requests[copy]); ++copy) {
       run_->AnswerAsCopy(static_cast<int>(copy), static_cast<int>(c));
     }
@@ -306,7 +307,8 @@ void GenerationCall::End(int http_status) {
     if (LeadsItsPrompt(c)) record.prompt_tokens += choice.finish->usage.prompt_tokens;
     record.completion_tokens += choice.finish->usage.completion_tokens;
     if (record.finish.empty() || !Answered(*choice.finish)) record.finish = FinishReasonName(choice.finish->reason);
-    ticket_.usage()->AddUsedTokens(choice.finish->usage.prompt_tokens + choice.finish->usage.completion_tokens);
+    // The key is charged what the engine computed (as reserved in Submit): a copy's answer is its lead's.
+    if (!choice.copy) ticket_.usage()->AddUsedTokens(choice.finish->usage.prompt_tokens + choice.finish->usage.completion_tokens);
   }
   context_.request_log->Write(record);
   ticket_.Release();

@@ -41,6 +41,7 @@ struct Choice {
   std::optional<FinishInfo> finish;
   bool opened = false;                // a stream wrote its first chunk
   int tokens_written = 0;             // generated tokens written so far
+  bool copy = false;                  // answered as a copy of its PromptLead (CopiesItsLead): it used no tokens
 };
 
 // Where a generation call comes from: the request id it answers under, and when its client stops waiting for a

@@ -373,6 +373,27 @@ TEST(RateLimits, TokensPerMinuteCountPromptAndMaxTokens) {
   EXPECT_EQ(Complete(*server, SmallCompletion(10), "sk-small").status, 200) << "a request that fits what is left passes";
 }
 
+TEST(RateLimits, APromptScoredForManyChoicesIsChargedOnce) {
+  // max_tokens 0 with echo only scores the prompt: n choices are one engine request (the others copy its answer),
+  // so the key pays for one prompt, as it reserved.
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "small:sk-small::tpm=100\n";
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                                    "--kv_cache_bytes=16777216", "--api_key_file=" + dir.File("keys")});
+  ASSERT_NE(server, nullptr);
+  json prompt = json::array();
+  for (int i = 0; i < 30; ++i) prompt.push_back(5 + i);
+  const Answer scored = Complete(*server, {{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}, {"n", 3}},
+                                 "sk-small");
+  ASSERT_EQ(scored.status, 200) << scored.body;
+  ASSERT_EQ(scored.body["choices"].size(), 3u);
+  EXPECT_EQ(scored.body["usage"]["prompt_tokens"], 30);
+  json ignore_eos = SmallCompletion(60);
+  ignore_eos["ignore_eos"] = true;
+  const Answer after = Complete(*server, ignore_eos, "sk-small");  // 63 tokens: they fit the 70 left, not 10
+  EXPECT_EQ(after.status, 200) << after.body;
+}
+
 TEST(RateLimits, AChatWithoutMaxTokensRunsOnWithinTheLimitAndTheKeysBudget) {
   // As OpenAI's and vLLM's chat: no max_tokens is not 16 tokens but the rest of the context, here within
   // --max_tokens_limit, and for a key with a tokens-per-minute budget within what it leaves beside the prompt.
