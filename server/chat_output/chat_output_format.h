@@ -8,6 +8,8 @@
 //   llama3_json  Llama 3.1 / 3.2: the turn is {"name": ..., "parameters": {...}} (after <|python_tag|> or not),
 //                calls separated by "; "
 //   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   pythonic     Llama 3.2 with a pythonic template (vLLM's), and templates asking for the same: the turn is a
+//                Python list of calls, [get_weather(city='Paris'), get_time()] (python_calls.h)
 //   qwen3 reasoning: <think>...</think> before the answer goes to reasoning_content.
 #pragma once
 
@@ -19,7 +21,7 @@
 
 namespace arach::server {
 
-enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral };
+enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral, kPythonic };
 
 struct ChatOutputFormat {
   ToolCallSyntax tools = ToolCallSyntax::kNone;
@@ -27,7 +29,7 @@ struct ChatOutputFormat {
   // Where the format came from, for the start-up log and errors ("chat template", "--tool_call_parser").
   std::string tools_origin;
 
-  // "hermes", "llama3_json", "mistral", "none".
+  // "hermes", "llama3_json", "mistral", "pythonic", "none".
   const char* ToolsName() const;
 };
 
@@ -35,7 +37,7 @@ struct ChatOutputFormat {
 ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view template_source);
 
 // The format for the served model: `tool_call_parser` and `reasoning_parser` are "auto" (the template's),
-// "none", or a format's name ("hermes", "llama3_json", "mistral"; "qwen3" for reasoning). INVALID_ARGUMENT
+// "none", or a format's name ("hermes", "llama3_json", "mistral", "pythonic"; "qwen3" for reasoning). INVALID_ARGUMENT
 // naming the flag for any other name.
 absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view template_source, absl::string_view tool_call_parser,
                                                          absl::string_view reasoning_parser);
@@ -45,6 +47,8 @@ inline constexpr absl::string_view kHermesOpen = "<tool_call>";
 inline constexpr absl::string_view kHermesClose = "</tool_call>";
 inline constexpr absl::string_view kLlamaPythonTag = "<|python_tag|>";
 inline constexpr absl::string_view kMistralToolCalls = "[TOOL_CALLS]";
+// What a pythonic template tells the model ("Respond in the format [func_name1(params_name1=params_value1, ...").
+inline constexpr absl::string_view kPythonicInstruction = "[func_name1(";
 inline constexpr absl::string_view kThinkOpen = "<think>";
 inline constexpr absl::string_view kThinkClose = "</think>";
 

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
+#include "server/chat_output/python_calls.h"
 
 namespace arach::server {
 namespace {
@@ -162,14 +163,15 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
       }
 
       case Phase::kContent: {
-        if (parse_tools_ && format_.tools == ToolCallSyntax::kLlama3Json && !content_started_ && num_tool_calls_ == 0) {
-          // A Llama 3 call is the whole turn: it opens it.
+        if (parse_tools_ && TurnOpensWithCalls() && !content_started_ && num_tool_calls_ == 0) {
+          // A Llama 3 call (or a pythonic list of calls) is the whole turn: it opens it.
           const absl::string_view start = StripLeadingSpace(pending_);
-          if (absl::StartsWith(start, kLlamaPythonTag) || absl::StartsWith(start, "{")) {
+          const bool pythonic = format_.tools == ToolCallSyntax::kPythonic;
+          if (pythonic ? absl::StartsWith(start, "[") : absl::StartsWith(start, kLlamaPythonTag) || absl::StartsWith(start, "{")) {
             phase_ = Phase::kToolTail;
             continue;
           }
-          if (!final && (start.empty() || absl::StartsWith(kLlamaPythonTag, start))) return;
+          if (!final && (start.empty() || (!pythonic && absl::StartsWith(kLlamaPythonTag, start)))) return;
           parse_tools_ = false;  // the turn is plain content
         }
         absl::string_view marker;
@@ -249,6 +251,12 @@ bool ChatOutputParser::ParseTail(absl::string_view text, std::vector<ParsedToolC
       if (!call) return false;
       calls.push_back(std::move(*call));
     }
+    return true;
+  }
+  if (format_.tools == ToolCallSyntax::kPythonic) {
+    std::optional<std::vector<ParsedToolCall>> parsed = ParsePythonCalls(text);
+    if (!parsed) return false;
+    calls = std::move(*parsed);
     return true;
   }
   absl::ConsumePrefix(&text, kLlamaPythonTag);

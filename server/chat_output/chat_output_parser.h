@@ -64,7 +64,11 @@ class ChatOutputParser {
   void Step(ChatOutputDelta& out, bool final);
   // Adds `text` to the content (leading whitespace dropped after a call or the reasoning).
   void AppendContent(ChatOutputDelta& out, absl::string_view text);
-  // Parses `text` as calls of the tail syntax (llama3_json, mistral); false when it does not parse.
+  // Whether the syntax's calls are the whole turn, opening it (llama3_json, pythonic).
+  bool TurnOpensWithCalls() const {
+    return format_.tools == ToolCallSyntax::kLlama3Json || format_.tools == ToolCallSyntax::kPythonic;
+  }
+  // Parses `text` as calls of the tail syntax (llama3_json, mistral, pythonic); false when it does not parse.
   bool ParseTail(absl::string_view text, std::vector<ParsedToolCall>& calls) const;
   void AddCalls(ChatOutputDelta& out, std::vector<ParsedToolCall> calls);
 
@@ -76,7 +80,7 @@ class ChatOutputParser {
 
   std::string pending_;           // text received and not yet returned
   size_t consumed_ = 0;           // bytes of the turn's text before pending_
-  bool content_started_ = false;  // some content was returned (llama3_json calls must open the turn)
+  bool content_started_ = false;  // some content was returned (llama3_json and pythonic calls must open the turn)
   bool drop_leading_space_ = false;  // after a call or the reasoning: whitespace before more content is dropped
   int num_tool_calls_ = 0;
 };

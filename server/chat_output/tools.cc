@@ -6,6 +6,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
+#include "engine/core/status.h"
+#include "server/chat_output/python_call_grammar.h"
+#include "server/chat_output/python_calls.h"
 
 namespace arach::server {
 namespace {
@@ -40,10 +43,20 @@ json CallTag(ToolCallSyntax syntax, const ToolSpec& tool) {
     case ToolCallSyntax::kLlama3Json:
       return Tag(absl::StrCat("{\"name\": \"", tool.name, "\", \"parameters\": "), arguments, "}");
     case ToolCallSyntax::kMistral:
+    case ToolCallSyntax::kPythonic:  // PythonicCallTag
     case ToolCallSyntax::kNone:
       break;
   }
   return Tag(absl::StrCat("{\"name\": \"", tool.name, "\", \"arguments\": "), arguments, "}");
+}
+
+// A pythonic call of tools[index]: `name(arguments)`; `in_auto`: as a free turn's trigger, `[name(` opens the list and
+// the list's other calls (unless `one_call`) and its `]` close the tag.
+json PythonicCallTag(const std::vector<ToolSpec>& tools, size_t index, bool in_auto, bool one_call) {
+  const bool more_calls = in_auto && !one_call;
+  const json arguments = {{"type", "grammar"}, {"grammar", PythonCallGrammar(tools, index, more_calls)}};
+  if (!in_auto) return Tag(tools[index].name + "(", arguments, ")");
+  return Tag(absl::StrCat("[", tools[index].name, "("), arguments, more_calls ? "]" : ")]");
 }
 
 const char* Separator(ToolCallSyntax syntax) {
@@ -97,6 +110,26 @@ TurnStart StartOfTurn(const ChatOutputFormat& format, absl::string_view prompt_e
   const size_t open = continued.rfind(kThinkOpen);
   if (open != absl::string_view::npos && continued.find(kThinkClose, open) == absl::string_view::npos) return TurnStart::kReasoning;
   return TurnStart::kContent;
+}
+
+// The pythonic syntax writes a call as Python: its function's name and its parameters' must be identifiers.
+absl::Status CheckPythonNames(const std::vector<ToolSpec>& tools, const std::string& tools_field) {
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = absl::StrCat(tools_field, "[", i, "]");
+    if (!IsPythonIdentifier(tools[i].name)) {
+      return InvalidField(at, absl::StrCat("'", tools[i].name, "' is not a Python identifier, which this model's pythonic "
+                                           "tool calls need"));
+    }
+    const auto properties = tools[i].parameters.find("properties");
+    if (properties == tools[i].parameters.end() || !properties->is_object()) continue;
+    for (const auto& [name, schema] : properties->items()) {
+      if (!IsPythonIdentifier(name)) {
+        return InvalidField(at, absl::StrCat("parameter '", name, "' is not a Python identifier, which this model's pythonic "
+                                             "tool calls need"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -212,16 +245,24 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
   const ToolCallSyntax syntax = format.tools;
   if (syntax == ToolCallSyntax::kNone || choice.mode == ToolChoice::Mode::kNone) return {};
   const bool named = choice.mode == ToolChoice::Mode::kNamed;
-  json tags = json::array();
-  for (const ToolSpec& tool : tools) {
-    if (!named || tool.name == choice.name) tags.push_back(CallTag(syntax, tool));
-  }
   const bool one_call = named || !parallel;
+  std::vector<ToolSpec> offered;
+  for (const ToolSpec& tool : tools) {
+    if (!named || tool.name == choice.name) offered.push_back(tool);
+  }
+  json tags = json::array();
+  for (size_t i = 0; i < offered.size(); ++i) {
+    tags.push_back(syntax == ToolCallSyntax::kPythonic ? PythonicCallTag(offered, i, /*in_auto=*/false, one_call)
+                                                       : CallTag(syntax, offered[i]));
+  }
   // The turn as calls and nothing else (at least one). Mistral's marker is a special token in its own tokenizer;
   // the constraint writes it as text all the same (engine/constraint gives it its text: kWritableSpecialTokens),
   // and the request keeps special tokens in its text.
   const auto calls_only = [&] {
     const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
+    if (syntax == ToolCallSyntax::kPythonic) {
+      return json{{"type", "sequence"}, {"elements", json::array({ConstString("["), calls, ConstString("]")})}};
+    }
     if (syntax != ToolCallSyntax::kMistral) return calls;
     return json{{"type", "sequence"},
                 {"elements", json::array({ConstString(std::string(kMistralToolCalls)), ConstString("["), calls, ConstString("]")})}};
@@ -234,11 +275,19 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
       const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
       tags = json::array({Tag(absl::StrCat(kMistralToolCalls, "["), calls, "]")});
     }
-    std::string trigger = std::string(kHermesOpen);
-    if (syntax == ToolCallSyntax::kLlama3Json) trigger = "{\"name\": \"";
-    if (syntax == ToolCallSyntax::kMistral) trigger = std::string(kMistralToolCalls);
-    format_json = {{"type", "triggered_tags"}, {"triggers", json::array({trigger})}, {"tags", tags},
-                   {"at_least_one", false}, {"stop_after_first", one_call}};
+    json triggers = json::array({std::string(kHermesOpen)});
+    if (syntax == ToolCallSyntax::kLlama3Json) triggers = {"{\"name\": \""};
+    if (syntax == ToolCallSyntax::kMistral) triggers = {std::string(kMistralToolCalls)};
+    if (syntax == ToolCallSyntax::kPythonic) {  // `[name(` of a tool: free text may hold other brackets
+      tags = json::array();
+      triggers = json::array();
+      for (size_t i = 0; i < offered.size(); ++i) {
+        tags.push_back(PythonicCallTag(offered, i, /*in_auto=*/true, one_call));
+        triggers.push_back(absl::StrCat("[", offered[i].name, "("));
+      }
+    }
+    format_json = {{"type", "triggered_tags"}, {"triggers", triggers}, {"tags", tags},
+                   {"at_least_one", false}, {"stop_after_first", one_call || syntax == ToolCallSyntax::kPythonic}};  // a list ends the turn
   } else {
     format_json = calls_only();
   }
@@ -266,9 +315,10 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
   if (format.tools == ToolCallSyntax::kNone) {
     return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
-                                                  "the server with --tool_call_parser hermes, llama3_json or mistral, or leave "
-                                                  "the tools out"));
+                                                  "the server with --tool_call_parser hermes, llama3_json, mistral or pythonic, or "
+                                                  "leave the tools out"));
   }
+  if (format.tools == ToolCallSyntax::kPythonic) ARACH_RETURN_IF_ERROR(CheckPythonNames(tools, tools_field));
   // The content's format joins the calls' (auto: either; required or named: calls only, so it has nothing to hold).
   std::optional<json> content_format;
   if (content.active() && choice.mode == ToolChoice::Mode::kAuto) {

@@ -1,6 +1,7 @@
 // Tool-call constraints (server/chat_output/tools.h) through the engine where the end-to-end suites cannot reach:
 // Mistral's [TOOL_CALLS] as a special token of the tokenizer, which the constraint must name by id; a turn that
-// starts inside <think>, walked token by token (a tiny model does not close its reasoning on cue).
+// starts inside <think>, walked token by token (a tiny model does not close its reasoning on cue); the pythonic
+// syntax's grammars, walked and sampled.
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/chat_output/chat_output_parser.h"
+#include "server/chat_output/python_calls.h"
 #include "server/chat_output/tools.h"
 #include "tests/testing/collecting_observer.h"
 #include "tests/testing/fixtures.h"
@@ -138,6 +140,168 @@ TEST(StructuredOutputToolCalls, ATurnStartingInsideReasoningRunsToItsCloseThenCa
   }
   EXPECT_FALSE(walk(" about the weather.</think>\n\n\n\n\n\n\n\n" + call, may_end)) << "a run of whitespace is bounded";
   EXPECT_FALSE(walk(" about the weather.</think>\n\nSunny.", may_end)) << "required: no content after the reasoning";
+}
+
+// Whether `constraint` accepts `text` as a whole turn (every token, then `end_of_turn`).
+bool AcceptsWholeTurn(ConstraintCompiler& compiler, const OutputConstraint& constraint, const Tokenizer& tokenizer,
+                      int32_t end_of_turn, const std::string& text) {
+  auto compiled = compiler.Compile(constraint, "tools");
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  if (!compiled.ok()) return false;
+  auto matcher = ConstraintMatcher::Create(*compiled, {end_of_turn});
+  auto ids = tokenizer.Encode(text, /*add_special_tokens=*/false);
+  if (!matcher.ok() || !ids.ok()) return false;
+  for (int32_t id : *ids) {
+    if (!matcher->Accept(id)) return false;
+  }
+  return matcher->Accept(end_of_turn);
+}
+
+// Pythonic arguments keep the integer bounds and string lengths of their schema: every integer of a span around
+// each bound is walked (accepted exactly when within), and strings of each length.
+TEST(StructuredOutputToolCalls, PythonicArgumentsKeepIntegerBoundsAndStringLengths) {
+  ARACH_REQUIRE_FIXTURES();
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+  auto tokenizer = LoadTokenizer(testing::FixturePath("qwen3-tiny"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::optional<int32_t> end_of_turn = (*tokenizer)->TokenToId("<|im_end|>");
+  ASSERT_TRUE(end_of_turn.has_value());
+  server::ChatOutputFormat format;
+  format.tools = server::ToolCallSyntax::kPythonic;
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {
+      "type": "object", "properties": {
+        "n": {"type": "integer", "minimum": -105, "maximum": 1017},
+        "m": {"type": "integer", "exclusiveMinimum": 7},
+        "k": {"type": "integer", "maximum": -3.5},
+        "s": {"type": "string", "minLength": 2, "maxLength": 4},
+        "p": {"type": "integer", "minimum": 123, "maximum": 4567},
+        "z": {"type": "integer", "minimum": 0, "maximum": 0}}}}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  server::ToolChoice required;
+  required.mode = server::ToolChoice::Mode::kRequired;
+  auto plan = server::PlanChatTurn(format, *tools, required, false, "", "", OutputConstraint{}, **tokenizer, "tools", "tool_choice");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ConstraintCompiler compiler(**tokenizer, 151936, {*end_of_turn});
+  const auto accepts = [&](const std::string& argument) {
+    return AcceptsWholeTurn(compiler, plan->constraint, **tokenizer, *end_of_turn, "[f(" + argument + ")]");
+  };
+  for (int64_t n = -1200; n <= 1200; ++n) {
+    ASSERT_EQ(accepts("n=" + std::to_string(n)), n >= -105 && n <= 1017) << n;
+  }
+  for (int64_t p = -10; p <= 5000; ++p) {  // bounds whose other digits are not all 0 / all 9
+    ASSERT_EQ(accepts("p=" + std::to_string(p)), p >= 123 && p <= 4567) << p;
+  }
+  for (int64_t m : {-20, -1, 0, 7, 8, 9, 10, 99, 100, 123456789}) EXPECT_EQ(accepts("m=" + std::to_string(m)), m > 7) << m;
+  for (int64_t k : {-123456789, -100, -10, -4, -3, -2, 0, 3, 10}) EXPECT_EQ(accepts("k=" + std::to_string(k)), k <= -4) << k;
+  for (int64_t z : {-1, 0, 1}) EXPECT_EQ(accepts("z=" + std::to_string(z)), z == 0) << z;
+  EXPECT_FALSE(accepts("n=-0")) << "no negative zero";
+  EXPECT_FALSE(accepts("n=007")) << "no leading zeros";
+  for (size_t length = 0; length <= 6; ++length) {
+    EXPECT_EQ(accepts("s='" + std::string(length, 'x') + "'"), length >= 2 && length <= 4) << length;
+    EXPECT_EQ(accepts("s=\"" + std::string(length, 'y') + "\""), length >= 2 && length <= 4) << length;
+  }
+  EXPECT_TRUE(accepts("s='\\n\\''")) << "an escape is one character";
+  EXPECT_TRUE(accepts("s='\xc3\xa9\xc3\xa9'")) << "a character, not a byte";
+}
+
+// Pythonic calls (Llama 3.2's python list): the constraint of each tool_choice walked over accepted and refused
+// turns (each accepted one must read back as calls), then sampled from a model at temperature 1: whatever the
+// constraint lets through reads back as calls of the offered tools.
+TEST(StructuredOutputToolCalls, PythonicCallsAreHeldToTheirSchemasAndReadBack) {
+  ARACH_REQUIRE_FIXTURES();
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+  auto bundle = LoadModelBundle(testing::FixturePath("qwen3-tiny"), LoadModelOptions{});
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  auto engine = Engine::Create(std::move(*bundle), EngineConfig{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const Tokenizer& tokenizer = (*engine)->tokenizer();
+  const std::optional<int32_t> end_of_turn = tokenizer.TokenToId("<|im_end|>");
+  ASSERT_TRUE(end_of_turn.has_value());
+  server::ChatOutputFormat format;
+  format.tools = server::ToolCallSyntax::kPythonic;
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+          "city": {"type": "string"}, "days": {"type": "integer"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+          "required": ["city"]}}},
+      {"type": "function", "function": {"name": "noop"}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  ConstraintCompiler compiler(tokenizer, (*engine)->model_config().vocab_size, {*end_of_turn});
+  const auto plan_of = [&](server::ToolChoice::Mode mode, bool parallel) {
+    server::ToolChoice choice;
+    choice.mode = mode;
+    if (mode == server::ToolChoice::Mode::kNamed) choice.name = "noop";
+    return server::PlanChatTurn(format, *tools, choice, parallel, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+  };
+  const auto accepts = [&](const server::ChatTurnPlan& plan, const std::string& text) {
+    return AcceptsWholeTurn(compiler, plan.constraint, tokenizer, *end_of_turn, text);
+  };
+  struct Case {
+    server::ToolChoice::Mode mode;
+    bool parallel;
+    std::vector<std::string> accepted, refused;
+  };
+  const std::vector<Case> cases = {
+      {server::ToolChoice::Mode::kRequired, true,
+       {"[get_weather(city='Paris')]", "[get_weather(city=\"Paris\", days=3), noop()]", "[get_weather(city='it\\'s', unit='celsius')]"},
+       {"[get_weather(town='Paris')]", "[get_weather(days=3)]", "[get_weather(city=3)]", "[get_weather(city='x', unit='kelvin')]",
+        "Sure.", "[]", "[get_weather(city='x')] and more"}},
+      {server::ToolChoice::Mode::kRequired, false, {"[noop()]"}, {"[noop(), noop()]"}},
+      {server::ToolChoice::Mode::kNamed, true, {"[noop()]", "[noop(a=1, b='x')]"}, {"[get_weather(city='x')]"}},
+      {server::ToolChoice::Mode::kAuto, true,
+       {"See [1] and [2].", "[get_weather(city='Paris'), noop()]", "[noop()]"},
+       {"[get_weather(city=1)]", "[noop() "}},
+      {server::ToolChoice::Mode::kAuto, false, {"[noop()]", "Fine."}, {"[noop(), get_weather(city='x')]"}},
+  };
+  for (const Case& c : cases) {
+    auto plan = plan_of(c.mode, c.parallel);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->constraint.active());
+    for (const std::string& text : c.accepted) {
+      EXPECT_TRUE(accepts(*plan, text)) << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
+      if (text.front() == '[') {
+        EXPECT_TRUE(server::ParsePythonCalls(text).has_value()) << text;
+      }
+    }
+    for (const std::string& text : c.refused) {
+      EXPECT_FALSE(accepts(*plan, text)) << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
+    }
+  }
+
+  auto required = plan_of(server::ToolChoice::Mode::kRequired, true);
+  ASSERT_TRUE(required.ok());
+  int read_back = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    EngineRequest r;
+    r.prompt = *tokenizer.Encode("what is the weather", true);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.sampling.max_tokens = 120;
+    r.constraint = required->constraint;
+    auto observer = std::make_shared<CollectingObserver>();
+    ASSERT_TRUE((*engine)->Submit(std::move(r), observer).ok());
+    ASSERT_TRUE(observer->Wait());
+    if (observer->finish().reason == FinishReason::kLength) continue;  // a long random string: cut off, not finished
+    ASSERT_EQ(observer->finish().reason, FinishReason::kStop) << observer->text();
+    server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
+    server::ChatOutputDelta out = parser.Feed(observer->text());
+    const server::ChatOutputDelta rest = parser.Finish();
+    out.tool_calls.insert(out.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+    ASSERT_FALSE(out.tool_calls.empty()) << "the constraint let through what does not read back: " << observer->text();
+    EXPECT_EQ(out.content + rest.content, "") << observer->text();
+    for (const server::ParsedToolCall& call : out.tool_calls) {
+      const nlohmann::json arguments = nlohmann::json::parse(call.arguments);
+      if (call.name == "get_weather") {
+        EXPECT_TRUE(arguments["city"].is_string()) << observer->text();
+        if (arguments.contains("days")) {
+          EXPECT_TRUE(arguments["days"].is_number_integer()) << observer->text();
+        }
+      } else {
+        EXPECT_EQ(call.name, "noop") << observer->text();
+      }
+    }
+    ++read_back;
+  }
+  EXPECT_GT(read_back, 0) << "no sampled turn finished within its tokens";
 }
 
 }  // namespace

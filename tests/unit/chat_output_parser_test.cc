@@ -164,6 +164,25 @@ TEST(ChatOutputParser, MistralCallList) {
   EXPECT_EQ(Whole(f, "[TOOL_CALLS][{\"name\": \"a\"").content, "[TOOL_CALLS][{\"name\": \"a\"");
 }
 
+TEST(ChatOutputParser, PythonicCallListOpensTheTurn) {
+  const auto f = Format(ToolCallSyntax::kPythonic);
+  const std::string two = " [get_weather(city='Paris', days=3), get_time()]\n";
+  Parsed p = Whole(f, two);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0], std::make_pair(std::string("get_weather"), std::string(R"({"city":"Paris","days":3})")));
+  EXPECT_EQ(p.calls[1], std::make_pair(std::string("get_time"), std::string("{}")));
+  EXPECT_EQ(p.content, "");
+  ExpectStreamsLikeWhole(f, two);
+  // Not a list of calls: content, whole, never lost.
+  for (const std::string text : {"[1] is a citation", "Hello [f(a=1)]", "[f(1)]", "[f(a=1)", "[]", "[f(a=b)]"}) {
+    p = Whole(f, text);
+    EXPECT_EQ(p.content, text) << text;
+    EXPECT_TRUE(p.calls.empty()) << text;
+    ExpectStreamsLikeWhole(f, text);
+  }
+  EXPECT_EQ(Whole(f, "[f(a=1)]", /*tools=*/false).content, "[f(a=1)]") << "a request without tools reads no calls";
+}
+
 TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
   using json = nlohmann::json;
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
@@ -242,12 +261,18 @@ TEST(ChatOutputFormat, ChosenFromTheTemplateOrTheFlags) {
   EXPECT_EQ(ChatOutputFormatOfTemplate("[TOOL_CALLS]").tools, ToolCallSyntax::kMistral);
   EXPECT_EQ(ChatOutputFormatOfTemplate("<|python_tag|>").tools, ToolCallSyntax::kLlama3Json);
   EXPECT_EQ(ChatOutputFormatOfTemplate("plain").tools, ToolCallSyntax::kNone);
+  // vLLM's Llama 3.2 pythonic template (it also says ipython, as Llama 3's JSON templates do)
+  EXPECT_EQ(ChatOutputFormatOfTemplate("Environment: ipython\n{{- 'Respond in the format [func_name1(params_name1=params_value1, "
+                                       "params_name2=params_value2...), func_name2(params)] ' }}")
+                .tools,
+            ToolCallSyntax::kPythonic);
   EXPECT_TRUE(ChatOutputFormatOfTemplate("<think></think>").reasoning);
   auto f = ResolveChatOutputFormat("<tool_call>", "mistral", "none");
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->tools, ToolCallSyntax::kMistral);
   EXPECT_EQ(ResolveChatOutputFormat("", "xml", "auto").status().message(),
-            "--tool_call_parser: 'xml' is not auto, hermes, llama3_json, mistral or none");
+            "--tool_call_parser: 'xml' is not auto, hermes, llama3_json, mistral, pythonic or none");
+  EXPECT_EQ(ResolveChatOutputFormat("", "pythonic", "auto")->tools, ToolCallSyntax::kPythonic);
 }
 
 }  // namespace
