@@ -4,7 +4,7 @@
 # the gRPC API (tests/openai_client/check.mjs); then /v1/chat/completions on qwen3-tiny with the real Qwen3 chat
 # template (tests/openai_client/chat.mjs) and its Responses API (responses.mjs; stored.mjs: stored responses; agents.mjs: the OpenAI Agents SDK's tool
 # loop and output types), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
-# calls in the Hermes syntax (tools.mjs); tool calls in the Llama 3.1 and Mistral syntaxes on llama3-tiny with
+# calls in the Hermes syntax (tools.mjs); tool calls in the Llama 3.1, Mistral and pythonic (Llama 3.2) syntaxes on llama3-tiny with
 # templates written in those conventions (tests/openai_client/templates); then a closed server, HTTPS and an API
 # key (tests/openai_client/secure.mjs).
 # Exits 77 (skipped) without node/npm, the package or the fixtures.
@@ -50,6 +50,8 @@ else
   node "$check/tools.mjs" "$http" llama3-tiny llama3_json
   start_fixture_server llama3-tiny --chat_template "$check/templates/mistral_tools.jinja"
   node "$check/tools.mjs" "$http" llama3-tiny mistral
+  start_fixture_server llama3-tiny --chat_template "$check/templates/llama3_2_pythonic_tools.jinja"
+  node "$check/tools.mjs" "$http" llama3-tiny pythonic
 fi
 # A closed server: HTTPS with a throwaway CA (NODE_EXTRA_CA_CERTS makes node trust it) and an API key.
 certs=$(mktemp -d)

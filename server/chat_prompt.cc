@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
+#include "server/json_body.h"
 #include "server/request_limits.h"
 
 namespace arach::server {
@@ -37,14 +38,24 @@ absl::Status CheckToolCalls(const nlohmann::ordered_json& calls, const std::stri
       return InvalidField(at + ".function.name", "is required (a non-empty string)");
     }
     const auto arguments = function->find("arguments");
-    if (arguments == function->end() || !(arguments->is_string() || arguments->is_object())) {
-      return InvalidField(at + ".function.arguments", "is required (a JSON object or its text)");
+    if (arguments == function->end() || !ToolCallArguments(*arguments)) {
+      return InvalidField(at + ".function.arguments", "is required: a JSON object or its text");
     }
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+std::optional<nlohmann::ordered_json> ToolCallArguments(const nlohmann::ordered_json& arguments) {
+  if (arguments.is_object()) return arguments;
+  if (!arguments.is_string()) return std::nullopt;
+  const std::string& text = arguments.get_ref<const std::string&>();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return nlohmann::ordered_json::object();
+  absl::StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(text, "arguments");  // nesting bounded
+  if (!parsed.ok() || !parsed->is_object()) return std::nullopt;
+  return std::move(*parsed);
+}
 
 absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::string_view tool_calls_field) {
   if (!messages.is_array() || messages.empty()) return InvalidField("messages", "is required (a non-empty list)");
@@ -86,8 +97,14 @@ ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& ch
   for (auto& message : out.messages) {
     if (!reads_developer && message.value("role", "") == "developer") message["role"] = "system";
     const auto calls = message.find("tool_calls");
-    if (message.value("role", "") == "assistant" && message["content"].is_null() && calls != message.end() && !calls->empty()) {
-      message["content"] = "";
+    if (message.value("role", "") != "assistant" || calls == message.end() || !calls->is_array()) continue;
+    if (message["content"].is_null() && !calls->empty()) message["content"] = "";
+    for (auto& call : *calls) {
+      const auto function = call.find("function");
+      if (function == call.end() || !function->is_object()) continue;
+      const auto arguments = function->find("arguments");
+      if (arguments == function->end()) continue;
+      if (std::optional<nlohmann::ordered_json> object = ToolCallArguments(*arguments)) *arguments = std::move(*object);
     }
   }
   return out;

@@ -24,9 +24,14 @@ struct ChatPrompt {
 // OpenAI's rules on a conversation, for both APIs, on the messages as the templates see them (content a string or
 // null): a role of system, developer, user, assistant or tool; content on every turn but an assistant's that calls
 // tools; an assistant's tool_calls a list of {"function": {"name": a non-empty string, "arguments": a string or an
-// object}, "type": "function" where given, "id": a string where given}. INVALID_ARGUMENT naming the field
+// object or its JSON text (ToolCallArguments)}, "type": "function" where given, "id": a string where given}.
+// INVALID_ARGUMENT naming the field
 // ("messages[1].content"; the tool calls as `tool_calls_field`: "tool_calls", gRPC's "tool_calls_json").
 absl::Status CheckConversation(const nlohmann::ordered_json& messages, absl::string_view tool_calls_field);
+
+// A tool call's arguments as the chat templates read them: a JSON object, given as one or as its text (OpenAI's
+// wire form; "" for none); nullopt for anything else (text that is not a JSON object, another type).
+std::optional<nlohmann::ordered_json> ToolCallArguments(const nlohmann::ordered_json& arguments);
 
 // How the prompt ends, for both APIs: `continue_final_message` leaves the final message open for the model to
 // continue (a prefill); add_generation_prompt is as given, else true unless the final message is continued. Both
@@ -40,7 +45,10 @@ absl::Status SetTurnOpening(std::optional<bool> add_generation_prompt, bool cont
 //    these turns the same way);
 //  - OpenAI's `developer` role (the system role of its newer models, sent by newer clients) as `system` where the
 //    template never names `developer`: such a template has no branch for it and dropped the instructions from
-//    the prompt without a word.
+//    the prompt without a word;
+//  - each tool call's arguments as an object (ToolCallArguments), not the JSON text OpenAI clients send: templates
+//    are written for transformers' convention of objects (`arguments | tojson`, `arguments.items()`; vLLM reads
+//    them so too), and would write text as a quoted string or fail on it.
 ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template);
 
 // The prompt is rendered from ConversationForTemplate(input).

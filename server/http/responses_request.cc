@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
+#include "server/chat_prompt.h"
 #include "server/http/request_fields.h"
 #include "server/json_body.h"
 
@@ -147,7 +148,9 @@ class ConversationBuilder {
     ARACH_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", at));
     ARACH_ASSIGN_OR_RETURN(std::string name, RequiredString(item, "name", at));
     const auto arguments = item.find("arguments");
-    if (arguments == item.end() || !arguments->is_string()) return InvalidField(at + ".arguments", "is required (the arguments' JSON text)");
+    if (arguments == item.end() || !arguments->is_string() || !ToolCallArguments(*arguments)) {
+      return InvalidField(at + ".arguments", "is required: the JSON text of an object");
+    }
     ordered_json& turn = AssistantTurn(/*for_call=*/true);
     turn["tool_calls"].push_back(
         {{"id", call_id}, {"type", "function"}, {"function", {{"name", std::move(name)}, {"arguments", arguments->get<std::string>()}}}});

@@ -4,7 +4,7 @@
 // to the unstreamed ones; `none` calls nothing; `auto` holds a call the model opens to its form (TRIGGER_TOKEN_ID,
 // when given, is the token that opens a call: a logit bias makes the model open one); a tool result goes back
 // through the template; the client's stream helper reads the calls. SYNTAX is the server's tool-call syntax
-// (hermes, llama3_json, mistral).
+// (hermes, llama3_json, mistral, pythonic).
 import Ajv2020 from "ajv/dist/2020.js";
 import OpenAI from "openai";
 
@@ -148,8 +148,11 @@ async function toolResultRoundTrip() {
     messages: [...messages, first, { role: "tool", tool_call_id: call.id, content: "5" }],
   });
   const prompt = followUp.arach_prompt;
+  const args = JSON.parse(call.function.arguments);
+  // The template writes the arguments as JSON ({"a": 2, ...}), or as Python keywords in the pythonic syntax (a=2, ...).
+  const written = syntax === "pythonic" ? `${Object.keys(args)[0]}=` : JSON.stringify(args).slice(1, 5);
   check("the call and its result go back through the template", prompt.includes(call.function.name) &&
-    prompt.includes(JSON.stringify(JSON.parse(call.function.arguments)).slice(1, 5)) && prompt.includes("5"), prompt);
+    prompt.includes(written) && prompt.includes("5"), prompt);
 }
 
 async function errors() {

@@ -205,6 +205,7 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": [{"type": "web_search_call"}]})", "input[0].type"},
       {R"({"model": "m", "input": [{"type": "function_call", "call_id": "c", "arguments": "{}"}]})", "input[0].name"},
       {R"({"model": "m", "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}]})", "input[0].arguments"},
+      {R"({"model": "m", "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[1]"}]})", "input[0].arguments"},
       {R"({"model": "m", "input": [{"role": "user", "content": "q"}, {"type": "function_call_output", "call_id": "c", "output": "o"}]})",
        "input[1].call_id"},
       {R"({"model": "m", "input": [{"role": "user", "content": "q"}, {"type": "reasoning", "summary": []}]})", "input[1]"},
