@@ -165,13 +165,12 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
       case Phase::kContent: {
         if (parse_tools_ && TurnOpensWithCalls() && !content_started_ && num_tool_calls_ == 0) {
           // A Llama 3 call (or a pythonic list of calls) is the whole turn: it opens it.
-          const absl::string_view start = StripLeadingSpace(pending_);
-          const bool pythonic = format_.tools == ToolCallSyntax::kPythonic;
-          if (pythonic ? absl::StartsWith(start, "[") : absl::StartsWith(start, kLlamaPythonTag) || absl::StartsWith(start, "{")) {
+          const Opening opening = TurnOpening(StripLeadingSpace(pending_));
+          if (opening == Opening::kCalls) {
             phase_ = Phase::kToolTail;
             continue;
           }
-          if (!final && (start.empty() || (!pythonic && absl::StartsWith(kLlamaPythonTag, start)))) return;
+          if (opening == Opening::kUndecided && !final) return;
           parse_tools_ = false;  // the turn is plain content
         }
         absl::string_view marker;
@@ -238,6 +237,18 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
       }
     }
   }
+}
+
+ChatOutputParser::Opening ChatOutputParser::TurnOpening(absl::string_view start) const {
+  if (start.empty()) return Opening::kUndecided;
+  if (format_.tools == ToolCallSyntax::kPythonic) {  // `[` and a function's name: "[1] is a citation" is content at once
+    if (!absl::StartsWith(start, "[")) return Opening::kContent;
+    const absl::string_view inside = StripLeadingSpace(start.substr(1));
+    if (inside.empty()) return Opening::kUndecided;
+    return IsPythonIdentifier(inside.substr(0, 1)) ? Opening::kCalls : Opening::kContent;
+  }
+  if (absl::StartsWith(start, kLlamaPythonTag) || absl::StartsWith(start, "{")) return Opening::kCalls;
+  return absl::StartsWith(kLlamaPythonTag, start) ? Opening::kUndecided : Opening::kContent;
 }
 
 bool ChatOutputParser::ParseTail(absl::string_view text, std::vector<ParsedToolCall>& calls) const {

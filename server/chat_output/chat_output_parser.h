@@ -64,6 +64,10 @@ class ChatOutputParser {
   void Step(ChatOutputDelta& out, bool final);
   // Adds `text` to the content (leading whitespace dropped after a call or the reasoning).
   void AppendContent(ChatOutputDelta& out, absl::string_view text);
+  // Whether the turn's text so far, `start` (leading whitespace stripped), opens calls in a syntax whose calls are the
+  // whole turn (TurnOpensWithCalls): yes, no, or not known until more text comes.
+  enum class Opening { kCalls, kContent, kUndecided };
+  Opening TurnOpening(absl::string_view start) const;
   // Whether the syntax's calls are the whole turn, opening it (llama3_json, pythonic).
   bool TurnOpensWithCalls() const {
     return format_.tools == ToolCallSyntax::kLlama3Json || format_.tools == ToolCallSyntax::kPythonic;

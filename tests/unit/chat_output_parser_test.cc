@@ -181,6 +181,9 @@ TEST(ChatOutputParser, PythonicCallListOpensTheTurn) {
     ExpectStreamsLikeWhole(f, text);
   }
   EXPECT_EQ(Whole(f, "[f(a=1)]", /*tools=*/false).content, "[f(a=1)]") << "a request without tools reads no calls";
+  ChatOutputParser streamed(f, true, TurnStart::kOpen);
+  EXPECT_EQ(streamed.Feed(" [").content, "") << "may still open a list of calls";
+  EXPECT_EQ(streamed.Feed("1] is").content, " [1] is") << "a bracket no name follows is content at once, not held to the end";
 }
 
 TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
