@@ -14,37 +14,25 @@ namespace {
 
 using json = nlohmann::json;
 
-// EBNF: `text` as a double-quoted string literal of the grammar.
-std::string EbnfString(absl::string_view text) {
-  std::string out = "\"";
+// `text` between `quote`s, with the quote, backslash, newline, carriage return and tab escaped: an EBNF string
+// literal of the grammar (quote '"') or a Python string literal (quote '\'').
+std::string Quoted(absl::string_view text, char quote) {
+  std::string out(1, quote);
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default: out += c;
+      default:
+        if (c == quote) out += '\\';
+        out += c;
     }
   }
-  return out + "\"";
+  return out + quote;
 }
-
-// `value` as a single-quoted Python string literal.
-std::string PythonString(absl::string_view value) {
-  std::string out = "'";
-  for (const char c : value) {
-    switch (c) {
-      case '\'': out += "\\'"; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
-    }
-  }
-  return out + "'";
-}
+std::string EbnfString(absl::string_view text) { return Quoted(text, '"'); }
+std::string PythonString(absl::string_view value) { return Quoted(value, '\''); }
 
 // Literal rules every tool's arguments share. Escapes are those PythonReader reads alike in both quotes.
 constexpr absl::string_view kLiteralRules = R"(py_string ::= "'" py_char_single* "'" | "\"" py_char_double* "\""

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "absl/strings/ascii.h"
+#include "engine/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
 
 namespace arach::server {
@@ -21,24 +22,6 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void AppendUtf8(std::string& out, uint32_t code_point) {
-  if (code_point < 0x80) {
-    out += static_cast<char>(code_point);
-  } else if (code_point < 0x800) {
-    out += static_cast<char>(0xC0 | (code_point >> 6));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  } else if (code_point < 0x10000) {
-    out += static_cast<char>(0xE0 | (code_point >> 12));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code_point >> 18));
-    out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  }
 }
 
 // Reads Python source text: tokens with the whitespace between them skipped. Each reading method returns
@@ -145,7 +128,7 @@ class PythonReader {
       for (int i = 0; i < 2 && pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '7'; ++i) {
         value = value * 8 + static_cast<uint32_t>(text_[pos_++] - '0');
       }
-      AppendUtf8(out, value);
+      AppendUtf8(static_cast<char32_t>(value), out);
       return true;
     }
     out += '\\';  // Python keeps an unknown escape as written
@@ -160,7 +143,7 @@ class PythonReader {
       value = value * 16 + static_cast<uint32_t>(HexValue(text_[pos_++]));
     }
     if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return false;  // JSON text cannot hold it
-    AppendUtf8(out, value);
+    AppendUtf8(static_cast<char32_t>(value), out);
     return true;
   }
 
