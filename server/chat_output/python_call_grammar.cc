@@ -203,9 +203,10 @@ std::string ValueRule(const json& schema, int depth = 0) {
   return Alternatives(rules);
 }
 
-// The rules `args_<index>` of one tool: its properties in the order of their names (the schema's JSON object keeps them so), each `name=value`, the optional ones may be left
-// out. `first_<index>_<p>`: properties from p on, none written yet; `rest_<index>_<p>`: from p on, after one.
-std::string ArgumentRules(const ToolSpec& tool, size_t index) {
+// The rule `args` of a tool's keyword arguments: its properties in the order of their names (the schema's JSON object
+// keeps them so), each `name=value`, the optional ones may be left out. `first_<p>`: properties from p on, none
+// written yet; `rest_<p>`: from p on, after one.
+std::string ArgumentRules(const ToolSpec& tool) {
   const json empty = json::object();
   const auto properties_it = tool.parameters.find("properties");
   const json& properties = properties_it != tool.parameters.end() && properties_it->is_object() ? *properties_it : empty;
@@ -215,40 +216,24 @@ std::string ArgumentRules(const ToolSpec& tool, size_t index) {
       if (name.is_string()) required.insert(name.get<std::string>());
     }
   }
-  if (properties.empty()) {  // no schema of its arguments: any keywords
-    return absl::StrCat("args_", index, " ::= \"\" | py_keyword (\", \" py_keyword)*\n");
-  }
+  if (properties.empty()) return "args ::= \"\" | py_keyword (\", \" py_keyword)*\n";  // no schema of its arguments: any keywords
   std::vector<std::pair<std::string, std::string>> items;  // (name, value rule)
   for (const auto& [name, schema] : properties.items()) items.emplace_back(name, ValueRule(schema));
-  std::string rules = absl::StrCat("args_", index, " ::= first_", index, "_0\n");
-  const auto rule = [&](const char* kind, size_t p) { return absl::StrCat(kind, "_", index, "_", p); };
-  for (size_t p = 0; p <= items.size(); ++p) {
-    if (p == items.size()) {
-      absl::StrAppend(&rules, rule("first", p), " ::= \"\"\n", rule("rest", p), " ::= \"\"\n");
-      break;
-    }
+  std::string rules = "args ::= first_0\n";
+  for (size_t p = 0; p < items.size(); ++p) {
     const std::string keyword = absl::StrCat(EbnfString(items[p].first + "="), " ", items[p].second);
     const bool optional = required.count(items[p].first) == 0;
-    absl::StrAppend(&rules, rule("first", p), " ::= ", keyword, " ", rule("rest", p + 1),
-                    optional ? absl::StrCat(" | ", rule("first", p + 1)) : "", "\n");
-    absl::StrAppend(&rules, rule("rest", p), " ::= \", \" ", keyword, " ", rule("rest", p + 1),
-                    optional ? absl::StrCat(" | ", rule("rest", p + 1)) : "", "\n");
+    absl::StrAppend(&rules, "first_", p, " ::= ", keyword, " rest_", p + 1, optional ? absl::StrCat(" | first_", p + 1) : "", "\n");
+    absl::StrAppend(&rules, "rest_", p, " ::= \", \" ", keyword, " rest_", p + 1, optional ? absl::StrCat(" | rest_", p + 1) : "", "\n");
   }
+  absl::StrAppend(&rules, "first_", items.size(), " ::= \"\"\nrest_", items.size(), " ::= \"\"\n");
   return rules;
 }
 
 }  // namespace
 
-std::string PythonCallGrammar(const std::vector<ToolSpec>& tools, size_t first, bool more_calls) {
-  std::string grammar = absl::StrCat("root ::= args_", first, more_calls ? " \")\" (\", \" call)*" : "", "\n");
-  absl::StrAppend(&grammar, kLiteralRules, "py_keyword ::= [a-zA-Z_] [a-zA-Z0-9_]* \"=\" py_value\n");
-  if (!more_calls) return absl::StrCat(grammar, ArgumentRules(tools[first], first));
-  std::vector<std::string> calls;
-  for (size_t i = 0; i < tools.size(); ++i) {
-    absl::StrAppend(&grammar, ArgumentRules(tools[i], i));
-    calls.push_back(absl::StrCat(EbnfString(tools[i].name + "("), " args_", i, " \")\""));
-  }
-  return absl::StrCat(grammar, "call ::= ", absl::StrJoin(calls, " | "), "\n");
+std::string PythonArgumentsGrammar(const ToolSpec& tool) {
+  return absl::StrCat("root ::= args\n", kLiteralRules, "py_keyword ::= [a-zA-Z_] [a-zA-Z0-9_]* \"=\" py_value\n", ArgumentRules(tool));
 }
 
 }  // namespace arach::server

@@ -9,12 +9,10 @@
 
 namespace arach::server {
 
-// An EBNF grammar (xgrammar's dialect) of the keyword arguments of tools[first] as Python literals typed by its
-// parameter schema: each property in the order of their names as `name=value`, the required ones always, separated by
-// ", "; a value is a string (or one of its enum), an integer, a number, True / False, None, a list or a dict as
-// the property's type says, any literal where it says nothing. With `more_calls`, the closing parenthesis follows,
-// then any number of further calls of `tools`, each ", name(arguments)". Names must be Python identifiers
-// (IsPythonIdentifier).
-std::string PythonCallGrammar(const std::vector<ToolSpec>& tools, size_t first, bool more_calls);
+// An EBNF grammar (xgrammar's dialect) of `tool`'s keyword arguments as Python literals typed by its parameter
+// schema: each property in the order of their names as `name=value`, the required ones always, separated by ", "; a
+// value is a string (or one of its enum), an integer, a number, True / False, None, a list or a dict as the
+// property's type says, any literal where it says nothing. Names must be Python identifiers (IsPythonIdentifier).
+std::string PythonArgumentsGrammar(const ToolSpec& tool);
 
 }  // namespace arach::server

@@ -50,13 +50,10 @@ json CallTag(ToolCallSyntax syntax, const ToolSpec& tool) {
   return Tag(absl::StrCat("{\"name\": \"", tool.name, "\", \"arguments\": "), arguments, "}");
 }
 
-// A pythonic call of tools[index]: `name(arguments)`; `in_auto`: as a free turn's trigger, `[name(` opens the list and
-// the list's other calls (unless `one_call`) and its `]` close the tag.
-json PythonicCallTag(const std::vector<ToolSpec>& tools, size_t index, bool in_auto, bool one_call) {
-  const bool more_calls = in_auto && !one_call;
-  const json arguments = {{"type", "grammar"}, {"grammar", PythonCallGrammar(tools, index, more_calls)}};
-  if (!in_auto) return Tag(tools[index].name + "(", arguments, ")");
-  return Tag(absl::StrCat("[", tools[index].name, "("), arguments, more_calls ? "]" : ")]");
+// A pythonic call of `tool`: `name(arguments)` after `before` ("[" where it opens the list), then `after`.
+json PythonicCallTag(const ToolSpec& tool, absl::string_view before, absl::string_view after) {
+  const json arguments = {{"type", "grammar"}, {"grammar", PythonArgumentsGrammar(tool)}};
+  return Tag(absl::StrCat(before, tool.name, "("), arguments, absl::StrCat(")", after));
 }
 
 const char* Separator(ToolCallSyntax syntax) {
@@ -251,9 +248,8 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     if (!named || tool.name == choice.name) offered.push_back(tool);
   }
   json tags = json::array();
-  for (size_t i = 0; i < offered.size(); ++i) {
-    tags.push_back(syntax == ToolCallSyntax::kPythonic ? PythonicCallTag(offered, i, /*in_auto=*/false, one_call)
-                                                       : CallTag(syntax, offered[i]));
+  for (const ToolSpec& tool : offered) {
+    tags.push_back(syntax == ToolCallSyntax::kPythonic ? PythonicCallTag(tool, "", "") : CallTag(syntax, tool));
   }
   // The turn as calls and nothing else (at least one). Mistral's marker is a special token in its own tokenizer;
   // the constraint writes it as text all the same (engine/constraint gives it its text: kWritableSpecialTokens),
@@ -278,16 +274,21 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     json triggers = json::array({std::string(kHermesOpen)});
     if (syntax == ToolCallSyntax::kLlama3Json) triggers = {"{\"name\": \""};
     if (syntax == ToolCallSyntax::kMistral) triggers = {std::string(kMistralToolCalls)};
-    if (syntax == ToolCallSyntax::kPythonic) {  // `[name(` of a tool: free text may hold other brackets
+    if (syntax == ToolCallSyntax::kPythonic) {
+      // `[name(` of a tool opens the list (free text may hold other brackets); one call closes it at once, and where
+      // more may come, each `, name(` of a tool is the next (the list's `]` is the model's).
       tags = json::array();
       triggers = json::array();
-      for (size_t i = 0; i < offered.size(); ++i) {
-        tags.push_back(PythonicCallTag(offered, i, /*in_auto=*/true, one_call));
-        triggers.push_back(absl::StrCat("[", offered[i].name, "("));
+      for (const ToolSpec& tool : offered) {
+        tags.push_back(PythonicCallTag(tool, "[", one_call ? "]" : ""));
+        triggers.push_back(absl::StrCat("[", tool.name, "("));
+        if (one_call) continue;
+        tags.push_back(PythonicCallTag(tool, ", ", ""));
+        triggers.push_back(absl::StrCat(", ", tool.name, "("));
       }
     }
     format_json = {{"type", "triggered_tags"}, {"triggers", triggers}, {"tags", tags},
-                   {"at_least_one", false}, {"stop_after_first", one_call || syntax == ToolCallSyntax::kPythonic}};  // a list ends the turn
+                   {"at_least_one", false}, {"stop_after_first", one_call}};
   } else {
     format_json = calls_only();
   }

@@ -248,8 +248,8 @@ TEST(StructuredOutputToolCalls, PythonicCallsAreHeldToTheirSchemasAndReadBack) {
       {server::ToolChoice::Mode::kRequired, false, {"[noop()]"}, {"[noop(), noop()]"}},
       {server::ToolChoice::Mode::kNamed, true, {"[noop()]", "[noop(a=1, b='x')]"}, {"[get_weather(city='x')]"}},
       {server::ToolChoice::Mode::kAuto, true,
-       {"See [1] and [2].", "[get_weather(city='Paris'), noop()]", "[noop()]"},
-       {"[get_weather(city=1)]", "[noop() "}},
+       {"See [1] and [2].", "[get_weather(city='Paris'), noop()]", "[noop()]", "[noop(), get_weather(city='x', days=2)]"},
+       {"[get_weather(city=1)]", "[noop(), get_weather(town='x')]", "[get_weather()]"}},
       {server::ToolChoice::Mode::kAuto, false, {"[noop()]", "Fine."}, {"[noop(), get_weather(city='x')]"}},
   };
   for (const Case& c : cases) {

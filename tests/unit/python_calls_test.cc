@@ -62,20 +62,15 @@ TEST(PythonCalls, IdentifiersAreWhatPythonNamesAre) {
 }
 
 TEST(PythonCalls, TheGrammarWritesEachPropertyByItsSchema) {
-  const std::vector<ToolSpec> tools = {
-      {"get_weather", json::parse(R"({"type": "object", "properties": {"city": {"type": "string"},
-          "unit": {"type": "string", "enum": ["celsius", "it's"]}, "days": {"type": ["integer", "null"]}}, "required": ["city"]})")},
-      {"noop", json::parse(R"g({"type": "object"})g")}};
-  const std::string alone = PythonCallGrammar(tools, 0, /*more_calls=*/false);
-  EXPECT_NE(alone.find("root ::= args_0\n"), std::string::npos) << alone;
-  EXPECT_NE(alone.find(R"g(first_0_0 ::= "city=" py_string rest_0_1)g"), std::string::npos) << "required: no alternative without it\n" << alone;
-  EXPECT_NE(alone.find(R"g(rest_0_1 ::= ", " "days=" (py_int | "None") rest_0_2 | rest_0_2)g"), std::string::npos) << alone;
-  EXPECT_NE(alone.find(R"g(rest_0_2 ::= ", " "unit=" ("'celsius'" | "'it\\'s'") rest_0_3 | rest_0_3)g"), std::string::npos) << alone;
-  EXPECT_EQ(alone.find("args_1"), std::string::npos) << "only the tool's own rules";
-  const std::string more = PythonCallGrammar(tools, 1, /*more_calls=*/true);
-  EXPECT_NE(more.find(R"g(root ::= args_1 ")" (", " call)*)g"), std::string::npos) << more;
-  EXPECT_NE(more.find(R"g(call ::= "get_weather(" args_0 ")" | "noop(" args_1 ")")g"), std::string::npos) << more;
-  EXPECT_NE(more.find(R"g(args_1 ::= "" | py_keyword (", " py_keyword)*)g"), std::string::npos) << "no properties: any keywords";
+  const ToolSpec weather = {"get_weather", json::parse(R"({"type": "object", "properties": {"city": {"type": "string"},
+      "unit": {"type": "string", "enum": ["celsius", "it's"]}, "days": {"type": ["integer", "null"]}}, "required": ["city"]})")};
+  const std::string grammar = PythonArgumentsGrammar(weather);
+  EXPECT_NE(grammar.find("root ::= args\n"), std::string::npos) << grammar;
+  EXPECT_NE(grammar.find(R"g(first_0 ::= "city=" py_string rest_1)g" "\n"), std::string::npos) << "required: no alternative without it\n" << grammar;
+  EXPECT_NE(grammar.find(R"g(rest_1 ::= ", " "days=" (py_int | "None") rest_2 | rest_2)g"), std::string::npos) << grammar;
+  EXPECT_NE(grammar.find(R"g(rest_2 ::= ", " "unit=" ("'celsius'" | "'it\\'s'") rest_3 | rest_3)g"), std::string::npos) << grammar;
+  const std::string any = PythonArgumentsGrammar({"noop", json::parse(R"({"type": "object"})")});
+  EXPECT_NE(any.find(R"g(args ::= "" | py_keyword (", " py_keyword)*)g"), std::string::npos) << "no properties: any keywords";
 }
 
 }  // namespace
