@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "engine/core/mapped_file.h"
@@ -265,6 +266,18 @@ TEST(StructuredOutputToolCalls, PythonicCallsAreHeldToTheirSchemasAndReadBack) {
     for (const std::string& text : c.refused) {
       EXPECT_FALSE(accepts(*plan, text)) << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
     }
+  }
+
+  // A name the syntax cannot write is refused at once, naming the tool.
+  for (const char* bad : {R"([{"type": "function", "function": {"name": "get-weather"}}])",
+                          R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"user-id": {}}}}}])"}) {
+    auto bad_tools = server::ParseTools(nlohmann::json::parse(bad), "tools");
+    ASSERT_TRUE(bad_tools.ok());
+    server::ToolChoice automatic;
+    auto refused = server::PlanChatTurn(format, *bad_tools, automatic, true, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(absl::StartsWith(refused.status().message(), "tools[0]: ")) << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "is not a Python identifier")) << refused.status();
   }
 
   auto required = plan_of(server::ToolChoice::Mode::kRequired, true);
