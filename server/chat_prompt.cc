@@ -45,6 +45,15 @@ absl::Status CheckToolCalls(const nlohmann::ordered_json& calls, const std::stri
   return absl::OkStatus();
 }
 
+// Whether an assistant turn of `input` calls tools.
+bool CallsTools(const ChatInput& input) {
+  for (const auto& message : input.messages) {
+    const auto calls = message.find("tool_calls");
+    if (calls != message.end() && calls->is_array() && !calls->empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<nlohmann::ordered_json> ToolCallArguments(const nlohmann::ordered_json& arguments) {
@@ -91,7 +100,7 @@ absl::Status SetTurnOpening(std::optional<bool> add_generation_prompt, bool cont
   return absl::OkStatus();
 }
 
-ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template) {
+ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template, ToolArgumentsForm arguments_form) {
   ChatInput out = input;
   const bool reads_developer = chat_template.source().find("developer") != std::string::npos;
   for (auto& message : out.messages) {
@@ -104,7 +113,11 @@ ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& ch
       if (function == call.end() || !function->is_object()) continue;
       const auto arguments = function->find("arguments");
       if (arguments == function->end()) continue;
-      if (std::optional<nlohmann::ordered_json> object = ToolCallArguments(*arguments)) *arguments = std::move(*object);
+      if (arguments_form == ToolArgumentsForm::kText) {
+        if (arguments->is_object()) *arguments = arguments->dump();
+      } else if (std::optional<nlohmann::ordered_json> object = ToolCallArguments(*arguments)) {
+        *arguments = std::move(*object);
+      }
     }
   }
   return out;
@@ -121,6 +134,12 @@ absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestL
   ChatPrompt prompt;
   const ChatInput conversation = ConversationForTemplate(input, *chat_template);
   absl::StatusOr<std::string> text = chat_template->Render(conversation);
+  if (!text.ok() && CallsTools(input)) {
+    // A template that splices the arguments into the prompt as text (DeepSeek's: '...' + arguments) fails on objects;
+    // it gets them as text. (Its first error stands where this fails too.)
+    absl::StatusOr<std::string> as_text = chat_template->Render(ConversationForTemplate(input, *chat_template, ToolArgumentsForm::kText));
+    if (as_text.ok()) text = std::move(as_text);
+  }
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", text.status().message()));
   prompt.text = std::move(*text);
   if (conversation.continue_final_message && !conversation.messages.empty()) {

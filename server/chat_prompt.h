@@ -48,10 +48,14 @@ absl::Status SetTurnOpening(std::optional<bool> add_generation_prompt, bool cont
 //    the prompt without a word;
 //  - each tool call's arguments as an object (ToolCallArguments), not the JSON text OpenAI clients send: templates
 //    are written for transformers' convention of objects (`arguments | tojson`, `arguments.items()`; vLLM reads
-//    them so too), and would write text as a quoted string or fail on it.
-ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template);
+//    them so too), and would write text as a quoted string or fail on it. `kText` gives them as text instead (as
+//    sent, or an object's compact JSON), for the templates that splice them in as text (RenderChatPrompt).
+enum class ToolArgumentsForm { kObjects, kText };
+ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template,
+                                  ToolArgumentsForm arguments_form = ToolArgumentsForm::kObjects);
 
-// The prompt is rendered from ConversationForTemplate(input).
+// The prompt is rendered from ConversationForTemplate(input), with the tool calls' arguments as objects; where the
+// template fails on them, as text (a template that concatenates them as strings, as DeepSeek's do).
 // FAILED_PRECONDITION when the model has no chat template (start the server with --chat_template); else
 // INVALID_ARGUMENT naming `field` when the template raises (its own message) or the prompt breaks a limit.
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
