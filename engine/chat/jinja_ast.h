@@ -1,5 +1,5 @@
-// The syntax tree of a parsed template: statements (text, output, if, for, set, macro, break, continue)
-// and expressions. Every node keeps the template line and column it starts at, for error messages.
+// The syntax tree of a parsed template: statements (text, output, if, for, set, macro, call, filter, with, break,
+// continue) and expressions. Every node keeps the template line and column it starts at, for error messages.
 #pragma once
 
 #include <memory>
@@ -66,18 +66,28 @@ struct MacroParam {
 };
 
 struct Stmt {
-  enum class Kind { kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kBreak, kContinue };
+  enum class Kind {
+    kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kBreak, kContinue,
+    kCallBlock,    // {% call(params) macro(args) %}body{% endcall %}: the macro called with `caller` = body
+    kFilterBlock,  // {% filter f | g(args) %}body{% endfilter %}
+    kWith,         // {% with a = x, b = y %}body{% endwith %}
+  };
   Kind kind;
   Position at;
-  std::string text;                              // kText; kMacro: its name
-  ExprPtr expr;                                  // kOutput, kSet, kFor (the iterable)
+  std::string text;                              // kText; kMacro: its name; kCallBlock: "caller"
+  // kOutput, kSet, kFor (the iterable); kCallBlock: the call (a kCall expression); kFilterBlock: the filters over
+  // kFilterOperand (a name no template can write), which holds the body's text.
+  ExprPtr expr;
   std::vector<std::pair<ExprPtr, Body>> branches;  // kIf: condition -> body (if, elif...)
-  Body body;                                     // kFor, kSetBlock, kMacro
+  Body body;                                     // kFor, kSetBlock, kMacro, kCallBlock (the caller's), kFilterBlock, kWith
   Body else_body;                                // kIf, kFor
   Target target;                                 // kFor (loop variables), kSet, kSetBlock
   ExprPtr condition;                             // kFor: the filtering `if`
-  std::vector<MacroParam> params;                // kMacro
+  std::vector<MacroParam> params;                // kMacro, kCallBlock (the caller's)
+  std::vector<std::pair<Target, ExprPtr>> assignments;  // kWith
 };
+
+inline constexpr char kFilterOperand[] = " filtered block";
 
 struct Template {
   Body body;

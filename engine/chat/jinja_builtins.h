@@ -3,7 +3,7 @@
 // semantics. Behaviour follows Jinja2 3.1 as Hugging Face configures it (tojson = json.dumps with
 // ensure_ascii=False; no HTML autoescaping).
 // Implemented by responsibility: jinja_filters.cc (filters, tests), jinja_objects.cc (attributes, items, slices,
-// iteration, membership, str/dict methods), jinja_operators.cc (operators, % formatting), jinja_globals.cc
+// iteration, membership, dict and list methods), jinja_str_methods.cc (str methods), jinja_operators.cc (operators, % formatting), jinja_globals.cc
 // (range, namespace, dict); on jinja_text (Python's str operations) and jinja_call_args (argument binding).
 #pragma once
 
@@ -23,8 +23,12 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& operand,
 // `operand is name(args)`.
 absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& operand, CallArgs& args);
 
-// obj.name: a method of a string or dict, a dict's item or a namespace's attribute; else undefined.
+// obj.name: a method of a string, dict or list, a dict's item or a namespace's attribute; else undefined.
 absl::StatusOr<Value> GetAttribute(const Value& object, const std::string& name);
+// text.name: a method of Python's str (strip, split, rsplit, splitlines, startswith, endswith, removeprefix,
+// removesuffix, upper, lower, title, capitalize, replace, find, rfind, index, rindex, count, join, format); else
+// undefined.
+absl::StatusOr<Value> StringMethod(const std::string& text, const std::string& name);
 // obj[key]: an item (negative list indices count from the end), else a method by that name; else undefined.
 absl::StatusOr<Value> GetItem(const Value& object, const Value& key);
 // obj[start:stop:step] of a list or string.

@@ -115,6 +115,28 @@ class Renderer {
         scope->vars.Set(s.text, MakeMacro(s, scope));
         return absl::OkStatus();
       }
+      case Stmt::Kind::kCallBlock: {
+        const Value caller = MakeMacro(s, scope);
+        ARACH_ASSIGN_OR_RETURN(Value result, EvalCall(*s.expr, scope, &caller));
+        return Append(out, result.Str(), s.at);
+      }
+      case Stmt::Kind::kFilterBlock: {
+        auto inner = std::make_shared<Scope>(scope);
+        std::string body;
+        Flow body_flow = Flow::kNormal;
+        ARACH_RETURN_IF_ERROR(Exec(s.body, inner, &body, &body_flow));
+        inner->vars.Set(kFilterOperand, Value::String(std::move(body)));
+        ARACH_ASSIGN_OR_RETURN(Value filtered, Eval(*s.expr, inner));
+        return Append(out, filtered.Str(), s.at);
+      }
+      case Stmt::Kind::kWith: {
+        auto inner = std::make_shared<Scope>(scope);
+        for (const auto& [target, value] : s.assignments) {
+          ARACH_ASSIGN_OR_RETURN(Value v, Eval(*value, scope));
+          ARACH_RETURN_IF_ERROR(AtPosition(s.at, Assign(target, std::move(v), *inner)));
+        }
+        return Exec(s.body, inner, out, flow);
+      }
       case Stmt::Kind::kBreak: *flow = Flow::kBreak; return absl::OkStatus();
       case Stmt::Kind::kContinue: *flow = Flow::kContinue; return absl::OkStatus();
     }
@@ -211,6 +233,8 @@ class Renderer {
                                                        a.positional.size()));
       }
       auto scope = std::make_shared<Scope>(defined_in);
+      // Each macro's `caller` is its own: a call block's body, or none (not an enclosing macro's).
+      scope->vars.Set("caller", Value::Undefined("No caller defined"));
       for (size_t i = 0; i < m->params.size(); ++i) {
         const MacroParam& p = m->params[i];
         const Value* given = i < a.positional.size() ? &a.positional[i] : nullptr;
@@ -227,7 +251,11 @@ class Renderer {
         }
       }
       for (const auto& keyword : a.keyword) {
-        const std::string& key = keyword.first;
+        const std::string& key = keyword.first;  // (not a structured binding: clang cannot capture those)
+        if (key == "caller" && keyword.second.is_function()) {  // a call block's body ({% call %})
+          scope->vars.Set("caller", keyword.second);
+          continue;
+        }
         const bool known = std::any_of(m->params.begin(), m->params.end(), [&key](const MacroParam& p) { return p.name == key; });
         if (!known) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' has no parameter '", key, "'"));
       }
@@ -252,6 +280,20 @@ class Renderer {
       args.keyword.emplace_back(name, std::move(v));
     }
     return args;
+  }
+
+  // A kCall expression; `caller`, when given, is passed as the keyword argument a call block gives its macro.
+  absl::StatusOr<Value> EvalCall(const Expr& e, const ScopePtr& scope, const Value* caller) {
+    ARACH_ASSIGN_OR_RETURN(Value callee, Eval(*e.items[0], scope));
+    if (callee.is_undefined()) return AtPosition(e.at, UndefinedError(callee));
+    if (!callee.is_function()) {
+      return AtPosition(e.at, absl::InvalidArgumentError(absl::StrCat("'", callee.TypeName(), "' object is not callable")));
+    }
+    ARACH_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1, scope));
+    if (caller != nullptr) args.keyword.emplace_back("caller", *caller);
+    absl::StatusOr<Value> result = callee.function()(args);
+    if (!result.ok()) return AtPosition(e.at, result.status());
+    return result;
   }
 
   absl::StatusOr<Value> Eval(const Expr& e, const ScopePtr& scope) {
@@ -310,13 +352,7 @@ class Renderer {
         }
         return GetSlice(object, start, stop, step);
       }
-      case Expr::Kind::kCall: {
-        ARACH_ASSIGN_OR_RETURN(Value callee, Eval(*e.items[0], scope));
-        if (callee.is_undefined()) return UndefinedError(callee);
-        if (!callee.is_function()) return absl::InvalidArgumentError(absl::StrCat("'", callee.TypeName(), "' object is not callable"));
-        ARACH_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1, scope));
-        return callee.function()(args);
-      }
+      case Expr::Kind::kCall: return EvalCall(e, scope, nullptr);
       case Expr::Kind::kFilter: {
         ARACH_ASSIGN_OR_RETURN(Value operand, Eval(*e.items[0], scope));
         ARACH_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1, scope));

@@ -81,7 +81,11 @@ class Lexer {
       }
       if (!text.empty()) Emit(Token::Type::kText, text, pos);
       size_t after;
-      if (kind == '#') {
+      absl::StatusOr<size_t> raw_end = kind == '%' ? LexRaw(open, sign) : std::string::npos;
+      if (!raw_end.ok()) return raw_end.status();
+      if (*raw_end != std::string::npos) {
+        after = *raw_end;
+      } else if (kind == '#') {
         const size_t close = src_.find("#}", open + 2);
         if (close == std::string::npos) return Error(open, "the comment is never closed with #}");
         after = close + 2;
@@ -110,6 +114,47 @@ class Lexer {
       if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) return i;
     }
     return std::string::npos;
+  }
+
+  // {% raw %}...{% endraw %} at `open`: its text as it stands, one token; returns the offset after {% endraw %}, or
+  // npos when the tag there is not raw. As Jinja2 lexes it: "-" on either tag strips the whitespace beside the text,
+  // lstrip_blocks applies to {% endraw %}, trim_blocks to its newline but not to {% raw %}'s.
+  absl::StatusOr<size_t> LexRaw(size_t open, char sign) {
+    size_t p = SkipSpaces(open + 2 + (sign ? 1 : 0));
+    if (src_.compare(p, 3, "raw") != 0 || (p + 3 < src_.size() && (IsNameStart(src_[p + 3]) || IsDigit(src_[p + 3])))) {
+      return std::string::npos;
+    }
+    p = SkipSpaces(p + 3);
+    const bool strip_start = p < src_.size() && src_[p] == '-';
+    if (strip_start) ++p;
+    if (src_.compare(p, 2, "%}") != 0) return Error(p, "expected '%}' after raw");
+    size_t begin = p + 2;
+    if (strip_start) begin = SkipSpaces(begin);
+    for (size_t close = src_.find("{%", begin); close != std::string::npos; close = src_.find("{%", close + 2)) {
+      size_t q = close + 2;
+      const char end_sign = q < src_.size() && (src_[q] == '-' || src_[q] == '+') ? src_[q++] : 0;
+      q = SkipSpaces(q);
+      if (src_.compare(q, 6, "endraw") != 0) continue;
+      q = SkipSpaces(q + 6);
+      const bool strip_end = q < src_.size() && src_[q] == '-';
+      if (strip_end) ++q;
+      if (src_.compare(q, 2, "%}") != 0) continue;
+      std::string text = src_.substr(begin, close - begin);
+      if (end_sign == '-') {
+        while (!text.empty() && IsSpace(text.back())) text.pop_back();
+      } else if (end_sign != '+' && text.rfind('\n') != std::string::npos) {  // lstrip_blocks
+        const size_t line_start = text.rfind('\n') + 1;
+        if (std::all_of(text.begin() + static_cast<long>(line_start), text.end(), IsSpace)) text.resize(line_start);
+      }
+      if (!text.empty()) Emit(Token::Type::kText, text, begin);
+      return TrimAfterTag(strip_end, /*trim_newline=*/true, q + 2);
+    }
+    return Error(open, "{% raw %} is never closed with {% endraw %}");
+  }
+
+  size_t SkipSpaces(size_t pos) const {
+    while (pos < src_.size() && IsSpace(src_[pos])) ++pos;
+    return pos;
   }
 
   // After a tag: "-" strips all following whitespace; else trim_blocks drops one newline (blocks, comments).
@@ -200,7 +245,8 @@ class Lexer {
     return end;
   }
 
-  // A quoted literal with Python's escapes (\n \t \r \\ \' \" \xHH \uHHHH \UHHHHHHHH \a \b \f \v \0).
+  // A quoted literal with Python's escapes (\n \t \r \\ \' \" \xHH \uHHHH \UHHHHHHHH \a \b \f \v, octal \0 to \377);
+  // \N{name} (Unicode's character names) is refused rather than written as it stands.
   absl::StatusOr<size_t> LexString(size_t pos) {
     const char quote = src_[pos];
     std::string value;
@@ -220,7 +266,13 @@ class Lexer {
         case 'b': value += '\b'; break;
         case 'f': value += '\f'; break;
         case 'v': value += '\v'; break;
-        case '0': value += '\0'; break;
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+          uint32_t cp = static_cast<uint32_t>(e - '0');  // up to three octal digits, as Python reads them
+          for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k) cp = cp * 8 + static_cast<uint32_t>(src_[i++] - '0');
+          AppendUtf8(cp, &value);
+          break;
+        }
+        case 'N': return Error(i - 2, "\\N{...} escapes (Unicode character names) are not supported: write the character or \\u");
         case '\\': value += '\\'; break;
         case '\'': value += '\''; break;
         case '"': value += '"'; break;

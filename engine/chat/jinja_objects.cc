@@ -1,5 +1,5 @@
 // What templates do with objects: attributes and items with Jinja2's fallbacks, slices, iteration,
-// membership, and the methods of strings and dicts (x.strip(), d.get(k)).
+// membership, and the methods of dicts and lists (d.get(k), l.index(x); strings' are in jinja_str_methods.cc).
 #include "engine/chat/jinja_builtins.h"
 
 #include <algorithm>
@@ -25,83 +25,6 @@ std::string ObjectName(const Value& v) {
   return absl::StrCat(v.TypeName(), " object");
 }
 
-absl::StatusOr<Value> StringMethod(const std::string& text, const std::string& name) {
-  auto method = [&](Function fn) { return MakeMethod(name, std::move(fn)); };
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    const bool left = name != "rstrip", right = name != "lstrip";
-    return method([text, left, right](CallArgs& a) -> absl::StatusOr<Value> {
-      return Value::String(Strip(text, Arg(a, 0, "chars"), left, right));
-    });
-  }
-  if (name == "split") {
-    return method([text](CallArgs& a) -> absl::StatusOr<Value> {
-      const Value* sep = Arg(a, 0, "sep");
-      if (sep != nullptr && !sep->is_none() && (!sep->is_string() || sep->as_string().empty())) {
-        return TypeError("split: the separator must be a non-empty string");
-      }
-      ARACH_ASSIGN_OR_RETURN(int64_t maxsplit, ArgInt(a, 1, "maxsplit", -1));
-      return Value::List(Split(text, sep, maxsplit));
-    });
-  }
-  if (name == "startswith" || name == "endswith") {
-    const bool starts = name == "startswith";
-    return method([text, starts](CallArgs& a) -> absl::StatusOr<Value> {
-      const Value* affix = Arg(a, 0, "prefix");
-      if (affix == nullptr) return TypeError("startswith/endswith need an argument");
-      std::vector<Value> options = affix->is_list() ? affix->list() : std::vector<Value>{*affix};
-      for (const Value& option : options) {
-        if (!option.is_string()) return TypeError("startswith/endswith take strings");
-        const std::string& s = option.as_string();
-        const bool match = s.size() <= text.size() &&
-                           (starts ? text.compare(0, s.size(), s) == 0 : text.compare(text.size() - s.size(), s.size(), s) == 0);
-        if (match) return Value::Bool(true);
-      }
-      return Value::Bool(false);
-    });
-  }
-  if (name == "upper") return method([text](CallArgs&) -> absl::StatusOr<Value> { return Value::String(Upper(text)); });
-  if (name == "lower") return method([text](CallArgs&) -> absl::StatusOr<Value> { return Value::String(Lower(text)); });
-  if (name == "title") return method([text](CallArgs&) -> absl::StatusOr<Value> { return Value::String(PythonTitle(text)); });
-  if (name == "capitalize") return method([text](CallArgs&) -> absl::StatusOr<Value> { return Value::String(Capitalize(text)); });
-  if (name == "replace") {
-    return method([text](CallArgs& a) -> absl::StatusOr<Value> {
-      ARACH_ASSIGN_OR_RETURN(std::string from, ArgString(a, 0, "old"));
-      ARACH_ASSIGN_OR_RETURN(std::string to, ArgString(a, 1, "new"));
-      ARACH_ASSIGN_OR_RETURN(int64_t count, ArgInt(a, 2, "count", -1));
-      return Value::String(Replace(text, from, to, count));
-    });
-  }
-  if (name == "count" || name == "find") {
-    const bool count = name == "count";
-    return method([text, count](CallArgs& a) -> absl::StatusOr<Value> {
-      ARACH_ASSIGN_OR_RETURN(std::string sub, ArgString(a, 0, "sub"));
-      if (!count) {
-        const size_t at = text.find(sub);
-        return Value::Int(at == std::string::npos ? -1 : static_cast<int64_t>(CodePoints(text.substr(0, at)).size()));
-      }
-      if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePoints(text).size()) + 1);
-      int64_t n = 0;
-      for (size_t at = text.find(sub); at != std::string::npos; at = text.find(sub, at + sub.size())) ++n;
-      return Value::Int(n);
-    });
-  }
-  if (name == "join") {
-    return method([text](CallArgs& a) -> absl::StatusOr<Value> {
-      const Value* items = Arg(a, 0, "iterable");
-      if (items == nullptr) return TypeError("join needs a list");
-      ARACH_ASSIGN_OR_RETURN(std::vector<Value> values, Iterate(*items));
-      std::string out;
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (!values[i].is_string()) return TypeError(absl::StrCat("sequence item ", i, ": expected str instance, ", values[i].TypeName(), " found"));
-        if (i) out += text;
-        out += values[i].as_string();
-      }
-      return Value::String(out);
-    });
-  }
-  return Value::Undefined(absl::StrCat("'str object' has no attribute '", name, "'"));
-}
-
 absl::StatusOr<Value> DictMethod(const Value& dict, const std::string& name) {
   auto method = [&](Function fn) { return MakeMethod(name, std::move(fn)); };
   if (name == "get") {
@@ -115,12 +38,35 @@ absl::StatusOr<Value> DictMethod(const Value& dict, const std::string& name) {
     });
   }
   if (name == "items") return method([dict](CallArgs&) -> absl::StatusOr<Value> { return Value::List(DictItems(dict.dict())); });
+  if (name == "copy") return method([dict](CallArgs&) -> absl::StatusOr<Value> { return Value::MakeDict(dict.dict()); });
   if (name == "keys" || name == "values") {
     const bool keys = name == "keys";
     return method([dict, keys](CallArgs&) -> absl::StatusOr<Value> {
       std::vector<Value> out;
       for (const auto& [k, v] : dict.dict().items) out.push_back(keys ? Value::String(k) : v);
       return Value::List(std::move(out));
+    });
+  }
+  return Value::Undefined();
+}
+
+// The methods of lists and tuples that change nothing (copy, index, count; the sandbox refuses the others).
+Value SequenceMethod(const Value& sequence, const std::string& name) {
+  auto method = [&](Function fn) { return MakeMethod(name, std::move(fn)); };
+  if (name == "copy" && !sequence.is_tuple()) return method([sequence](CallArgs&) -> absl::StatusOr<Value> { return Value::List(sequence.list()); });
+  if (name == "index" || name == "count") {
+    const bool index = name == "index";
+    return method([sequence, index](CallArgs& a) -> absl::StatusOr<Value> {
+      const Value* needle = Arg(a, 0, "value");
+      if (needle == nullptr) return TypeError(absl::StrCat(index ? "index" : "count", " needs a value"));
+      int64_t n = 0;
+      for (size_t i = 0; i < sequence.list().size(); ++i) {
+        if (!sequence.list()[i].Equals(*needle)) continue;
+        if (index) return Value::Int(static_cast<int64_t>(i));
+        ++n;
+      }
+      if (index) return TypeError(absl::StrCat(needle->Repr(), " is not in ", sequence.TypeName()));
+      return Value::Int(n);
     });
   }
   return Value::Undefined();
@@ -137,6 +83,10 @@ absl::StatusOr<Value> GetAttribute(const Value& object, const std::string& name)
       if (!method.is_undefined()) return method;
     }
     if (const Value* found = object.dict().Find(name); found != nullptr) return *found;
+  }
+  if (object.is_list()) {
+    Value method = SequenceMethod(object, name);
+    if (!method.is_undefined()) return method;
   }
   return Value::Undefined(absl::StrCat("'", ObjectName(object), "' has no attribute '", name, "'"));
 }
@@ -215,7 +165,8 @@ absl::StatusOr<std::vector<Value>> Iterate(const Value& value) {
 }
 
 absl::StatusOr<bool> Contains(const Value& haystack, const Value& needle) {
-  if (haystack.is_undefined()) return UndefinedError(haystack);
+  // Jinja2's Undefined iterates as empty, so nothing is in it (`name not in spec.required` where a schema has none).
+  if (haystack.is_undefined()) return false;
   if (haystack.is_string()) {
     if (!needle.is_string()) return TypeError(absl::StrCat("'in <string>' requires string as left operand, not ", needle.TypeName()));
     return haystack.as_string().find(needle.as_string()) != std::string::npos;

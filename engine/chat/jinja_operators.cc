@@ -65,8 +65,13 @@ absl::StatusOr<Value> Arithmetic(const std::string& op, const Value& a, const Va
   return Value::Int(op == "//" ? q : m);
 }
 
+// A list or tuple of `items`, as `like` is.
+Value SequenceLike(const Value& like, std::vector<Value> items) {
+  return like.is_tuple() ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
+}
+
 absl::StatusOr<Value> Repeat(const Value& sequence, int64_t times) {
-  if (times <= 0) return sequence.is_string() ? Value::String("") : Value::List({});
+  if (times <= 0) return sequence.is_string() ? Value::String("") : SequenceLike(sequence, {});
   if (sequence.is_string()) {
     if (sequence.as_string().size() * static_cast<size_t>(times) > kMaxSequence) return TypeError("a repeated string is too long");
     std::string out;
@@ -76,7 +81,7 @@ absl::StatusOr<Value> Repeat(const Value& sequence, int64_t times) {
   if (sequence.list().size() * static_cast<size_t>(times) > kMaxSequence) return TypeError("a repeated list is too long");
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), sequence.list().begin(), sequence.list().end());
-  return Value::List(std::move(out));
+  return SequenceLike(sequence, std::move(out));
 }
 
 std::string OperandError(const std::string& op, const Value& a, const Value& b) {
@@ -92,10 +97,10 @@ absl::StatusOr<Value> BinaryOperation(const std::string& op, const Value& lhs, c
   if (lhs.is_number() && rhs.is_number()) return Arithmetic(op, lhs, rhs);
   if (op == "+") {
     if (lhs.is_string() && rhs.is_string()) return Value::String(lhs.as_string() + rhs.as_string());
-    if (lhs.is_list() && rhs.is_list()) {
+    if (lhs.is_list() && rhs.is_list() && lhs.is_tuple() == rhs.is_tuple()) {  // list + list, tuple + tuple
       std::vector<Value> out = lhs.list();
       out.insert(out.end(), rhs.list().begin(), rhs.list().end());
-      return Value::List(std::move(out));
+      return SequenceLike(lhs, std::move(out));
     }
     if (lhs.is_string()) return TypeError(absl::StrCat("can only concatenate str (not \"", rhs.TypeName(), "\") to str"));
   }

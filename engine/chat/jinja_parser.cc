@@ -133,6 +133,9 @@ class Parser {
     if (tag == "for") return ParseFor(name);
     if (tag == "set") return ParseSet(name);
     if (tag == "macro") return ParseMacro(name);
+    if (tag == "call") return ParseCallBlock(name);
+    if (tag == "filter") return ParseFilterBlock(name);
+    if (tag == "with") return ParseWith(name);
     if (tag == "break" || tag == "continue") {
       if (loop_depth_ == 0) return ErrorAt(name, absl::StrCat("'", tag, "' outside a for loop"));
       auto s = std::make_unique<Stmt>();
@@ -250,11 +253,8 @@ class Parser {
     return s;
   }
 
-  absl::StatusOr<std::unique_ptr<Stmt>> ParseMacro(const Token& tag) {
-    auto s = std::make_unique<Stmt>();
-    s->kind = Stmt::Kind::kMacro;
-    s->at = At(tag);
-    ARACH_ASSIGN_OR_RETURN(s->text, ExpectName("the macro's name"));
+  // "(" NAME [= default], ... ")" of a macro or a call block's caller.
+  absl::Status ParseParams(std::vector<MacroParam>* params) {
     ARACH_RETURN_IF_ERROR(ExpectOp("("));
     while (!IsOp(")")) {
       MacroParam param;
@@ -262,22 +262,88 @@ class Parser {
       if (IsOp("=")) {
         Next();
         ARACH_ASSIGN_OR_RETURN(param.default_value, ParseExpression(true));
-      } else if (!s->params.empty() && s->params.back().default_value != nullptr) {
+      } else if (!params->empty() && params->back().default_value != nullptr) {
         return ErrorAt(Peek(), "a parameter without a default follows one with a default");
       }
-      s->params.push_back(std::move(param));
+      params->push_back(std::move(param));
       if (!IsOp(")")) ARACH_RETURN_IF_ERROR(ExpectOp(","));
     }
     Next();
-    ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
+    return absl::OkStatus();
+  }
+
+  // A body of its own, like a macro's: break/continue do not cross it. Consumes the end tag and its "%}".
+  absl::StatusOr<Body> ParseOwnBody(const char* end_tag) {
     const int outer_loops = loop_depth_;
-    loop_depth_ = 0;  // break/continue do not cross a macro
+    loop_depth_ = 0;
     std::string end;
-    absl::StatusOr<Body> body = ParseBody({"endmacro"}, &end);
+    absl::StatusOr<Body> body = ParseBody({end_tag}, &end);
     loop_depth_ = outer_loops;
     if (!body.ok()) return body.status();
-    s->body = std::move(*body);
-    if (Peek().type == Type::kName) Next();  // {% endmacro name %}
+    if (std::string_view(end_tag) == "endmacro" && Peek().type == Type::kName) Next();  // {% endmacro name %}
+    ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
+    return body;
+  }
+
+  absl::StatusOr<std::unique_ptr<Stmt>> ParseMacro(const Token& tag) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = Stmt::Kind::kMacro;
+    s->at = At(tag);
+    ARACH_ASSIGN_OR_RETURN(s->text, ExpectName("the macro's name"));
+    ARACH_RETURN_IF_ERROR(ParseParams(&s->params));
+    ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
+    ARACH_ASSIGN_OR_RETURN(s->body, ParseOwnBody("endmacro"));
+    return s;
+  }
+
+  // {% call [(params)] callee(args) %}: the body becomes the `caller` the callee's body may call.
+  absl::StatusOr<std::unique_ptr<Stmt>> ParseCallBlock(const Token& tag) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = Stmt::Kind::kCallBlock;
+    s->at = At(tag);
+    s->text = "caller";
+    if (IsOp("(")) ARACH_RETURN_IF_ERROR(ParseParams(&s->params));
+    const Token& start = Peek();
+    ARACH_ASSIGN_OR_RETURN(s->expr, ParseExpression(true));
+    if (s->expr->kind != Expr::Kind::kCall) return ErrorAt(start, "a call block needs a call (macro(args))");
+    ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
+    ARACH_ASSIGN_OR_RETURN(s->body, ParseOwnBody("endcall"));
+    return s;
+  }
+
+  // {% filter name[(args)] [| name[(args)]]... %}
+  absl::StatusOr<std::unique_ptr<Stmt>> ParseFilterBlock(const Token& tag) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = Stmt::Kind::kFilterBlock;
+    s->at = At(tag);
+    ExprPtr node = Make(Expr::Kind::kName, At(tag));
+    node->name = kFilterOperand;
+    ARACH_ASSIGN_OR_RETURN(node, ParseFilterApplication(std::move(node)));
+    while (IsOp("|")) {
+      Next();
+      ARACH_ASSIGN_OR_RETURN(node, ParseFilterApplication(std::move(node)));
+    }
+    s->expr = std::move(node);
+    ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
+    ARACH_ASSIGN_OR_RETURN(s->body, ParseOwnBody("endfilter"));
+    return s;
+  }
+
+  // {% with [target = value, ...] %}: the values are evaluated outside, the names bound inside.
+  absl::StatusOr<std::unique_ptr<Stmt>> ParseWith(const Token& tag) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = Stmt::Kind::kWith;
+    s->at = At(tag);
+    while (Peek().type != Type::kBlockEnd) {
+      if (!s->assignments.empty()) ARACH_RETURN_IF_ERROR(ExpectOp(","));
+      ARACH_ASSIGN_OR_RETURN(Target target, ParseTarget(false));
+      ARACH_RETURN_IF_ERROR(ExpectOp("="));
+      ARACH_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(true));
+      s->assignments.emplace_back(std::move(target), std::move(value));
+    }
+    ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
+    std::string end;
+    ARACH_ASSIGN_OR_RETURN(s->body, ParseBody({"endwith"}, &end));
     ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
     return s;
   }
@@ -642,18 +708,23 @@ class Parser {
     return e;
   }
 
+  // After "|": NAME [(args)] applied to `node`.
+  absl::StatusOr<ExprPtr> ParseFilterApplication(ExprPtr node) {
+    const Token& name = Peek();
+    ARACH_ASSIGN_OR_RETURN(std::string filter, ExpectName("a filter name"));
+    if (!IsKnownFilter(filter)) return ErrorAt(name, absl::StrCat("unsupported filter '", filter, "'"));
+    ExprPtr e = Make(Expr::Kind::kFilter, At(name));
+    e->name = filter;
+    e->items.push_back(std::move(node));
+    if (IsOp("(")) ARACH_RETURN_IF_ERROR(ParseArguments(e.get()));
+    return e;
+  }
+
   absl::StatusOr<ExprPtr> ParseFilters(ExprPtr node) {
     while (true) {
       if (IsOp("|")) {
         Next();
-        const Token& name = Peek();
-        ARACH_ASSIGN_OR_RETURN(std::string filter, ExpectName("a filter name"));
-        if (!IsKnownFilter(filter)) return ErrorAt(name, absl::StrCat("unsupported filter '", filter, "'"));
-        ExprPtr e = Make(Expr::Kind::kFilter, At(name));
-        e->name = filter;
-        e->items.push_back(std::move(node));
-        if (IsOp("(")) ARACH_RETURN_IF_ERROR(ParseArguments(e.get()));
-        node = std::move(e);
+        ARACH_ASSIGN_OR_RETURN(node, ParseFilterApplication(std::move(node)));
       } else if (IsName("is")) {
         Next();
         ExprPtr e = Make(Expr::Kind::kTest, At(Peek()));

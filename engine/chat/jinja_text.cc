@@ -4,6 +4,8 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
+#include <algorithm>
+
 #include "engine/tokenizer/unicode.h"
 
 namespace arach::jinja {
@@ -96,7 +98,7 @@ std::string Strip(const std::string& text, const Value* chars, bool left, bool r
   return Utf8(cps.substr(begin, end - begin));
 }
 
-// str.split(sep=None, maxsplit=-1).
+// str.split(sep=None, maxsplit=-1): from the left; the last part keeps what follows it as it is.
 std::vector<Value> Split(const std::string& text, const Value* sep, int64_t maxsplit) {
   std::vector<Value> parts;
   if (sep == nullptr || sep->is_none()) {
@@ -106,9 +108,7 @@ std::vector<Value> Split(const std::string& text, const Value* sep, int64_t maxs
       while (i < cps.size() && PythonSpace(cps[i])) ++i;
       if (i >= cps.size()) break;
       if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-        size_t end = cps.size();
-        while (end > i && PythonSpace(cps[end - 1])) --end;
-        parts.push_back(Value::String(Utf8(cps.substr(i, end - i))));
+        parts.push_back(Value::String(Utf8(cps.substr(i))));
         break;
       }
       size_t j = i;
@@ -128,6 +128,40 @@ std::vector<Value> Split(const std::string& text, const Value* sep, int64_t maxs
   }
   parts.push_back(Value::String(text.substr(start)));
   return parts;
+}
+
+// str.rsplit: str.split of the text read backwards (code point by code point, the separator too), each part and
+// their order turned back.
+std::vector<Value> RSplit(const std::string& text, const Value* sep, int64_t maxsplit) {
+  auto reversed = [](const std::string& t) {
+    std::u32string cps = CodePoints(t);
+    std::reverse(cps.begin(), cps.end());
+    return Utf8(cps);
+  };
+  const Value reversed_sep = sep != nullptr && sep->is_string() ? Value::String(reversed(sep->as_string())) : Value::None();
+  std::vector<Value> parts = Split(reversed(text), &reversed_sep, maxsplit);
+  std::reverse(parts.begin(), parts.end());
+  for (Value& part : parts) part = Value::String(reversed(part.as_string()));
+  return parts;
+}
+
+// str.splitlines(keepends): the line boundaries Python's str knows.
+std::vector<Value> SplitLines(const std::string& text, bool keepends) {
+  const std::u32string cps = CodePoints(text);
+  auto boundary = [](char32_t c) {
+    return c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0x2028 || c == 0x2029;
+  };
+  std::vector<Value> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < cps.size(); ++i) {
+    if (!boundary(cps[i])) continue;
+    const size_t end = i;
+    if (cps[i] == '\r' && i + 1 < cps.size() && cps[i + 1] == '\n') ++i;
+    lines.push_back(Value::String(Utf8(cps.substr(start, (keepends ? i + 1 : end) - start))));
+    start = i + 1;
+  }
+  if (start < cps.size()) lines.push_back(Value::String(Utf8(cps.substr(start))));
+  return lines;
 }
 
 std::string Replace(const std::string& text, const std::string& from, const std::string& to, int64_t count) {

@@ -20,8 +20,11 @@ std::string PythonTitle(const std::string& text); // str.title
 std::string JinjaTitle(const std::string& text);  // the title filter (words split at spaces, -, brackets)
 // str.strip / lstrip / rstrip: whitespace, or the characters of `chars` (a string value; null: whitespace).
 std::string Strip(const std::string& text, const Value* chars, bool left, bool right);
-// str.split(sep=None, maxsplit=-1).
+// str.split(sep=None, maxsplit=-1) and str.rsplit (the same, from the right).
 std::vector<Value> Split(const std::string& text, const Value* sep, int64_t maxsplit);
+std::vector<Value> RSplit(const std::string& text, const Value* sep, int64_t maxsplit);
+// str.splitlines(keepends=False).
+std::vector<Value> SplitLines(const std::string& text, bool keepends);
 // str.replace(from, to, count=-1).
 std::string Replace(const std::string& text, const std::string& from, const std::string& to, int64_t count);
 

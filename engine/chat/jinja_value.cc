@@ -78,7 +78,7 @@ bool Value::Equals(const Value& other, int depth) const {
     case Kind::kNone: return true;
     case Kind::kString: return string_ == other.string_;
     case Kind::kList: {
-      if (list_->size() != other.list_->size()) return false;
+      if (tuple_ != other.tuple_ || list_->size() != other.list_->size()) return false;  // (1, 2) != [1, 2]
       for (size_t i = 0; i < list_->size(); ++i) {
         if (!(*list_)[i].Equals((*other.list_)[i], depth + 1)) return false;
       }

@@ -73,6 +73,28 @@ cases = [
  "{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'dv') }} {{ d.items() | list }} {{ d.keys() | list }} {{ d.values() | list }} {{ ', '.join(['a', 'b']) }} {{ 'abcabc'.count('b') }} {{ 'abc'.find('c') }}",
  # globals
  "{{ range(3) | list }} {{ range(1, 7, 2) | list }} {{ range(5, 0, -2) | list }} {{ dict(a=1, b='x') }} {{ namespace(a=1).a }}",
+ # call, filter, with and raw blocks
+ "{% macro m(a) %}{{ a }}[{{ caller() }}]{% endmacro %}{% call m(1) %}in {{ n }}{% endcall %}",
+ "{% macro m() %}{{ caller(1, 2) }}|{{ caller(3) }}{% endmacro %}{% call(a, b=5) m() %}{{ a }}{{ b }}{% endcall %}",
+ "{% macro m() %}{% set ns = namespace(f=caller()) %}{% set ns.f = ns.f ~ '!' %}{{ ns.f }}{% endmacro %}{% for i in l %}{% call m() %}{{ i }}{% endcall %}{% endfor %}",
+ "{% macro fields(spec) %}{% set o = namespace(f=caller()) %}{% for k, v in spec | items %}{% if v is mapping %}{% call fields(v) %}<{{ k }}>{% endcall %}{% endif %}{% set o.f = o.f ~ k ~ ';' %}{% endfor %}{{ o.f }}{% endmacro %}{% call fields({'a': {'b': 1, 'c': {'d': 2}}, 'e': 3}) %}top:{% endcall %}",
+ "{% macro m() %}[{{ caller() }}]{% endmacro %}{% macro n() %}{% call m() %}{{ caller() }}{% endcall %}{% endmacro %}{% call n() %}x{% endcall %}",
+ "{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}{% set y = 1 %}{{ y }}{% endcall %}[{{ y }}]",
+ "{% filter upper | replace('A', '-') %}abc {{ s }}{% endfilter %} {% filter trim %}  x  {% endfilter %}|",
+ "{% filter upper %}{% for i in l %}a{{ i }}{% endfor %}{% set y = 1 %}{% endfilter %}[{{ y }}]",
+ "{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set a = 2 %}{{ a }}{% endwith %}{{ a }} {% with %}{% set x = 1 %}{{ x }}{% endwith %}[{{ x }}]",
+ "{% for i in [1, 2, 3] %}{% with v = i * 2 %}{% if v > 4 %}{% break %}{% endif %}{{ v }}{% endwith %}{% endfor %}",
+ "{%- raw -%}  {{ x }}  {%- endraw -%}  |  {% raw %}\n{{ x }}{% if %}{# #}\n  {% endraw %}\nz{%raw%}a{%endraw%}",
+ "a\n  {%+ raw %}x{% endraw %}\n{% raw %}x\n   {%+ endraw %}y{% raw %}a{% endraw -%}\n\n b",
+ # str, list and dict methods; tuples; escapes; membership in what is undefined
+ "{{ 'a b c'.rsplit(' ', 1) }} {{ ' a b c  '.split(none, 1) }} {{ ' a b c  '.rsplit(none, 1) }} {{ 'é,ü,ö'.rsplit(',', 1) }} {{ 'aaa'.rsplit('aa') }} {{ 'a,b'.rsplit(',', 0) }}",
+ "{{ 'a\\nb\\r\\nc\\rd\\x0be\\x85f\\u2028g\\n'.splitlines() }} {{ 'a\\nb\\n'.splitlines(true) }} {{ ''.splitlines() }}",
+ "{{ 'pre_x'.removeprefix('pre_') }} {{ 'x.json'.removesuffix('.json') }} {{ 'ab'.removeprefix('abc') }} {{ 'aéa'.rfind('a') }} {{ 'héllo'.index('l') }} {{ 'hello'.rindex('l') }} {{ 'x'.rfind('y') }}",
+ "{{ '{} {}'.format(1, 'x') }} {{ '{1}{0}'.format('a', 'b') }} {{ '{n}!'.format(n=none) }} {{ '{{x}} {}'.format(l) }} {{ '{!r}'.format('q') }} {{ '{0}{0}'.format(t) }}",
+ "{{ l.index(2) }} {{ l.count(3) }} {{ (1, 2, 1).count(1) }} {{ l.copy() }} {{ d.copy() }}", "{{ 'x'.index('y') }}", "{{ l.index(9) }}", "{{ '{} {1}'.format(1, 2) }}",
+ "{{ (1, 2) == [1, 2] }} {{ (1, 2) == (1, 2) }} {{ (1, 2) + (3,) }} {{ (1,) * 2 }} {{ [[1, 2]] == [(1, 2)] }} {{ d | items | list == [('b', 2), ('a', 1), ('n', none)] }}",
+ "{{ '\\101\\60\\0' | tojson }} {{ '\\1234' }} {{ '\\8' }} {{ '\\777' | tojson }}",
+ "{{ 'a' not in zz }} {{ 'a' in zz }} {{ 'x' is in zz }}", "{{ 'a' in d.zz.y }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",

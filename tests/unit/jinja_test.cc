@@ -85,7 +85,13 @@ std::string ParseError(const std::string& source) {
 
 TEST(Jinja, UnsupportedConstructsAreRefusedAtLoadNamingLineAndColumn) {
   EXPECT_EQ(ParseError("a\n  {% include 'x.j2' %}"), "line 2, column 6: unsupported tag 'include'");
-  EXPECT_EQ(ParseError("{% call m() %}x{% endcall %}"), "line 1, column 4: unsupported tag 'call'");
+  EXPECT_EQ(ParseError("{% block title %}x{% endblock %}"), "line 1, column 4: unsupported tag 'block'");
+  EXPECT_EQ(ParseError("{% call x %}y{% endcall %}"), "line 1, column 9: a call block needs a call (macro(args))");
+  EXPECT_EQ(ParseError("a\n{% raw %}{{ x }}"), "line 2, column 1: {% raw %} is never closed with {% endraw %}");
+  EXPECT_EQ(ParseError("{{ '\\N{BULLET}' }}"),
+            "line 1, column 5: \\N{...} escapes (Unicode character names) are not supported: write the character or \\u");
+  EXPECT_EQ(ParseError("{% for x in y %}{% filter upper %}{% break %}{% endfilter %}{% endfor %}"),
+            "line 1, column 38: 'break' outside a for loop");
   EXPECT_EQ(ParseError("{% extends 'base' %}"), "line 1, column 4: unsupported tag 'extends'");
   EXPECT_EQ(ParseError("{{ x | wordwrap }}"), "line 1, column 8: unsupported filter 'wordwrap'");
   EXPECT_EQ(ParseError("{% if x is prime %}{% endif %}"), "line 1, column 12: unsupported test 'prime'");
@@ -102,6 +108,16 @@ TEST(Jinja, UnsupportedConstructsAreRefusedAtLoadNamingLineAndColumn) {
   auto t = ChatTemplate::Parse("{{ x | wordwrap }}", TokenizerConfig{}, "tokenizer_config.json");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().message(), "tokenizer_config.json: chat template: line 1, column 8: unsupported filter 'wordwrap'");
+}
+
+// What Jinja2 would print and our engine cannot is an error naming it, never a different text.
+TEST(Jinja, UnsupportedFormatFieldsAreRefusedByName) {
+  for (const char* source : {"{{ '{:>4}'.format(1) }}", "{{ '{x.y}'.format(x=1) }}", "{{ '{0[1]}'.format(l) }}", "{{ '{!a}'.format(1) }}"}) {
+    const absl::StatusOr<std::string> rendered = RenderText(source);
+    ASSERT_FALSE(rendered.ok()) << source << " rendered " << *rendered;
+    EXPECT_NE(rendered.status().message().find("is not supported"), std::string::npos) << rendered.status();
+  }
+  EXPECT_EQ(*RenderText("{{ '{} {{}} {!r}'.format(1, 'x') }}"), "1 {} 'x'");
 }
 
 TEST(Jinja, RenderingIsBounded) {
