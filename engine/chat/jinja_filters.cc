@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/chat/jinja_call_args.h"
 #include "engine/chat/jinja_text.h"
 #include "engine/core/markup_escape.h"
@@ -287,20 +289,32 @@ absl::StatusOr<Value> FilterReject(const Value& v, CallArgs& a) { return SelectI
 absl::StatusOr<Value> FilterSelectAttr(const Value& v, CallArgs& a) { return SelectItems(v, a, true, true); }
 absl::StatusOr<Value> FilterRejectAttr(const Value& v, CallArgs& a) { return SelectItems(v, a, true, false); }
 
+// transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False), its
+// parameters in that order (not Jinja2's own tojson(indent)).
 absl::StatusOr<Value> FilterToJson(const Value& v, CallArgs& a) {
+  constexpr int64_t kMaxIndent = 64;  // keeps a deep value's text bounded
   JsonOptions options;
-  if (const Value* indent = Arg(a, 99, "indent"); indent != nullptr && !indent->is_none()) {
-    if (!indent->is_int()) return TypeError("tojson: indent must be an integer");
-    options.indent = static_cast<int>(std::clamp<int64_t>(indent->as_int(), 0, 64));
-  } else if (!a.positional.empty() && a.positional[0].is_int()) {
-    options.indent = static_cast<int>(std::clamp<int64_t>(a.positional[0].as_int(), 0, 64));
+  options.ensure_ascii = ArgBool(a, 0, "ensure_ascii", false);
+  if (const Value* indent = Arg(a, 1, "indent"); indent != nullptr && !indent->is_none()) {
+    if (indent->is_string()) {
+      if (static_cast<int64_t>(indent->as_string().size()) > kMaxIndent) return TypeError("tojson: an indent over 64 characters is not supported");
+      options.indent = indent->as_string();
+    } else if (indent->is_int() || indent->is_bool()) {
+      if (indent->as_int() > kMaxIndent) return TypeError("tojson: an indent over 64 is not supported");
+      options.indent = std::string(static_cast<size_t>(std::max<int64_t>(indent->as_int(), 0)), ' ');
+    } else {
+      return TypeError(absl::StrCat("tojson: indent must be an integer or a string, not ", indent->TypeName()));
+    }
   }
-  options.sort_keys = ArgBool(a, 99, "sort_keys", false);
-  if (const Value* separators = Arg(a, 99, "separators"); separators != nullptr && separators->is_list() &&
-                                                           separators->list().size() == 2) {
-    options.item_separator = separators->list()[0].Str();
-    options.key_separator = separators->list()[1].Str();
+  if (const Value* separators = Arg(a, 2, "separators"); separators != nullptr && !separators->is_none()) {
+    if (!separators->is_list() || separators->list().size() != 2 || !separators->list()[0].is_string() ||
+        !separators->list()[1].is_string()) {
+      return TypeError("tojson: separators must be two strings (item separator, key separator)");
+    }
+    options.item_separator = separators->list()[0].as_string();
+    options.key_separator = separators->list()[1].as_string();
   }
+  options.sort_keys = ArgBool(a, 3, "sort_keys", false);
   ARACH_ASSIGN_OR_RETURN(std::string text, ToJson(v, options));
   return Value::String(std::move(text));
 }
@@ -334,6 +348,40 @@ absl::StatusOr<Value> FilterSum(const Value& v, CallArgs& a) {
     ARACH_ASSIGN_OR_RETURN(total, BinaryOperation("+", total, term));
   }
   return total;
+}
+
+// min / max: the first smallest or largest item (strings compared lower-cased unless case sensitive); undefined
+// when there are none.
+absl::StatusOr<Value> Extreme(const Value& v, CallArgs& a, bool largest) {
+  const Value* attribute = Arg(a, 1, "attribute");
+  ARACH_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+  if (items.empty()) return Value::Undefined("No aggregated item, sequence was empty.");
+  ARACH_ASSIGN_OR_RETURN(std::vector<Value> sorted,
+                         SortedValues(std::move(items), largest, ArgBool(a, 0, "case_sensitive", false),
+                                      attribute != nullptr && !attribute->is_none() ? attribute->Str() : ""));
+  return sorted.front();
+}
+absl::StatusOr<Value> FilterMin(const Value& v, CallArgs& a) { return Extreme(v, a, false); }
+absl::StatusOr<Value> FilterMax(const Value& v, CallArgs& a) { return Extreme(v, a, true); }
+
+// round(precision=0, method='common'): Python's round() (ties to even on the exact binary value, an int stays an
+// int), or 'floor' / 'ceil' at that many decimals (a float).
+absl::StatusOr<Value> FilterRound(const Value& v, CallArgs& a) {
+  if (!v.is_number()) return TypeError(absl::StrCat("round: expected a number, got ", v.TypeName()));
+  ARACH_ASSIGN_OR_RETURN(int64_t precision, ArgInt(a, 0, "precision", 0));
+  const Value* method_arg = Arg(a, 1, "method");
+  const std::string method = method_arg != nullptr ? method_arg->Str() : "common";
+  if (method != "common" && method != "floor" && method != "ceil") return TypeError("round: method must be common, ceil or floor");
+  if (precision < 0 || precision > 15) return TypeError("round: a precision outside 0..15 is not supported");
+  const double x = v.as_double();
+  if (method == "common") {
+    if (!v.is_float()) return Value::Int(v.as_int());
+    if (!std::isfinite(x)) return v;
+    // printf rounds the exact binary value, ties to even, as Python's round() does.
+    return Value::Float(std::strtod(absl::StrFormat("%.*f", static_cast<int>(precision), x).c_str(), nullptr));
+  }
+  const double scale = std::pow(10.0, static_cast<double>(precision));
+  return Value::Float((method == "floor" ? std::floor(x * scale) : std::ceil(x * scale)) / scale);
 }
 
 absl::StatusOr<Value> FilterItems(const Value& v, CallArgs&) {
@@ -385,7 +433,8 @@ constexpr NamedFilter kFilters[] = {
     {"int", FilterInt},           {"float", FilterFloat},         {"abs", FilterAbs},
     {"sum", FilterSum},           {"items", FilterItems},         {"dictsort", FilterDictSort},
     {"format", FilterFormat},     {"indent", FilterIndent},       {"safe", FilterSafe},
-    {"e", FilterEscape},          {"escape", FilterEscape},
+    {"e", FilterEscape},          {"escape", FilterEscape},       {"min", FilterMin},
+    {"max", FilterMax},           {"round", FilterRound},
 };
 
 // ------------------------------------------------------------------ tests

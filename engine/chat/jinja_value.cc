@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizer/unicode.h"
 
 namespace arach::jinja {
 
@@ -269,10 +270,14 @@ absl::StatusOr<Value> Value::FromJson(const nlohmann::ordered_json& json, int de
 
 namespace {
 
-// A JSON string as Python's json.dumps(ensure_ascii=False) writes it.
-std::string JsonString(const std::string& s) {
+// A JSON string as Python's json.dumps writes it: short escapes for " \\ \\n \\r \\t \\b \\f, \\u00XX for the other
+// control characters; with `ensure_ascii`, \\uXXXX for everything outside ' '..'~' too (a surrogate pair past U+FFFF).
+std::string JsonString(const std::string& s, bool ensure_ascii) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  absl::StatusOr<std::vector<CodePoint>> decoded = DecodeUtf8(SanitizeUtf8(s));
+  if (!decoded.ok()) return out + "\"";  // unreachable: sanitized text decodes
+  for (const CodePoint& cp : *decoded) {
+    const char32_t c = cp.value;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -282,10 +287,13 @@ std::string JsonString(const std::string& s) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
+        if (c < 0x20 || (ensure_ascii && c >= 0x7f && c <= 0xffff)) {
+          out += absl::StrFormat("\\u%04x", static_cast<uint32_t>(c));
+        } else if (ensure_ascii && c > 0xffff) {
+          const uint32_t v = static_cast<uint32_t>(c) - 0x10000;
+          out += absl::StrFormat("\\u%04x\\u%04x", 0xd800 + (v >> 10), 0xdc00 + (v & 0x3ff));
         } else {
-          out += static_cast<char>(c);
+          AppendUtf8(c, out);
         }
     }
   }
@@ -294,9 +302,11 @@ std::string JsonString(const std::string& s) {
 
 absl::Status WriteJson(const Value& v, const JsonOptions& o, int depth, std::string* out) {
   if (depth > kMaxNesting) return absl::InvalidArgumentError("Circular reference detected");
-  const std::string item_separator = !o.item_separator.empty() ? o.item_separator : (o.indent ? "," : ", ");
+  const std::string item_separator = o.item_separator.value_or(o.indent ? "," : ", ");
   auto newline = [&](int level) {
-    if (o.indent) absl::StrAppend(out, "\n", std::string(static_cast<size_t>(*o.indent * level), ' '));
+    if (!o.indent) return;
+    *out += '\n';
+    for (int i = 0; i < level; ++i) *out += *o.indent;
   };
   switch (v.kind()) {
     case Value::Kind::kNone: *out += "null"; return absl::OkStatus();
@@ -307,7 +317,7 @@ absl::Status WriteJson(const Value& v, const JsonOptions& o, int depth, std::str
       *out += std::isnan(f) ? "NaN" : std::isinf(f) ? (f > 0 ? "Infinity" : "-Infinity") : FloatRepr(f);
       return absl::OkStatus();
     }
-    case Value::Kind::kString: *out += JsonString(v.as_string()); return absl::OkStatus();
+    case Value::Kind::kString: *out += JsonString(v.as_string(), o.ensure_ascii); return absl::OkStatus();
     case Value::Kind::kList: {
       if (v.list().empty()) {
         *out += "[]";
@@ -335,7 +345,7 @@ absl::Status WriteJson(const Value& v, const JsonOptions& o, int depth, std::str
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) *out += item_separator;
         newline(depth + 1);
-        absl::StrAppend(out, JsonString(items[i]->first), o.key_separator);
+        absl::StrAppend(out, JsonString(items[i]->first, o.ensure_ascii), o.key_separator);
         if (absl::Status s = WriteJson(items[i]->second, o, depth + 1, out); !s.ok()) return s;
       }
       newline(depth);

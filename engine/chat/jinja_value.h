@@ -133,12 +133,13 @@ class Value {
 std::string FloatRepr(double value);
 
 struct JsonOptions {
-  std::optional<int> indent;  // None: one line
+  bool ensure_ascii = false;          // escape every character outside ' '..'~' as \uXXXX (surrogate pairs past U+FFFF)
+  std::optional<std::string> indent;  // None: one line; else what one level of nesting indents by
   bool sort_keys = false;
-  std::string item_separator;  // defaults: ", " on one line, "," with indent
+  std::optional<std::string> item_separator;  // defaults: ", " on one line, "," with indent
   std::string key_separator = ": ";
 };
-// json.dumps(value, ensure_ascii=False, ...) as Python writes it; undefined and functions are errors.
+// json.dumps(value, ...) as Python writes it; undefined and functions are errors.
 absl::StatusOr<std::string> ToJson(const Value& value, const JsonOptions& options = {});
 
 // dict.items(): a (key, value) tuple per entry, in insertion order.

@@ -95,6 +95,12 @@ cases = [
  "{{ (1, 2) == [1, 2] }} {{ (1, 2) == (1, 2) }} {{ (1, 2) + (3,) }} {{ (1,) * 2 }} {{ [[1, 2]] == [(1, 2)] }} {{ d | items | list == [('b', 2), ('a', 1), ('n', none)] }}",
  "{{ '\\101\\60\\0' | tojson }} {{ '\\1234' }} {{ '\\8' }} {{ '\\777' | tojson }}",
  "{{ 'a' not in zz }} {{ 'a' in zz }} {{ 'x' is in zz }}", "{{ 'a' in d.zz.y }}",
+ # tojson's parameters in transformers' order (ensure_ascii, indent, separators, sort_keys); min, max, round
+ "{{ u8 | tojson(true) }} {{ {'k\u00e9': '\U0001F600\x7f\n'} | tojson(ensure_ascii=true) }} {{ l | tojson(false, 1) }} {{ d | tojson(indent='\t') }} {{ l | tojson(indent=0) }}",
+ "{{ d | tojson(separators=(',', ':')) }} {{ d | tojson(none, none, ('', '=')) }} {{ d | tojson(none, none, none, true) }} {{ [d] | tojson(indent=true, sort_keys=true) }}",
+ "{{ l | tojson(indent=[1]) }}", "{{ l | tojson(separators=',') }}",
+ "{{ l | min }} {{ l | max }} {{ ['b', 'A', 'a'] | min }} {{ ['b', 'A', 'a'] | max }} {{ ['b', 'A'] | min(case_sensitive=true) }} {{ msgs | max(attribute='role') }} {{ [] | max is undefined }}",
+ "{{ 2.567 | round(1) }} {{ 2.5 | round }} {{ 3.5 | round }} {{ 2.675 | round(2) }} {{ -1.5 | round }} {{ 3.5 | round(0, 'floor') }} {{ 3.21 | round(1, 'ceil') }} {{ 3 | round }} {{ 3 | round(1, 'floor') }} {{ true | round }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",

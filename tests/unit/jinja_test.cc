@@ -73,7 +73,7 @@ TEST(Jinja, ToJsonIsPythonJsonDumps) {
   const Value v = *Value::FromJson(ordered_json::parse(R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})"));
   EXPECT_EQ(*ToJson(v), R"({"z": [1, 2.0, null, true], "a": "é\"\n\u0001", "e": {}, "l": []})");
   JsonOptions indented;
-  indented.indent = 2;
+  indented.indent = "  ";
   EXPECT_EQ(*ToJson(*Value::FromJson(ordered_json::parse(R"({"a": [1], "b": {}})")), indented), "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}");
   EXPECT_FALSE(ToJson(Value::Undefined()).ok());
 }
