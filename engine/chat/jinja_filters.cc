@@ -410,7 +410,10 @@ absl::StatusOr<Value> FilterIndent(const Value& v, CallArgs& a) {
   const Value* width = Arg(a, 0, "width");
   std::string pad = "    ";
   if (width != nullptr && width->is_string()) pad = width->as_string();
-  if (width != nullptr && (width->is_int())) pad = std::string(static_cast<size_t>(std::clamp<int64_t>(width->as_int(), 0, 256)), ' ');
+  if (width != nullptr && width->is_int()) {
+    if (width->as_int() > 256) return TypeError("indent: a width over 256 is not supported");
+    pad = std::string(static_cast<size_t>(std::max<int64_t>(width->as_int(), 0)), ' ');
+  }
   return Value::String(Indent(v.Str(), pad, ArgBool(a, 1, "first", false), ArgBool(a, 2, "blank", false)));
 }
 

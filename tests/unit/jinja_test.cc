@@ -111,8 +111,9 @@ TEST(Jinja, UnsupportedConstructsAreRefusedAtLoadNamingLineAndColumn) {
 }
 
 // What Jinja2 would print and our engine cannot is an error naming it, never a different text.
-TEST(Jinja, UnsupportedFormatFieldsAreRefusedByName) {
-  for (const char* source : {"{{ '{:>4}'.format(1) }}", "{{ '{x.y}'.format(x=1) }}", "{{ '{0[1]}'.format(l) }}", "{{ '{!a}'.format(1) }}"}) {
+TEST(Jinja, WhatWeCannotRenderAsJinja2IsRefusedByName) {
+  for (const char* source : {"{{ '{:>4}'.format(1) }}", "{{ '{x.y}'.format(x=1) }}", "{{ '{0[1]}'.format(l) }}", "{{ '{!a}'.format(1) }}",
+                             "{{ 'a\\nb' | indent(300) }}", "{{ [1] | tojson(indent=65) }}", "{{ 1.5 | round(-1) }}"}) {
     const absl::StatusOr<std::string> rendered = RenderText(source);
     ASSERT_FALSE(rendered.ok()) << source << " rendered " << *rendered;
     EXPECT_NE(rendered.status().message().find("is not supported"), std::string::npos) << rendered.status();
