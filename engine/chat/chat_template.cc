@@ -63,6 +63,18 @@ absl::Status CheckExtraTemplateVariables(const nlohmann::ordered_json& extra, ab
   return absl::OkStatus();
 }
 
+absl::Status CheckDocuments(const nlohmann::ordered_json& documents, absl::string_view field) {
+  if (!documents.is_array()) return absl::InvalidArgumentError(absl::StrCat(field, ": must be a list of document objects"));
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const nlohmann::ordered_json& document = documents[i];
+    if (!document.is_object()) return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]: must be an object ({\"title\", \"text\"})"));
+    for (const auto& [key, value] : document.items()) {
+      if (!value.is_string()) return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "].", key, ": must be a string"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // `rendered` cut after the final message's text (ChatTemplate::Render's continue_final_message).
@@ -104,7 +116,12 @@ absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
     ARACH_ASSIGN_OR_RETURN(Value tools, Value::FromJson(input.tools));
     variables.Set("tools", std::move(tools));
   }
-  variables.Set("documents", Value::None());
+  if (input.documents.is_null()) {
+    variables.Set("documents", Value::None());
+  } else {
+    ARACH_ASSIGN_OR_RETURN(Value documents, Value::FromJson(input.documents));
+    variables.Set("documents", std::move(documents));
+  }
   variables.Set("add_generation_prompt", Value::Bool(input.add_generation_prompt));
   for (const auto& [name, token] : {std::pair{"bos_token", &tokens_.bos_token}, std::pair{"eos_token", &tokens_.eos_token},
                                     std::pair{"pad_token", &tokens_.pad_token}, std::pair{"unk_token", &tokens_.unk_token}}) {

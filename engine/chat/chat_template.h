@@ -26,6 +26,9 @@ struct ChatInput {
   // assistant's answer). Not together with add_generation_prompt.
   bool continue_final_message = false;
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // chat_template_kwargs (e.g. enable_thinking)
+  // null, or the documents a template grounds the answer in (transformers' and vLLM's `documents`, for RAG
+  // templates such as Granite's and Command R's): [{"title": ..., "text": ...}, ...] (CheckDocuments).
+  nlohmann::ordered_json documents;
 };
 
 class ChatTemplate {
@@ -57,6 +60,9 @@ class ChatTemplate {
 // The variables ChatTemplate::Render defines itself, which a request's extra variables (chat_template_kwargs) may
 // not replace: INVALID_ARGUMENT "<field>: may not set 'NAME' (...)" for the first one `extra` sets.
 absl::Status CheckExtraTemplateVariables(const nlohmann::ordered_json& extra, absl::string_view field);
+// A request's `documents`: a list of objects whose values are strings (vLLM's list[dict[str, str]]). INVALID_ARGUMENT
+// naming `field`[i] (or `field`[i].key) otherwise.
+absl::Status CheckDocuments(const nlohmann::ordered_json& documents, absl::string_view field);
 
 // The chat template of a model folder: `override_path` when given, else `dir`/chat_template.jinja, else
 // tokenizer_config.json's default template; null when the model has none. Errors name the file.

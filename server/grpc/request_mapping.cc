@@ -139,6 +139,10 @@ absl::StatusOr<ChatInput> ToChatInput(const arach::v1::ChatRequest& r) {
     ARACH_ASSIGN_OR_RETURN(input.extra, ParseJsonField(r.chat_template_kwargs_json(), "chat_template_kwargs_json", true));
     ARACH_RETURN_IF_ERROR(CheckExtraTemplateVariables(input.extra, "chat_template_kwargs_json"));
   }
+  if (!r.documents_json().empty()) {
+    ARACH_ASSIGN_OR_RETURN(input.documents, ParseJsonField(r.documents_json(), "documents_json", false));
+    ARACH_RETURN_IF_ERROR(CheckDocuments(input.documents, "documents_json"));
+  }
   return input;
 }
 

@@ -77,6 +77,14 @@ absl::Status ReadChatTemplateKwargs(const ordered_json& body, ChatInput& input) 
   return absl::OkStatus();
 }
 
+absl::Status ReadDocuments(const ordered_json& body, ChatInput& input) {
+  const auto documents = body.find("documents");
+  if (documents == body.end() || documents->is_null()) return absl::OkStatus();
+  ARACH_RETURN_IF_ERROR(CheckDocuments(*documents, "documents"));
+  input.documents = *documents;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body_text) {
   ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
   return ChatRequestFromJson(body);
@@ -97,6 +105,7 @@ absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
   request.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadTurnOpening(body, request.input));
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, request.input));
+  ARACH_RETURN_IF_ERROR(ReadDocuments(body, request.input));
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> return_prompt, OptionalBoolAt(body, "return_prompt"));
   request.return_prompt = return_prompt.value_or(false);
   if (const auto echo = body.find("echo"); echo != body.end() && echo->is_boolean() && echo->get<bool>()) {

@@ -15,8 +15,8 @@ namespace arach::server::http {
 struct ChatRequest {
   GenerationFields fields;
   // messages (each with role system | developer | user | assistant | tool; content a string, null, or a list
-  // of text parts, joined with "\n" into a string), tools, add_generation_prompt (default true) and
-  // chat_template_kwargs, in the order and with the keys given (tojson keeps them).
+  // of text parts, joined with "\n" into a string), tools, add_generation_prompt (default true),
+  // chat_template_kwargs and documents, in the order and with the keys given (tojson keeps them).
   ChatInput input;
   bool return_prompt = false;  // arach extension: the answer carries the rendered prompt as `arach_prompt`
   std::vector<ToolSpec> tools;  // `tools`, read (input.tools keeps them as given, for the template)
@@ -39,5 +39,9 @@ absl::Status ReadTurnOpening(const nlohmann::ordered_json& body, ChatInput& inpu
 // `chat_template_kwargs` of `body` (an object of extra template variables; not one the template defines itself)
 // into `input.extra`; absent or null leaves it empty. Shared by the chat routes.
 absl::Status ReadChatTemplateKwargs(const nlohmann::ordered_json& body, ChatInput& input);
+
+// `documents` of `body` (vLLM's: a list of {"title", "text"} objects for templates that ground the answer in them,
+// CheckDocuments) into `input.documents`; absent or null leaves it null.
+absl::Status ReadDocuments(const nlohmann::ordered_json& body, ChatInput& input);
 
 }  // namespace arach::server::http

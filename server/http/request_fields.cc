@@ -28,7 +28,7 @@ constexpr std::string_view kShared[] = {
 constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo"};
 constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
                                           "parallel_tool_calls", "add_generation_prompt", "continue_final_message",
-                                          "chat_template_kwargs", "return_prompt", "echo"};
+                                          "chat_template_kwargs", "documents", "return_prompt", "echo"};
 
 // The Responses API (/v1/responses): OpenAI's parameters, the sampling extensions that make sense without
 // chat's n/stop/logprobs, and ours.

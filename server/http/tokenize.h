@@ -1,6 +1,6 @@
 // vLLM's tokenizer routes, for clients that count or build prompts in tokens (LiteLLM's /tokenize, benchmark
 // harnesses building exact-N prompts):
-//  - POST /tokenize: {"prompt": TEXT, "add_special_tokens": true} or a chat conversation {"messages", "tools",
+//  - POST /tokenize: {"prompt": TEXT, "add_special_tokens": true} or a chat conversation {"messages", "tools", "documents",
 //    "add_generation_prompt", "continue_final_message", "chat_template_kwargs"} rendered exactly as
 //    /v1/chat/completions renders it
 //    (so `count` equals that request's usage.prompt_tokens) -> {"count", "max_model_len", "tokens"}.

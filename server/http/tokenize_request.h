@@ -19,7 +19,7 @@ struct TokenizeRequest {
   // {"prompt": TEXT, "add_special_tokens": true}: the text, with the tokenizer's special tokens added or not.
   std::string prompt;
   bool add_special_tokens = true;
-  // {"messages", "tools", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"}: the
+  // {"messages", "tools", "documents", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"}: the
   // conversation (its generation fields unused); nullopt for a prompt.
   std::optional<ChatRequest> chat;
   // "return_token_strs": the answer lists each token as the vocabulary writes it too ("token_strs").

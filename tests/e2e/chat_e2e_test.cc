@@ -253,6 +253,45 @@ TEST(ChatServer, AModelWithoutATemplateRefusesChat) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+// vLLM's `documents` (gRPC: documents_json) reach a template that grounds its answer in them, as given; a
+// malformed list is refused naming the field.
+TEST(ChatServer, DocumentsReachARagTemplateOnBothProtocols) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  const std::string path = dir.path() + "/rag.jinja";
+  std::ofstream(path) << "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                         "{%- if documents %}<|im_start|>system\n{% for d in documents %}[{{ loop.index }}] "
+                         "{{ d.title | default('untitled') }}: {{ d.text }}\n{% endfor %}<|im_end|>\n{% endif %}"
+                         "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
+                                                           "--kv_cache_bytes=33554432"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const json documents = json::parse(R"([{"title": "Hubs", "text": "ARACH adds a hub stream."}, {"text": "It skips the sink."}])");
+  const std::string expected = "<|im_start|>user\nWhat is ARACH?<|im_end|>\n<|im_start|>system\n[1] Hubs: ARACH adds a hub stream.\n"
+                               "[2] untitled: It skips the sink.\n<|im_end|>\n<|im_start|>assistant\n";
+  const json messages = json::parse(R"([{"role": "user", "content": "What is ARACH?"}])");
+  const HttpAnswer http = PostChat(**server, {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 2}, {"return_prompt", true},
+                                              {"documents", documents}});
+  ASSERT_EQ(http.status, 200) << http.body;
+  EXPECT_EQ(http.body["arach_prompt"], expected);
+  const HttpAnswer bad = PostChat(**server, {{"model", "qwen3-tiny"}, {"messages", messages}, {"documents", json::parse(R"([{"text": 1}])")}});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.body["error"]["param"], "documents[0].text") << bad.body;
+
+  auto client = ArachClient::Connect((*server)->grpc_address());
+  arach::v1::ChatRequest request = GrpcChat(ordered_json::parse(messages.dump()), 2);
+  request.set_documents_json(documents.dump());
+  arach::v1::Finish finish;
+  ASSERT_TRUE(client->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+    if (r.has_finish()) finish = r.finish();
+  }).ok());
+  EXPECT_EQ(finish.chat_prompt(), expected);
+  request.set_documents_json(R"([{"title": ["x"]}])");
+  const grpc::Status refused = client->Chat(request, [](const auto&) {});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(), "documents_json[0].title: must be a string");
+}
+
 TEST(ChatServer, AnUnsupportedTemplateStopsTheServerNamingFileLineAndColumn) {
   ARACH_REQUIRE_FIXTURES();
   testing::ScopedTempDir dir;

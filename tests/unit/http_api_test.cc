@@ -168,9 +168,10 @@ TEST(ChatRequest, ReadsMessagesToolsAndTemplateOptions) {
       {"role": "tool", "content": "r", "tool_call_id": "1"}],
       "tools": [{"type": "function", "function": {"name": "f", "z": 1, "a": 2}}], "add_generation_prompt": false,
       "chat_template_kwargs": {"enable_thinking": false}, "max_completion_tokens": 9, "logprobs": true, "top_logprobs": 3,
-      "return_prompt": true})");
+      "return_prompt": true, "documents": [{"title": "T", "text": "D", "url": "u"}]})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->input.messages.size(), 4u);
+  EXPECT_EQ(r->input.documents.dump(), R"([{"title":"T","text":"D","url":"u"}])") << "documents as given, for RAG templates";
   EXPECT_EQ(r->input.messages[1]["content"], "a\nb") << "text parts join into the string templates expect";
   EXPECT_TRUE(r->input.messages[2]["content"].is_null());
   EXPECT_EQ(r->input.tools.dump(), R"([{"type":"function","function":{"name":"f","z":1,"a":2}}])") << "key order kept";
@@ -217,6 +218,13 @@ TEST(ChatRequest, EveryBadFieldIsNamed) {
             "chat_template_kwargs");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"documents": []}})"),
             "chat_template_kwargs");
+  for (const char* documents : {R"("x")", "[1]", R"([{"title": "T", "text": 2}])"}) {
+    const std::string param = ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "documents": )" +
+                                          std::string(documents) + "}");
+    EXPECT_EQ(param.substr(0, 9), "documents") << documents;
+  }
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "documents": [{"text": 2}]})"),
+            "documents[0].text");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "add_generation_prompt": 1})"),
             "add_generation_prompt");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "echo": true})"), "echo");

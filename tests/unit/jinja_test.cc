@@ -180,6 +180,25 @@ TEST(ChatTemplate, VariablesAndRaisedErrors) {
 
 // transformers' continue_final_message: the prompt ends after the final message's text (the markers that close
 // its turn cut off), its trailing whitespace kept only where the template wrote the message as given.
+// transformers' and vLLM's `documents` (RAG templates): none unless the request gives them, then as given.
+TEST(ChatTemplate, DocumentsReachTheTemplateAsGiven) {
+  auto t = ChatTemplate::Parse("{% for d in documents %}[{{ loop.index0 }} {% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}]"
+                               "{% endfor %}{{ documents is none }}",
+                               TokenizerConfig{}, "test");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ChatInput input;
+  input.messages = ordered_json::parse(R"([{"role": "user", "content": "q"}])");
+  EXPECT_FALSE((*t)->Render(input).ok()) << "no documents: none, which a template cannot iterate (as in Jinja2)";
+  input.documents = ordered_json::parse(R"([{"title": "A", "text": "x"}, {"text": "y", "url": "u"}])");
+  const absl::StatusOr<std::string> rendered = (*t)->Render(input);
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(*rendered, "[0 title=A;text=x;][1 text=y;url=u;]False");
+  EXPECT_TRUE(CheckDocuments(input.documents, "documents").ok());
+  EXPECT_EQ(CheckDocuments(ordered_json::parse("{}"), "documents").message(), "documents: must be a list of document objects");
+  EXPECT_EQ(CheckDocuments(ordered_json::parse("[[]]"), "documents").message(), R"(documents[0]: must be an object ({"title", "text"}))");
+  EXPECT_EQ(CheckDocuments(ordered_json::parse(R"([{}, {"text": null}])"), "d").message(), "d[1].text: must be a string");
+}
+
 TEST(ChatTemplate, ContinueFinalMessageCutsThePromptAfterTheFinalMessage) {
   TokenizerConfig tokens;
   tokens.eos_token = "</s>";

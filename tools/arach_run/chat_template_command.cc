@@ -34,7 +34,7 @@ absl::Status RunChatTemplate(const ChatTemplateOptions& options) {
   ARACH_ASSIGN_OR_RETURN(std::string conversation_text, ReadFileToString(options.conversation));
   const nlohmann::ordered_json conversation = nlohmann::ordered_json::parse(conversation_text, nullptr, false);
   if (conversation.is_discarded() || !conversation.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(options.conversation, ": must be a JSON object {\"messages\": [...], \"tools\": [...]}"));
+    return absl::InvalidArgumentError(absl::StrCat(options.conversation, ": must be a JSON object {\"messages\": [...], \"tools\": [...], \"documents\": [...]}"));
   }
   ChatInput input;
   if (!conversation.contains("messages") || !conversation["messages"].is_array()) {
@@ -42,6 +42,10 @@ absl::Status RunChatTemplate(const ChatTemplateOptions& options) {
   }
   input.messages = conversation["messages"];
   if (conversation.contains("tools")) input.tools = conversation["tools"];
+  if (conversation.contains("documents") && !conversation["documents"].is_null()) {
+    ARACH_RETURN_IF_ERROR(CheckDocuments(conversation["documents"], absl::StrCat(options.conversation, ": documents")));
+    input.documents = conversation["documents"];
+  }
   input.add_generation_prompt = options.add_generation_prompt;
   if (!options.extra.empty()) {
     input.extra = nlohmann::ordered_json::parse(options.extra, nullptr, false);

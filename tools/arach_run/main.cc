@@ -74,7 +74,7 @@ ABSL_FLAG(std::string, adapter, "", "pre-projection + skip adapter (safetensors)
 ABSL_FLAG(bool, skip, false, "run the skip variant (needs --adapter)");
 ABSL_FLAG(std::string, tokenizer_config, "", "chat-template: a tokenizer_config.json (instead of --model)");
 ABSL_FLAG(std::string, chat_template, "", "chat-template: a Jinja file that replaces the model's template");
-ABSL_FLAG(std::string, conversation, "", "chat-template: a JSON file {\"messages\": [...], \"tools\": [...]}");
+ABSL_FLAG(std::string, conversation, "", "chat-template: a JSON file {\"messages\": [...], \"tools\": [...], \"documents\": [...]}");
 ABSL_FLAG(bool, add_generation_prompt, false, "chat-template: end with the assistant turn's header");
 ABSL_FLAG(std::string, extra, "", "chat-template: extra template variables as a JSON object");
 ABSL_FLAG(bool, add_special_tokens, false, "tokenize: add the special tokens the model expects (BOS ...)");
