@@ -102,7 +102,7 @@ absl::Status SetTurnOpening(std::optional<bool> add_generation_prompt, bool cont
 
 ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template, ToolArgumentsForm arguments_form) {
   ChatInput out = input;
-  const bool reads_developer = chat_template.source().find("developer") != std::string::npos;
+  const bool reads_developer = chat_template.SourceFor(!input.tools.is_null()).find("developer") != std::string::npos;
   for (auto& message : out.messages) {
     if (!reads_developer && message.value("role", "") == "developer") message["role"] = "system";
     const auto calls = message.find("tool_calls");

@@ -110,7 +110,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   if (!engine.ok()) return Fail(engine.status());
   const ChatTemplate* chat_template = (*engine)->chat_template();
   absl::StatusOr<ChatOutputFormat> chat_output = ResolveChatOutputFormat(
-      chat_template != nullptr ? chat_template->source() : "", options.tool_call_parser, options.reasoning_parser);
+      chat_template != nullptr ? chat_template->SourceFor(/*with_tools=*/true) : "", options.tool_call_parser, options.reasoning_parser);
   if (!chat_output.ok()) return Fail(chat_output.status());
   context.chat_output = *chat_output;
   context.device = (*engine)->device();

@@ -40,15 +40,20 @@ Value StrftimeNow() {
 
 }  // namespace
 
+absl::StatusOr<ChatTemplate::Parsed> ChatTemplate::ParseOne(TemplateText text) {
+  absl::StatusOr<jinja::Template> tree = jinja::ParseTemplate(text.source);
+  if (!tree.ok()) return absl::InvalidArgumentError(absl::StrCat(text.origin, ": chat template: ", tree.status().message()));
+  return Parsed{std::move(text), std::move(*tree)};
+}
+
 absl::StatusOr<std::shared_ptr<const ChatTemplate>> ChatTemplate::Parse(std::string source, const TokenizerConfig& tokens,
-                                                                        std::string origin) {
-  absl::StatusOr<jinja::Template> tree = jinja::ParseTemplate(source);
-  if (!tree.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": chat template: ", tree.status().message()));
+                                                                        std::string origin, std::optional<TemplateText> tool_use) {
   std::shared_ptr<ChatTemplate> t(new ChatTemplate());
-  t->source_ = std::move(source);
-  t->origin_ = std::move(origin);
+  ARACH_ASSIGN_OR_RETURN(t->default_, ParseOne(TemplateText{std::move(source), std::move(origin)}));
+  if (tool_use.has_value()) {
+    ARACH_ASSIGN_OR_RETURN(t->tool_use_, ParseOne(std::move(*tool_use)));
+  }
   t->tokens_ = tokens;
-  t->tree_ = std::move(*tree);
   return std::shared_ptr<const ChatTemplate>(std::move(t));
 }
 
@@ -135,10 +140,11 @@ absl::StatusOr<std::string> ChatTemplate::Render(const ChatInput& input) const {
       variables.Set(key, std::move(v));
     }
   }
-  absl::StatusOr<std::string> text = jinja::Render(tree_, variables);
+  const Parsed& chosen = Choose(!input.tools.is_null());
+  absl::StatusOr<std::string> text = jinja::Render(chosen.tree, variables);
   if (!text.ok()) {
     if (text.status().GetPayload(jinja::kRaisedByTemplate)) return absl::InvalidArgumentError(text.status().message());
-    return absl::InvalidArgumentError(absl::StrCat("the chat template (", origin_, ") failed: ", text.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("the chat template (", chosen.text.origin, ") failed: ", text.status().message()));
   }
   if (input.continue_final_message) return OpenFinalMessage(std::move(*text), input.messages);
   return text;
@@ -150,14 +156,31 @@ absl::StatusOr<std::shared_ptr<const ChatTemplate>> LoadChatTemplate(const std::
     ARACH_ASSIGN_OR_RETURN(std::string source, ReadFileToString(override_path));
     return ChatTemplate::Parse(std::move(source), config, override_path);
   }
-  const std::string jinja_file = (std::filesystem::path(dir) / "chat_template.jinja").string();
+  const std::filesystem::path root(dir);
+  const std::string jinja_file = (root / "chat_template.jinja").string();
   if (std::filesystem::exists(jinja_file)) {
     ARACH_ASSIGN_OR_RETURN(std::string source, ReadFileToString(jinja_file));
-    return ChatTemplate::Parse(std::move(source), config, jinja_file);
+    std::optional<TemplateText> tool_use;
+    const std::string tool_use_file = (root / "additional_chat_templates" / "tool_use.jinja").string();
+    if (std::filesystem::exists(tool_use_file)) {
+      ARACH_ASSIGN_OR_RETURN(std::string tool_source, ReadFileToString(tool_use_file));
+      tool_use = TemplateText{std::move(tool_source), tool_use_file};
+    }
+    return ChatTemplate::Parse(std::move(source), config, jinja_file, std::move(tool_use));
   }
-  const auto it = config.chat_templates.find("default");
-  if (it == config.chat_templates.end()) return std::shared_ptr<const ChatTemplate>();
-  return ChatTemplate::Parse(it->second, config, (std::filesystem::path(dir) / "tokenizer_config.json").string());
+  if (config.chat_templates.empty()) return std::shared_ptr<const ChatTemplate>();
+  const std::string config_file = (root / "tokenizer_config.json").string();
+  const auto named_default = config.chat_templates.find("default");
+  if (named_default == config.chat_templates.end()) {
+    std::string names;
+    for (const auto& [name, source] : config.chat_templates) absl::StrAppend(&names, names.empty() ? "" : ", ", name);
+    return absl::InvalidArgumentError(absl::StrCat(config_file, ": chat_template: no template named \"default\" (it names ", names, ")"));
+  }
+  std::optional<TemplateText> tool_use;
+  if (const auto named_tool_use = config.chat_templates.find("tool_use"); named_tool_use != config.chat_templates.end()) {
+    tool_use = TemplateText{named_tool_use->second, absl::StrCat(config_file, " (chat_template \"tool_use\")")};
+  }
+  return ChatTemplate::Parse(named_default->second, config, config_file, std::move(tool_use));
 }
 
 }  // namespace arach

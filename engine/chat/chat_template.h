@@ -31,12 +31,21 @@ struct ChatInput {
   nlohmann::ordered_json documents;
 };
 
+// A template's text and where it came from (a file, or tokenizer_config.json), for error messages.
+struct TemplateText {
+  std::string source;
+  std::string origin;
+};
+
 class ChatTemplate {
  public:
   // Parses `source`; an unsupported construct is INVALID_ARGUMENT "<origin>: line L, column C: ...".
-  // `tokens` gives bos_token, eos_token, pad_token and unk_token (those set become variables).
+  // `tokens` gives bos_token, eos_token, pad_token and unk_token (those set become variables). `tool_use`: a second
+  // template for conversations that offer tools, as transformers' apply_chat_template picks a model's "tool_use"
+  // template when it is given tools (Hermes 2 Pro's and Command R's tokenizer_config.json name one).
   static absl::StatusOr<std::shared_ptr<const ChatTemplate>> Parse(std::string source, const TokenizerConfig& tokens,
-                                                                   std::string origin);
+                                                                   std::string origin,
+                                                                   std::optional<TemplateText> tool_use = std::nullopt);
 
   // The prompt text. INVALID_ARGUMENT with the template's own message when it raises (raise_exception),
   // or naming the line and column where rendering failed. With continue_final_message, the text is cut after the
@@ -46,15 +55,25 @@ class ChatTemplate {
   // write that text as given.
   absl::StatusOr<std::string> Render(const ChatInput& input) const;
 
-  const std::string& source() const { return source_; }
-  const std::string& origin() const { return origin_; }  // where it came from (a file, or "tokenizer_config.json")
+  const std::string& source() const { return default_.text.source; }  // the default template's
+  const std::string& origin() const { return default_.text.origin; }
+  // The text of the template that renders a conversation with tools (the tool_use template where there is one)
+  // or without them.
+  const std::string& SourceFor(bool with_tools) const { return Choose(with_tools).text.source; }
+  bool has_tool_use() const { return tool_use_.has_value(); }
 
  private:
+  struct Parsed {
+    TemplateText text;
+    jinja::Template tree;
+  };
+  static absl::StatusOr<Parsed> ParseOne(TemplateText text);
+  const Parsed& Choose(bool with_tools) const { return with_tools && tool_use_ ? *tool_use_ : default_; }
+
   ChatTemplate() = default;
-  std::string source_;
-  std::string origin_;
+  Parsed default_;
+  std::optional<Parsed> tool_use_;
   TokenizerConfig tokens_;
-  jinja::Template tree_;
 };
 
 // The variables ChatTemplate::Render defines itself, which a request's extra variables (chat_template_kwargs) may
@@ -64,8 +83,10 @@ absl::Status CheckExtraTemplateVariables(const nlohmann::ordered_json& extra, ab
 // naming `field`[i] (or `field`[i].key) otherwise.
 absl::Status CheckDocuments(const nlohmann::ordered_json& documents, absl::string_view field);
 
-// The chat template of a model folder: `override_path` when given, else `dir`/chat_template.jinja, else
-// tokenizer_config.json's default template; null when the model has none. Errors name the file.
+// The chat template of a model folder, where transformers keeps it: `override_path` when given (one template), else
+// `dir`/chat_template.jinja (with additional_chat_templates/tool_use.jinja beside it when there is one), else
+// tokenizer_config.json's chat_template (a string, or named templates: "default", and "tool_use" when there is one);
+// null when the model has none. Errors name the file; named templates without a "default" are an error.
 absl::StatusOr<std::shared_ptr<const ChatTemplate>> LoadChatTemplate(const std::string& dir, const TokenizerConfig& config,
                                                                      const std::string& override_path);
 
