@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/tokenizer/unicode.h"
+#include "engine/chat/jinja_text.h"
 
 namespace arach::jinja {
 
@@ -270,14 +270,11 @@ absl::StatusOr<Value> Value::FromJson(const nlohmann::ordered_json& json, int de
 
 namespace {
 
-// A JSON string as Python's json.dumps writes it: short escapes for " \\ \\n \\r \\t \\b \\f, \\u00XX for the other
-// control characters; with `ensure_ascii`, \\uXXXX for everything outside ' '..'~' too (a surrogate pair past U+FFFF).
+// A JSON string as Python's json.dumps writes it: short escapes for " \ \n \r \t \b \f, \u00XX for the other control
+// characters; with `ensure_ascii`, \uXXXX for everything outside ' '..'~' too (a surrogate pair past U+FFFF).
 std::string JsonString(const std::string& s, bool ensure_ascii) {
   std::string out = "\"";
-  absl::StatusOr<std::vector<CodePoint>> decoded = DecodeUtf8(SanitizeUtf8(s));
-  if (!decoded.ok()) return out + "\"";  // unreachable: sanitized text decodes
-  for (const CodePoint& cp : *decoded) {
-    const char32_t c = cp.value;
+  auto append = [&out, ensure_ascii](char32_t c) {
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -293,9 +290,14 @@ std::string JsonString(const std::string& s, bool ensure_ascii) {
           const uint32_t v = static_cast<uint32_t>(c) - 0x10000;
           out += absl::StrFormat("\\u%04x\\u%04x", 0xd800 + (v >> 10), 0xdc00 + (v & 0x3ff));
         } else {
-          AppendUtf8(c, out);
+          out += static_cast<char>(c);  // a byte (ensure_ascii off: UTF-8 passes through as it is) or ASCII
         }
     }
+  };
+  if (ensure_ascii) {
+    for (char32_t c : CodePoints(s)) append(c);  // characters, to escape every one past '~'
+  } else {
+    for (unsigned char c : s) append(c);
   }
   return out + "\"";
 }
