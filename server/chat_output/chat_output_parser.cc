@@ -11,7 +11,7 @@
 namespace arach::server {
 namespace {
 
-using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
 
 bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
@@ -33,14 +33,14 @@ size_t PartialMarkerAtEnd(absl::string_view text, absl::string_view marker) {
   return 0;
 }
 
-std::optional<json> ParseJson(absl::string_view text) {
-  json parsed = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+std::optional<ordered_json> ParseJson(absl::string_view text) {
+  ordered_json parsed = ordered_json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return std::nullopt;
   return parsed;
 }
 
-// {"name": ..., "arguments" | "parameters": {...} or its JSON text} as a call.
-std::optional<ParsedToolCall> CallOf(const json& call) {
+// {"name": ..., "arguments" | "parameters": {...} or its JSON text} as a call (the arguments' keys in the model's order).
+std::optional<ParsedToolCall> CallOf(const ordered_json& call) {
   if (!call.is_object()) return std::nullopt;
   const auto name = call.find("name");
   if (name == call.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
@@ -48,7 +48,7 @@ std::optional<ParsedToolCall> CallOf(const json& call) {
   if (arguments == call.end()) arguments = call.find("parameters");
   if (arguments == call.end()) return std::nullopt;
   if (arguments->is_string()) {
-    std::optional<json> parsed = ParseJson(arguments->get<std::string>());
+    std::optional<ordered_json> parsed = ParseJson(arguments->get<std::string>());
     if (!parsed || !parsed->is_object()) return std::nullopt;
     return ParsedToolCall{name->get<std::string>(), parsed->dump()};
   }
@@ -56,29 +56,108 @@ std::optional<ParsedToolCall> CallOf(const json& call) {
   return ParsedToolCall{name->get<std::string>(), arguments->dump()};
 }
 
-// `text` cut at the semicolons outside JSON strings, objects and arrays.
-std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
-  std::vector<absl::string_view> parts;
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
+// Whether text continues as expected: yes, not (yet) known because it ends first, or no.
+enum class Match { kYes, kMaybe, kNo };
+
+// Reads the head of a JSON call, the shape the tool-call constraint writes: `{"name": "<function>", "arguments": `
+// ("parameters" too) up to the arguments' `{`, with any whitespace between the tokens.
+class CallHeadReader {
+ public:
+  explicit CallHeadReader(absl::string_view text) : text_(text) {}
+
+  // `name` and the head's length (the arguments' `{` is next) when kYes.
+  Match Read(std::string& name, size_t& length) {
+    for (Match m : {Literal("{"), Literal("\"name\""), Literal(":")}) {
+      if (m != Match::kYes) return m;
+    }
+    if (Match m = String(name); m != Match::kYes) return m;
+    if (Match m = Literal(","); m != Match::kYes) return m;
+    const size_t key = at_;
+    Match m = Literal("\"arguments\"");
+    if (m == Match::kNo) {
+      at_ = key;
+      m = Literal("\"parameters\"");
+    }
+    if (m != Match::kYes) return m;
+    if (m = Literal(":"); m != Match::kYes) return m;
+    SkipSpace();
+    if (at_ == text_.size()) return Match::kMaybe;
+    if (text_[at_] != '{') return Match::kNo;  // arguments as a string, or not an object: the call comes whole
+    length = at_;
+    return Match::kYes;
+  }
+
+ private:
+  void SkipSpace() {
+    while (at_ < text_.size() && IsSpace(text_[at_])) ++at_;
+  }
+  // `literal` after optional whitespace.
+  Match Literal(absl::string_view literal) {
+    SkipSpace();
+    const absl::string_view rest = text_.substr(at_);
+    if (absl::StartsWith(rest, literal)) {
+      at_ += literal.size();
+      return Match::kYes;
+    }
+    return absl::StartsWith(literal, rest) ? Match::kMaybe : Match::kNo;
+  }
+  // A JSON string (a non-empty name) after optional whitespace.
+  Match String(std::string& out) {
+    SkipSpace();
+    if (at_ == text_.size()) return Match::kMaybe;
+    if (text_[at_] != '"') return Match::kNo;
+    bool escaped = false;
+    for (size_t end = at_ + 1; end < text_.size(); ++end) {
       if (escaped) {
         escaped = false;
-      } else if (c == '\\') {
+      } else if (text_[end] == '\\') {
         escaped = true;
-      } else if (c == '"') {
-        in_string = false;
+      } else if (text_[end] == '"') {
+        std::optional<ordered_json> parsed = ParseJson(text_.substr(at_, end + 1 - at_));
+        if (!parsed || !parsed->is_string() || parsed->get<std::string>().empty()) return Match::kNo;
+        out = parsed->get<std::string>();
+        at_ = end + 1;
+        return Match::kYes;
       }
+    }
+    return Match::kMaybe;
+  }
+
+  absl::string_view text_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+void JsonNesting::Read(char c) {
+  if (in_string) {
+    if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
     } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    } else if (c == separator && depth == 0) {
+      in_string = false;
+    }
+  } else if (c == '"') {
+    in_string = true;
+  } else if (c == '{' || c == '[') {
+    ++depth;
+  } else if (c == '}' || c == ']') {
+    --depth;
+  }
+}
+
+namespace {
+
+// `text` cut at `separator` outside JSON strings, objects and arrays.
+std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
+  std::vector<absl::string_view> parts;
+  JsonNesting nesting;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool outside = !nesting.in_string && nesting.depth == 0;
+    nesting.Read(text[i]);
+    if (outside && text[i] == separator) {
       parts.push_back(text.substr(start, i - start));
       start = i + 1;
     }
@@ -88,6 +167,23 @@ std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separa
 }
 
 }  // namespace
+
+void AddToolCallPiece(ChatOutputDelta& delta, ToolCallPiece piece) {
+  if (!delta.tool_calls.empty() && delta.tool_calls.back().index == piece.index && !delta.tool_calls.back().ends) {
+    ToolCallPiece& last = delta.tool_calls.back();
+    last.arguments += piece.arguments;
+    last.ends = piece.ends;
+    return;
+  }
+  delta.tool_calls.push_back(std::move(piece));
+}
+
+void AppendDelta(ChatOutputDelta& delta, ChatOutputDelta more) {
+  delta.reasoning += more.reasoning;
+  delta.content += more.content;
+  delta.content_from.insert(delta.content_from.end(), more.content_from.begin(), more.content_from.end());
+  for (ToolCallPiece& piece : more.tool_calls) AddToolCallPiece(delta, std::move(piece));
+}
 
 ChatOutputParser::ChatOutputParser(const ChatOutputFormat& format, bool parse_tools, TurnStart start)
     : format_(format),
@@ -109,9 +205,24 @@ ChatOutputDelta ChatOutputParser::Finish() {
   return out;
 }
 
-void ChatOutputParser::AddCalls(ChatOutputDelta& out, std::vector<ParsedToolCall> calls) {
-  for (ParsedToolCall& call : calls) out.tool_calls.push_back(std::move(call));
-  num_tool_calls_ += static_cast<int>(calls.size());
+void ChatOutputParser::AddWholeCalls(ChatOutputDelta& out, std::vector<ParsedToolCall> calls) {
+  for (ParsedToolCall& call : calls) {
+    AddToolCallPiece(out, {num_tool_calls_++, std::move(call.name), std::move(call.arguments), /*ends=*/true});
+  }
+  drop_leading_space_ = true;
+}
+
+void ChatOutputParser::OpenCall(ChatOutputDelta& out, std::string name) {
+  AddToolCallPiece(out, {num_tool_calls_++, std::move(name), "", /*ends=*/false});
+  arguments_ = JsonNesting();
+  call_object_closed_ = false;
+  call_open_ = true;
+  phase_ = Phase::kCallArguments;
+}
+
+void ChatOutputParser::EndCall(ChatOutputDelta& out) {
+  if (call_open_) AddToolCallPiece(out, {num_tool_calls_ - 1, "", "", /*ends=*/true});
+  call_open_ = false;
   drop_leading_space_ = true;
 }
 
@@ -162,73 +273,27 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
         return;
       }
 
-      case Phase::kContent: {
-        if (parse_tools_ && TurnOpensWithCalls() && !content_started_ && num_tool_calls_ == 0) {
-          // A Llama 3 call (or a pythonic list of calls) is the whole turn: it opens it.
-          const Opening opening = TurnOpening(StripLeadingSpace(pending_));
-          if (opening == Opening::kCalls) {
-            phase_ = Phase::kToolTail;
-            continue;
-          }
-          if (opening == Opening::kUndecided && !final) return;
-          parse_tools_ = false;  // the turn is plain content
-        }
-        absl::string_view marker;
-        if (parse_tools_ && format_.tools == ToolCallSyntax::kHermes) marker = kHermesOpen;
-        if (parse_tools_ && format_.tools == ToolCallSyntax::kMistral) marker = kMistralToolCalls;
-        if (!marker.empty()) {
-          const size_t at = absl::string_view(pending_).find(marker);
-          if (at != absl::string_view::npos) {
-            AppendContent(out, StripTrailingSpace(absl::string_view(pending_).substr(0, at)));
-            Consume(at);
-            phase_ = format_.tools == ToolCallSyntax::kHermes ? Phase::kHermesCall : Phase::kToolTail;
-            continue;
-          }
-        }
-        // Hold back what may still open a call, and trailing whitespace (dropped if a call follows).
-        size_t end = pending_.size();
-        if (!final) {
-          if (!marker.empty()) end -= PartialMarkerAtEnd(pending_, marker);
-          while (end > 0 && IsSpace(pending_[end - 1])) --end;
-        } else if (num_tool_calls_ > 0) {
-          end = StripTrailingSpace(pending_).size();
-        }
-        AppendContent(out, absl::string_view(pending_).substr(0, end));
-        if (final) {
-          Consume(pending_.size());
-        } else {
-          Consume(end);
-        }
-        return;
-      }
-
-      case Phase::kHermesCall: {
-        const size_t close = absl::string_view(pending_).find(kHermesClose);
-        if (close == absl::string_view::npos) {
-          if (final) {  // cut off inside the call: its text is content
-            AppendContent(out, pending_);
-            Consume(pending_.size());
-          }
-          return;
-        }
-        const absl::string_view body = absl::string_view(pending_).substr(kHermesOpen.size(), close - kHermesOpen.size());
-        std::optional<json> parsed = ParseJson(body);
-        std::optional<ParsedToolCall> call = parsed ? CallOf(*parsed) : std::nullopt;
-        if (call) {
-          AddCalls(out, {std::move(*call)});
-        } else {
-          AppendContent(out, absl::string_view(pending_).substr(0, close + kHermesClose.size()));
-        }
-        Consume(close + kHermesClose.size());
-        phase_ = Phase::kContent;
+      case Phase::kContent:
+        if (!StepContent(out, final)) return;
         continue;
-      }
+      case Phase::kHermesCall:
+        if (!StepHermesCall(out, final)) return;
+        continue;
+      case Phase::kCallHead:
+        if (!StepCallHead(out, final)) return;
+        continue;
+      case Phase::kCallArguments:
+        if (!StepCallArguments(out, final)) return;
+        continue;
+      case Phase::kCallClose:
+        if (!StepCallClose(out, final)) return;
+        continue;
 
       case Phase::kToolTail: {
         if (!final) return;  // the calls run to the end of the turn
         std::vector<ParsedToolCall> calls;
         if (ParseTail(pending_, calls)) {
-          AddCalls(out, std::move(calls));
+          AddWholeCalls(out, std::move(calls));
         } else {
           AppendContent(out, pending_);
         }
@@ -237,6 +302,182 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
       }
     }
   }
+}
+
+bool ChatOutputParser::StepContent(ChatOutputDelta& out, bool final) {
+  if (parse_tools_ && TurnOpensWithCalls() && !content_started_ && num_tool_calls_ == 0) {
+    // A Llama 3 call (or a pythonic list of calls) is the whole turn: it opens it.
+    const Opening opening = TurnOpening(StripLeadingSpace(pending_));
+    if (opening == Opening::kCalls) {
+      phase_ = format_.tools == ToolCallSyntax::kPythonic ? Phase::kToolTail : Phase::kCallHead;
+      list_opens_ = true;
+      return true;
+    }
+    if (opening == Opening::kUndecided && !final) return false;
+    parse_tools_ = false;  // the turn is plain content
+  }
+  absl::string_view marker;
+  if (parse_tools_ && format_.tools == ToolCallSyntax::kHermes) marker = kHermesOpen;
+  if (parse_tools_ && format_.tools == ToolCallSyntax::kMistral) marker = kMistralToolCalls;
+  if (!marker.empty()) {
+    const size_t at = absl::string_view(pending_).find(marker);
+    if (at != absl::string_view::npos) {
+      AppendContent(out, StripTrailingSpace(absl::string_view(pending_).substr(0, at)));
+      Consume(at);  // the marker stays: a call that comes whole is read from it
+      phase_ = format_.tools == ToolCallSyntax::kHermes ? Phase::kHermesCall : Phase::kCallHead;
+      list_opens_ = true;
+      return true;
+    }
+  }
+  // Hold back what may still open a call, and trailing whitespace (dropped if a call follows).
+  size_t end = pending_.size();
+  if (!final) {
+    if (!marker.empty()) end -= PartialMarkerAtEnd(pending_, marker);
+    while (end > 0 && IsSpace(pending_[end - 1])) --end;
+  } else if (num_tool_calls_ > 0) {
+    end = StripTrailingSpace(pending_).size();
+  }
+  AppendContent(out, absl::string_view(pending_).substr(0, end));
+  Consume(final ? pending_.size() : end);
+  return false;
+}
+
+bool ChatOutputParser::StepHermesCall(ChatOutputDelta& out, bool final) {
+  std::string name;
+  size_t head = 0;
+  const Match streams = CallHeadReader(absl::string_view(pending_).substr(kHermesOpen.size())).Read(name, head);
+  if (streams == Match::kYes) {
+    Consume(kHermesOpen.size() + head);
+    OpenCall(out, std::move(name));
+    return true;
+  }
+  const size_t close = absl::string_view(pending_).find(kHermesClose);
+  if (streams == Match::kMaybe || close == absl::string_view::npos) {
+    if (final) {  // cut off inside the call's head or text: it is content
+      AppendContent(out, pending_);
+      Consume(pending_.size());
+    }
+    return false;
+  }
+  // A call of another shape comes whole with its close.
+  const absl::string_view body = absl::string_view(pending_).substr(kHermesOpen.size(), close - kHermesOpen.size());
+  std::optional<ordered_json> parsed = ParseJson(body);
+  std::optional<ParsedToolCall> call = parsed ? CallOf(*parsed) : std::nullopt;
+  if (call) {
+    AddWholeCalls(out, {std::move(*call)});
+  } else {
+    AppendContent(out, absl::string_view(pending_).substr(0, close + kHermesClose.size()));
+  }
+  Consume(close + kHermesClose.size());
+  phase_ = Phase::kContent;
+  return true;
+}
+
+bool ChatOutputParser::StepCallHead(ChatOutputDelta& out, bool final) {
+  // Where the head starts: the first call opens the syntax's list (Mistral's `[TOOL_CALLS][`, Llama 3's optional
+  // <|python_tag|>); later ones follow the separator kCallClose read.
+  absl::string_view text = StripLeadingSpace(pending_);
+  Match opens = Match::kYes;
+  if (list_opens_ && format_.tools == ToolCallSyntax::kMistral) {
+    text = StripLeadingSpace(text.substr(kMistralToolCalls.size()));  // the marker is there (StepContent)
+    opens = text.empty() ? Match::kMaybe : text.front() == '[' ? Match::kYes : Match::kNo;
+    if (opens == Match::kYes) text = StripLeadingSpace(text.substr(1));
+  } else if (list_opens_ && absl::ConsumePrefix(&text, kLlamaPythonTag)) {
+    text = StripLeadingSpace(text);
+  }
+  std::string name;
+  size_t head = 0;
+  const Match streams = opens == Match::kYes ? CallHeadReader(text).Read(name, head) : opens;
+  const size_t before = static_cast<size_t>(text.data() - pending_.data());
+  if (streams == Match::kYes) {
+    Consume(before + head);
+    OpenCall(out, std::move(name));
+    list_opens_ = false;
+    return true;
+  }
+  if (streams == Match::kNo && opens == Match::kYes && !text.empty() && text.front() == '{') {
+    // A call of another shape comes whole when its object closes.
+    JsonNesting nesting;
+    size_t end = 0;
+    do {
+      nesting.Read(text[end++]);
+    } while (end < text.size() && (nesting.depth > 0 || nesting.in_string));
+    if (nesting.depth > 0 || nesting.in_string) {
+      if (!final) return false;
+    } else if (std::optional<ordered_json> parsed = ParseJson(text.substr(0, end)); parsed) {
+      if (std::optional<ParsedToolCall> call = CallOf(*parsed); call) {
+        Consume(before + end);
+        AddWholeCalls(out, {std::move(*call)});
+        list_opens_ = false;
+        call_object_closed_ = true;  // what closes or separates calls comes next
+        phase_ = Phase::kCallClose;
+        return true;
+      }
+    }
+  } else if (streams == Match::kMaybe && !final) {
+    return false;
+  }
+  // Not a call: a list that does not open with one is read whole with the turn's end (its calls, or content);
+  // after a separator, the rest is content.
+  phase_ = list_opens_ ? Phase::kToolTail : Phase::kContent;
+  return true;
+}
+
+bool ChatOutputParser::StepCallArguments(ChatOutputDelta& out, bool final) {
+  size_t end = 0;
+  bool closed = false;
+  while (end < pending_.size() && !closed) {
+    arguments_.Read(pending_[end++]);
+    closed = arguments_.depth == 0 && !arguments_.in_string;
+  }
+  if (end > 0) AddToolCallPiece(out, {num_tool_calls_ - 1, "", pending_.substr(0, end), /*ends=*/false});
+  Consume(end);
+  if (closed) {
+    phase_ = Phase::kCallClose;
+    return true;
+  }
+  return false;  // at the end: cut off inside the arguments (max_tokens), the call keeps what was written, never ended
+}
+
+bool ChatOutputParser::StepCallClose(ChatOutputDelta& out, bool final) {
+  // The call's `}`, then the syntax's close (Hermes: </tool_call>) or separator (Llama 3: `;`, Mistral: `,`, or
+  // the list's `]`). Anything else ends the call and is content.
+  const absl::string_view text = StripLeadingSpace(pending_);
+  const size_t spaces = pending_.size() - text.size();
+  if (text.empty()) {
+    if (!final) return false;
+    EndCall(out);
+    Consume(pending_.size());
+    phase_ = Phase::kContent;
+    return true;
+  }
+  if (!call_object_closed_) {
+    if (text.front() == '}') {
+      call_object_closed_ = true;
+      Consume(spaces + 1);
+      return true;
+    }
+  } else if (format_.tools == ToolCallSyntax::kHermes) {
+    if (absl::StartsWith(text, kHermesClose)) {
+      EndCall(out);
+      Consume(spaces + kHermesClose.size());
+      phase_ = Phase::kContent;
+      return true;
+    }
+    if (absl::StartsWith(kHermesClose, text) && !final) return false;
+  } else {
+    const char separator = format_.tools == ToolCallSyntax::kMistral ? ',' : ';';
+    const char next = text.front();
+    if (next == separator || (format_.tools == ToolCallSyntax::kMistral && next == ']')) {
+      EndCall(out);
+      Consume(spaces + 1);  // (`text` lay in pending_)
+      phase_ = next == separator ? Phase::kCallHead : Phase::kContent;
+      return true;
+    }
+  }
+  EndCall(out);
+  phase_ = Phase::kContent;
+  return true;
 }
 
 ChatOutputParser::Opening ChatOutputParser::TurnOpening(absl::string_view start) const {
@@ -255,9 +496,9 @@ bool ChatOutputParser::ParseTail(absl::string_view text, std::vector<ParsedToolC
   text = StripTrailingSpace(StripLeadingSpace(text));
   if (format_.tools == ToolCallSyntax::kMistral) {
     if (!absl::ConsumePrefix(&text, kMistralToolCalls)) return false;
-    std::optional<json> list = ParseJson(text);
+    std::optional<ordered_json> list = ParseJson(text);
     if (!list || !list->is_array() || list->empty()) return false;
-    for (const json& item : *list) {
+    for (const ordered_json& item : *list) {
       std::optional<ParsedToolCall> call = CallOf(item);
       if (!call) return false;
       calls.push_back(std::move(*call));
@@ -272,7 +513,7 @@ bool ChatOutputParser::ParseTail(absl::string_view text, std::vector<ParsedToolC
   }
   absl::ConsumePrefix(&text, kLlamaPythonTag);
   for (absl::string_view part : SplitTopLevel(text, ';')) {
-    std::optional<json> parsed = ParseJson(StripLeadingSpace(part));
+    std::optional<ordered_json> parsed = ParseJson(StripLeadingSpace(part));
     std::optional<ParsedToolCall> call = parsed ? CallOf(*parsed) : std::nullopt;
     if (!call) return false;
     calls.push_back(std::move(*call));

@@ -39,7 +39,7 @@ class GenerateStream : public RequestObserver {
   void OnChunk(const StreamChunk& chunk) override {
     std::lock_guard<std::mutex> lock(mutex_);
     GenerateResponse response = ToResponse(chunk, logprobs_ ? &*logprobs_ : nullptr);
-    if (chat_output_) SplitChatOutput(chat_output_->Feed(chunk.text), response);
+    if (chat_output_) SplitChatOutput(chat_output_->Feed(chunk.text), response, /*final=*/false);
     queue_.push_back(std::move(response));
     PumpLocked();
   }
@@ -75,16 +75,29 @@ class GenerateStream : public RequestObserver {
 
  private:
   void PumpLocked();
-  // `delta`'s content as the message's text, its reasoning and tool calls in their own fields.
-  void SplitChatOutput(ChatOutputDelta delta, GenerateResponse& response) {
+  // `delta`'s content as the message's text, its reasoning and tool calls in their own fields: a call goes in the
+  // message that completes it (its pieces gathered in open_call_), or in the last one (`final`) when cut off.
+  void SplitChatOutput(ChatOutputDelta delta, GenerateResponse& response, bool final) {
     response.set_text(std::move(delta.content));
     response.set_reasoning_text(std::move(delta.reasoning));
-    for (ParsedToolCall& call : delta.tool_calls) {
-      arach::v1::ToolCall* out = response.add_tool_calls();
-      out->set_id(NewToolCallId());
-      out->set_name(std::move(call.name));
-      out->set_arguments_json(std::move(call.arguments));
-      out->set_index(static_cast<uint32_t>(tool_calls_++));
+    for (ToolCallPiece& piece : delta.tool_calls) {
+      if (!piece.name.empty()) {
+        open_call_.emplace();
+        open_call_->set_id(NewToolCallId());
+        open_call_->set_name(std::move(piece.name));
+        open_call_->set_index(static_cast<uint32_t>(piece.index));
+        tool_calls_ = piece.index + 1;
+      }
+      if (!open_call_) continue;  // (a piece always follows its call's first)
+      open_call_->mutable_arguments_json()->append(piece.arguments);
+      if (piece.ends) {
+        *response.add_tool_calls() = std::move(*open_call_);
+        open_call_.reset();
+      }
+    }
+    if (final && open_call_) {
+      *response.add_tool_calls() = std::move(*open_call_);
+      open_call_.reset();
     }
   }
   // The request's line in the server's log (`info`: null when it was refused).
@@ -112,7 +125,8 @@ class GenerateStream : public RequestObserver {
   std::string chat_prompt_;
   std::optional<PieceDecoder> logprobs_;  // when the call asked for log-probs
   std::optional<ChatOutputParser> chat_output_;  // a Chat call whose reasoning or tool calls are read out
-  int tool_calls_ = 0;
+  int tool_calls_ = 0;                             // calls the turn has made
+  std::optional<arach::v1::ToolCall> open_call_;  // a call whose pieces are still coming
   std::deque<GenerateResponse> queue_;
   GenerateResponse current_;  // the message being written (owned here until OnWriteDone)
   std::optional<grpc::Status> final_status_;
@@ -265,11 +279,8 @@ void GenerateStream::OnFinish(const FinishInfo& info) {
     last.set_text(info.text);
     if (chat_output_) {
       ChatOutputDelta delta = chat_output_->Feed(info.text);
-      ChatOutputDelta rest = chat_output_->Finish();
-      delta.reasoning += rest.reasoning;
-      delta.content += rest.content;
-      for (ParsedToolCall& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
-      SplitChatOutput(std::move(delta), last);
+      AppendDelta(delta, chat_output_->Finish());
+      SplitChatOutput(std::move(delta), last, /*final=*/true);
     }
     FillFinish(info, variant_, request_id_, last.mutable_finish());
     if (tool_calls_ > 0 && info.reason == FinishReason::kStop) last.mutable_finish()->set_reason(arach::v1::FINISH_REASON_TOOL_CALLS);

@@ -29,17 +29,25 @@ class ChatCall : public ChatTurnCall {
   bool PromptFieldsBesideChoices() const override { return true; }
 
  private:
-  // The tool calls of `delta` as OpenAI writes them, numbered on from the choice's earlier calls.
-  json ToolCallsJson(int index, const ChatOutputDelta& delta);
+  // The tool calls of `delta` as OpenAI writes them: whole in a whole answer; in a stream, a call's first piece
+  // with its index, id and name, later ones with its index and more of its arguments.
+  json ToolCallsJson(const ChatOutputDelta& delta);
 };
 
-json ChatCall::ToolCallsJson(int index, const ChatOutputDelta& delta) {
+json ChatCall::ToolCallsJson(const ChatOutputDelta& delta) {
   json calls = json::array();
-  const int first = num_tool_calls(index) - static_cast<int>(delta.tool_calls.size());
-  for (size_t k = 0; k < delta.tool_calls.size(); ++k) {
-    const ParsedToolCall& call = delta.tool_calls[k];
-    json entry = {{"id", NewToolCallId()}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
-    if (fields().stream) entry["index"] = first + static_cast<int>(k);
+  for (const ToolCallPiece& piece : delta.tool_calls) {
+    json entry = json::object();
+    if (fields().stream) entry["index"] = piece.index;
+    if (!piece.name.empty()) {  // the call's first piece: OpenAI's chunk names it and gives its id
+      entry["id"] = NewToolCallId();
+      entry["type"] = "function";
+      entry["function"] = {{"name", piece.name}, {"arguments", piece.arguments}};
+    } else if (!piece.arguments.empty()) {
+      entry["function"] = {{"arguments", piece.arguments}};
+    } else {
+      continue;  // only the call's end, which a chunk does not say
+    }
     calls.push_back(std::move(entry));
   }
   return calls;
@@ -54,11 +62,11 @@ json ChatCall::ChoiceJson(int index, Choice& choice, bool final) {
     if (!fields().stream) {
       message["content"] = delta.content.empty() && calls ? json(nullptr) : json(delta.content);
       message["reasoning_content"] = delta.reasoning.empty() ? json(nullptr) : json(delta.reasoning);
-      if (calls) message["tool_calls"] = ToolCallsJson(index, delta);
+      if (calls) message["tool_calls"] = ToolCallsJson(delta);
     } else {
       if (!delta.content.empty() || !choice.opened) message["content"] = delta.content;
       if (!delta.reasoning.empty()) message["reasoning_content"] = delta.reasoning;
-      if (!delta.tool_calls.empty()) message["tool_calls"] = ToolCallsJson(index, delta);
+      if (json calls_now = ToolCallsJson(delta); !calls_now.empty()) message["tool_calls"] = std::move(calls_now);
     }
   } else if (!fields().stream || !choice.text.empty() || !choice.opened) {
     message["content"] = choice.text;

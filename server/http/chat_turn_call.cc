@@ -61,13 +61,7 @@ ChatOutputDelta ChatTurnCall::TakeDelta(int index, Choice& choice, bool final) {
   }
   delta = parser->Feed(choice.text);
   choice.text.clear();
-  if (final) {
-    ChatOutputDelta rest = parser->Finish();
-    delta.reasoning += rest.reasoning;
-    delta.content += rest.content;
-    delta.content_from.insert(delta.content_from.end(), rest.content_from.begin(), rest.content_from.end());
-    for (ParsedToolCall& call : rest.tool_calls) delta.tool_calls.push_back(std::move(call));
-  }
+  if (final) AppendDelta(delta, parser->Finish());
   return delta;
 }
 

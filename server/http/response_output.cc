@@ -46,6 +46,17 @@ void ResponseOutput::Open(Kind kind, std::vector<json>& events) {
 
 void ResponseOutput::Close(bool incomplete, std::vector<json>& events) {
   if (open_ == Kind::kNone) return;
+  if (open_ == Kind::kCall) {
+    const size_t index = items_.size();
+    events.push_back({{"type", "response.function_call_arguments.done"}, {"item_id", open_id_}, {"output_index", index},
+                      {"name", open_call_name_}, {"arguments", open_text_}});
+    json item = {{"id", open_id_}, {"type", "function_call"}, {"status", incomplete ? "incomplete" : "completed"},
+                 {"call_id", open_call_id_}, {"name", open_call_name_}, {"arguments", open_text_}};
+    events.push_back({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+    items_.push_back(std::move(item));
+    open_ = Kind::kNone;
+    return;
+  }
   const bool reasoning = open_ == Kind::kReasoning;
   json done = At(reasoning ? "response.reasoning_text.done" : "response.output_text.done");
   done["text"] = open_text_;
@@ -80,20 +91,25 @@ void ResponseOutput::Append(Kind kind, const std::string& text, json logprobs, s
   events.push_back(std::move(delta));
 }
 
-void ResponseOutput::AddCall(const ParsedToolCall& call, std::vector<json>& events) {
-  Close(/*incomplete=*/false, events);
-  const std::string id = NextId("fc_");
-  json item = {{"id", id}, {"type", "function_call"}, {"status", "in_progress"}, {"call_id", NewToolCallId()}, {"name", call.name},
-               {"arguments", ""}};
-  const size_t index = items_.size();
-  events.push_back({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
-  events.push_back({{"type", "response.function_call_arguments.delta"}, {"item_id", id}, {"output_index", index}, {"delta", call.arguments}});
-  events.push_back({{"type", "response.function_call_arguments.done"}, {"item_id", id}, {"output_index", index}, {"name", call.name},
-                    {"arguments", call.arguments}});
-  item["arguments"] = call.arguments;
-  item["status"] = "completed";
-  events.push_back({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
-  items_.push_back(std::move(item));
+void ResponseOutput::AddCallPiece(const ToolCallPiece& piece, std::vector<json>& events) {
+  if (!piece.name.empty()) {  // a call's first piece opens its item
+    Close(/*incomplete=*/false, events);
+    open_ = Kind::kCall;
+    open_id_ = NextId("fc_");
+    open_call_id_ = NewToolCallId();
+    open_call_name_ = piece.name;
+    open_text_.clear();
+    json item = {{"id", open_id_}, {"type", "function_call"}, {"status", "in_progress"}, {"call_id", open_call_id_},
+                 {"name", piece.name}, {"arguments", ""}};
+    events.push_back({{"type", "response.output_item.added"}, {"output_index", items_.size()}, {"item", std::move(item)}});
+  }
+  if (open_ != Kind::kCall) return;  // (a piece always follows its call's first)
+  if (!piece.arguments.empty()) {
+    open_text_ += piece.arguments;
+    events.push_back({{"type", "response.function_call_arguments.delta"}, {"item_id", open_id_}, {"output_index", items_.size()},
+                      {"delta", piece.arguments}});
+  }
+  if (piece.ends) Close(/*incomplete=*/false, events);
 }
 
 std::vector<json> ResponseOutput::Add(const ChatOutputDelta& delta, json content_logprobs) {
@@ -101,7 +117,7 @@ std::vector<json> ResponseOutput::Add(const ChatOutputDelta& delta, json content
   reasoning_ += delta.reasoning;
   Append(Kind::kReasoning, delta.reasoning, json::array(), events);
   Append(Kind::kMessage, delta.content, std::move(content_logprobs), events);
-  for (const ParsedToolCall& call : delta.tool_calls) AddCall(call, events);
+  for (const ToolCallPiece& piece : delta.tool_calls) AddCallPiece(piece, events);
   return events;
 }
 

@@ -1,7 +1,7 @@
 // The output of a Responses API answer (/v1/responses), built from a chat turn's parts as they come
 // (chat_output_parser.h): reasoning becomes a `reasoning` item (reasoning_text), content a `message` item
-// (output_text), each tool call a `function_call` item. An item stays open while its kind of part goes on and is
-// done when another kind comes or the turn ends. The stream's events and the whole answer's items come from the
+// (output_text), each tool call a `function_call` item (its arguments streamed as the model writes them). An item
+// stays open while its kind of part goes on and is done when another kind comes, its call ends, or the turn ends. The stream's events and the whole answer's items come from the
 // same calls, so streamed events always assemble to the items of the whole answer.
 #pragma once
 
@@ -31,11 +31,12 @@ class ResponseOutput {
   const std::string& reasoning() const { return reasoning_; }
 
  private:
-  enum class Kind { kNone, kReasoning, kMessage };
+  enum class Kind { kNone, kReasoning, kMessage, kCall };
   void Open(Kind kind, std::vector<nlohmann::json>& events);
   void Close(bool incomplete, std::vector<nlohmann::json>& events);
   void Append(Kind kind, const std::string& text, nlohmann::json logprobs, std::vector<nlohmann::json>& events);
-  void AddCall(const ParsedToolCall& call, std::vector<nlohmann::json>& events);
+  // A call's first piece opens its function_call item, later pieces stream its arguments, the last one closes it.
+  void AddCallPiece(const ToolCallPiece& piece, std::vector<nlohmann::json>& events);
   // The fields that place an event in item `open_` ("item_id", "output_index", "content_index").
   nlohmann::json At(const char* type) const;
   std::string NextId(const char* prefix) const;
@@ -44,7 +45,9 @@ class ResponseOutput {
   nlohmann::json items_ = nlohmann::json::array();
   Kind open_ = Kind::kNone;  // the kind of the item open at index items_.size()
   std::string open_id_;
-  std::string open_text_;
+  std::string open_text_;  // the open message's or reasoning's text, or the open call's arguments
+  std::string open_call_id_;    // the open call's
+  std::string open_call_name_;
   nlohmann::json open_logprobs_ = nlohmann::json::array();  // the open message's
   std::string reasoning_;
 };

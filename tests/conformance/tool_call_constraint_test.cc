@@ -77,9 +77,9 @@ TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
     EXPECT_EQ(observer->tokens().front(), *marker) << "the constraint lets the special token itself open the call";
     server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
     server::ChatOutputDelta out = parser.Feed(observer->text());
-    const server::ChatOutputDelta rest = parser.Finish();
-    out.tool_calls.insert(out.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+    server::AppendDelta(out, parser.Finish());  // each call in one piece
     ASSERT_EQ(out.tool_calls.size(), 1u) << observer->text();
+    EXPECT_TRUE(out.tool_calls[0].ends);
     EXPECT_EQ(out.tool_calls[0].name, "add");
     const nlohmann::json arguments = nlohmann::json::parse(out.tool_calls[0].arguments);
     EXPECT_TRUE(arguments["a"].is_number_integer() && arguments["a"] >= 0 && arguments["a"] <= 9) << out.tool_calls[0].arguments;
@@ -297,11 +297,11 @@ TEST(StructuredOutputToolCalls, PythonicCallsAreHeldToTheirSchemasAndReadBack) {
     ASSERT_EQ(observer->finish().reason, FinishReason::kStop) << observer->text();
     server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
     server::ChatOutputDelta out = parser.Feed(observer->text());
-    const server::ChatOutputDelta rest = parser.Finish();
-    out.tool_calls.insert(out.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+    server::AppendDelta(out, parser.Finish());  // each call in one piece
     ASSERT_FALSE(out.tool_calls.empty()) << "the constraint let through what does not read back: " << observer->text();
-    EXPECT_EQ(out.content + rest.content, "") << observer->text();
-    for (const server::ParsedToolCall& call : out.tool_calls) {
+    EXPECT_EQ(out.content, "") << observer->text();
+    for (const server::ToolCallPiece& call : out.tool_calls) {
+      EXPECT_TRUE(call.ends) << observer->text();
       const nlohmann::json arguments = nlohmann::json::parse(call.arguments);
       if (call.name == "get_weather") {
         EXPECT_TRUE(arguments["city"].is_string()) << observer->text();

@@ -342,9 +342,9 @@ TEST_F(StructuredOutputServer, ATurnThatStartsInsideReasoningTakesTools) {
   }
 }
 
-// A streamed turn of tool calls: the tokens of a call not yet closed make no chunks of their own (an empty delta
-// says nothing); the call comes whole in one delta, the same as the answer sent whole.
-TEST_F(StructuredOutputServer, StreamedToolCallsComeInOneDeltaWithoutEmptyChunks) {
+// A streamed turn of tool calls streams as OpenAI's: the call's first delta gives its index, id, type and name,
+// later ones its index and more of its arguments, which joined are the whole answer's; no chunk is empty.
+TEST_F(StructuredOutputServer, StreamedToolCallsComeAsTheyAreWrittenWithoutEmptyChunks) {
   const nlohmann::ordered_json body = {{"model", "qwen3-tiny"}, {"messages", {{{"role", "user"}, {"content", "weather in Oslo?"}}}},
                                        {"tools", nlohmann::ordered_json::parse(kTools)}, {"tool_choice", "required"},
                                        {"parallel_tool_calls", false}, {"chat_template_kwargs", {{"enable_thinking", false}}},
@@ -367,15 +367,29 @@ TEST_F(StructuredOutputServer, StreamedToolCallsComeInOneDeltaWithoutEmptyChunks
   }
   ASSERT_GE(chunks.size(), 2u) << r->body;
   EXPECT_EQ(chunks.front()["delta"]["role"], "assistant");
-  json calls = json::array();
+  json pieces = json::array();
   for (const json& chunk : chunks) {
     EXPECT_TRUE(!chunk["delta"].empty() || !chunk["finish_reason"].is_null()) << "an empty chunk: " << chunk;
-    for (const json& call : chunk["delta"].value("tool_calls", json::array())) calls.push_back(call);
+    for (const json& piece : chunk["delta"].value("tool_calls", json::array())) pieces.push_back(piece);
   }
   EXPECT_EQ(chunks.back()["finish_reason"], "tool_calls");
-  ASSERT_EQ(calls.size(), 1u) << r->body;
-  EXPECT_EQ(calls[0]["index"], 0);
-  EXPECT_EQ(calls[0]["function"], whole["choices"][0]["message"]["tool_calls"][0]["function"]) << "seeded: the same call";
+  ASSERT_GT(pieces.size(), 2u) << "the arguments stream in pieces: " << r->body;
+  const json& whole_call = whole["choices"][0]["message"]["tool_calls"][0];
+  EXPECT_EQ(pieces[0]["index"], 0);
+  EXPECT_EQ(pieces[0]["type"], "function");
+  EXPECT_TRUE(pieces[0]["id"].is_string());
+  EXPECT_EQ(pieces[0]["function"]["name"], whole_call["function"]["name"]) << "seeded: the same call";
+  std::string arguments;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(pieces[i]["index"], 0) << pieces[i];
+    if (i > 0) {
+      EXPECT_EQ(pieces[i].size(), 2u) << "later pieces carry the index and more arguments only: " << pieces[i];
+      EXPECT_EQ(pieces[i]["function"].size(), 1u) << pieces[i];
+    }
+    arguments += pieces[i]["function"]["arguments"].get<std::string>();
+  }
+  EXPECT_EQ(arguments, whole_call["function"]["arguments"]);
+  EXPECT_TRUE(json::parse(arguments).is_object()) << arguments;
 }
 
 // The regex makes the model write a <think> block first, so the reasoning split is checked on any model.

@@ -2,23 +2,40 @@
 // and one byte at a time, which must assemble to the whole answer. Also the tools and tool_choice readers.
 #include "server/chat_output/chat_output_parser.h"
 
+#include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/chat_output/tools.h"
 
 namespace arach::server {
+
+void PrintTo(const ToolCallPiece& p, std::ostream* os) {
+  *os << "{" << p.index << ", \"" << p.name << "\", \"" << p.arguments << "\", " << (p.ends ? "ends" : "goes on") << "}";
+}
+
 namespace {
 
 struct Parsed {
   std::string reasoning, content;
-  std::vector<std::pair<std::string, std::string>> calls;
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments: each call's pieces joined
+  int ended = 0;                                           // calls whose last piece said so
   bool operator==(const Parsed&) const = default;
 };
 
 void Add(Parsed& p, const ChatOutputDelta& d) {
   p.reasoning += d.reasoning;
   p.content += d.content;
-  for (const ParsedToolCall& c : d.tool_calls) p.calls.emplace_back(c.name, c.arguments);
+  for (const ToolCallPiece& piece : d.tool_calls) {
+    if (!piece.name.empty()) {
+      ASSERT_EQ(piece.index, static_cast<int>(p.calls.size())) << "calls are numbered in order";
+      ASSERT_EQ(p.ended, piece.index) << "a call opens after the one before it ended";
+      p.calls.emplace_back(piece.name, "");
+    }
+    ASSERT_EQ(piece.index + 1, static_cast<int>(p.calls.size())) << "a piece continues the last call opened";
+    ASSERT_EQ(p.ended, piece.index) << "no piece after a call's end";
+    p.calls.back().second += piece.arguments;
+    if (piece.ends) ++p.ended;
+  }
 }
 
 Parsed Whole(const ChatOutputFormat& format, const std::string& text, bool tools = true, TurnStart start = TurnStart::kOpen) {
@@ -63,8 +80,9 @@ TEST(ChatOutputParser, HermesCallsAndContent) {
   EXPECT_EQ(p.reasoning, "\nweather first\n");
   EXPECT_EQ(p.content, "Let me check.");
   ASSERT_EQ(p.calls.size(), 2u);
-  EXPECT_EQ(p.calls[0], std::make_pair(std::string("get_weather"), std::string(R"({"city":"Paris"})")));
+  EXPECT_EQ(p.calls[0], std::make_pair(std::string("get_weather"), std::string(R"({"city": "Paris"})"))) << "as the model wrote them";
   EXPECT_EQ(p.calls[1].first, "get_time");
+  EXPECT_EQ(p.ended, 2);
   ExpectStreamsLikeWhole(f, text);
 }
 
@@ -139,7 +157,7 @@ TEST(ChatOutputParser, Llama3JsonCallsOpenTheTurn) {
   const std::string one = "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"a;b\"}}";
   Parsed p = Whole(f, one);
   ASSERT_EQ(p.calls.size(), 1u);
-  EXPECT_EQ(p.calls[0].second, R"({"city":"a;b"})");
+  EXPECT_EQ(p.calls[0].second, R"({"city": "a;b"})");
   EXPECT_EQ(p.content, "");
   ExpectStreamsLikeWhole(f, one);
   const std::string two = " {\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"x\": [1, {\"y\": \"}\"}]}}";
@@ -158,10 +176,95 @@ TEST(ChatOutputParser, MistralCallList) {
   const Parsed p = Whole(f, text);
   EXPECT_EQ(p.content, "Sure.");
   ASSERT_EQ(p.calls.size(), 2u);
-  EXPECT_EQ(p.calls[0].second, R"({"k":1})");
-  EXPECT_EQ(p.calls[1].second, R"({"z":2})") << "arguments given as JSON text are read as JSON";
+  EXPECT_EQ(p.calls[0].second, R"({"k": 1})");
+  EXPECT_EQ(p.calls[1].second, R"({"z":2})") << "arguments given as JSON text are read as JSON (that call comes whole)";
   ExpectStreamsLikeWhole(f, text);
   EXPECT_EQ(Whole(f, "[TOOL_CALLS][{\"name\": \"a\"").content, "[TOOL_CALLS][{\"name\": \"a\"");
+}
+
+// A call streams as the model writes it: its name once the head is complete, then its arguments piece by piece,
+// before the call closes; in every JSON syntax.
+TEST(ChatOutputParser, ACallStreamsAsItIsWritten) {
+  struct Case {
+    ToolCallSyntax syntax;
+    std::string head, arguments, close;
+  };
+  for (const Case& c : {Case{ToolCallSyntax::kHermes, "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ",
+                             "{\"city\": \"Pa;ris}\", \"days\": [1, {\"a\": null}]}", "}\n</tool_call>"},
+                        Case{ToolCallSyntax::kLlama3Json, "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": ",
+                             "{\"city\": \"Pa;ris}\", \"days\": [1, {\"a\": null}]}", "}"},
+                        Case{ToolCallSyntax::kMistral, "[TOOL_CALLS] [{\"name\":\"get_weather\",\"arguments\":",
+                             "{\"city\": \"Pa;ris}\", \"days\": [1, {\"a\": null}]}", "}]"}}) {
+    const std::string text = c.head + c.arguments + c.close;
+    SCOPED_TRACE(text);
+    ChatOutputParser parser(Format(c.syntax), true, TurnStart::kOpen);
+    EXPECT_TRUE(parser.Feed(c.head).tool_calls.empty()) << "an object must follow for the call to stream";
+    ChatOutputDelta head = parser.Feed("{");
+    ASSERT_EQ(head.tool_calls.size(), 1u) << "the name comes with the arguments' first byte: " << c.head;
+    EXPECT_EQ(head.tool_calls[0], (ToolCallPiece{0, "get_weather", "{", false}));
+    const size_t half = c.arguments.size() / 2;
+    ChatOutputDelta first = parser.Feed(c.arguments.substr(1, half - 1));
+    ASSERT_EQ(first.tool_calls.size(), 1u);
+    EXPECT_EQ(first.tool_calls[0], (ToolCallPiece{0, "", c.arguments.substr(1, half - 1), false})) << "arguments as they come";
+    ChatOutputDelta rest = parser.Feed(c.arguments.substr(half) + c.close);
+    ASSERT_EQ(rest.tool_calls.size(), 1u);
+    // The call ends with its close; a Llama 3 call, which a `;` and another may follow, with the turn.
+    const bool llama = c.syntax == ToolCallSyntax::kLlama3Json;
+    EXPECT_EQ(rest.tool_calls[0], (ToolCallPiece{0, "", c.arguments.substr(half), !llama}));
+    const ChatOutputDelta end = parser.Finish();
+    const std::vector<ToolCallPiece> ends_now = {{0, "", "", true}};
+    EXPECT_EQ(end.tool_calls, llama ? ends_now : std::vector<ToolCallPiece>());
+    EXPECT_EQ(end.content, "");
+    const Parsed whole = Whole(Format(c.syntax), text);
+    ASSERT_EQ(whole.calls.size(), 1u);
+    EXPECT_EQ(whole.calls[0].second, c.arguments);
+    ExpectStreamsLikeWhole(Format(c.syntax), text);
+  }
+}
+
+// A call cut off inside its arguments (max_tokens) keeps what was written, and never ends; text after a streamed
+// call's arguments that does not close it is content.
+TEST(ChatOutputParser, ACallCutOffKeepsItsArgumentsAndTextAfterACallIsKept) {
+  const auto hermes = Format(ToolCallSyntax::kHermes);
+  const std::string cut = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"x}";
+  Parsed p = Whole(hermes, cut);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].second, "{\"a\": \"x}");
+  EXPECT_EQ(p.ended, 0);
+  EXPECT_EQ(p.content, "");
+  ExpectStreamsLikeWhole(hermes, cut);
+  for (const std::string tail : {" oops", ", \"x\": 1}</tool_call>"}) {
+    const std::string text = "<tool_call>{\"name\": \"f\", \"arguments\": {}}" + tail;
+    p = Whole(hermes, text);
+    ASSERT_EQ(p.calls.size(), 1u) << text;
+    EXPECT_EQ(p.ended, 1);
+    EXPECT_EQ(p.content, std::string(absl::StripLeadingAsciiWhitespace(tail))) << "nothing the model wrote is lost";
+    ExpectStreamsLikeWhole(hermes, text);
+  }
+  const auto llama = Format(ToolCallSyntax::kLlama3Json);
+  p = Whole(llama, "{\"name\": \"f\", \"parameters\": {\"a\": 1}} and more");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.content, "and more");
+}
+
+// A call of another shape (keys in another order, arguments as JSON text) comes whole when complete, its arguments'
+// keys in the model's order.
+TEST(ChatOutputParser, ACallOfAnotherShapeComesWhole) {
+  const auto f = Format(ToolCallSyntax::kHermes);
+  const std::string text = "<tool_call>{\"arguments\": {\"b\": 1, \"a\": [2]}, \"name\": \"f\"}</tool_call>";
+  ChatOutputParser parser(f, true, TurnStart::kOpen);
+  EXPECT_TRUE(parser.Feed(text.substr(0, text.size() - 3)).tool_calls.empty()) << "held until the call is complete";
+  const ChatOutputDelta done = parser.Feed(text.substr(text.size() - 3));
+  ASSERT_EQ(done.tool_calls.size(), 1u);
+  EXPECT_EQ(done.tool_calls[0], (ToolCallPiece{0, "f", R"({"b":1,"a":[2]})", true}));
+  ExpectStreamsLikeWhole(f, text);
+  const auto mistral = Format(ToolCallSyntax::kMistral);
+  const std::string second = "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"arguments\": {\"k\": \"v\"}, \"name\": \"b\"}]";
+  const Parsed p = Whole(mistral, second);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[1], std::make_pair(std::string("b"), std::string(R"({"k":"v"})")));
+  EXPECT_EQ(p.ended, 2);
+  ExpectStreamsLikeWhole(mistral, second);
 }
 
 TEST(ChatOutputParser, PythonicCallListOpensTheTurn) {

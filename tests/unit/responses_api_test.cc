@@ -321,10 +321,15 @@ TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
   d2.content = "Let me ";
   ChatOutputDelta d3;
   d3.content = "check.";
-  d3.tool_calls = {{"weather", R"({"city":"Paris"})"}, {"time", "{}"}};
+  d3.tool_calls = {{0, "weather", R"({"city":)", false}};  // a call streams: its arguments come in pieces
+  ChatOutputDelta d3b;
+  d3b.tool_calls = {{0, "", R"( "Paris"})", true}, {1, "time", "{}", true}};
   ChatOutputDelta d4;
   d4.content = "Done";
-  for (const ChatOutputDelta& d : {d1, d2, d3, d4}) events = Concat(events, output.Add(d));
+  for (const ChatOutputDelta& d : {d1, d2, d3, d3b, d4}) events = Concat(events, output.Add(d));
+  int argument_deltas = 0;
+  for (const json& e : events) argument_deltas += e["type"] == "response.function_call_arguments.delta";
+  EXPECT_EQ(argument_deltas, 3) << "one per piece";
   events = Concat(events, output.Finish(/*incomplete=*/false));
   for (const json& e : events) stream.Apply(e);
   const json& items = output.items();
@@ -337,7 +342,7 @@ TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
   EXPECT_EQ(items[1]["status"], "completed");
   EXPECT_EQ(items[2]["type"], "function_call");
   EXPECT_EQ(items[2]["name"], "weather");
-  EXPECT_EQ(items[2]["arguments"], R"({"city":"Paris"})");
+  EXPECT_EQ(items[2]["arguments"], R"({"city": "Paris"})");
   EXPECT_EQ(items[2]["status"], "completed");
   EXPECT_EQ(items[3]["name"], "time");
   EXPECT_NE(items[2]["call_id"], items[3]["call_id"]);
@@ -346,6 +351,20 @@ TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
   std::vector<std::string> ids;
   for (const json& item : items) ids.push_back(item["id"]);
   EXPECT_EQ(ids, (std::vector<std::string>{"rs_abc_0", "msg_abc_1", "fc_abc_2", "fc_abc_3", "msg_abc_4"}));
+}
+
+// A call cut off inside its arguments (max_output_tokens) never ends: the turn's end closes it as incomplete.
+TEST(ResponseOutput, ACallCutOffIsIncomplete) {
+  ResponseOutput output("cut");
+  StreamAccumulator stream;
+  ChatOutputDelta d;
+  d.tool_calls = {{0, "weather", R"({"city": "Pa)", false}};
+  std::vector<json> events = Concat(output.Add(d), output.Finish(/*incomplete=*/true));
+  for (const json& e : events) stream.Apply(e);
+  ASSERT_EQ(output.items().size(), 1u);
+  EXPECT_EQ(output.items()[0]["status"], "incomplete");
+  EXPECT_EQ(output.items()[0]["arguments"], R"({"city": "Pa)");
+  EXPECT_EQ(stream.output(), output.items());
 }
 
 TEST(ResponseOutput, AMessagesLogprobsComeWithItsTextAndStayInItsPart) {
