@@ -1,7 +1,8 @@
 // libFuzzer: arbitrary model output through the chat output parser (server/chat_output), in every tool-call syntax
 // with and without reasoning: it never crashes, and the text fed in two pieces (split where the input's first
-// byte says) gives exactly what it gives fed whole, so streamed answers always assemble to unstreamed ones; the
-// content is always the text at the spans it says it came from (in order, within the text).
+// byte says) gives exactly what it gives fed whole, so streamed answers always assemble to unstreamed ones; a
+// call's pieces come in order; the content is always the text at the spans it says it came from (in order,
+// within the text).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,11 +17,27 @@ using arach::server::ChatOutputDelta;
 using arach::server::ChatOutputFormat;
 using arach::server::ChatOutputParser;
 
+// The three deltas joined (each call's pieces in one), written out; aborts on pieces out of order: a call numbered
+// out of turn, a piece after its call ended, a later piece naming the call again.
 std::string Flatten(const ChatOutputDelta& a, const ChatOutputDelta& b, const ChatOutputDelta& c) {
-  std::string out = "R:" + a.reasoning + b.reasoning + c.reasoning + "\nC:" + a.content + b.content + c.content;
+  ChatOutputDelta joined;
+  int opened = 0;
+  bool open = false;
   for (const ChatOutputDelta* d : {&a, &b, &c}) {
-    for (const auto& call : d->tool_calls) out += "\nT:" + call.name + "(" + call.arguments + ")";
+    for (const arach::server::ToolCallPiece& piece : d->tool_calls) {
+      if (!piece.name.empty()) {
+        if (open || piece.index != opened) std::abort();
+        ++opened;
+        open = true;
+      } else if (!open || piece.index != opened - 1) {
+        std::abort();
+      }
+      if (piece.ends) open = false;
+    }
+    arach::server::AppendDelta(joined, *d);
   }
+  std::string out = "R:" + joined.reasoning + "\nC:" + joined.content;
+  for (const auto& call : joined.tool_calls) out += "\nT:" + call.name + "(" + call.arguments + (call.ends ? ")" : "...");
   return out;
 }
 
