@@ -8,6 +8,7 @@
 #include "engine/core/status.h"
 #include "server/chat_prompt.h"
 #include "server/http/request_fields.h"
+#include "server/reasoning_effort.h"
 #include "server/json_body.h"
 
 namespace arach::server::http {
@@ -106,6 +107,7 @@ absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
   ARACH_RETURN_IF_ERROR(ReadTurnOpening(body, request.input));
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, request.input));
   ARACH_RETURN_IF_ERROR(ReadDocuments(body, request.input));
+  ARACH_ASSIGN_OR_RETURN(request.reasoning_effort, ReadReasoningEffort(plain.value("reasoning_effort", nlohmann::json()), "reasoning_effort"));
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> return_prompt, OptionalBoolAt(body, "return_prompt"));
   request.return_prompt = return_prompt.value_or(false);
   if (const auto echo = body.find("echo"); echo != body.end() && echo->is_boolean() && echo->get<bool>()) {

@@ -3,6 +3,7 @@
 // is INVALID_ARGUMENT "<param>: <what>" naming the OpenAI parameter ("messages[2].content").
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,10 @@ struct ChatRequest {
   // The Responses API's truncation "auto": a conversation too long for the context loses its oldest exchanges
   // (server/chat_prompt_fit.h). Chat has no such parameter.
   bool drop_oldest_exchanges_to_fit = false;
+  // OpenAI's reasoning effort (server/reasoning_effort.h), set in the template's variables at the call's start, where
+  // the template is known; the parameter that gave it, for its errors.
+  std::optional<std::string> reasoning_effort;
+  std::string reasoning_effort_field = "reasoning_effort";
 };
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);

@@ -2,6 +2,7 @@
 
 #include "engine/core/status.h"
 #include "server/chat_prompt_fit.h"
+#include "server/reasoning_effort.h"
 #include "server/request_limits.h"
 
 namespace arach::server::http {
@@ -15,6 +16,9 @@ ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatReque
 absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
+  if (request_.reasoning_effort && e.chat_template() != nullptr) {  // (without a template, rendering says so)
+    ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*request_.reasoning_effort, *e.chat_template(), request_.input, request_.reasoning_effort_field));
+  }
   if (request_.drop_oldest_exchanges_to_fit) {
     ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPromptToFit(e, limits(), request_.input, conversation_field_));
   } else {

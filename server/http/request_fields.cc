@@ -28,7 +28,7 @@ constexpr std::string_view kShared[] = {
 constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo"};
 constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
                                           "parallel_tool_calls", "add_generation_prompt", "continue_final_message",
-                                          "chat_template_kwargs", "documents", "return_prompt", "echo"};
+                                          "chat_template_kwargs", "documents", "return_prompt", "echo", "reasoning_effort"};
 
 // The Responses API (/v1/responses): OpenAI's parameters, the sampling extensions that make sense without
 // chat's n/stop/logprobs, and ours.
@@ -37,7 +37,7 @@ constexpr std::string_view kResponses[] = {
     "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs", "previous_response_id",
     // vLLM's sampling extensions and chat-template arguments
     "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "priority",
-    "chat_template_kwargs", "cache_salt",
+    "chat_template_kwargs", "cache_salt", "reasoning",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
     // accepted, and change nothing in the output (`store` keeps the answer where the server stores answers,
@@ -50,7 +50,6 @@ constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
     {"background", "background responses are not supported (stream instead)"},
     {"prompt", "stored prompt templates are not supported"},
-    {"reasoning", "is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)"},
 };
 
 // Known parameters we do not implement, with what to do instead.
@@ -58,7 +57,6 @@ constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
     {"audio", "audio output is not supported (text only)"},
     {"modalities", "only text output is supported; leave modalities out"},
     {"prediction", "predicted outputs are not supported"},
-    {"reasoning_effort", "is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)"},
     {"verbosity", "is not supported"},
     {"web_search_options", "web search is not supported"},
     {"functions", "is deprecated and not supported: use tools"},
@@ -86,7 +84,6 @@ bool AsksForNothing(std::string_view key, const json& value) {
   if (key == "modalities") return value == json::array({"text"});
   if (key == "background") return value == false;
   if (key == "include") return value.is_array() && value.empty();
-  if (key == "reasoning") return value.is_object() && std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_null(); });
   return false;
 }
 

@@ -10,6 +10,7 @@
 #include "server/chat_prompt.h"
 #include "server/http/request_fields.h"
 #include "server/json_body.h"
+#include "server/reasoning_effort.h"
 
 namespace arach::server::http {
 namespace {
@@ -256,6 +257,30 @@ json Given(const json& body, const char* key, json otherwise) {
   return it == body.end() || it->is_null() ? otherwise : *it;
 }
 
+// `reasoning` ({"effort", "summary"}; OpenAI's older `generate_summary` for summary) into `chat` and the answer's
+// echo of it. No summaries are written here: a summary asked for leaves the reasoning item's summary empty (its
+// text is in its content).
+absl::StatusOr<json> ReadReasoning(const json& body, ChatRequest& chat) {
+  const json reasoning = Given(body, "reasoning", json::object());
+  if (!reasoning.is_object()) return InvalidField("reasoning", "must be an object ({\"effort\", \"summary\"})");
+  json summary = nullptr;
+  for (const auto& [key, value] : reasoning.items()) {
+    const std::string at = absl::StrCat("reasoning.", key);
+    if (key == "effort") {
+      ARACH_ASSIGN_OR_RETURN(chat.reasoning_effort, ReadReasoningEffort(value, at));
+      chat.reasoning_effort_field = at;
+    } else if (key == "summary" || key == "generate_summary") {
+      if (!value.is_null() && value != "auto" && value != "concise" && value != "detailed") {
+        return InvalidField(at, "must be auto, concise or detailed");
+      }
+      if (!value.is_null()) summary = value;
+    } else {
+      return KeyError("reasoning", key, "is not a known parameter (effort, summary)");
+    }
+  }
+  return json{{"effort", chat.reasoning_effort ? json(*chat.reasoning_effort) : json(nullptr)}, {"summary", summary}};
+}
+
 }  // namespace
 
 absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_text, const StoredConversation& stored) {
@@ -325,6 +350,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> parallel, OptionalBoolAt(plain, "parallel_tool_calls"));
   chat.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, chat.input));
+  ARACH_ASSIGN_OR_RETURN(json reasoning, ReadReasoning(plain, chat));
   if (const json metadata = Given(plain, "metadata", json::object()); !metadata.is_object()) return InvalidField("metadata", "must be an object");
   // OpenAI's bound on calls to its built-in tools (web search, file search, ...): this server has none, so a valid
   // bound holds whatever the model writes; function calls are bounded by parallel_tool_calls.
@@ -338,6 +364,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
                   {"max_tool_calls", max_tool_calls},
                   {"metadata", Given(plain, "metadata", json::object())},
                   {"parallel_tool_calls", chat.parallel_tool_calls},
+                  {"reasoning", std::move(reasoning)},
                   {"temperature", Given(plain, "temperature", 1.0)},
                   {"text", {{"format", Given(plain.value("text", json::object()), "format", {{"type", "text"}})}}},
                   {"tool_choice", Given(plain, "tool_choice", "auto")},

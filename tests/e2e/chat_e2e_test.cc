@@ -58,10 +58,10 @@ struct HttpAnswer {
   int status = 0;
   json body;
 };
-HttpAnswer PostChat(const ServerProcess& server, const json& body) {
+HttpAnswer PostChat(const ServerProcess& server, const json& body, const std::string& route = "/v1/chat/completions") {
   httplib::Client client("http://" + server.http_address());
   client.set_read_timeout(120, 0);
-  httplib::Result r = client.Post("/v1/chat/completions", body.dump(), "application/json");
+  httplib::Result r = client.Post(route, body.dump(), "application/json");
   if (!r) return {};
   return {r->status, json::parse(r->body, nullptr, false)};
 }
@@ -238,6 +238,49 @@ TEST(ChatServer, TheTemplatesOwnErrorIsTheAnswer) {
   const grpc::Status status = client->Chat(GrpcChat(conversation["messages"], 4), [](const auto&) {});
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(), "messages: " + message);
+}
+
+// OpenAI's reasoning effort reaches Qwen3's template as its enable_thinking switch ("none" turns thinking off), on
+// chat (reasoning_effort) and the Responses API (reasoning.effort, repeated in the answer); a template without a
+// reasoning switch (Gemma 3's) refuses it, naming the parameter.
+TEST(ChatServer, ReasoningEffortReachesTheTemplateOrIsRefused) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  auto server = StartChatServer(dir, "qwen3");
+  ASSERT_NE(server, nullptr);
+  const json messages = json::parse(R"([{"role": "user", "content": "Name a colour."}])");
+  auto prompt = [&](json extra) {
+    json body = {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 1}, {"return_prompt", true}};
+    body.update(extra);
+    const HttpAnswer answer = PostChat(*server, body);
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    return answer.status == 200 ? answer.body["arach_prompt"].get<std::string>() : "";
+  };
+  const std::string thinking_off = prompt({{"chat_template_kwargs", {{"enable_thinking", false}}}});
+  EXPECT_NE(thinking_off.find("<think>\n\n</think>"), std::string::npos) << thinking_off;
+  EXPECT_EQ(prompt({{"reasoning_effort", "none"}}), thinking_off);
+  EXPECT_EQ(prompt({{"reasoning_effort", "high"}}), prompt(json::object()));
+  const HttpAnswer conflict = PostChat(*server, {{"model", "qwen3-tiny"}, {"messages", messages}, {"reasoning_effort", "low"},
+                                                 {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  EXPECT_EQ(conflict.status, 400) << conflict.body;
+  EXPECT_EQ(conflict.body["error"]["param"], "reasoning_effort");
+
+  const HttpAnswer response = PostChat(*server, {{"model", "qwen3-tiny"}, {"input", "Name a colour."}, {"max_output_tokens", 4},
+                                                 {"reasoning", {{"effort", "none"}, {"summary", "auto"}}}}, "/v1/responses");
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.body["reasoning"], (json{{"effort", "none"}, {"summary", "auto"}}));
+  const HttpAnswer bad = PostChat(*server, {{"model", "qwen3-tiny"}, {"input", "x"}, {"reasoning", {{"effort", "max"}}}}, "/v1/responses");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.body["error"]["param"], "reasoning.effort");
+
+  auto gemma = StartChatServer(dir, "gemma3");
+  ASSERT_NE(gemma, nullptr);
+  const HttpAnswer refused = PostChat(*gemma, {{"model", "qwen3-tiny"}, {"messages", messages}, {"reasoning_effort", "low"}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.body["error"]["param"], "reasoning_effort");
+  const HttpAnswer refused_too = PostChat(*gemma, {{"model", "qwen3-tiny"}, {"input", "x"}, {"reasoning", {{"effort", "low"}}}}, "/v1/responses");
+  EXPECT_EQ(refused_too.status, 400) << refused_too.body;
+  EXPECT_EQ(refused_too.body["error"]["param"], "reasoning.effort");
 }
 
 TEST(ChatServer, AModelWithoutATemplateRefusesChat) {

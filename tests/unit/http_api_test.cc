@@ -302,7 +302,8 @@ TEST(RequestParameters, UnknownAndUnimplementedAreRefusedNoOpsAccepted) {
     return parsed.ok() ? std::string("<ok>") : std::string(parsed.status().message());
   };
   EXPECT_EQ(chat(R"(, "prompt": "x")"), "prompt: is not a parameter of /v1/chat/completions");
-  EXPECT_EQ(chat(R"(, "reasoning_effort": "low")"), "reasoning_effort: is not supported (Qwen3-style models take chat_template_kwargs.enable_thinking)");
+  EXPECT_EQ(chat(R"(, "reasoning_effort": "low")"), "<ok>") << "set where the template is known (reasoning_effort_test)";
+  EXPECT_EQ(chat(R"(, "reasoning_effort": "max")"), "reasoning_effort: must be one of none, minimal, low, medium, high, xhigh");
   EXPECT_EQ(chat(R"(, "functions": [])"), "functions: is deprecated and not supported: use tools");
   EXPECT_EQ(chat(R"(, "modalities": ["text"], "parallel_tool_calls": true)"), "<ok>");
   EXPECT_EQ(chat(R"(, "modalities": ["text", "audio"])"), "modalities: only text output is supported; leave modalities out");

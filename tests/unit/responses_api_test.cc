@@ -162,6 +162,20 @@ TEST(ResponsesRequest, ClientsDefaultsAskForNothing) {
             "<ok>");
 }
 
+// reasoning.effort is the chat turn's reasoning effort (set where the template is known: reasoning_effort_test),
+// its errors naming reasoning.effort; the answer repeats reasoning (no summaries are written here).
+TEST(ResponsesRequest, ReasoningGivesTheEffortAndIsRepeated) {
+  auto parsed = ParseResponsesRequest(R"({"model": "m", "input": "x", "reasoning": {"effort": "low", "summary": "auto"}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->chat.reasoning_effort, "low");
+  EXPECT_EQ(parsed->chat.reasoning_effort_field, "reasoning.effort");
+  EXPECT_EQ(parsed->echo["reasoning"], (json{{"effort", "low"}, {"summary", "auto"}}));
+  auto none = ParseResponsesRequest(R"({"model": "m", "input": "x"})");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->chat.reasoning_effort, std::nullopt);
+  EXPECT_EQ(none->echo["reasoning"], (json{{"effort", nullptr}, {"summary", nullptr}}));
+}
+
 // truncation "auto" lets the turn drop the conversation's oldest exchanges to fit (server/chat_prompt_fit.h);
 // "disabled" (the default) does not. The response repeats it.
 TEST(ResponsesRequest, TruncationAutoLetsTheTurnDropItsOldestExchanges) {
@@ -235,7 +249,11 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": "x", "top_logprobs": 2})", "top_logprobs"},
       {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 21})", "top_logprobs"},
       {R"({"model": "m", "input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 1.5})", "top_logprobs"},
-      {R"({"model": "m", "input": "x", "reasoning": {"effort": "high"}})", "reasoning"},
+      {R"({"model": "m", "input": "x", "reasoning": {"effort": "max"}})", "reasoning.effort"},
+      {R"({"model": "m", "input": "x", "reasoning": {"summary": "short"}})", "reasoning.summary"},
+      {R"({"model": "m", "input": "x", "reasoning": {"budget": 100}})", "reasoning.budget"},
+      {R"({"model": "m", "input": "x", "reasoning": {"a,b": 1}})", "reasoning"},
+      {R"({"model": "m", "input": "x", "reasoning": "high"})", "reasoning"},
       {R"({"model": "m", "input": "x", "max_tool_calls": -1})", "max_tool_calls"},
       {R"({"model": "m", "input": "x", "max_tool_calls": "2"})", "max_tool_calls"},
       {R"({"model": "m", "input": "x", "max_tool_calls": 1.5})", "max_tool_calls"},
@@ -359,7 +377,8 @@ TEST(ResponseOutput, ACallCutOffIsIncomplete) {
   StreamAccumulator stream;
   ChatOutputDelta d;
   d.tool_calls = {{0, "weather", R"({"city": "Pa)", false}};
-  std::vector<json> events = Concat(output.Add(d), output.Finish(/*incomplete=*/true));
+  std::vector<json> events = output.Add(d);
+  events = Concat(events, output.Finish(/*incomplete=*/true));
   for (const json& e : events) stream.Apply(e);
   ASSERT_EQ(output.items().size(), 1u);
   EXPECT_EQ(output.items()[0]["status"], "incomplete");
