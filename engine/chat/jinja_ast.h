@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,7 +86,14 @@ struct Stmt {
   ExprPtr condition;                             // kFor: the filtering `if`
   std::vector<MacroParam> params;                // kMacro, kCallBlock (the caller's)
   std::vector<std::pair<Target, ExprPtr>> assignments;  // kWith
+  // kMacro: its body reads `varargs` / `kwargs` (not parameters of its own), so that, as in Jinja2, positional
+  // arguments past its parameters go into the tuple `varargs` and unknown keyword arguments into the dict `kwargs`.
+  bool catches_varargs = false;
+  bool catches_kwargs = false;
 };
+
+// Whether an expression in `body` (or in the statements nested in it) reads the variable `name`.
+bool ReadsName(const Body& body, std::string_view name);
 
 inline constexpr char kFilterOperand[] = " filtered block";
 

@@ -1,7 +1,9 @@
-// The functions every template can call: range, namespace, dict.
+// The functions every template can call: range, namespace, joiner, dict.
 #include "engine/chat/jinja_builtins.h"
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,6 +41,17 @@ Dict BuiltinGlobals() {
     }
     for (auto& [key, value] : a.keyword) ns.Set(key, value);
     return Value::MakeDict(std::move(ns));
+  }));
+  globals.Set("joiner", Value::MakeFunction("joiner", [](CallArgs& a) -> absl::StatusOr<Value> {
+    const Value* sep = Arg(a, 0, "sep");
+    auto used = std::make_shared<bool>(false);
+    return Value::MakeFunction("joiner", [separator = sep != nullptr ? sep->Str() : std::string(", "), used](CallArgs&) -> absl::StatusOr<Value> {
+      if (!*used) {
+        *used = true;
+        return Value::String("");
+      }
+      return Value::String(separator);
+    });
   }));
   globals.Set("dict", Value::MakeFunction("dict", [](CallArgs& a) -> absl::StatusOr<Value> {
     Dict d;

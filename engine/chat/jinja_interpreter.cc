@@ -1,6 +1,9 @@
 #include "engine/chat/jinja_interpreter.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -187,10 +190,11 @@ class Renderer {
       return Exec(s.else_body, scope, out, &flow);
     }
     const int64_t length = static_cast<int64_t>(items.size());
+    auto last_changed = std::make_shared<std::optional<std::vector<Value>>>();  // loop.changed's, across iterations
     for (int64_t i = 0; i < length; ++i) {
       auto iteration = std::make_shared<Scope>(scope);
       ARACH_RETURN_IF_ERROR(AtPosition(s.at, Assign(s.target, items[static_cast<size_t>(i)], *iteration)));
-      iteration->vars.Set("loop", LoopObject(items, i));
+      iteration->vars.Set("loop", LoopObject(items, i, last_changed));
       Flow flow = Flow::kNormal;
       ARACH_RETURN_IF_ERROR(Exec(s.body, iteration, out, &flow));
       if (flow == Flow::kBreak) break;
@@ -198,7 +202,8 @@ class Renderer {
     return absl::OkStatus();
   }
 
-  static Value LoopObject(const std::vector<Value>& items, int64_t i) {
+  // `last_changed`: the values loop.changed was last called with in this loop (none yet).
+  static Value LoopObject(const std::vector<Value>& items, int64_t i, std::shared_ptr<std::optional<std::vector<Value>>> last_changed) {
     const int64_t n = static_cast<int64_t>(items.size());
     Dict loop;
     loop.Set("index", Value::Int(i + 1));
@@ -216,6 +221,14 @@ class Renderer {
       if (a.positional.empty()) return absl::InvalidArgumentError("no items for cycling given");
       return a.positional[static_cast<size_t>(i) % a.positional.size()];
     }));
+    loop.Set("changed", Value::MakeFunction("changed", [last_changed](CallArgs& a) -> absl::StatusOr<Value> {
+      const std::vector<Value>& now = a.positional;
+      const bool same = last_changed->has_value() && (*last_changed)->size() == now.size() &&
+                        std::equal(now.begin(), now.end(), (*last_changed)->begin(), [](const Value& x, const Value& y) { return x.Equals(y); });
+      if (same) return Value::Bool(false);
+      *last_changed = now;
+      return Value::Bool(true);
+    }));
     loop.is_namespace = true;  // attributes only: loop.items is not a dict method
     return Value::MakeDict(std::move(loop));
   }
@@ -228,11 +241,15 @@ class Renderer {
       const ScopePtr defined_in = weak_scope.lock();
       if (defined_in == nullptr) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' outlived its scope"));
       if (call_depth_ >= kMaxCallDepth) return absl::ResourceExhaustedError("macros call each other too deeply");
-      if (a.positional.size() > m->params.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' takes ", m->params.size(), " arguments, not ",
-                                                       a.positional.size()));
+      if (a.positional.size() > m->params.size() && !m->catches_varargs) {
+        return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' takes not more than ", m->params.size(), " argument(s)"));
       }
       auto scope = std::make_shared<Scope>(defined_in);
+      if (m->catches_varargs) {
+        const size_t taken = std::min(a.positional.size(), m->params.size());
+        scope->vars.Set("varargs", Value::Tuple(std::vector<Value>(a.positional.begin() + static_cast<std::ptrdiff_t>(taken), a.positional.end())));
+      }
+      Dict kwargs;
       // Each macro's `caller` is its own: a call block's body, or none (not an enclosing macro's).
       scope->vars.Set("caller", Value::Undefined("No caller defined"));
       for (size_t i = 0; i < m->params.size(); ++i) {
@@ -257,8 +274,11 @@ class Renderer {
           continue;
         }
         const bool known = std::any_of(m->params.begin(), m->params.end(), [&key](const MacroParam& p) { return p.name == key; });
-        if (!known) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' has no parameter '", key, "'"));
+        if (known) continue;
+        if (!m->catches_kwargs) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' takes no keyword argument '", key, "'"));
+        kwargs.Set(key, keyword.second);
       }
+      if (m->catches_kwargs) scope->vars.Set("kwargs", Value::MakeDict(std::move(kwargs)));
       ++call_depth_;
       std::string out;
       Flow flow = Flow::kNormal;

@@ -1,7 +1,9 @@
 #include "engine/chat/jinja_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -293,6 +295,11 @@ class Parser {
     ARACH_RETURN_IF_ERROR(ParseParams(&s->params));
     ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
     ARACH_ASSIGN_OR_RETURN(s->body, ParseOwnBody("endmacro"));
+    const auto declares = [&s](std::string_view name) {
+      return std::any_of(s->params.begin(), s->params.end(), [name](const MacroParam& p) { return p.name == name; });
+    };
+    s->catches_varargs = !declares("varargs") && ReadsName(s->body, "varargs");
+    s->catches_kwargs = !declares("kwargs") && ReadsName(s->body, "kwargs");
     return s;
   }
 

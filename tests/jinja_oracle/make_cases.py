@@ -101,6 +101,13 @@ cases = [
  "{{ l | tojson(indent=[1]) }}", "{{ l | tojson(separators=',') }}",
  "{{ l | min }} {{ l | max }} {{ ['b', 'A', 'a'] | min }} {{ ['b', 'A', 'a'] | max }} {{ ['b', 'A'] | min(case_sensitive=true) }} {{ msgs | max(attribute='role') }} {{ [] | max is undefined }}",
  "{{ 2.567 | round(1) }} {{ 2.5 | round }} {{ 3.5 | round }} {{ 2.675 | round(2) }} {{ -1.5 | round }} {{ 3.5 | round(0, 'floor') }} {{ 3.21 | round(1, 'ceil') }} {{ 3 | round }} {{ 3 | round(1, 'floor') }} {{ true | round }}",
+ # macros that take more than their parameters (varargs, kwargs); joiner; loop.changed
+ "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, 3, b=4, c=[5]) }}|{{ m(1) }}|{{ m() }}",
+ "{% macro m() %}{% for v in varargs %}{{ v }}{% endfor %}{% for k, v in kwargs.items() %}{{ k }}={{ v }}{% endfor %}{% endmacro %}{{ m('a', 'b', x=1) }}",
+ "{% macro outer() %}{% macro inner() %}{{ varargs }}{% endmacro %}{{ inner(7) }}{% endmacro %}{{ outer(9) }} {% macro v(varargs) %}{{ varargs }}{% endmacro %}{{ v(2) }}",
+ "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, b=2) }}",
+ "{% set j = joiner(' | ') %}{% for x in l %}{{ j() }}{{ x }}{% endfor %} {% set k = joiner() %}{{ k() }}{{ k() }}{{ k() }}",
+ "{% for x in [1, 1, 2, 2, 1] %}{{ loop.changed(x) }},{% endfor %} {% for m in msgs %}{% if loop.changed(m.role) %}[{{ m.role }}]{% endif %}{% endfor %} {% for x in l %}{{ loop.changed() }}{% endfor %}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",
