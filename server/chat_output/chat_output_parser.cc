@@ -9,6 +9,25 @@
 #include "server/chat_output/python_calls.h"
 
 namespace arach::server {
+
+void JsonNesting::Read(char c) {
+  if (in_string) {
+    if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+    } else if (c == '"') {
+      in_string = false;
+    }
+  } else if (c == '"') {
+    in_string = true;
+  } else if (c == '{' || c == '[') {
+    ++depth;
+  } else if (c == '}' || c == ']') {
+    --depth;
+  }
+}
+
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
@@ -54,6 +73,20 @@ std::optional<ParsedToolCall> CallOf(const ordered_json& call) {
   }
   if (!arguments->is_object()) return std::nullopt;
   return ParsedToolCall{name->get<std::string>(), arguments->dump()};
+}
+
+// Whether the value `nesting` has read is complete (outside every string, object and array).
+bool ValueClosed(const JsonNesting& nesting) { return nesting.depth == 0 && !nesting.in_string; }
+
+// Reads `text` into `nesting` up to where the value being read closes (a string, object or array whose first byte
+// was read first, here or before): the bytes read; all of `text` when it ends first.
+size_t ReadToValueEnd(JsonNesting& nesting, absl::string_view text) {
+  size_t n = 0;
+  while (n < text.size()) {
+    nesting.Read(text[n++]);
+    if (ValueClosed(nesting)) break;
+  }
+  return n;
 }
 
 // Whether text continues as expected: yes, not (yet) known because it ends first, or no.
@@ -106,48 +139,19 @@ class CallHeadReader {
     SkipSpace();
     if (at_ == text_.size()) return Match::kMaybe;
     if (text_[at_] != '"') return Match::kNo;
-    bool escaped = false;
-    for (size_t end = at_ + 1; end < text_.size(); ++end) {
-      if (escaped) {
-        escaped = false;
-      } else if (text_[end] == '\\') {
-        escaped = true;
-      } else if (text_[end] == '"') {
-        std::optional<ordered_json> parsed = ParseJson(text_.substr(at_, end + 1 - at_));
-        if (!parsed || !parsed->is_string() || parsed->get<std::string>().empty()) return Match::kNo;
-        out = parsed->get<std::string>();
-        at_ = end + 1;
-        return Match::kYes;
-      }
-    }
-    return Match::kMaybe;
+    JsonNesting nesting;
+    const size_t length = ReadToValueEnd(nesting, text_.substr(at_));
+    if (!ValueClosed(nesting)) return Match::kMaybe;
+    std::optional<ordered_json> parsed = ParseJson(text_.substr(at_, length));
+    if (!parsed || !parsed->is_string() || parsed->get<std::string>().empty()) return Match::kNo;
+    out = parsed->get<std::string>();
+    at_ += length;
+    return Match::kYes;
   }
 
   absl::string_view text_;
   size_t at_ = 0;
 };
-
-}  // namespace
-
-void JsonNesting::Read(char c) {
-  if (in_string) {
-    if (escaped) {
-      escaped = false;
-    } else if (c == '\\') {
-      escaped = true;
-    } else if (c == '"') {
-      in_string = false;
-    }
-  } else if (c == '"') {
-    in_string = true;
-  } else if (c == '{' || c == '[') {
-    ++depth;
-  } else if (c == '}' || c == ']') {
-    --depth;
-  }
-}
-
-namespace {
 
 // `text` cut at `separator` outside JSON strings, objects and arrays.
 std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
@@ -155,7 +159,7 @@ std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separa
   JsonNesting nesting;
   size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
-    const bool outside = !nesting.in_string && nesting.depth == 0;
+    const bool outside = ValueClosed(nesting);
     nesting.Read(text[i]);
     if (outside && text[i] == separator) {
       parts.push_back(text.substr(start, i - start));
@@ -398,11 +402,8 @@ bool ChatOutputParser::StepCallHead(ChatOutputDelta& out, bool final) {
   if (streams == Match::kNo && opens == Match::kYes && !text.empty() && text.front() == '{') {
     // A call of another shape comes whole when its object closes.
     JsonNesting nesting;
-    size_t end = 0;
-    do {
-      nesting.Read(text[end++]);
-    } while (end < text.size() && (nesting.depth > 0 || nesting.in_string));
-    if (nesting.depth > 0 || nesting.in_string) {
+    const size_t end = ReadToValueEnd(nesting, text);
+    if (!ValueClosed(nesting)) {
       if (!final) return false;
     } else if (std::optional<ordered_json> parsed = ParseJson(text.substr(0, end)); parsed) {
       if (std::optional<ParsedToolCall> call = CallOf(*parsed); call) {
@@ -424,12 +425,8 @@ bool ChatOutputParser::StepCallHead(ChatOutputDelta& out, bool final) {
 }
 
 bool ChatOutputParser::StepCallArguments(ChatOutputDelta& out, bool final) {
-  size_t end = 0;
-  bool closed = false;
-  while (end < pending_.size() && !closed) {
-    arguments_.Read(pending_[end++]);
-    closed = arguments_.depth == 0 && !arguments_.in_string;
-  }
+  const size_t end = ReadToValueEnd(arguments_, pending_);
+  const bool closed = end > 0 && ValueClosed(arguments_);
   if (end > 0) AddToolCallPiece(out, {num_tool_calls_ - 1, "", pending_.substr(0, end), /*ends=*/false});
   Consume(end);
   if (closed) {
