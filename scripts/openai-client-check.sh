@@ -50,6 +50,8 @@ else
   node "$check/tools.mjs" "$http" llama3-tiny llama3_json
   start_fixture_server llama3-tiny --chat_template "$check/templates/mistral_tools.jinja"
   node "$check/tools.mjs" "$http" llama3-tiny mistral
+  start_fixture_server llama3-tiny --chat_template "$check/templates/mistral_v11_tools.jinja"
+  node "$check/tools.mjs" "$http" llama3-tiny mistral_v11
   start_fixture_server llama3-tiny --chat_template "$check/templates/llama3_2_pythonic_tools.jinja"
   node "$check/tools.mjs" "$http" llama3-tiny pythonic
 fi

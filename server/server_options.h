@@ -79,7 +79,7 @@ struct ServerOptions {
   std::string api_key;                // one more key, named "default", with every scope; empty: none
   bool metrics_auth = false;          // /metrics wants a valid key too (where keys are configured)
   bool prefix_cache_per_key = false;  // each key's requests reuse only its own cached prompt prefixes
-  std::string tool_call_parser = "auto";  // how chat turns write tool calls: auto (the template's) | hermes | llama3_json | mistral | pythonic | none
+  std::string tool_call_parser = "auto";  // how chat turns write tool calls: auto (the template's) | hermes | llama3_json | mistral | mistral_v11 | pythonic | none
   std::string reasoning_parser = "auto";  // <think> as reasoning_content: auto (the template's) | qwen3 | none
 };
 

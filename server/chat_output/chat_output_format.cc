@@ -11,6 +11,7 @@ const char* ChatOutputFormat::ToolsName() const {
     case ToolCallSyntax::kHermes: return "hermes";
     case ToolCallSyntax::kLlama3Json: return "llama3_json";
     case ToolCallSyntax::kMistral: return "mistral";
+    case ToolCallSyntax::kMistralV11: return "mistral_v11";
     case ToolCallSyntax::kPythonic: return "pythonic";
     case ToolCallSyntax::kNone: break;
   }
@@ -23,7 +24,7 @@ ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view source) {
   if (absl::StrContains(source, kHermesOpen)) {
     format.tools = ToolCallSyntax::kHermes;
   } else if (absl::StrContains(source, kMistralToolCalls)) {
-    format.tools = ToolCallSyntax::kMistral;
+    format.tools = absl::StrContains(source, kMistralArgs) ? ToolCallSyntax::kMistralV11 : ToolCallSyntax::kMistral;
   } else if (absl::StrContains(source, kPythonicInstruction)) {
     format.tools = ToolCallSyntax::kPythonic;
   } else if (absl::StrContains(source, kLlamaPythonTag) ||
@@ -45,12 +46,14 @@ absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view sourc
       format.tools = ToolCallSyntax::kLlama3Json;
     } else if (tool_call_parser == "mistral") {
       format.tools = ToolCallSyntax::kMistral;
+    } else if (tool_call_parser == "mistral_v11") {
+      format.tools = ToolCallSyntax::kMistralV11;
     } else if (tool_call_parser == "pythonic") {
       format.tools = ToolCallSyntax::kPythonic;
     } else if (tool_call_parser == "none") {
       format.tools = ToolCallSyntax::kNone;
     } else {
-      return InvalidField("--tool_call_parser", absl::StrCat("'", tool_call_parser, "' is not auto, hermes, llama3_json, mistral, pythonic or none"));
+      return InvalidField("--tool_call_parser", absl::StrCat("'", tool_call_parser, "' is not auto, hermes, llama3_json, mistral, mistral_v11, pythonic or none"));
     }
   }
   if (reasoning_parser == "qwen3") {

@@ -7,7 +7,11 @@
 //                block per call
 //   llama3_json  Llama 3.1 / 3.2: the turn is {"name": ..., "parameters": {...}} (after <|python_tag|> or not),
 //                calls separated by "; "
-//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   mistral      Mistral's tokenizers before v11 (Mistral 7B v0.3, Mistral Nemo, Mixtral):
+//                [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   mistral_v11  Mistral's tokenizers v11 and later (Mistral Small 3.1+, Magistral, Devstral, Ministral 3): each
+//                call [TOOL_CALLS]name[ARGS]{...} ([TOOL_CALLS]name[CALL_ID]id[ARGS]{...} and, before [ARGS]
+//                came, [TOOL_CALLS]name{...} are read too)
 //   pythonic     Llama 3.2 with a pythonic template (vLLM's), and templates asking for the same: the turn is a
 //                Python list of calls, [get_weather(city='Paris'), get_time()] (python_calls.h)
 //   qwen3 reasoning: <think>...</think> before the answer goes to reasoning_content.
@@ -21,7 +25,7 @@
 
 namespace arach::server {
 
-enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral, kPythonic };
+enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral, kMistralV11, kPythonic };
 
 struct ChatOutputFormat {
   ToolCallSyntax tools = ToolCallSyntax::kNone;
@@ -29,15 +33,16 @@ struct ChatOutputFormat {
   // Where the format came from, for the start-up log and errors ("chat template", "--tool_call_parser").
   std::string tools_origin;
 
-  // "hermes", "llama3_json", "mistral", "pythonic", "none".
+  // "hermes", "llama3_json", "mistral", "mistral_v11", "pythonic", "none".
   const char* ToolsName() const;
 };
 
-// The format a chat template's source implies: the tool-call markers it writes and whether it writes <think>.
+// The format a chat template's source implies: the tool-call markers it writes and whether it writes <think>
+// ([TOOL_CALLS] with [ARGS] is mistral_v11, [TOOL_CALLS] alone mistral).
 ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view template_source);
 
 // The format for the served model: `tool_call_parser` and `reasoning_parser` are "auto" (the template's),
-// "none", or a format's name ("hermes", "llama3_json", "mistral", "pythonic"; "qwen3" for reasoning). INVALID_ARGUMENT
+// "none", or a format's name ("hermes", "llama3_json", "mistral", "mistral_v11", "pythonic"; "qwen3" for reasoning). INVALID_ARGUMENT
 // naming the flag for any other name.
 absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view template_source, absl::string_view tool_call_parser,
                                                          absl::string_view reasoning_parser);
@@ -47,6 +52,8 @@ inline constexpr absl::string_view kHermesOpen = "<tool_call>";
 inline constexpr absl::string_view kHermesClose = "</tool_call>";
 inline constexpr absl::string_view kLlamaPythonTag = "<|python_tag|>";
 inline constexpr absl::string_view kMistralToolCalls = "[TOOL_CALLS]";
+inline constexpr absl::string_view kMistralArgs = "[ARGS]";
+inline constexpr absl::string_view kMistralCallId = "[CALL_ID]";
 // What a pythonic template tells the model ("Respond in the format [func_name1(params_name1=params_value1, ...").
 inline constexpr absl::string_view kPythonicInstruction = "[func_name1(";
 inline constexpr absl::string_view kThinkOpen = "<think>";

@@ -120,6 +120,32 @@ class CallHeadReader {
     return Match::kYes;
   }
 
+  // The head of a Mistral v11+ call after its [TOOL_CALLS]: `<function>[ARGS]`, `<function>[CALL_ID]<id>[ARGS]`,
+  // or `<function>` alone (v11's first models), up to the arguments' `{`.
+  Match ReadNamed(std::string& name, size_t& length) {
+    if (Match m = Word(name); m != Match::kYes) return m;
+    const size_t after_name = at_;
+    if (Match m = Literal(kMistralCallId); m == Match::kYes) {
+      std::string id;
+      if (m = Word(id); m != Match::kYes) return m;
+    } else if (m == Match::kMaybe) {
+      return m;
+    } else {
+      at_ = after_name;
+    }
+    const size_t before_args = at_;
+    if (Match m = Literal(kMistralArgs); m == Match::kMaybe) {
+      return m;
+    } else if (m == Match::kNo) {
+      at_ = before_args;
+    }
+    SkipSpace();
+    if (at_ == text_.size()) return Match::kMaybe;
+    if (text_[at_] != '{') return Match::kNo;
+    length = at_;
+    return Match::kYes;
+  }
+
  private:
   void SkipSpace() {
     while (at_ < text_.size() && IsSpace(text_[at_])) ++at_;
@@ -133,6 +159,20 @@ class CallHeadReader {
       return Match::kYes;
     }
     return absl::StartsWith(literal, rest) ? Match::kMaybe : Match::kNo;
+  }
+  // A function's name or a call's id after optional whitespace: letters, digits, `_`, `-` and `.`, up to what
+  // follows it (kMaybe while the text may still go on with more of it).
+  Match Word(std::string& out) {
+    SkipSpace();
+    const size_t start = at_;
+    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) != 0 || text_[at_] == '_' ||
+                                  text_[at_] == '-' || text_[at_] == '.')) {
+      ++at_;
+    }
+    if (at_ == text_.size()) return Match::kMaybe;
+    if (at_ == start) return Match::kNo;
+    out = std::string(text_.substr(start, at_ - start));
+    return Match::kYes;
   }
   // A JSON string (a non-empty name) after optional whitespace.
   Match String(std::string& out) {
@@ -322,7 +362,9 @@ bool ChatOutputParser::StepContent(ChatOutputDelta& out, bool final) {
   }
   absl::string_view marker;
   if (parse_tools_ && format_.tools == ToolCallSyntax::kHermes) marker = kHermesOpen;
-  if (parse_tools_ && format_.tools == ToolCallSyntax::kMistral) marker = kMistralToolCalls;
+  if (parse_tools_ && (format_.tools == ToolCallSyntax::kMistral || format_.tools == ToolCallSyntax::kMistralV11)) {
+    marker = kMistralToolCalls;
+  }
   if (!marker.empty()) {
     const size_t at = absl::string_view(pending_).find(marker);
     if (at != absl::string_view::npos) {
@@ -378,6 +420,7 @@ bool ChatOutputParser::StepHermesCall(ChatOutputDelta& out, bool final) {
 }
 
 bool ChatOutputParser::StepCallHead(ChatOutputDelta& out, bool final) {
+  if (format_.tools == ToolCallSyntax::kMistralV11) return StepNamedCallHead(out, final);
   // Where the head starts: the first call opens the syntax's list (Mistral's `[TOOL_CALLS][`, Llama 3's optional
   // <|python_tag|>); later ones follow the separator kCallClose read.
   absl::string_view text = StripLeadingSpace(pending_);
@@ -424,6 +467,25 @@ bool ChatOutputParser::StepCallHead(ChatOutputDelta& out, bool final) {
   return true;
 }
 
+bool ChatOutputParser::StepNamedCallHead(ChatOutputDelta& out, bool final) {
+  // pending_ starts with the call's [TOOL_CALLS] (StepContent and StepCallClose found it there).
+  std::string name;
+  size_t head = 0;
+  const Match streams = CallHeadReader(absl::string_view(pending_).substr(kMistralToolCalls.size())).ReadNamed(name, head);
+  if (streams == Match::kYes) {
+    Consume(kMistralToolCalls.size() + head);
+    OpenCall(out, std::move(name));
+    call_object_closed_ = true;  // the arguments are all of the call: what follows them closes or separates calls
+    return true;
+  }
+  if (streams == Match::kMaybe && !final) return false;
+  // Not a call's head, or cut off inside it: the marker and what follows are content (a later marker may open a call).
+  AppendContent(out, absl::string_view(pending_).substr(0, kMistralToolCalls.size()));
+  Consume(kMistralToolCalls.size());
+  phase_ = Phase::kContent;
+  return true;
+}
+
 bool ChatOutputParser::StepCallArguments(ChatOutputDelta& out, bool final) {
   const size_t end = ReadToValueEnd(arguments_, pending_);
   const bool closed = end > 0 && ValueClosed(arguments_);
@@ -438,7 +500,8 @@ bool ChatOutputParser::StepCallArguments(ChatOutputDelta& out, bool final) {
 
 bool ChatOutputParser::StepCallClose(ChatOutputDelta& out, bool final) {
   // The call's `}`, then the syntax's close (Hermes: </tool_call>) or separator (Llama 3: `;`, Mistral: `,`, or
-  // the list's `]`). Anything else ends the call and is content.
+  // the list's `]`). Anything else ends the call and is content, where a marker may open the next call (Mistral v11's
+  // calls have no `}` and no separator of their own: each opens with its [TOOL_CALLS]).
   const absl::string_view text = StripLeadingSpace(pending_);
   const size_t spaces = pending_.size() - text.size();
   if (text.empty()) {
@@ -462,7 +525,7 @@ bool ChatOutputParser::StepCallClose(ChatOutputDelta& out, bool final) {
       return true;
     }
     if (absl::StartsWith(kHermesClose, text) && !final) return false;
-  } else {
+  } else if (format_.tools != ToolCallSyntax::kMistralV11) {
     const char separator = format_.tools == ToolCallSyntax::kMistral ? ',' : ';';
     const char next = text.front();
     if (next == separator || (format_.tools == ToolCallSyntax::kMistral && next == ']')) {

@@ -3,10 +3,11 @@
 // in the model's syntax (chat_output_format.h). Streamed and whole answers go through the same Feed calls, so
 // streamed deltas always assemble to the whole answer.
 //
-// A JSON call written as {"name": "...", "arguments": {...}} ("parameters" in Llama 3's) streams as the model
-// writes it, as OpenAI's API streams calls: its name as soon as it is complete, then its arguments' text piece
-// by piece (the model's own text, so every piece joined is what it wrote). A call of another shape (keys in
-// another order, arguments as a string) and a pythonic list of calls come whole once their text is complete.
+// A JSON call written as {"name": "...", "arguments": {...}} ("parameters" in Llama 3's), and a Mistral v11 call
+// ([TOOL_CALLS]name[ARGS]{...}), streams as the model writes it, as OpenAI's API streams calls: its name as soon
+// as it is complete, then its arguments' text piece by piece (the model's own text, so every piece joined is
+// what it wrote). A call of another shape (keys in another order, arguments as a string) and a pythonic list of
+// calls come whole once their text is complete.
 // Text is held back only while it may still become a marker ("<tool_c" at the end of a delta) or a call's head,
 // or belongs to a call that comes whole. Nothing the model wrote is lost: a call whose head or text does not
 // parse (a model cut off by max_tokens, an unconstrained model writing bad JSON) comes back as content, and so
@@ -89,6 +90,7 @@ class ChatOutputParser {
   ChatOutputDelta Finish();
   // Tool calls returned so far.
   int num_tool_calls() const { return num_tool_calls_; }
+  const ChatOutputFormat& format() const { return format_; }
 
  private:
   enum class Phase {
@@ -96,7 +98,7 @@ class ChatOutputParser {
     kReasoning,
     kContent,
     kHermesCall,     // after <tool_call>: the call's head (it streams), or all its text (it comes whole)
-    kCallHead,       // a Llama 3 or Mistral call's head, where the syntax's calls open or go on
+    kCallHead,       // a Llama 3 or Mistral call's head, where the syntax's calls open or go on (Mistral v11: at its [TOOL_CALLS])
     kCallArguments,  // inside a streamed call's arguments object
     kCallClose,      // after a streamed call's arguments: the call's `}`, then what closes or separates calls
     kToolTail,       // calls that come whole with the end of the turn (pythonic; Llama 3 / Mistral calls that do not stream)
@@ -106,6 +108,7 @@ class ChatOutputParser {
   bool StepContent(ChatOutputDelta& out, bool final);
   bool StepHermesCall(ChatOutputDelta& out, bool final);
   bool StepCallHead(ChatOutputDelta& out, bool final);
+  bool StepNamedCallHead(ChatOutputDelta& out, bool final);  // Mistral v11's: [TOOL_CALLS]name[ARGS]
   bool StepCallArguments(ChatOutputDelta& out, bool final);
   bool StepCallClose(ChatOutputDelta& out, bool final);
   // Adds `text` to the content (leading whitespace dropped after a call or the reasoning).

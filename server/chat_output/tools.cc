@@ -42,6 +42,8 @@ json CallTag(ToolCallSyntax syntax, const ToolSpec& tool) {
                  absl::StrCat("}\n", kHermesClose));
     case ToolCallSyntax::kLlama3Json:
       return Tag(absl::StrCat("{\"name\": \"", tool.name, "\", \"parameters\": "), arguments, "}");
+    case ToolCallSyntax::kMistralV11:  // the arguments are all of the call: nothing closes it
+      return Tag(absl::StrCat(kMistralToolCalls, tool.name, kMistralArgs), arguments, "");
     case ToolCallSyntax::kMistral:
     case ToolCallSyntax::kPythonic:  // PythonicCallTag
     case ToolCallSyntax::kNone:
@@ -60,6 +62,7 @@ const char* Separator(ToolCallSyntax syntax) {
   switch (syntax) {
     case ToolCallSyntax::kHermes: return "\n";
     case ToolCallSyntax::kLlama3Json: return "; ";
+    case ToolCallSyntax::kMistralV11: return "";  // each call opens with its own [TOOL_CALLS]
     default: return ", ";
   }
 }
@@ -251,8 +254,8 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
   for (const ToolSpec& tool : offered) {
     tags.push_back(syntax == ToolCallSyntax::kPythonic ? PythonicCallTag(tool, "", "") : CallTag(syntax, tool));
   }
-  // The turn as calls and nothing else (at least one). Mistral's marker is a special token in its own tokenizer;
-  // the constraint writes it as text all the same (engine/constraint gives it its text: kWritableSpecialTokens),
+  // The turn as calls and nothing else (at least one). Mistral's markers are special tokens in its own tokenizer;
+  // the constraint writes them as text all the same (engine/constraint gives them their text: kWritableSpecialTokens),
   // and the request keeps special tokens in its text.
   const auto calls_only = [&] {
     const json calls = TagsWithSeparator(tags, Separator(syntax), true, one_call);
@@ -273,7 +276,7 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     }
     json triggers = json::array({std::string(kHermesOpen)});
     if (syntax == ToolCallSyntax::kLlama3Json) triggers = {"{\"name\": \""};
-    if (syntax == ToolCallSyntax::kMistral) triggers = {std::string(kMistralToolCalls)};
+    if (syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11) triggers = {std::string(kMistralToolCalls)};
     if (syntax == ToolCallSyntax::kPythonic) {
       // `[name(` of a tool opens the list (free text may hold other brackets); one call closes it at once, and where
       // more may come, each `, name(` of a tool is the next (the list's `]` is the model's).
@@ -316,7 +319,7 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
   if (format.tools == ToolCallSyntax::kNone) {
     return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
-                                                  "the server with --tool_call_parser hermes, llama3_json, mistral or pythonic, or "
+                                                  "the server with --tool_call_parser hermes, llama3_json, mistral, mistral_v11 or pythonic, or "
                                                   "leave the tools out"));
   }
   if (format.tools == ToolCallSyntax::kPythonic) ARACH_RETURN_IF_ERROR(CheckPythonNames(tools, tools_field));
@@ -330,7 +333,7 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
     }
   }
   plan.parse_tools = true;
-  if (format.tools == ToolCallSyntax::kMistral) {
+  if (format.tools == ToolCallSyntax::kMistral || format.tools == ToolCallSyntax::kMistralV11) {
     const std::optional<int32_t> marker = tokenizer.TokenToId(kMistralToolCalls);
     plan.keep_special_tokens = marker && tokenizer.IsSpecial(*marker);
   }
@@ -352,9 +355,15 @@ absl::Status CheckJoinedContent(const ChatTurnPlan& plan, const Engine& engine, 
   return plan.joins_content ? engine.CheckConstraint(content, content_field) : absl::OkStatus();
 }
 
-std::string NewToolCallId() {
+std::string NewToolCallId(ToolCallSyntax syntax) {
   std::random_device device;
   std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
+  if (syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11) {
+    constexpr absl::string_view kAlphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::string id;
+    for (int i = 0; i < 9; ++i) id += kAlphanumeric[rng() % kAlphanumeric.size()];
+    return id;
+  }
   std::string id = "call_";
   for (int i = 0; i < 24; ++i) id += "0123456789abcdef"[rng() % 16];
   return id;

@@ -92,7 +92,9 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
 absl::Status CheckJoinedContent(const ChatTurnPlan& plan, const Engine& engine, const OutputConstraint& content,
                                 const std::string& content_field);
 
-// "call_" and 24 random hexadecimal digits: a tool call's id.
-std::string NewToolCallId();
+// A tool call's id, in the form the model's chat template takes back: 9 random letters and digits for Mistral's
+// syntaxes (Mistral's templates refuse any other id in the conversation), else "call_" and 24 random hexadecimal
+// digits.
+std::string NewToolCallId(ToolCallSyntax syntax);
 
 }  // namespace arach::server

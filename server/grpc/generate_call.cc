@@ -83,7 +83,7 @@ class GenerateStream : public RequestObserver {
     for (ToolCallPiece& piece : delta.tool_calls) {
       if (!piece.name.empty()) {
         open_call_.emplace();
-        open_call_->set_id(NewToolCallId());
+        open_call_->set_id(NewToolCallId(chat_output_->format().tools));
         open_call_->set_name(std::move(piece.name));
         open_call_->set_index(static_cast<uint32_t>(piece.index));
         tool_calls_ = piece.index + 1;

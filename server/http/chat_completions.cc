@@ -40,7 +40,7 @@ json ChatCall::ToolCallsJson(const ChatOutputDelta& delta) {
     json entry = json::object();
     if (fields().stream) entry["index"] = piece.index;
     if (!piece.name.empty()) {  // the call's first piece: OpenAI's chunk names it and gives its id
-      entry["id"] = NewToolCallId();
+      entry["id"] = NewToolCallId(context().chat_output.tools);
       entry["type"] = "function";
       entry["function"] = {{"name", piece.name}, {"arguments", piece.arguments}};
     } else if (!piece.arguments.empty()) {

@@ -96,7 +96,7 @@ void ResponseOutput::AddCallPiece(const ToolCallPiece& piece, std::vector<json>&
     Close(/*incomplete=*/false, events);
     open_ = Kind::kCall;
     open_id_ = NextId("fc_");
-    open_call_id_ = NewToolCallId();
+    open_call_id_ = NewToolCallId(syntax_);
     open_call_name_ = piece.name;
     open_text_.clear();
     json item = {{"id", open_id_}, {"type", "function_call"}, {"status", "in_progress"}, {"call_id", open_call_id_},

@@ -15,8 +15,9 @@ namespace arach::server::http {
 
 class ResponseOutput {
  public:
-  // Item ids are "rs_", "msg_" or "fc_", then `id_stem`, "_" and the item's output index.
-  explicit ResponseOutput(std::string id_stem) : id_stem_(std::move(id_stem)) {}
+  // Item ids are "rs_", "msg_" or "fc_", then `id_stem`, "_" and the item's output index; a call's call_id is in
+  // the form `syntax`'s chat templates take back (NewToolCallId).
+  ResponseOutput(std::string id_stem, ToolCallSyntax syntax) : id_stem_(std::move(id_stem)), syntax_(syntax) {}
 
   // The events `delta` makes (each {"type": ..., ...}, without a sequence number). `content_logprobs`: the log-prob
   // entries of the tokens of its content (ContentLogprobs), carried by its output_text delta and then the part.
@@ -42,6 +43,7 @@ class ResponseOutput {
   std::string NextId(const char* prefix) const;
 
   std::string id_stem_;
+  ToolCallSyntax syntax_;
   nlohmann::json items_ = nlohmann::json::array();
   Kind open_ = Kind::kNone;  // the kind of the item open at index items_.size()
   std::string open_id_;

@@ -27,7 +27,7 @@ class ResponsesCall : public ChatTurnCall {
         conversation_(std::move(request.conversation)),
         input_start_(request.input_start),
         store_(store),
-        output_(origin.request_id) {}
+        output_(origin.request_id, context.chat_output.tools) {}
 
  protected:
   std::string ObjectName() const override { return "response"; }

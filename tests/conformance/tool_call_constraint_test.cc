@@ -1,7 +1,9 @@
 // Tool-call constraints (server/chat_output/tools.h) through the engine where the end-to-end suites cannot reach:
-// Mistral's [TOOL_CALLS] as a special token of the tokenizer, which the constraint must name by id; a turn that
+// Mistral's [TOOL_CALLS] and [ARGS] as special tokens of the tokenizer, which the constraint must name by id; Mistral
+// v11's calls walked; a turn that
 // starts inside <think>, walked token by token (a tiny model does not close its reasoning on cue); the pythonic
 // syntax's grammars, walked and sampled.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -9,6 +11,7 @@
 #include "absl/strings/str_replace.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "engine/core/mapped_file.h"
+#include "engine/core/status.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -24,65 +27,82 @@ namespace {
 
 using testing::CollectingObserver;
 
-// Mistral's [TOOL_CALLS] is a special token of its own tokenizer: the constraint may write it (its text is in the
-// constraint's vocabulary), the text keeps it, and the call parses. llama3-tiny with one reserved special token renamed [TOOL_CALLS] stands in for a
-// Mistral tokenizer (no Mistral fixture is at hand).
-TEST(StructuredOutputToolCalls, AMistralMarkerThatIsASpecialTokenOpensTheCall) {
-  ARACH_REQUIRE_FIXTURES();
-  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+// llama3-tiny with reserved special tokens renamed [TOOL_CALLS] and [ARGS] stands in for a Mistral tokenizer (no
+// Mistral fixture is at hand).
+absl::StatusOr<std::unique_ptr<Engine>> EngineWithMistralMarkers(const testing::ScopedTempDir& dir) {
   namespace fs = std::filesystem;
-  testing::ScopedTempDir dir;
   for (const fs::directory_entry& entry : fs::directory_iterator(testing::FixturePath("llama3-tiny"))) {
     const std::string name = entry.path().filename().string();
     if (name == "tokenizer.json" || name == "tokenizer_config.json") {
-      absl::StatusOr<std::string> text = ReadFileToString(entry.path().string());
-      ASSERT_TRUE(text.ok());
-      std::ofstream(dir.File(name)) << absl::StrReplaceAll(*text, {{"<|reserved_special_token_10|>", "[TOOL_CALLS]"}});
+      ARACH_ASSIGN_OR_RETURN(std::string text, ReadFileToString(entry.path().string()));
+      std::ofstream(dir.File(name)) << absl::StrReplaceAll(
+          text, {{"<|reserved_special_token_10|>", "[TOOL_CALLS]"}, {"<|reserved_special_token_11|>", "[ARGS]"}});
     } else {
       fs::create_symlink(entry.path(), dir.File(name));
     }
   }
-  auto bundle = LoadModelBundle(dir.path(), LoadModelOptions{});
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  auto engine = Engine::Create(std::move(*bundle), EngineConfig{});
+  ARACH_ASSIGN_OR_RETURN(ModelBundle bundle, LoadModelBundle(dir.path(), LoadModelOptions{}));
+  return Engine::Create(std::move(bundle), EngineConfig{});
+}
+
+// Mistral's [TOOL_CALLS] (and v11's [ARGS]) are special tokens of its own tokenizer: the constraint may write them
+// (their text is in the constraint's vocabulary), the text keeps them, and the calls parse; in both Mistral syntaxes.
+TEST(StructuredOutputToolCalls, MistralMarkersThatAreSpecialTokensOpenTheCalls) {
+  ARACH_REQUIRE_FIXTURES();
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+  testing::ScopedTempDir dir;
+  auto engine = EngineWithMistralMarkers(dir);
   ASSERT_TRUE(engine.ok()) << engine.status();
   const Tokenizer& tokenizer = (*engine)->tokenizer();
   const std::optional<int32_t> marker = tokenizer.TokenToId("[TOOL_CALLS]");
-  ASSERT_TRUE(marker && tokenizer.IsSpecial(*marker));
-
-  server::ChatOutputFormat format;
-  format.tools = server::ToolCallSyntax::kMistral;
+  const std::optional<int32_t> args = tokenizer.TokenToId("[ARGS]");
+  ASSERT_TRUE(marker && tokenizer.IsSpecial(*marker) && args && tokenizer.IsSpecial(*args));
   auto tools = server::ParseTools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "add", "parameters": {
       "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a"]}}}])"), "tools");
   ASSERT_TRUE(tools.ok());
   server::ToolChoice required;
   required.mode = server::ToolChoice::Mode::kRequired;
-  auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(plan->keep_special_tokens);
-  ASSERT_TRUE(plan->constraint.active());
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
-    EngineRequest r;
-    r.prompt = *tokenizer.Encode("call add", true);
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.sampling.max_tokens = 60;
-    r.sampling.skip_special_tokens = false;
-    r.sampling.logit_bias = {{*marker, 100.0f}};  // as a trained model would: the marker token, not its spelling
-    r.constraint = plan->constraint;
-    auto observer = std::make_shared<CollectingObserver>();
-    ASSERT_TRUE((*engine)->Submit(std::move(r), observer).ok());
-    ASSERT_TRUE(observer->Wait());
-    EXPECT_EQ(observer->finish().reason, FinishReason::kStop) << observer->text();
-    EXPECT_EQ(observer->tokens().front(), *marker) << "the constraint lets the special token itself open the call";
-    server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
-    server::ChatOutputDelta out = parser.Feed(observer->text());
-    server::AppendDelta(out, parser.Finish());  // each call in one piece
-    ASSERT_EQ(out.tool_calls.size(), 1u) << observer->text();
-    EXPECT_TRUE(out.tool_calls[0].ends);
-    EXPECT_EQ(out.tool_calls[0].name, "add");
-    const nlohmann::json arguments = nlohmann::json::parse(out.tool_calls[0].arguments);
-    EXPECT_TRUE(arguments["a"].is_number_integer() && arguments["a"] >= 0 && arguments["a"] <= 9) << out.tool_calls[0].arguments;
+  for (server::ToolCallSyntax syntax : {server::ToolCallSyntax::kMistral, server::ToolCallSyntax::kMistralV11}) {
+    server::ChatOutputFormat format;
+    format.tools = syntax;
+    SCOPED_TRACE(format.ToolsName());
+    const bool v11 = syntax == server::ToolCallSyntax::kMistralV11;
+    // One call: with the markers' bias a model would call again and again (MistralV11CallsAreHeldToTheirSchemas
+    // walks parallel calls).
+    auto plan = server::PlanChatTurn(format, *tools, required, /*parallel=*/false, "", "", OutputConstraint{}, tokenizer, "tools",
+                                     "tool_choice");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->keep_special_tokens);
+    ASSERT_TRUE(plan->constraint.active());
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      EngineRequest r;
+      r.prompt = *tokenizer.Encode("call add", true);
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = seed;
+      r.sampling.max_tokens = 60;
+      r.sampling.skip_special_tokens = false;
+      // As a trained model would: the markers' tokens, not their spelling.
+      r.sampling.logit_bias = {{*marker, 100.0f}, {*args, 100.0f}};
+      r.constraint = plan->constraint;
+      auto observer = std::make_shared<CollectingObserver>();
+      ASSERT_TRUE((*engine)->Submit(std::move(r), observer).ok());
+      ASSERT_TRUE(observer->Wait());
+      EXPECT_EQ(observer->finish().reason, FinishReason::kStop) << observer->text();
+      EXPECT_EQ(observer->tokens().front(), *marker) << "the constraint lets the special token itself open the call";
+      if (v11) {
+        EXPECT_NE(std::find(observer->tokens().begin(), observer->tokens().end(), *args), observer->tokens().end())
+            << "and [ARGS] itself: " << observer->text();
+      }
+      server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
+      server::ChatOutputDelta out = parser.Feed(observer->text());
+      server::AppendDelta(out, parser.Finish());  // each call in one piece
+      ASSERT_EQ(out.tool_calls.size(), 1u) << observer->text();
+      EXPECT_EQ(out.content, "") << observer->text();
+      EXPECT_TRUE(out.tool_calls[0].ends);
+      EXPECT_EQ(out.tool_calls[0].name, "add");
+      const nlohmann::json arguments = nlohmann::json::parse(out.tool_calls[0].arguments);
+      EXPECT_TRUE(arguments["a"].is_number_integer() && arguments["a"] >= 0 && arguments["a"] <= 9) << out.tool_calls[0].arguments;
+    }
   }
 }
 
@@ -315,6 +335,64 @@ TEST(StructuredOutputToolCalls, PythonicCallsAreHeldToTheirSchemasAndReadBack) {
     ++read_back;
   }
   EXPECT_GT(read_back, 0) << "no sampled turn finished within its tokens";
+}
+
+// Mistral v11's calls, each [TOOL_CALLS]name[ARGS]{...}: the constraint of each tool_choice walked over accepted and
+// refused turns; each accepted one reads back as the calls it holds.
+TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
+  ARACH_REQUIRE_FIXTURES();
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+  testing::ScopedTempDir dir;
+  auto engine = EngineWithMistralMarkers(dir);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const Tokenizer& tokenizer = (*engine)->tokenizer();
+  const std::optional<int32_t> end_of_turn = tokenizer.TokenToId("<|eot_id|>");
+  ASSERT_TRUE(end_of_turn.has_value());
+  server::ChatOutputFormat format;
+  format.tools = server::ToolCallSyntax::kMistralV11;
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+          "city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "noop"}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  ConstraintCompiler compiler(tokenizer, (*engine)->model_config().vocab_size, {*end_of_turn});
+  struct Case {
+    server::ToolChoice::Mode mode;
+    bool parallel;
+    std::vector<std::string> accepted, refused;
+  };
+  const std::string paris = "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}";
+  const std::vector<Case> cases = {
+      {server::ToolChoice::Mode::kRequired, true,
+       {paris, paris + "[TOOL_CALLS]noop[ARGS]{}", "[TOOL_CALLS]noop[ARGS]{ }"},
+       {"[TOOL_CALLS]get_weather[ARGS]{\"town\": \"Paris\"}", "[TOOL_CALLS][{\"name\": \"noop\", \"arguments\": {}}]",
+        "[TOOL_CALLS]noop{}", "Sure.", paris + " and more", "[TOOL_CALLS]other[ARGS]{}"}},
+      {server::ToolChoice::Mode::kRequired, false, {paris}, {paris + "[TOOL_CALLS]noop[ARGS]{}"}},
+      {server::ToolChoice::Mode::kNamed, true, {"[TOOL_CALLS]noop[ARGS]{}"}, {paris}},
+      {server::ToolChoice::Mode::kAuto, true, {"Fine.", "Let me look." + paris, paris + "[TOOL_CALLS]noop[ARGS]{}"},
+       {"[TOOL_CALLS]get_weather[ARGS]{}", "[TOOL_CALLS]nope[ARGS]{}"}},
+  };
+  for (const Case& c : cases) {
+    server::ToolChoice choice;
+    choice.mode = c.mode;
+    if (c.mode == server::ToolChoice::Mode::kNamed) choice.name = "noop";
+    auto plan = server::PlanChatTurn(format, *tools, choice, c.parallel, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->constraint.active());
+    for (const std::string& text : c.accepted) {
+      EXPECT_TRUE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, text))
+          << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
+      server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
+      server::ChatOutputDelta out = parser.Feed(text);
+      server::AppendDelta(out, parser.Finish());
+      const size_t calls = static_cast<size_t>(std::count(text.begin(), text.end(), '[')) / 2;  // [TOOL_CALLS] and [ARGS]
+      EXPECT_EQ(out.tool_calls.size(), calls) << text;
+    }
+    for (const std::string& text : c.refused) {
+      EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, text))
+          << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
+    }
+  }
 }
 
 }  // namespace

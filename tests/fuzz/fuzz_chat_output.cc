@@ -61,7 +61,9 @@ void CheckContentSpans(const std::string& text, std::initializer_list<const Chat
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   ChatOutputFormat format;
-  format.tools = (data[0] & 64) ? arach::server::ToolCallSyntax::kPythonic : static_cast<arach::server::ToolCallSyntax>(data[0] % 4);
+  format.tools = (data[0] & 64)    ? arach::server::ToolCallSyntax::kPythonic
+                 : (data[0] & 128) ? arach::server::ToolCallSyntax::kMistralV11
+                                   : static_cast<arach::server::ToolCallSyntax>(data[0] % 4);  // none, hermes, llama3_json, mistral
   format.reasoning = (data[0] & 4) != 0;
   const bool parse_tools = (data[0] & 8) != 0;
   const arach::server::TurnStart start = (data[0] & 16)   ? arach::server::TurnStart::kReasoning

@@ -4,12 +4,14 @@
 // to the unstreamed ones; `none` calls nothing; `auto` holds a call the model opens to its form (TRIGGER_TOKEN_ID,
 // when given, is the token that opens a call: a logit bias makes the model open one); a tool result goes back
 // through the template; the client's stream helper reads the calls. SYNTAX is the server's tool-call syntax
-// (hermes, llama3_json, mistral, pythonic).
+// (hermes, llama3_json, mistral, mistral_v11, pythonic). Call ids are 9 letters or digits for Mistral's syntaxes (its
+// templates take no other), else call_ and 24 hexadecimal digits.
 import Ajv2020 from "ajv/dist/2020.js";
 import OpenAI from "openai";
 
 const [httpAddress, model, syntax, triggerToken] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `http://${httpAddress}/v1`, apiKey: "not-needed", maxRetries: 0 });
+const callId = syntax.startsWith("mistral") ? /^[A-Za-z0-9]{9}$/ : /^call_[0-9a-f]{24}$/;
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 const SAMPLES = 5;
 let failures = 0;
@@ -36,7 +38,7 @@ function callProblems(message, allowed) {
   const problems = [];
   if (!Array.isArray(message.tool_calls) || message.tool_calls.length === 0) return ["no tool_calls"];
   for (const call of message.tool_calls) {
-    if (call.type !== "function" || !/^call_[0-9a-f]{24}$/.test(call.id)) problems.push(`bad call envelope ${JSON.stringify(call)}`);
+    if (call.type !== "function" || !callId.test(call.id)) problems.push(`bad call envelope ${JSON.stringify(call)}`);
     if (!allowed.includes(call.function.name)) problems.push(`unexpected function ${call.function.name}`);
     let args;
     try {
@@ -106,7 +108,7 @@ async function streamedEqualsWhole() {
     const got = calls.map((c) => ({ name: c.name, arguments: c.arguments }));
     check(`streamed calls assemble to the whole answer (${JSON.stringify(extra.tool_choice)})`,
       JSON.stringify(got) === JSON.stringify(expected) && finish === whole.finish_reason && content === (whole.message.content ?? "") &&
-      calls.every((c) => /^call_[0-9a-f]{24}$/.test(c.id)), `${JSON.stringify({ got, content, finish })} vs ${JSON.stringify(whole)}`);
+      calls.every((c) => callId.test(c.id)), `${JSON.stringify({ got, content, finish })} vs ${JSON.stringify(whole)}`);
     // JSON calls stream as the model writes them, a pythonic list comes whole.
     if (syntax !== "pythonic") {
       check(`a call's arguments stream in pieces (${JSON.stringify(extra.tool_choice)})`, pieces > calls.length, `${pieces} deltas`);

@@ -2,7 +2,11 @@
 // and one byte at a time, which must assemble to the whole answer. Also the tools and tool_choice readers.
 #include "server/chat_output/chat_output_parser.h"
 
+#include <set>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/chat_output/tools.h"
@@ -180,6 +184,51 @@ TEST(ChatOutputParser, MistralCallList) {
   EXPECT_EQ(p.calls[1].second, R"({"z":2})") << "arguments given as JSON text are read as JSON (that call comes whole)";
   ExpectStreamsLikeWhole(f, text);
   EXPECT_EQ(Whole(f, "[TOOL_CALLS][{\"name\": \"a\"").content, "[TOOL_CALLS][{\"name\": \"a\"");
+}
+
+// Mistral's v11+ tokenizers write each call [TOOL_CALLS]name[ARGS]{...}; the arguments stream, and the next call's
+// [TOOL_CALLS] or the turn's end ends a call. [CALL_ID]id before [ARGS], and v11's first shape without [ARGS], are
+// read too.
+TEST(ChatOutputParser, MistralV11CallsOneMarkerEach) {
+  const auto f = Format(ToolCallSyntax::kMistralV11);
+  const std::string text = "Sure. [TOOL_CALLS]get_weather[ARGS]{\"city\": \"[TOOL_CALLS]\"}\n[TOOL_CALLS]get.time[CALL_ID]a1B2c3D4e[ARGS]"
+                           "{\"tz\": {\"x\": [1]}}[TOOL_CALLS]ping{}";
+  const Parsed p = Whole(f, text);
+  EXPECT_EQ(p.content, "Sure.");
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"get_weather", R"({"city": "[TOOL_CALLS]"})"}, {"get.time", R"({"tz": {"x": [1]}})"}, {"ping", "{}"}};
+  EXPECT_EQ(p.calls, calls);
+  EXPECT_EQ(p.ended, 3);
+  ExpectStreamsLikeWhole(f, text);
+
+  ChatOutputParser parser(f, true, TurnStart::kOpen);
+  EXPECT_TRUE(parser.Feed("[TOOL_CALLS]get_weather[AR").tool_calls.empty()) << "held while it may still be a head";
+  ChatOutputDelta head = parser.Feed("GS]{\"ci");
+  EXPECT_EQ(head.tool_calls, std::vector<ToolCallPiece>({{0, "get_weather", "{\"ci", false}})) << "the arguments stream";
+  ChatOutputDelta closed = parser.Feed("ty\": 1}");
+  EXPECT_EQ(closed.tool_calls, std::vector<ToolCallPiece>({{0, "", "ty\": 1}", false}})) << "another call may follow";
+  EXPECT_EQ(parser.Finish().tool_calls, std::vector<ToolCallPiece>({{0, "", "", true}}));
+
+  // Not a call: the text is content, nothing lost; text after a call that opens no other is content.
+  for (const std::string bad : {"[TOOL_CALLS]get weather[ARGS]{}", "a[TOOL_CALLS][{\"name\": \"f\"}]", "[TOOL_CALLS]f[ARGS]\"x\"",
+                                "[TOOL_CALLS]get_wea", "[TOOL_CALLS]f[ARGS]"}) {
+    const Parsed q = Whole(f, bad);
+    EXPECT_TRUE(q.calls.empty()) << bad;
+    EXPECT_EQ(q.content, bad) << "nothing the model wrote is lost";
+    ExpectStreamsLikeWhole(f, bad);
+  }
+  const std::string after = "[TOOL_CALLS]f[ARGS]{\"a\": 1} and [TOOL_CALLS]g[ARGS]{}";
+  const Parsed q = Whole(f, after);
+  EXPECT_EQ(q.content, "and");
+  ASSERT_EQ(q.calls.size(), 2u);
+  EXPECT_EQ(q.calls[1].first, "g");
+  ExpectStreamsLikeWhole(f, after);
+  const Parsed brace = Whole(f, "[TOOL_CALLS]f[ARGS]{\"a\": 1}}");
+  EXPECT_EQ(brace.content, "}") << "the arguments are the whole call: a `}` after them is not the call's";
+  const Parsed cut = Whole(f, "[TOOL_CALLS]f[ARGS]{\"a\": \"x");
+  ASSERT_EQ(cut.calls.size(), 1u);
+  EXPECT_EQ(cut.calls[0].second, "{\"a\": \"x") << "cut off inside its arguments: kept, never ended";
+  EXPECT_EQ(cut.ended, 0);
 }
 
 // A call streams as the model writes it: its name once the head is complete, then its arguments piece by piece,
@@ -362,9 +411,27 @@ TEST(Tools, FlatShapeIsReadAlikeAndNamedAsWritten) {
             "tool_choice.type: must be \"function\" (or tool_choice auto, none or required): {\"type\": \"function\", \"name\": ...}");
 }
 
+// Call ids in the form the model's template takes back: Mistral's templates refuse any id but 9 letters or digits.
+TEST(Tools, CallIdsHaveTheFormTheTemplateTakes) {
+  std::set<std::string> ids;
+  for (ToolCallSyntax syntax : {ToolCallSyntax::kMistral, ToolCallSyntax::kMistralV11, ToolCallSyntax::kHermes}) {
+    const bool mistral = syntax != ToolCallSyntax::kHermes;
+    for (int i = 0; i < 20; ++i) {
+      const std::string id = NewToolCallId(syntax);
+      ids.insert(id);
+      const absl::string_view digits = mistral ? absl::string_view(id) : absl::StripPrefix(id, "call_");
+      EXPECT_EQ(digits.size(), mistral ? 9u : 24u) << id;
+      EXPECT_EQ(mistral, !absl::StartsWith(id, "call_")) << id;
+      for (char c : digits) EXPECT_TRUE(mistral ? absl::ascii_isalnum(c) : absl::ascii_isxdigit(c) && !absl::ascii_isupper(c)) << id;
+    }
+  }
+  EXPECT_EQ(ids.size(), 60u) << "random";
+}
+
 TEST(ChatOutputFormat, ChosenFromTheTemplateOrTheFlags) {
   EXPECT_EQ(ChatOutputFormatOfTemplate("{{ '<tool_call>' }}").tools, ToolCallSyntax::kHermes);
   EXPECT_EQ(ChatOutputFormatOfTemplate("[TOOL_CALLS]").tools, ToolCallSyntax::kMistral);
+  EXPECT_EQ(ChatOutputFormatOfTemplate("{{ '[TOOL_CALLS]' + name + '[ARGS]' + arguments }}").tools, ToolCallSyntax::kMistralV11);
   EXPECT_EQ(ChatOutputFormatOfTemplate("<|python_tag|>").tools, ToolCallSyntax::kLlama3Json);
   EXPECT_EQ(ChatOutputFormatOfTemplate("plain").tools, ToolCallSyntax::kNone);
   // vLLM's Llama 3.2 pythonic template (it also says ipython, as Llama 3's JSON templates do)
@@ -377,7 +444,7 @@ TEST(ChatOutputFormat, ChosenFromTheTemplateOrTheFlags) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->tools, ToolCallSyntax::kMistral);
   EXPECT_EQ(ResolveChatOutputFormat("", "xml", "auto").status().message(),
-            "--tool_call_parser: 'xml' is not auto, hermes, llama3_json, mistral, pythonic or none");
+            "--tool_call_parser: 'xml' is not auto, hermes, llama3_json, mistral, mistral_v11, pythonic or none");
   EXPECT_EQ(ResolveChatOutputFormat("", "pythonic", "auto")->tools, ToolCallSyntax::kPythonic);
 }
 

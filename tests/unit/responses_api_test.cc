@@ -329,7 +329,7 @@ std::vector<json> Concat(std::vector<json> a, const std::vector<json>& b) {
 }
 
 TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
-  ResponseOutput output("abc");
+  ResponseOutput output("abc", ToolCallSyntax::kHermes);
   StreamAccumulator stream;
   std::vector<json> events;
   ChatOutputDelta d1;
@@ -373,7 +373,7 @@ TEST(ResponseOutput, StreamedEventsAssembleToTheItems) {
 
 // A call cut off inside its arguments (max_output_tokens) never ends: the turn's end closes it as incomplete.
 TEST(ResponseOutput, ACallCutOffIsIncomplete) {
-  ResponseOutput output("cut");
+  ResponseOutput output("cut", ToolCallSyntax::kHermes);
   StreamAccumulator stream;
   ChatOutputDelta d;
   d.tool_calls = {{0, "weather", R"({"city": "Pa)", false}};
@@ -387,7 +387,7 @@ TEST(ResponseOutput, ACallCutOffIsIncomplete) {
 }
 
 TEST(ResponseOutput, AMessagesLogprobsComeWithItsTextAndStayInItsPart) {
-  ResponseOutput output("lp");
+  ResponseOutput output("lp", ToolCallSyntax::kHermes);
   StreamAccumulator stream;
   std::vector<json> events;
   ChatOutputDelta d1;
@@ -415,7 +415,7 @@ TEST(ResponseOutput, AMessagesLogprobsComeWithItsTextAndStayInItsPart) {
 }
 
 TEST(ResponseOutput, ACutOffMessageIsIncompleteAndASilentTurnIsAnEmptyMessage) {
-  ResponseOutput cut("x");
+  ResponseOutput cut("x", ToolCallSyntax::kHermes);
   ChatOutputDelta d;
   d.content = "Once upon";
   StreamAccumulator stream;
@@ -426,7 +426,7 @@ TEST(ResponseOutput, ACutOffMessageIsIncompleteAndASilentTurnIsAnEmptyMessage) {
   EXPECT_EQ(cut.items()[0]["status"], "incomplete");
   EXPECT_EQ(stream.output(), cut.items());
 
-  ResponseOutput silent("y");
+  ResponseOutput silent("y", ToolCallSyntax::kHermes);
   StreamAccumulator silent_stream;
   std::vector<json> silent_events = silent.Add(ChatOutputDelta{});
   silent_events = Concat(silent_events, silent.Finish(false));
@@ -441,10 +441,10 @@ TEST(ResponseOutput, AWholeTurnGivesTheSameItemsAsItsPieces) {
   ChatOutputDelta whole;
   whole.reasoning = "Hmm.";
   whole.content = "Hello world";
-  ResponseOutput at_once("s");
+  ResponseOutput at_once("s", ToolCallSyntax::kHermes);
   at_once.Add(whole);
   at_once.Finish(false);
-  ResponseOutput in_pieces("s");
+  ResponseOutput in_pieces("s", ToolCallSyntax::kHermes);
   for (const char* piece : {"Hel", "lo", " world"}) {
     ChatOutputDelta d;
     if (std::string(piece) == "Hel") d.reasoning = "Hmm.";
