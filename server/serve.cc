@@ -125,7 +125,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                    " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
                    " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no", " tool_calls=", context.chat_output.ToolsName(),
-                   context.chat_output.reasoning ? " reasoning=qwen3" : "", " structured_output=",
+                   context.chat_output.reasoning ? absl::StrCat(" reasoning=", context.chat_output.ReasoningName()) : "", " structured_output=",
                    StructuredOutputAvailable() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));
 

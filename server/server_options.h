@@ -80,7 +80,7 @@ struct ServerOptions {
   bool metrics_auth = false;          // /metrics wants a valid key too (where keys are configured)
   bool prefix_cache_per_key = false;  // each key's requests reuse only its own cached prompt prefixes
   std::string tool_call_parser = "auto";  // how chat turns write tool calls: auto (the template's) | hermes | llama3_json | mistral | mistral_v11 | pythonic | none
-  std::string reasoning_parser = "auto";  // <think> as reasoning_content: auto (the template's) | qwen3 | none
+  std::string reasoning_parser = "auto";  // a reasoning block as reasoning_content: auto (the template's) | qwen3 | mistral | none
 };
 
 // What the options resolve to.

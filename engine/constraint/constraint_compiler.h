@@ -30,10 +30,11 @@ namespace arach {
 inline constexpr size_t kMaxConstraintBytes = 256 * 1024;
 
 // Special tokens a constraint may write, as their text: the markers that open tool calls and reasoning in some
-// tokenizers (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>). Every other special token stays out of
+// tokenizers (Mistral's [TOOL_CALLS] and [THINK], Llama 3's <|python_tag|>). Every other special token stays out of
 // constrained output (xgrammar never accepts a token without text).
 inline constexpr absl::string_view kWritableSpecialTokens[] = {"[TOOL_CALLS]", "[ARGS]",      "[CALL_ID]", "<|python_tag|>",
-                                                                 "<tool_call>",  "</tool_call>", "<think>",   "</think>"};
+                                                                 "<tool_call>",  "</tool_call>", "<think>",   "</think>",
+                                                                 "[THINK]",      "[/THINK]"};
 inline constexpr size_t kMaxChoices = 1024;
 
 // Whether this build enforces constraints, and with what ("xgrammar 0.2.5" or why not).

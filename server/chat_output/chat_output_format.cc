@@ -18,6 +18,22 @@ const char* ChatOutputFormat::ToolsName() const {
   return "none";
 }
 
+const char* ChatOutputFormat::ReasoningName() const {
+  if (!reasoning) return "none";
+  return think_open == kMistralThinkOpen ? "mistral" : "qwen3";
+}
+
+namespace {
+
+// Reasoning in `open` ... `close` blocks.
+void SetReasoning(ChatOutputFormat& format, absl::string_view open, absl::string_view close) {
+  format.reasoning = true;
+  format.think_open = open;
+  format.think_close = close;
+}
+
+}  // namespace
+
 ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view source) {
   ChatOutputFormat format;
   format.tools_origin = "chat template";
@@ -31,7 +47,11 @@ ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view source) {
              (absl::StrContains(source, "ipython") && absl::StrContains(source, "\"parameters\""))) {
     format.tools = ToolCallSyntax::kLlama3Json;
   }
-  format.reasoning = absl::StrContains(source, kThinkOpen) && absl::StrContains(source, kThinkClose);
+  if (absl::StrContains(source, kThinkOpen) && absl::StrContains(source, kThinkClose)) {
+    SetReasoning(format, kThinkOpen, kThinkClose);
+  } else if (absl::StrContains(source, kMistralThinkOpen) && absl::StrContains(source, kMistralThinkClose)) {
+    SetReasoning(format, kMistralThinkOpen, kMistralThinkClose);
+  }
   return format;
 }
 
@@ -57,11 +77,13 @@ absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view sourc
     }
   }
   if (reasoning_parser == "qwen3") {
-    format.reasoning = true;
+    SetReasoning(format, kThinkOpen, kThinkClose);
+  } else if (reasoning_parser == "mistral") {
+    SetReasoning(format, kMistralThinkOpen, kMistralThinkClose);
   } else if (reasoning_parser == "none") {
     format.reasoning = false;
   } else if (reasoning_parser != "auto") {
-    return InvalidField("--reasoning_parser", absl::StrCat("'", reasoning_parser, "' is not auto, qwen3 or none"));
+    return InvalidField("--reasoning_parser", absl::StrCat("'", reasoning_parser, "' is not auto, qwen3, mistral or none"));
   }
   return format;
 }

@@ -14,7 +14,10 @@
 //                came, [TOOL_CALLS]name{...} are read too)
 //   pythonic     Llama 3.2 with a pythonic template (vLLM's), and templates asking for the same: the turn is a
 //                Python list of calls, [get_weather(city='Paris'), get_time()] (python_calls.h)
-//   qwen3 reasoning: <think>...</think> before the answer goes to reasoning_content.
+//
+// Reasoning: a block before the answer goes to reasoning_content:
+//   qwen3        <think>...</think> (Qwen3, DeepSeek R1 and the like)
+//   mistral      [THINK]...[/THINK] (Magistral from 2507, whose tokenizer has them as special tokens)
 #pragma once
 
 #include <optional>
@@ -27,22 +30,32 @@ namespace arach::server {
 
 enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral, kMistralV11, kPythonic };
 
+inline constexpr absl::string_view kThinkOpen = "<think>";
+inline constexpr absl::string_view kThinkClose = "</think>";
+inline constexpr absl::string_view kMistralThinkOpen = "[THINK]";
+inline constexpr absl::string_view kMistralThinkClose = "[/THINK]";
+
 struct ChatOutputFormat {
   ToolCallSyntax tools = ToolCallSyntax::kNone;
-  bool reasoning = false;  // <think>...</think> is the turn's reasoning
+  bool reasoning = false;  // a block between think_open and think_close is the turn's reasoning
+  absl::string_view think_open = kThinkOpen;    // <think>, or Mistral's [THINK]
+  absl::string_view think_close = kThinkClose;  // </think>, or [/THINK]
   // Where the format came from, for the start-up log and errors ("chat template", "--tool_call_parser").
   std::string tools_origin;
 
   // "hermes", "llama3_json", "mistral", "mistral_v11", "pythonic", "none".
   const char* ToolsName() const;
+  // "qwen3", "mistral", "none".
+  const char* ReasoningName() const;
 };
 
-// The format a chat template's source implies: the tool-call markers it writes and whether it writes <think>
-// ([TOOL_CALLS] with [ARGS] is mistral_v11, [TOOL_CALLS] alone mistral).
+// The format a chat template's source implies: the tool-call markers it writes ([TOOL_CALLS] with [ARGS] is
+// mistral_v11, [TOOL_CALLS] alone mistral) and the reasoning block's (<think> and </think>, or [THINK] and [/THINK]).
 ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view template_source);
 
 // The format for the served model: `tool_call_parser` and `reasoning_parser` are "auto" (the template's),
-// "none", or a format's name ("hermes", "llama3_json", "mistral", "mistral_v11", "pythonic"; "qwen3" for reasoning). INVALID_ARGUMENT
+// "none", or a format's name ("hermes", "llama3_json", "mistral", "mistral_v11", "pythonic"; "qwen3" or "mistral"
+// for reasoning). INVALID_ARGUMENT
 // naming the flag for any other name.
 absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view template_source, absl::string_view tool_call_parser,
                                                          absl::string_view reasoning_parser);
@@ -56,7 +69,5 @@ inline constexpr absl::string_view kMistralArgs = "[ARGS]";
 inline constexpr absl::string_view kMistralCallId = "[CALL_ID]";
 // What a pythonic template tells the model ("Respond in the format [func_name1(params_name1=params_value1, ...").
 inline constexpr absl::string_view kPythonicInstruction = "[func_name1(";
-inline constexpr absl::string_view kThinkOpen = "<think>";
-inline constexpr absl::string_view kThinkClose = "</think>";
 
 }  // namespace arach::server

@@ -293,25 +293,25 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
   for (;;) {
     switch (phase_) {
       case Phase::kStart:
-        if (absl::StartsWith(pending_, kThinkOpen)) {
-          Consume(kThinkOpen.size());
+        if (absl::StartsWith(pending_, format_.think_open)) {
+          Consume(format_.think_open.size());
           phase_ = Phase::kReasoning;
           continue;
         }
-        if (!final && absl::StartsWith(kThinkOpen, pending_)) return;  // may still become <think>
+        if (!final && absl::StartsWith(format_.think_open, pending_)) return;  // may still become <think>
         phase_ = Phase::kContent;
         continue;
 
       case Phase::kReasoning: {
-        const size_t close = absl::string_view(pending_).find(kThinkClose);
+        const size_t close = absl::string_view(pending_).find(format_.think_close);
         if (close != absl::string_view::npos) {
           out.reasoning += pending_.substr(0, close);
-          Consume(close + kThinkClose.size());
+          Consume(close + format_.think_close.size());
           phase_ = Phase::kContent;
           drop_leading_space_ = true;  // the answer starts after the blank line that follows </think>
           continue;
         }
-        const size_t keep = final ? 0 : PartialMarkerAtEnd(pending_, kThinkClose);
+        const size_t keep = final ? 0 : PartialMarkerAtEnd(pending_, format_.think_close);
         out.reasoning += pending_.substr(0, pending_.size() - keep);
         Consume(pending_.size() - keep);
         return;

@@ -1,5 +1,5 @@
 // Splits a chat turn's text, as it streams, into what OpenAI's chat API returns separately: the reasoning
-// (<think>...</think>, reasoning_content), the content, and the tool calls (name and arguments as JSON text),
+// (<think>...</think> or [THINK]...[/THINK], reasoning_content), the content, and the tool calls (name and arguments as JSON text),
 // in the model's syntax (chat_output_format.h). Streamed and whole answers go through the same Feed calls, so
 // streamed deltas always assemble to the whole answer.
 //

@@ -106,10 +106,18 @@ std::optional<json> ContentFormat(const OutputConstraint& content) {
 TurnStart StartOfTurn(const ChatOutputFormat& format, absl::string_view prompt_end, absl::string_view continued) {
   if (!format.reasoning) return TurnStart::kOpen;
   continued = absl::StripAsciiWhitespace(continued);
-  if (continued.empty()) return absl::EndsWith(prompt_end, kThinkOpen) ? TurnStart::kReasoning : TurnStart::kOpen;
-  const size_t open = continued.rfind(kThinkOpen);
-  if (open != absl::string_view::npos && continued.find(kThinkClose, open) == absl::string_view::npos) return TurnStart::kReasoning;
+  if (continued.empty()) return absl::EndsWith(prompt_end, format.think_open) ? TurnStart::kReasoning : TurnStart::kOpen;
+  const size_t open = continued.rfind(format.think_open);
+  if (open != absl::string_view::npos && continued.find(format.think_close, open) == absl::string_view::npos) {
+    return TurnStart::kReasoning;
+  }
   return TurnStart::kContent;
+}
+
+// Whether `marker` is one special token of `tokenizer` (whose text leaves the answer unless special tokens are kept).
+bool IsSpecialToken(const Tokenizer& tokenizer, absl::string_view marker) {
+  const std::optional<int32_t> id = tokenizer.TokenToId(marker);
+  return id && tokenizer.IsSpecial(*id);
 }
 
 // The pythonic syntax writes a call as Python: its function's name and its parameters' must be identifiers.
@@ -300,8 +308,8 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
   // whitespace models write after it (Qwen3's blank line, one newline, none) may follow, a few characters at most (a
   // run of whitespace is where a weak model goes to never finish).
   if (reasoning != ReasoningFirst::kNone && (choice.mode != ToolChoice::Mode::kAuto || content)) {
-    const std::string open = reasoning == ReasoningFirst::kOptional ? std::string(kThinkOpen) : "";
-    const json block = Tag(open, {{"type", "any_text"}}, std::string(kThinkClose));
+    const std::string open = reasoning == ReasoningFirst::kOptional ? std::string(format.think_open) : "";
+    const json block = Tag(open, {{"type", "any_text"}}, std::string(format.think_close));
     const json first = reasoning == ReasoningFirst::kOptional ? json{{"type", "optional"}, {"content", block}} : block;
     const json whitespace = {{"type", "regex"}, {"pattern", "[ \\t\\r\\n]{0,4}"}};
     format_json = {{"type", "sequence"}, {"elements", json::array({first, whitespace, format_json})}};
@@ -316,11 +324,13 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   ChatTurnPlan plan;
   const absl::string_view prompt_end = absl::StripTrailingAsciiWhitespace(prompt);
   plan.turn_start = StartOfTurn(format, prompt_end, continued);
+  plan.keep_special_tokens =
+      format.reasoning && (IsSpecialToken(tokenizer, format.think_open) || IsSpecialToken(tokenizer, format.think_close));
   if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
   if (format.tools == ToolCallSyntax::kNone) {
     return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
-                                                  "the server with --tool_call_parser hermes, llama3_json, mistral, mistral_v11 or pythonic, or "
-                                                  "leave the tools out"));
+                                                  "the server with --tool_call_parser hermes, llama3_json, mistral, mistral_v11 or "
+                                                  "pythonic, or leave the tools out"));
   }
   if (format.tools == ToolCallSyntax::kPythonic) ARACH_RETURN_IF_ERROR(CheckPythonNames(tools, tools_field));
   // The content's format joins the calls' (auto: either; required or named: calls only, so it has nothing to hold).
@@ -334,15 +344,14 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   }
   plan.parse_tools = true;
   if (format.tools == ToolCallSyntax::kMistral || format.tools == ToolCallSyntax::kMistralV11) {
-    const std::optional<int32_t> marker = tokenizer.TokenToId(kMistralToolCalls);
-    plan.keep_special_tokens = marker && tokenizer.IsSpecial(*marker);
+    plan.keep_special_tokens = plan.keep_special_tokens || IsSpecialToken(tokenizer, kMistralToolCalls);
   }
   // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false) or a prefill went on to
   // the content, none may come.
   ReasoningFirst reasoning = ReasoningFirst::kNone;
   if (plan.turn_start == TurnStart::kReasoning) {
     reasoning = ReasoningFirst::kRequired;
-  } else if (format.reasoning && plan.turn_start == TurnStart::kOpen && !absl::EndsWith(prompt_end, kThinkClose)) {
+  } else if (format.reasoning && plan.turn_start == TurnStart::kOpen && !absl::EndsWith(prompt_end, format.think_close)) {
     reasoning = ReasoningFirst::kOptional;
   }
   plan.constraint = ToolCallConstraint(format, tools, choice, parallel, reasoning, content_format);

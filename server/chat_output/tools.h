@@ -67,7 +67,8 @@ struct ChatTurnPlan {
   bool parse_tools = false;             // tool calls are read out of the turn
   TurnStart turn_start = TurnStart::kOpen;  // where the model's text begins: inside <think> (a prompt or prefill that
                                            // opened it), inside a prefill's content, or at the turn's start
-  bool keep_special_tokens = false;     // the call marker is a special token: the text must keep it
+  bool keep_special_tokens = false;     // a marker the parser reads (a call's, the reasoning's) is a special token: the
+                                        // text must keep it
   bool joins_content = false;           // the constraint holds the content's format beside the calls (auto)
 };
 

@@ -27,16 +27,18 @@ namespace {
 
 using testing::CollectingObserver;
 
-// llama3-tiny with reserved special tokens renamed [TOOL_CALLS] and [ARGS] stands in for a Mistral tokenizer (no
-// Mistral fixture is at hand).
+// llama3-tiny with reserved special tokens renamed [TOOL_CALLS], [ARGS], [THINK] and [/THINK] stands in for a Mistral
+// tokenizer (no Mistral fixture is at hand).
 absl::StatusOr<std::unique_ptr<Engine>> EngineWithMistralMarkers(const testing::ScopedTempDir& dir) {
   namespace fs = std::filesystem;
   for (const fs::directory_entry& entry : fs::directory_iterator(testing::FixturePath("llama3-tiny"))) {
     const std::string name = entry.path().filename().string();
     if (name == "tokenizer.json" || name == "tokenizer_config.json") {
       ARACH_ASSIGN_OR_RETURN(std::string text, ReadFileToString(entry.path().string()));
-      std::ofstream(dir.File(name)) << absl::StrReplaceAll(
-          text, {{"<|reserved_special_token_10|>", "[TOOL_CALLS]"}, {"<|reserved_special_token_11|>", "[ARGS]"}});
+      std::ofstream(dir.File(name)) << absl::StrReplaceAll(text, {{"<|reserved_special_token_10|>", "[TOOL_CALLS]"},
+                                                                  {"<|reserved_special_token_11|>", "[ARGS]"},
+                                                                  {"<|reserved_special_token_12|>", "[THINK]"},
+                                                                  {"<|reserved_special_token_13|>", "[/THINK]"}});
     } else {
       fs::create_symlink(entry.path(), dir.File(name));
     }
@@ -392,6 +394,48 @@ TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
       EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, text))
           << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
     }
+  }
+}
+
+// Magistral's [THINK] and [/THINK] are special tokens: the text keeps them wherever the turn's reasoning is read (tools
+// or not), and a turn that must call a tool may think first, in those markers.
+TEST(StructuredOutputToolCalls, MistralReasoningMarkersAreKeptAndComeBeforeTheCalls) {
+  ARACH_REQUIRE_FIXTURES();
+  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+  testing::ScopedTempDir dir;
+  auto engine = EngineWithMistralMarkers(dir);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const Tokenizer& tokenizer = (*engine)->tokenizer();
+  const std::optional<int32_t> end_of_turn = tokenizer.TokenToId("<|eot_id|>");
+  ASSERT_TRUE(end_of_turn.has_value());
+  auto format = server::ResolveChatOutputFormat("[TOOL_CALLS]f[ARGS]{} [THINK]x[/THINK]", "auto", "auto");
+  ASSERT_TRUE(format.ok()) << format.status();
+  ASSERT_STREQ(format->ReasoningName(), "mistral");
+  server::ToolChoice none;
+  none.mode = server::ToolChoice::Mode::kNone;
+  auto plain = server::PlanChatTurn(*format, {}, none, true, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->keep_special_tokens) << "the reasoning's markers are read out of the text";
+  server::ChatOutputFormat hermes_think;  // <think> is text in this tokenizer: nothing to keep
+  hermes_think.reasoning = true;
+  auto other = server::PlanChatTurn(hermes_think, {}, none, true, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->keep_special_tokens);
+
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "noop"}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  server::ToolChoice required;
+  required.mode = server::ToolChoice::Mode::kRequired;
+  auto plan = server::PlanChatTurn(*format, *tools, required, false, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->keep_special_tokens);
+  ConstraintCompiler compiler(tokenizer, (*engine)->model_config().vocab_size, {*end_of_turn});
+  const std::string call = "[TOOL_CALLS]noop[ARGS]{}";
+  for (const std::string& accepted : {call, "[THINK]The user wants noop.[/THINK]" + call, "[THINK]a[/THINK]\n\n" + call}) {
+    EXPECT_TRUE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, accepted)) << accepted;
+  }
+  for (const std::string& refused : {"<think>a</think>" + call, std::string("[THINK]a[/THINK]Sure."), "[THINK]" + call}) {
+    EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, refused)) << refused;
   }
 }
 

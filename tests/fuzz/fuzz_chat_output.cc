@@ -65,6 +65,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  : (data[0] & 128) ? arach::server::ToolCallSyntax::kMistralV11
                                    : static_cast<arach::server::ToolCallSyntax>(data[0] % 4);  // none, hermes, llama3_json, mistral
   format.reasoning = (data[0] & 4) != 0;
+  if (format.tools == arach::server::ToolCallSyntax::kMistralV11) {  // as Magistral writes its reasoning
+    format.think_open = arach::server::kMistralThinkOpen;
+    format.think_close = arach::server::kMistralThinkClose;
+  }
   const bool parse_tools = (data[0] & 8) != 0;
   const arach::server::TurnStart start = (data[0] & 16)   ? arach::server::TurnStart::kReasoning
                                          : (data[0] & 32) ? arach::server::TurnStart::kContent

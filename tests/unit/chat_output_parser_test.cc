@@ -231,6 +231,21 @@ TEST(ChatOutputParser, MistralV11CallsOneMarkerEach) {
   EXPECT_EQ(cut.ended, 0);
 }
 
+// Magistral's reasoning block is [THINK]...[/THINK] (special tokens its template writes), before its answer and calls.
+TEST(ChatOutputParser, MistralReasoningInBrackets) {
+  auto f = Format(ToolCallSyntax::kMistralV11, true);
+  f.think_open = kMistralThinkOpen;
+  f.think_close = kMistralThinkClose;
+  const std::string text = "[THINK]Paris, so <think> is text here.[/THINK]Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}";
+  const Parsed p = Whole(f, text);
+  EXPECT_EQ(p.reasoning, "Paris, so <think> is text here.");
+  EXPECT_EQ(p.content, "Checking.");
+  ASSERT_EQ(p.calls.size(), 1u);
+  ExpectStreamsLikeWhole(f, text);
+  EXPECT_EQ(Whole(f, "<think>a</think>b").content, "<think>a</think>b") << "the other syntax's markers are text";
+  EXPECT_EQ(Whole(f, "more thought[/THINK]Done.", true, TurnStart::kReasoning).reasoning, "more thought");
+}
+
 // A call streams as the model writes it: its name once the head is complete, then its arguments piece by piece,
 // before the call closes; in every JSON syntax.
 TEST(ChatOutputParser, ACallStreamsAsItIsWritten) {
@@ -440,6 +455,15 @@ TEST(ChatOutputFormat, ChosenFromTheTemplateOrTheFlags) {
                 .tools,
             ToolCallSyntax::kPythonic);
   EXPECT_TRUE(ChatOutputFormatOfTemplate("<think></think>").reasoning);
+  EXPECT_STREQ(ChatOutputFormatOfTemplate("<think></think>").ReasoningName(), "qwen3");
+  const ChatOutputFormat magistral = ChatOutputFormatOfTemplate("{{ '[THINK]' + thinking + '[/THINK]' }}");
+  EXPECT_STREQ(magistral.ReasoningName(), "mistral");
+  EXPECT_EQ(magistral.think_open, "[THINK]");
+  EXPECT_EQ(magistral.think_close, "[/THINK]");
+  EXPECT_STREQ(ChatOutputFormatOfTemplate("plain").ReasoningName(), "none");
+  EXPECT_EQ(ResolveChatOutputFormat("<think></think>", "auto", "mistral")->think_close, "[/THINK]");
+  EXPECT_EQ(ResolveChatOutputFormat("", "auto", "deepseek").status().message(),
+            "--reasoning_parser: 'deepseek' is not auto, qwen3, mistral or none");
   auto f = ResolveChatOutputFormat("<tool_call>", "mistral", "none");
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->tools, ToolCallSyntax::kMistral);
