@@ -11,6 +11,7 @@
 #include "server/chat_output/chat_output_parser.h"
 #include "server/chat_output/tools.h"
 #include "server/json_body.h"
+#include "server/reasoning_effort.h"
 #include "server/chat_prompt.h"
 #include "server/grpc/call_credentials.h"
 #include "server/request_log.h"
@@ -193,6 +194,13 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     ARACH_ASSIGN_OR_RETURN(const ToolChoice choice, ParseToolChoice(tool_choice, tools, "tool_choice_json"));
     if (choice.mode == ToolChoice::Mode::kNone) input.tools = nullptr;  // no call can come
     Engine& engine = ticket_.engine();
+    if (!chat.reasoning_effort().empty()) {
+      ARACH_ASSIGN_OR_RETURN(const std::optional<std::string> effort,
+                             ReadReasoningEffort(nlohmann::json(chat.reasoning_effort()), "reasoning_effort"));
+      if (engine.chat_template() != nullptr) {  // (without a template, rendering says so)
+        ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*effort, *engine.chat_template(), input, "reasoning_effort"));
+      }
+    }
     ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(engine, context_.limits, input, "messages"));
     arach::v1::GenerateRequest generation = chat.generation();
     if (!generation.has_max_tokens()) {

@@ -273,6 +273,25 @@ TEST(ChatServer, ReasoningEffortReachesTheTemplateOrIsRefused) {
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_EQ(bad.body["error"]["param"], "reasoning.effort");
 
+  // gRPC Chat's reasoning_effort, alike.
+  auto client = ArachClient::Connect(server->grpc_address());
+  const auto grpc_prompt = [&](const std::string& effort, grpc::Status* status) {
+    arach::v1::ChatRequest request = GrpcChat(ordered_json::parse(messages.dump()), 1);
+    request.set_return_prompt(true);
+    request.set_reasoning_effort(effort);
+    std::string prompt_text;
+    *status = client->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+      if (r.has_finish()) prompt_text = r.finish().chat_prompt();
+    });
+    return prompt_text;
+  };
+  grpc::Status status;
+  EXPECT_EQ(grpc_prompt("none", &status), thinking_off);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  grpc_prompt("most", &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(status.error_message(), "reasoning_effort: ")) << status.error_message();
+
   auto gemma = StartChatServer(dir, "gemma3");
   ASSERT_NE(gemma, nullptr);
   const HttpAnswer refused = PostChat(*gemma, {{"model", "qwen3-tiny"}, {"messages", messages}, {"reasoning_effort", "low"}});
@@ -281,6 +300,11 @@ TEST(ChatServer, ReasoningEffortReachesTheTemplateOrIsRefused) {
   const HttpAnswer refused_too = PostChat(*gemma, {{"model", "qwen3-tiny"}, {"input", "x"}, {"reasoning", {{"effort", "low"}}}}, "/v1/responses");
   EXPECT_EQ(refused_too.status, 400) << refused_too.body;
   EXPECT_EQ(refused_too.body["error"]["param"], "reasoning.effort");
+  arach::v1::ChatRequest low = GrpcChat(ordered_json::parse(messages.dump()), 1);
+  low.set_reasoning_effort("low");
+  const grpc::Status grpc_refused = ArachClient::Connect(gemma->grpc_address())->Chat(low, [](const auto&) {});
+  EXPECT_EQ(grpc_refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(grpc_refused.error_message(), "reasoning_effort: ")) << grpc_refused.error_message();
 }
 
 TEST(ChatServer, AModelWithoutATemplateRefusesChat) {
