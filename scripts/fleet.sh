@@ -4,7 +4,8 @@
 # HTTP/2 to their gRPC ports, checks GET /ready on each every 250 ms, balances by least outstanding requests
 # (the closest local stand-in for the Inference Extension's endpoint picker) and retries elsewhere a request
 # that found a refused connection or a 503 (a draining replica). Every replica reads the same experiment
-# file, so a key's A/B arm is the same whichever replica answers. Replicas drain on SIGTERM as lame ducks
+# file, so a key's A/B arm is the same whichever replica answers. Replica I is named rI (--replica_name): a stored
+# response's id names it, and HAProxy sends the turns that continue or read it there. Replicas drain on SIGTERM as lame ducks
 # (--drain_announce_ms, above HAProxy's 2 x 250 ms to notice) before refusing anything.
 #
 #   scripts/fleet.sh [up] --model DIR [--replicas N] [-- SERVER_FLAGS...]
@@ -49,7 +50,7 @@ start_replica() {
   local args=()
   mapfile -t args < "$dir/server-args"
   # The log is appended to, so that a restarted replica's drain stays readable after it.
-  "$server" --listen "127.0.0.1:$(grpc_port "$i")" --http_listen "127.0.0.1:$(http_port "$i")" "${args[@]}" \
+  "$server" --listen "127.0.0.1:$(grpc_port "$i")" --http_listen "127.0.0.1:$(http_port "$i")" --replica_name "r$i" "${args[@]}" \
     >> "$dir/replica-$i.log" 2>&1 &
   echo $! > "$dir/replica-$i.pid"
 }
@@ -61,6 +62,7 @@ write_haproxy_config() {
 global
   log stderr format short local0 notice
   maxconn 4096
+  tune.bufsize 131072
 defaults
   mode http
   log global
@@ -77,6 +79,12 @@ defaults
   default-server inter 250ms fastinter 250ms downinter 500ms fall 2 rise 1
 frontend openai
   bind 127.0.0.1:$((base + 1))
+  # A Responses API turn that continues a stored response (previous_response_id) and the routes that read one
+  # (/v1/responses/ID...) go to the replica that holds it, named in the id (resp_NAME_...: --replica_name). The
+  # body is read up to tune.bufsize (128 KiB) for that; past it such a turn may reach another replica (404).
+  option http-buffer-request
+  http-request set-var(txn.replica) req.body,json_query('\$.previous_response_id'),field(2,_) if { method POST } { path /v1/responses }
+  http-request set-var(txn.replica) path,field(4,/),field(2,_) if { path_beg /v1/responses/ }
   default_backend replicas_http
 frontend grpc
   bind 127.0.0.1:$base proto h2
@@ -97,6 +105,7 @@ backend replicas_http
 EOF
     for i in $(seq 0 $((n - 1))); do
       echo "  server r$i 127.0.0.1:$(http_port "$i") check"
+      echo "  use-server r$i if { var(txn.replica) -m str r$i }"
     done
     cat <<EOF
 backend replicas_grpc

@@ -55,6 +55,9 @@ ABSL_FLAG(int, shadow_max_in_flight, 64, "shadow scores queued or running at mos
 ABSL_FLAG(int64_t, responses_store_bytes, 0,
           "memory for the Responses API's stored answers (store: true; retrieved, continued with previous_response_id, "
           "deleted by the key that made them), least recently used dropped first; per replica; 0: nothing stored");
+ABSL_FLAG(std::string, replica_name, "", "this replica's name in a fleet (letters, digits, '-', '.'; a pod's name): stored "
+          "responses' ids carry it (resp_NAME_...) so that a router can send a conversation's next turn to the replica "
+          "that holds it (scripts/fleet.sh); empty: none");
 ABSL_FLAG(std::string, device, "cpu", "cpu | cuda (this build's CUDA backend: " ARACH_CUDA_BUILD_NOTE ")");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may use: affinity mask and cgroup quota)");
 ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
@@ -162,6 +165,7 @@ ServerOptions OptionsFromFlags() {
   o.shadow_variant = absl::GetFlag(FLAGS_shadow_variant);
   o.shadow_max_in_flight = absl::GetFlag(FLAGS_shadow_max_in_flight);
   o.responses_store_bytes = absl::GetFlag(FLAGS_responses_store_bytes);
+  o.replica_name = absl::GetFlag(FLAGS_replica_name);
   o.engine.background_tokens_beside_live = absl::GetFlag(FLAGS_shadow_tokens_beside_live);
   o.engine.background_tokens_per_step = absl::GetFlag(FLAGS_shadow_tokens_per_step);
   o.limits.max_prompt_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_prompt_bytes));

@@ -86,6 +86,11 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (options.drain_grace_seconds < 0) return FlagError("drain_grace_seconds", "must not be negative");
   if (options.drain_announce_ms < 0) return FlagError("drain_announce_ms", "must not be negative");
   if (options.responses_store_bytes < 0) return FlagError("responses_store_bytes", "must not be negative");
+  // A router reads the name back between the id's first two underscores (resp_NAME_...).
+  if (options.replica_name.size() > 63 ||
+      options.replica_name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != std::string::npos) {
+    return FlagError("replica_name", "must be at most 63 letters, digits, '-' and '.'");
+  }
   for (const std::string& origin : options.http.cors_allowed_origins) {
     if (origin != "*" && !IsOrigin(origin)) {
       return FlagError("cors_allowed_origins", absl::StrCat("'", origin, "' is neither an origin (http(s)://host[:port], no path) nor *"));

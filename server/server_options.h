@@ -67,6 +67,7 @@ struct ServerOptions {
   std::string shadow_variant;            // that variant (NAME[@OFFSET]); empty: the experiment's other arm, else base
   int shadow_max_in_flight = 64;         // shadow scores queued or running at most (more are dropped)
   int64_t responses_store_bytes = 0;     // memory for the Responses API's stored answers (0: none stored)
+  std::string replica_name;              // this replica's name in a fleet, in its responses' ids (empty: none)
   RequestLimits limits;
   GrpcOptions grpc;
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics

@@ -39,6 +39,7 @@ struct ServiceContext {
   bool metrics_need_key = false;    // --metrics_auth: /metrics wants a valid key too (where keys are configured)
   ChatOutputFormat chat_output;     // how the model's chat turns write tool calls and reasoning (set before the engine)
   ResponseStore* responses = nullptr;  // the Responses API's stored answers (--responses_store_bytes); null: none kept
+  std::string replica_name;            // this replica's name in a fleet (--replica_name), in its responses' ids; empty: none
 };
 
 }  // namespace arach::server

@@ -16,13 +16,18 @@ namespace {
 
 using json = nlohmann::json;
 
+// "resp_", and in a fleet the replica's name and "_": the id tells a router which replica holds the response.
+std::string ResponseIdPrefix(const ServiceContext& context) {
+  return context.replica_name.empty() ? "resp_" : absl::StrCat("resp_", context.replica_name, "_");
+}
+
 class ResponsesCall : public ChatTurnCall {
  public:
   // `store`: where the answer is kept (null: not kept).
   ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const CallOrigin& origin,
                 ResponseStore* store)
       : ChatTurnCall(context, std::move(ticket), std::move(request.chat), std::move(variant),
-                     {origin.request_id, "/v1/responses", "resp_", origin.answer_deadline}, "input"),
+                     {origin.request_id, "/v1/responses", ResponseIdPrefix(context), origin.answer_deadline}, "input"),
         echo_(std::move(request.echo)),
         conversation_(std::move(request.conversation)),
         input_start_(request.input_start),

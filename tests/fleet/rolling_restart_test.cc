@@ -6,6 +6,8 @@
 //    UNAVAILABLE reaching a client;
 //  - each replica's drain ended with "stopped (drained; ...)";
 //  - a key's A/B arm is the same on every replica (they share the experiment file);
+//  - a stored response is continued (previous_response_id) and read back through the proxy whichever replica
+//    holds it (HAProxy routes by the replica named in its id);
 //  - kill -9 of one replica under load: only requests in flight on it, or sent before the proxy's health check
 //    has marked it down (2 checks 250 ms apart), may fail, each with an error that says so; every request sent
 //    after that is answered (the proxy retries refused connections elsewhere);
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <csignal>
 #include <optional>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -33,7 +36,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "client/arach_client.h"
 #include "client/event_stream.h"
@@ -226,8 +231,11 @@ TEST(Fleet, RollingRestartLosesNothingAndKillLosesOnlyItsCallsInFlight) {
   ASSERT_GT(base, 0) << "no free ports for the fleet";
   testing::ScopedTempDir dir;
   Fleet fleet(dir.path() + "/fleet", base);
+  const std::string chat_template = dir.path() + "/chat.jinja";
+  std::ofstream(chat_template) << "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}assistant:";
   const CommandResult up = fleet.Run(absl::StrCat("up --model ", testing::FixturesDir(), "/gpt2-tiny --replicas ", kReplicas,
-                                                  " -- --max_num_seqs 16 --shadow_rate 0.25 --diagnostics_sample_rate 0.25"));
+                                                  " -- --max_num_seqs 16 --shadow_rate 0.25 --diagnostics_sample_rate 0.25",
+                                                  " --responses_store_bytes 1048576 --chat_template ", chat_template));
   ASSERT_EQ(up.status, 0) << up.output;
   struct Down {
     const Fleet& fleet;
@@ -258,6 +266,32 @@ TEST(Fleet, RollingRestartLosesNothingAndKillLosesOnlyItsCallsInFlight) {
     EXPECT_THAT(arms, ::testing::Each(arms[0])) << key;
     both_arms |= arms[0] == "control" ? 1 : arms[0] == "treatment" ? 2 : 0;
   }
+
+  // Stored responses: each conversation's turns, continued through the proxy with previous_response_id, reach the
+  // replica that stored the turn before (named in its id), as do the routes that read a response.
+  std::set<std::string> holders;
+  for (int conversation = 0; conversation < kReplicas; ++conversation) {
+    std::string previous;
+    for (int turn = 0; turn < 4; ++turn) {
+      json body = {{"model", "gpt2-tiny"}, {"input", absl::StrCat("turn ", turn)}, {"max_output_tokens", 2}};
+      if (!previous.empty()) body["previous_response_id"] = previous;
+      const testing::HttpAnswer answer = testing::HttpSend(fleet.http(), "POST", "/v1/responses", body.dump());
+      ASSERT_EQ(answer.status, 200) << "conversation " << conversation << " turn " << turn << ": " << answer.body.dump();
+      const std::string id = answer.body["id"].get<std::string>();
+      const std::vector<std::string> parts = absl::StrSplit(id, '_');
+      ASSERT_GE(parts.size(), 3u) << id;
+      EXPECT_EQ(parts[0], "resp") << id;
+      if (turn > 0) {
+        EXPECT_TRUE(absl::StartsWith(previous, absl::StrCat("resp_", parts[1], "_"))) << previous << " then " << id;
+      }
+      holders.insert(parts[1]);
+      const testing::HttpAnswer stored = testing::HttpSend(fleet.http(), "GET", "/v1/responses/" + id + "/input_items", "");
+      EXPECT_EQ(stored.status, 200) << id << ": " << stored.body.dump();
+      previous = id;
+    }
+  }
+  std::printf("[fleet] stored responses: %d conversations of 4 turns held by %zu replica(s), every turn continued\n", kReplicas,
+              holders.size());
   EXPECT_EQ(both_arms, 3) << "16 keys should reach both arms of the 50/50 experiment";
 
   // Load: 8 clients through the proxy until told to stop.

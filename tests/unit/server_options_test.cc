@@ -100,6 +100,17 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   o = Valid();
   o.drain_grace_seconds = -1;
   EXPECT_THAT(ErrorOf(o), HasSubstr("--drain_grace_seconds: must not be negative"));
+  for (const char* name : {"r_1", "pod 1", "ü"}) {  // a router reads the name between the id's underscores
+    o = Valid();
+    o.replica_name = name;
+    EXPECT_THAT(ErrorOf(o), HasSubstr("--replica_name: must be at most 63 letters, digits, '-' and '.'")) << name;
+  }
+  o = Valid();
+  o.replica_name = std::string(64, 'a');
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--replica_name"));
+  o = Valid();
+  o.replica_name = "arach-serve-7c9f.2";
+  EXPECT_TRUE(ResolveServerConfig(o).ok());
   o = Valid();
   o.arach_offset = NAN;  // with the base default it would go unused, but it is still malformed
   EXPECT_THAT(ErrorOf(o), HasSubstr("--arach_offset: must be a finite number"));
