@@ -1,8 +1,7 @@
 // Tool-call constraints (server/chat_output/tools.h) through the engine where the end-to-end suites cannot reach:
-// Mistral's [TOOL_CALLS] and [ARGS] as special tokens of the tokenizer, which the constraint must name by id; Mistral
-// v11's calls walked; a turn that
-// starts inside <think>, walked token by token (a tiny model does not close its reasoning on cue); the pythonic
-// syntax's grammars, walked and sampled.
+// Mistral's [TOOL_CALLS], [ARGS] and [THINK] as special tokens of the tokenizer, which the constraint must name by id,
+// and Mistral v11's calls walked; a turn that starts inside <think>, walked token by token (a tiny model does not close
+// its reasoning on cue); the pythonic syntax's grammars, walked and sampled.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -47,15 +46,31 @@ absl::StatusOr<std::unique_ptr<Engine>> EngineWithMistralMarkers(const testing::
   return Engine::Create(std::move(bundle), EngineConfig{});
 }
 
+// The tests on that tokenizer: its engine, and the end of a turn (Llama 3's <|eot_id|>).
+class MistralMarkers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
+    auto engine = EngineWithMistralMarkers(dir_);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = std::move(*engine);
+    const std::optional<int32_t> end_of_turn = tokenizer().TokenToId("<|eot_id|>");
+    ASSERT_TRUE(end_of_turn.has_value());
+    end_of_turn_ = *end_of_turn;
+  }
+  Engine& engine() { return *engine_; }
+  const Tokenizer& tokenizer() { return engine_->tokenizer(); }
+
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<Engine> engine_;
+  int32_t end_of_turn_ = 0;
+};
+
 // Mistral's [TOOL_CALLS] (and v11's [ARGS]) are special tokens of its own tokenizer: the constraint may write them
 // (their text is in the constraint's vocabulary), the text keeps them, and the calls parse; in both Mistral syntaxes.
-TEST(StructuredOutputToolCalls, MistralMarkersThatAreSpecialTokensOpenTheCalls) {
-  ARACH_REQUIRE_FIXTURES();
-  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
-  testing::ScopedTempDir dir;
-  auto engine = EngineWithMistralMarkers(dir);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  const Tokenizer& tokenizer = (*engine)->tokenizer();
+TEST_F(MistralMarkers, SpecialTokensOpenTheCalls) {
+  const Tokenizer& tokenizer = this->tokenizer();
   const std::optional<int32_t> marker = tokenizer.TokenToId("[TOOL_CALLS]");
   const std::optional<int32_t> args = tokenizer.TokenToId("[ARGS]");
   ASSERT_TRUE(marker && tokenizer.IsSpecial(*marker) && args && tokenizer.IsSpecial(*args));
@@ -87,7 +102,7 @@ TEST(StructuredOutputToolCalls, MistralMarkersThatAreSpecialTokensOpenTheCalls) 
       r.sampling.logit_bias = {{*marker, 100.0f}, {*args, 100.0f}};
       r.constraint = plan->constraint;
       auto observer = std::make_shared<CollectingObserver>();
-      ASSERT_TRUE((*engine)->Submit(std::move(r), observer).ok());
+      ASSERT_TRUE(engine().Submit(std::move(r), observer).ok());
       ASSERT_TRUE(observer->Wait());
       EXPECT_EQ(observer->finish().reason, FinishReason::kStop) << observer->text();
       EXPECT_EQ(observer->tokens().front(), *marker) << "the constraint lets the special token itself open the call";
@@ -341,15 +356,8 @@ TEST(StructuredOutputToolCalls, PythonicCallsAreHeldToTheirSchemasAndReadBack) {
 
 // Mistral v11's calls, each [TOOL_CALLS]name[ARGS]{...}: the constraint of each tool_choice walked over accepted and
 // refused turns; each accepted one reads back as the calls it holds.
-TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
-  ARACH_REQUIRE_FIXTURES();
-  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
-  testing::ScopedTempDir dir;
-  auto engine = EngineWithMistralMarkers(dir);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  const Tokenizer& tokenizer = (*engine)->tokenizer();
-  const std::optional<int32_t> end_of_turn = tokenizer.TokenToId("<|eot_id|>");
-  ASSERT_TRUE(end_of_turn.has_value());
+TEST_F(MistralMarkers, V11CallsAreHeldToTheirSchemas) {
+  const Tokenizer& tokenizer = this->tokenizer();
   server::ChatOutputFormat format;
   format.tools = server::ToolCallSyntax::kMistralV11;
   auto tools = server::ParseTools(nlohmann::json::parse(R"([
@@ -357,7 +365,7 @@ TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
           "city": {"type": "string"}}, "required": ["city"]}}},
       {"type": "function", "function": {"name": "noop"}}])"), "tools");
   ASSERT_TRUE(tools.ok());
-  ConstraintCompiler compiler(tokenizer, (*engine)->model_config().vocab_size, {*end_of_turn});
+  ConstraintCompiler compiler(tokenizer, engine().model_config().vocab_size, {end_of_turn_});
   struct Case {
     server::ToolChoice::Mode mode;
     bool parallel;
@@ -382,7 +390,7 @@ TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_TRUE(plan->constraint.active());
     for (const std::string& text : c.accepted) {
-      EXPECT_TRUE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, text))
+      EXPECT_TRUE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, end_of_turn_, text))
           << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
       server::ChatOutputParser parser(format, true, server::TurnStart::kOpen);
       server::ChatOutputDelta out = parser.Feed(text);
@@ -391,7 +399,7 @@ TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
       EXPECT_EQ(out.tool_calls.size(), calls) << text;
     }
     for (const std::string& text : c.refused) {
-      EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, text))
+      EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, end_of_turn_, text))
           << static_cast<int>(c.mode) << " parallel " << c.parallel << ": " << text;
     }
   }
@@ -399,15 +407,8 @@ TEST(StructuredOutputToolCalls, MistralV11CallsAreHeldToTheirSchemas) {
 
 // Magistral's [THINK] and [/THINK] are special tokens: the text keeps them wherever the turn's reasoning is read (tools
 // or not), and a turn that must call a tool may think first, in those markers.
-TEST(StructuredOutputToolCalls, MistralReasoningMarkersAreKeptAndComeBeforeTheCalls) {
-  ARACH_REQUIRE_FIXTURES();
-  if (!StructuredOutputAvailable()) GTEST_SKIP() << "structured output not built: " << StructuredOutputBackend();
-  testing::ScopedTempDir dir;
-  auto engine = EngineWithMistralMarkers(dir);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  const Tokenizer& tokenizer = (*engine)->tokenizer();
-  const std::optional<int32_t> end_of_turn = tokenizer.TokenToId("<|eot_id|>");
-  ASSERT_TRUE(end_of_turn.has_value());
+TEST_F(MistralMarkers, ReasoningMarkersAreKeptAndComeBeforeTheCalls) {
+  const Tokenizer& tokenizer = this->tokenizer();
   auto format = server::ResolveChatOutputFormat("[TOOL_CALLS]f[ARGS]{} [THINK]x[/THINK]", "auto", "auto");
   ASSERT_TRUE(format.ok()) << format.status();
   ASSERT_STREQ(format->ReasoningName(), "mistral");
@@ -429,13 +430,13 @@ TEST(StructuredOutputToolCalls, MistralReasoningMarkersAreKeptAndComeBeforeTheCa
   auto plan = server::PlanChatTurn(*format, *tools, required, false, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->keep_special_tokens);
-  ConstraintCompiler compiler(tokenizer, (*engine)->model_config().vocab_size, {*end_of_turn});
+  ConstraintCompiler compiler(tokenizer, engine().model_config().vocab_size, {end_of_turn_});
   const std::string call = "[TOOL_CALLS]noop[ARGS]{}";
   for (const std::string& accepted : {call, "[THINK]The user wants noop.[/THINK]" + call, "[THINK]a[/THINK]\n\n" + call}) {
-    EXPECT_TRUE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, accepted)) << accepted;
+    EXPECT_TRUE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, end_of_turn_, accepted)) << accepted;
   }
   for (const std::string& refused : {"<think>a</think>" + call, std::string("[THINK]a[/THINK]Sure."), "[THINK]" + call}) {
-    EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, *end_of_turn, refused)) << refused;
+    EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, end_of_turn_, refused)) << refused;
   }
 }
 
