@@ -123,7 +123,8 @@ ABSL_FLAG(bool, metrics_auth, false, "/metrics needs a valid API key too (where 
 ABSL_FLAG(double, priority_aging_seconds, 0, "a waiting request's priority improves by one per this many seconds (0: off)");
 ABSL_FLAG(int, max_prompts_per_request, 16, "prompts in one completions request at most");
 ABSL_FLAG(std::string, tool_call_parser, "auto", "how the model writes tool calls: auto (from its chat template) | hermes "
-          "(Qwen, Hermes) | llama3_json (Llama 3.1/3.2) | mistral (Mistral 7B v0.3, Nemo) | mistral_v11 (Mistral Small 3.1+, Magistral, Devstral, Ministral 3) | pythonic (Llama 3.2 pythonic) | none (requests with tools are refused)");
+          "(Qwen, Hermes) | llama3_json (Llama 3.1/3.2) | mistral (Mistral 7B v0.3, Nemo) | mistral_v11 (Mistral Small "
+          "3.1+, Magistral, Devstral, Ministral 3) | pythonic (Llama 3.2 pythonic) | none (requests with tools are refused)");
 ABSL_FLAG(std::string, reasoning_parser, "auto", "a reasoning block as reasoning_content: auto (from the chat "
           "template) | qwen3 (<think>...</think>: Qwen3, DeepSeek R1) | mistral ([THINK]...[/THINK]: Magistral) | none");
 

@@ -73,7 +73,8 @@ absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view sourc
     } else if (tool_call_parser == "none") {
       format.tools = ToolCallSyntax::kNone;
     } else {
-      return InvalidField("--tool_call_parser", absl::StrCat("'", tool_call_parser, "' is not auto, hermes, llama3_json, mistral, mistral_v11, pythonic or none"));
+      return InvalidField("--tool_call_parser", absl::StrCat("'", tool_call_parser,
+                                                             "' is not auto, hermes, llama3_json, mistral, mistral_v11, pythonic or none"));
     }
   }
   if (reasoning_parser == "qwen3") {

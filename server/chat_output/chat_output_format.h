@@ -55,8 +55,7 @@ ChatOutputFormat ChatOutputFormatOfTemplate(absl::string_view template_source);
 
 // The format for the served model: `tool_call_parser` and `reasoning_parser` are "auto" (the template's),
 // "none", or a format's name ("hermes", "llama3_json", "mistral", "mistral_v11", "pythonic"; "qwen3" or "mistral"
-// for reasoning). INVALID_ARGUMENT
-// naming the flag for any other name.
+// for reasoning). INVALID_ARGUMENT naming the flag for any other name.
 absl::StatusOr<ChatOutputFormat> ResolveChatOutputFormat(absl::string_view template_source, absl::string_view tool_call_parser,
                                                          absl::string_view reasoning_parser);
 

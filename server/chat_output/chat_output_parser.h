@@ -1,6 +1,6 @@
 // Splits a chat turn's text, as it streams, into what OpenAI's chat API returns separately: the reasoning
-// (<think>...</think> or [THINK]...[/THINK], reasoning_content), the content, and the tool calls (name and arguments as JSON text),
-// in the model's syntax (chat_output_format.h). Streamed and whole answers go through the same Feed calls, so
+// (<think>...</think> or [THINK]...[/THINK], reasoning_content), the content, and the tool calls (name and
+// arguments as JSON text), in the model's syntax (chat_output_format.h). Streamed and whole answers go through the same Feed calls, so
 // streamed deltas always assemble to the whole answer.
 //
 // A JSON call written as {"name": "...", "arguments": {...}} ("parameters" in Llama 3's), and a Mistral v11 call
@@ -98,7 +98,7 @@ class ChatOutputParser {
     kReasoning,
     kContent,
     kHermesCall,     // after <tool_call>: the call's head (it streams), or all its text (it comes whole)
-    kCallHead,       // a Llama 3 or Mistral call's head, where the syntax's calls open or go on (Mistral v11: at its [TOOL_CALLS])
+    kCallHead,       // a Llama 3 or Mistral call's head, where the syntax's calls open or go on (v11: at [TOOL_CALLS])
     kCallArguments,  // inside a streamed call's arguments object
     kCallClose,      // after a streamed call's arguments: the call's `}`, then what closes or separates calls
     kToolTail,       // calls that come whole with the end of the turn (pythonic; Llama 3 / Mistral calls that do not stream)

@@ -284,7 +284,9 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     }
     json triggers = json::array({std::string(kHermesOpen)});
     if (syntax == ToolCallSyntax::kLlama3Json) triggers = {"{\"name\": \""};
-    if (syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11) triggers = {std::string(kMistralToolCalls)};
+    if (syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11) {
+      triggers = {std::string(kMistralToolCalls)};
+    }
     if (syntax == ToolCallSyntax::kPythonic) {
       // `[name(` of a tool opens the list (free text may hold other brackets); one call closes it at once, and where
       // more may come, each `, name(` of a tool is the next (the list's `]` is the model's).
