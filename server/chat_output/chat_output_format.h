@@ -30,6 +30,11 @@ namespace arach::server {
 
 enum class ToolCallSyntax { kNone, kHermes, kLlama3Json, kMistral, kMistralV11, kPythonic };
 
+// Mistral's syntaxes: calls open with [TOOL_CALLS] and take 9-character ids.
+inline bool IsMistralSyntax(ToolCallSyntax syntax) {
+  return syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11;
+}
+
 inline constexpr absl::string_view kThinkOpen = "<think>";
 inline constexpr absl::string_view kThinkClose = "</think>";
 inline constexpr absl::string_view kMistralThinkOpen = "[THINK]";

@@ -105,52 +105,41 @@ class CallHeadReader {
     }
     if (Match m = String(name); m != Match::kYes) return m;
     if (Match m = Literal(","); m != Match::kYes) return m;
-    const size_t key = at_;
     Match m = Literal("\"arguments\"");
-    if (m == Match::kNo) {
-      at_ = key;
-      m = Literal("\"parameters\"");
-    }
+    if (m == Match::kNo) m = Literal("\"parameters\"");
     if (m != Match::kYes) return m;
     if (m = Literal(":"); m != Match::kYes) return m;
-    SkipSpace();
-    if (at_ == text_.size()) return Match::kMaybe;
-    if (text_[at_] != '{') return Match::kNo;  // arguments as a string, or not an object: the call comes whole
-    length = at_;
-    return Match::kYes;
+    return ArgumentsOpen(length);  // (arguments as a string, or not an object: kNo, the call comes whole)
   }
 
   // The head of a Mistral v11+ call after its [TOOL_CALLS]: `<function>[ARGS]`, `<function>[CALL_ID]<id>[ARGS]`,
   // or `<function>` alone (v11's first models), up to the arguments' `{`.
   Match ReadNamed(std::string& name, size_t& length) {
     if (Match m = Word(name); m != Match::kYes) return m;
-    const size_t after_name = at_;
-    if (Match m = Literal(kMistralCallId); m == Match::kYes) {
+    if (Match m = Literal(kMistralCallId); m == Match::kMaybe) {
+      return m;
+    } else if (m == Match::kYes) {
       std::string id;
       if (m = Word(id); m != Match::kYes) return m;
-    } else if (m == Match::kMaybe) {
-      return m;
-    } else {
-      at_ = after_name;
     }
-    const size_t before_args = at_;
-    if (Match m = Literal(kMistralArgs); m == Match::kMaybe) {
-      return m;
-    } else if (m == Match::kNo) {
-      at_ = before_args;
-    }
+    if (Literal(kMistralArgs) == Match::kMaybe) return Match::kMaybe;  // (absent: v11's first form)
+    return ArgumentsOpen(length);
+  }
+
+ private:
+  // The arguments' `{` after optional whitespace, not read: the head's length (its offset) when kYes.
+  Match ArgumentsOpen(size_t& length) {
     SkipSpace();
     if (at_ == text_.size()) return Match::kMaybe;
     if (text_[at_] != '{') return Match::kNo;
     length = at_;
     return Match::kYes;
   }
-
- private:
   void SkipSpace() {
     while (at_ < text_.size() && IsSpace(text_[at_])) ++at_;
   }
-  // `literal` after optional whitespace.
+  // `literal` after optional whitespace (read when kYes; the whitespace is read in any case, which the reads after
+  // it skip alike).
   Match Literal(absl::string_view literal) {
     SkipSpace();
     const absl::string_view rest = text_.substr(at_);
@@ -362,9 +351,7 @@ bool ChatOutputParser::StepContent(ChatOutputDelta& out, bool final) {
   }
   absl::string_view marker;
   if (parse_tools_ && format_.tools == ToolCallSyntax::kHermes) marker = kHermesOpen;
-  if (parse_tools_ && (format_.tools == ToolCallSyntax::kMistral || format_.tools == ToolCallSyntax::kMistralV11)) {
-    marker = kMistralToolCalls;
-  }
+  if (parse_tools_ && IsMistralSyntax(format_.tools)) marker = kMistralToolCalls;
   if (!marker.empty()) {
     const size_t at = absl::string_view(pending_).find(marker);
     if (at != absl::string_view::npos) {

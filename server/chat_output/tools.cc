@@ -284,9 +284,7 @@ OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::v
     }
     json triggers = json::array({std::string(kHermesOpen)});
     if (syntax == ToolCallSyntax::kLlama3Json) triggers = {"{\"name\": \""};
-    if (syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11) {
-      triggers = {std::string(kMistralToolCalls)};
-    }
+    if (IsMistralSyntax(syntax)) triggers = {std::string(kMistralToolCalls)};
     if (syntax == ToolCallSyntax::kPythonic) {
       // `[name(` of a tool opens the list (free text may hold other brackets); one call closes it at once, and where
       // more may come, each `, name(` of a tool is the next (the list's `]` is the model's).
@@ -345,7 +343,7 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
     }
   }
   plan.parse_tools = true;
-  if (format.tools == ToolCallSyntax::kMistral || format.tools == ToolCallSyntax::kMistralV11) {
+  if (IsMistralSyntax(format.tools)) {
     plan.keep_special_tokens = plan.keep_special_tokens || IsSpecialToken(tokenizer, kMistralToolCalls);
   }
   // Where the prompt already closed the reasoning (e.g. Qwen3 with enable_thinking false) or a prefill went on to
@@ -369,7 +367,7 @@ absl::Status CheckJoinedContent(const ChatTurnPlan& plan, const Engine& engine, 
 std::string NewToolCallId(ToolCallSyntax syntax) {
   std::random_device device;
   std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
-  if (syntax == ToolCallSyntax::kMistral || syntax == ToolCallSyntax::kMistralV11) {
+  if (IsMistralSyntax(syntax)) {
     constexpr absl::string_view kAlphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     std::string id;
     for (int i = 0; i < 9; ++i) id += kAlphanumeric[rng() % kAlphanumeric.size()];
