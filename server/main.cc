@@ -125,6 +125,8 @@ ABSL_FLAG(int, max_prompts_per_request, 16, "prompts in one completions request 
 ABSL_FLAG(std::string, tool_call_parser, "auto", "how the model writes tool calls: auto (from its chat template) | hermes "
           "(Qwen, Hermes) | llama3_json (Llama 3.1/3.2) | mistral (Mistral 7B v0.3, Nemo) | mistral_v11 (Mistral Small "
           "3.1+, Magistral, Devstral, Ministral 3) | pythonic (Llama 3.2 pythonic) | none (requests with tools are refused)");
+ABSL_FLAG(bool, exclude_tools_when_tool_choice_none, false, "a request with tool_choice none renders its conversation without "
+          "its tools (by default the tools stay in the prompt, as OpenAI's and vLLM's do, and the model is kept from opening a call)");
 ABSL_FLAG(std::string, reasoning_parser, "auto", "a reasoning block as reasoning_content: auto (from the chat "
           "template) | qwen3 (<think>...</think>: Qwen3, DeepSeek R1) | mistral ([THINK]...[/THINK]: Magistral) | none");
 
@@ -192,6 +194,7 @@ ServerOptions OptionsFromFlags() {
   o.limits.max_prompts_per_request = absl::GetFlag(FLAGS_max_prompts_per_request);
   o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
   o.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
+  o.exclude_tools_when_tool_choice_none = absl::GetFlag(FLAGS_exclude_tools_when_tool_choice_none);
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);

@@ -40,6 +40,7 @@ struct ServiceContext {
   ChatOutputFormat chat_output;     // how the model's chat turns write tool calls and reasoning (set before the engine)
   ResponseStore* responses = nullptr;  // the Responses API's stored answers (--responses_store_bytes); null: none kept
   std::string replica_name;            // this replica's name in a fleet (--replica_name), in its responses' ids; empty: none
+  bool exclude_tools_when_tool_choice_none = false;  // --exclude_tools_when_tool_choice_none: such a turn's prompt has no tools
 };
 
 }  // namespace arach::server

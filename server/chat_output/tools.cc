@@ -120,6 +120,23 @@ bool IsSpecialToken(const Tokenizer& tokenizer, absl::string_view marker) {
   return id && tokenizer.IsSpecial(*id);
 }
 
+// The text that opens a call in `syntax` where `tokenizer` encodes it as one token (a special or added one), else
+// empty: a marker written in pieces is text a turn may hold for other reasons (Llama's `{"name": "`, a pythonic `[`).
+std::string SingleTokenCallMarker(ToolCallSyntax syntax, const Tokenizer& tokenizer) {
+  absl::string_view marker;
+  switch (syntax) {
+    case ToolCallSyntax::kHermes: marker = kHermesOpen; break;
+    case ToolCallSyntax::kLlama3Json: marker = kLlamaPythonTag; break;
+    case ToolCallSyntax::kMistral:
+    case ToolCallSyntax::kMistralV11: marker = kMistralToolCalls; break;
+    case ToolCallSyntax::kPythonic:
+    case ToolCallSyntax::kNone: break;
+  }
+  if (marker.empty()) return "";
+  const absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(std::string(marker), /*add_special_tokens=*/false);
+  return ids.ok() && ids->size() == 1 ? std::string(marker) : "";
+}
+
 // The pythonic syntax writes a call as Python: its function's name and its parameters' must be identifiers.
 absl::Status CheckPythonNames(const std::vector<ToolSpec>& tools, const std::string& tools_field) {
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -248,6 +265,10 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const json& choice, const std::vector
   return out;
 }
 
+nlohmann::ordered_json ToolsForPrompt(nlohmann::ordered_json tools, const ToolChoice& choice, bool exclude_for_none) {
+  return choice.mode == ToolChoice::Mode::kNone && exclude_for_none ? nlohmann::ordered_json() : std::move(tools);
+}
+
 OutputConstraint ToolCallConstraint(const ChatOutputFormat& format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                                     bool parallel, ReasoningFirst reasoning, const std::optional<nlohmann::json>& content) {
   const ToolCallSyntax syntax = format.tools;
@@ -326,7 +347,11 @@ absl::StatusOr<ChatTurnPlan> PlanChatTurn(const ChatOutputFormat& format, const 
   plan.turn_start = StartOfTurn(format, prompt_end, continued);
   plan.keep_special_tokens =
       format.reasoning && (IsSpecialToken(tokenizer, format.think_open) || IsSpecialToken(tokenizer, format.think_close));
-  if (choice.mode == ToolChoice::Mode::kNone || tools.empty()) return plan;
+  if (tools.empty()) return plan;
+  if (choice.mode == ToolChoice::Mode::kNone) {
+    plan.banned_call_marker = SingleTokenCallMarker(format.tools, tokenizer);
+    return plan;
+  }
   if (format.tools == ToolCallSyntax::kNone) {
     return InvalidField(tools_field, absl::StrCat("this model's chat template writes no tool-call syntax arach-serve can read; start "
                                                   "the server with --tool_call_parser hermes, llama3_json, mistral, mistral_v11 or "

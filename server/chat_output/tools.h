@@ -47,6 +47,12 @@ absl::StatusOr<std::vector<ToolSpec>> ParseTools(const nlohmann::json& tools, co
 absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& choice, const std::vector<ToolSpec>& tools, const std::string& field,
                                            ToolShape shape = ToolShape::kNested);
 
+// The tools a turn's prompt shows the model (`tools` as the request gave them, for the chat template): all of them,
+// also for tool_choice none (as OpenAI and vLLM do: the model still knows them, and a conversation keeps one prompt
+// prefix whatever each turn's choice), unless the server leaves them out for none (`exclude_for_none`:
+// --exclude_tools_when_tool_choice_none).
+nlohmann::ordered_json ToolsForPrompt(nlohmann::ordered_json tools, const ToolChoice& choice, bool exclude_for_none);
+
 // What comes before a turn's calls or content (reasoning models).
 enum class ReasoningFirst {
   kNone,      // nothing: not a reasoning model, or the prompt closed the reasoning (or went on to the content)
@@ -70,9 +76,13 @@ struct ChatTurnPlan {
   bool keep_special_tokens = false;     // a marker the parser reads (a call's, the reasoning's) is a special token: the
                                         // text must keep it
   bool joins_content = false;           // the constraint holds the content's format beside the calls (auto)
+  std::string banned_call_marker;       // tool_choice none with tools: the text that opens a call where it is one token
+                                        // of the vocabulary (<tool_call>, <|python_tag|>, [TOOL_CALLS]), to add to the
+                                        // request's bad_words so that no call opens; empty: nothing to ban
 };
 
-// The plan for a chat turn offering `tools` with `choice`, after `prompt` (the rendered conversation), whose last
+// The plan for a chat turn offering `tools` with `choice` (none: no call is read, and the call's opening marker is
+// banned where it is one token), after `prompt` (the rendered conversation), whose last
 // `continued` bytes are the text of a final message the turn continues (continue_final_message; else empty: a
 // prefill that opened <think> without closing it continues the reasoning, one with other text continues the
 // content). Its content is held to `content` (response_format / structured_outputs; kind none: free) where it

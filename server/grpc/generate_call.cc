@@ -192,7 +192,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
       ARACH_ASSIGN_OR_RETURN(tool_choice, ParseJson(chat.tool_choice_json(), "tool_choice_json"));
     }
     ARACH_ASSIGN_OR_RETURN(const ToolChoice choice, ParseToolChoice(tool_choice, tools, "tool_choice_json"));
-    if (choice.mode == ToolChoice::Mode::kNone) input.tools = nullptr;  // no call can come
+    input.tools = ToolsForPrompt(std::move(input.tools), choice, context_.exclude_tools_when_tool_choice_none);
     Engine& engine = ticket_.engine();
     if (!chat.reasoning_effort().empty()) {
       ARACH_ASSIGN_OR_RETURN(const std::optional<std::string> effort,
@@ -218,6 +218,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     const bool tool_calls = plan.constraint.active();  // the constraint comes from the tools' schemas
     if (tool_calls) engine_request.constraint = plan.constraint;  // (it holds the structured_output's format where one is asked)
     if (plan.keep_special_tokens) engine_request.sampling.skip_special_tokens = false;
+    if (!plan.banned_call_marker.empty()) engine_request.sampling.bad_words.push_back(plan.banned_call_marker);
     if (chat.return_prompt()) stream_->SetChatPrompt(prompt.text);
     return SubmitMapped(call, std::move(engine_request), [tool_calls](absl::string_view field) {
       if (field == "constraint" && tool_calls) return std::string("tools_json");

@@ -101,7 +101,6 @@ absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
   ARACH_ASSIGN_OR_RETURN(request.tools, ParseTools(plain.value("tools", nlohmann::json()), "tools"));
   if (!request.tools.empty()) request.input.tools = body["tools"];  // as given, in its key order, for the template
   ARACH_ASSIGN_OR_RETURN(request.tool_choice, ParseToolChoice(plain.value("tool_choice", nlohmann::json()), request.tools, "tool_choice"));
-  if (request.tool_choice.mode == ToolChoice::Mode::kNone) request.input.tools = nullptr;  // no call can come
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> parallel, OptionalBoolAt(plain, "parallel_tool_calls"));
   request.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadTurnOpening(body, request.input));

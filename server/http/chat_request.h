@@ -21,7 +21,7 @@ struct ChatRequest {
   ChatInput input;
   bool return_prompt = false;  // arach extension: the answer carries the rendered prompt as `arach_prompt`
   std::vector<ToolSpec> tools;  // `tools`, read (input.tools keeps them as given, for the template)
-  ToolChoice tool_choice;       // `tool_choice` (none: the tools stay out of the prompt)
+  ToolChoice tool_choice;       // `tool_choice`
   bool parallel_tool_calls = true;
   // The Responses API's truncation "auto": a conversation too long for the context loses its oldest exchanges
   // (server/chat_prompt_fit.h). Chat has no such parameter.

@@ -19,6 +19,7 @@ absl::Status ChatTurnCall::Start() {
   if (request_.reasoning_effort && e.chat_template() != nullptr) {  // (without a template, rendering says so)
     ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*request_.reasoning_effort, *e.chat_template(), request_.input, request_.reasoning_effort_field));
   }
+  request_.input.tools = ToolsForPrompt(std::move(request_.input.tools), request_.tool_choice, context().exclude_tools_when_tool_choice_none);
   if (request_.drop_oldest_exchanges_to_fit) {
     ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPromptToFit(e, limits(), request_.input, conversation_field_));
   } else {
@@ -30,6 +31,7 @@ absl::Status ChatTurnCall::Start() {
                                              prompt_.continued, fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));
   ARACH_RETURN_IF_ERROR(CheckJoinedContent(plan_, e, fields().structured_output.constraint, fields().structured_output.field));
   SamplingParams sampling = fields().sampling;
+  if (!plan_.banned_call_marker.empty()) sampling.bad_words.push_back(plan_.banned_call_marker);
   if (!fields().max_tokens_given) sampling.max_tokens = DefaultChatMaxTokens(limits(), e, caller().limits, prompt_.ids.size(), fields().n);
   std::vector<EngineRequest> requests;
   for (int i = 0; i < fields().n; ++i) {

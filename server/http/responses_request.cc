@@ -346,7 +346,6 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ARACH_ASSIGN_OR_RETURN(chat.tools, ParseTools(plain.value("tools", json()), "tools", ToolShape::kFlat));
   if (!chat.tools.empty()) chat.input.tools = ChatShapedTools(body.at("tools"));
   ARACH_ASSIGN_OR_RETURN(chat.tool_choice, ParseToolChoice(plain.value("tool_choice", json()), chat.tools, "tool_choice", ToolShape::kFlat));
-  if (chat.tool_choice.mode == ToolChoice::Mode::kNone) chat.input.tools = nullptr;  // no call can come
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> parallel, OptionalBoolAt(plain, "parallel_tool_calls"));
   chat.parallel_tool_calls = parallel.value_or(true);
   ARACH_RETURN_IF_ERROR(ReadChatTemplateKwargs(body, chat.input));

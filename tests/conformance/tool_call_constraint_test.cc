@@ -1,7 +1,7 @@
 // Tool-call constraints (server/chat_output/tools.h) through the engine where the end-to-end suites cannot reach:
 // Mistral's [TOOL_CALLS], [ARGS] and [THINK] as special tokens of the tokenizer, which the constraint must name by id,
 // and Mistral v11's calls walked; a turn that starts inside <think>, walked token by token (a tiny model does not close
-// its reasoning on cue); the pythonic syntax's grammars, walked and sampled.
+// its reasoning on cue); the pythonic syntax's grammars, walked and sampled; tool_choice none's banned call marker.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -437,6 +437,86 @@ TEST_F(MistralMarkers, ReasoningMarkersAreKeptAndComeBeforeTheCalls) {
   }
   for (const std::string& refused : {"<think>a</think>" + call, std::string("[THINK]a[/THINK]Sure."), "[THINK]" + call}) {
     EXPECT_FALSE(AcceptsWholeTurn(compiler, plan->constraint, tokenizer, end_of_turn_, refused)) << refused;
+  }
+}
+
+// tool_choice none: the tools stay in the prompt, no call is read or constrained, and where the syntax's opening
+// marker is one token of the vocabulary (Qwen's added <tool_call>; Mistral's special [TOOL_CALLS], below) the plan bans it;
+// a marker the tokenizer writes in pieces is text a turn may hold, left alone, and a request without tools bans nothing.
+TEST(ToolChoiceNone, BansTheCallMarkerWhereItIsOneToken) {
+  ARACH_REQUIRE_FIXTURES();
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "noop"}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  server::ToolChoice none;
+  none.mode = server::ToolChoice::Mode::kNone;
+  const auto banned = [&](const std::string& model, server::ToolCallSyntax syntax, bool with_tools) -> std::string {
+    auto tokenizer = LoadTokenizer(testing::FixturePath(model));
+    EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
+    if (!tokenizer.ok()) return "(no tokenizer)";
+    server::ChatOutputFormat format;
+    format.tools = syntax;
+    auto plan = server::PlanChatTurn(format, with_tools ? *tools : std::vector<server::ToolSpec>{}, none, true, "", "",
+                                     OutputConstraint{}, **tokenizer, "tools", "tool_choice");
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return "(no plan)";
+    EXPECT_FALSE(plan->parse_tools);
+    EXPECT_FALSE(plan->constraint.active());
+    return plan->banned_call_marker;
+  };
+  EXPECT_EQ(banned("qwen3-tiny", server::ToolCallSyntax::kHermes, true), "<tool_call>");
+  EXPECT_EQ(banned("qwen3-tiny", server::ToolCallSyntax::kHermes, false), "");
+  EXPECT_EQ(banned("llama3-tiny", server::ToolCallSyntax::kLlama3Json, true), "") << "this Llama 3.0 vocabulary has no <|python_tag|>";
+  EXPECT_EQ(banned("llama3-tiny", server::ToolCallSyntax::kHermes, true), "") << "<tool_call> is text in pieces there";
+  EXPECT_EQ(banned("qwen3-tiny", server::ToolCallSyntax::kMistral, true), "") << "[TOOL_CALLS] is text in pieces there";
+  EXPECT_EQ(banned("qwen3-tiny", server::ToolCallSyntax::kPythonic, true), "");
+  EXPECT_EQ(banned("qwen3-tiny", server::ToolCallSyntax::kNone, true), "");
+}
+
+// The banned marker as the request's bad word keeps the model from opening a call even where it would at once (the
+// marker's logit raised by 100, as a model trained to call would have it), in Qwen's added <tool_call> and Mistral's
+// special [TOOL_CALLS]; without the ban the same request opens with the marker (so the bias does what it should).
+TEST_F(MistralMarkers, ToolChoiceNoneKeepsTheModelFromOpeningACall) {
+  auto qwen_bundle = LoadModelBundle(testing::FixturePath("qwen3-tiny"), LoadModelOptions{});
+  ASSERT_TRUE(qwen_bundle.ok()) << qwen_bundle.status();
+  auto qwen = Engine::Create(std::move(*qwen_bundle), EngineConfig{});
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  auto tools = server::ParseTools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "noop"}}])"), "tools");
+  ASSERT_TRUE(tools.ok());
+  server::ToolChoice none;
+  none.mode = server::ToolChoice::Mode::kNone;
+  struct Case {
+    Engine* engine;
+    server::ToolCallSyntax syntax;
+    std::string marker;
+  };
+  for (const Case& c : {Case{qwen->get(), server::ToolCallSyntax::kHermes, "<tool_call>"},
+                        Case{&engine(), server::ToolCallSyntax::kMistralV11, "[TOOL_CALLS]"}}) {
+    SCOPED_TRACE(c.marker);
+    const Tokenizer& tokenizer = c.engine->tokenizer();
+    server::ChatOutputFormat format;
+    format.tools = c.syntax;
+    auto plan = server::PlanChatTurn(format, *tools, none, true, "", "", OutputConstraint{}, tokenizer, "tools", "tool_choice");
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->banned_call_marker, c.marker);
+    const std::optional<int32_t> marker = tokenizer.TokenToId(c.marker);
+    ASSERT_TRUE(marker.has_value());
+    for (const bool ban : {false, true}) {
+      EngineRequest r;
+      r.prompt = *tokenizer.Encode("call noop", true);
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = 7;
+      r.sampling.max_tokens = 8;
+      r.sampling.skip_special_tokens = false;
+      r.sampling.logit_bias = {{*marker, 100.0f}};
+      if (ban) r.sampling.bad_words.push_back(plan->banned_call_marker);
+      auto observer = std::make_shared<CollectingObserver>();
+      ASSERT_TRUE(c.engine->Submit(std::move(r), observer).ok());
+      ASSERT_TRUE(observer->Wait());
+      const std::vector<int32_t> tokens = observer->tokens();
+      ASSERT_FALSE(tokens.empty());
+      const bool marker_written = std::find(tokens.begin(), tokens.end(), *marker) != tokens.end();
+      EXPECT_EQ(marker_written, !ban) << observer->text();
+    }
   }
 }
 

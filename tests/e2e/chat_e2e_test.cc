@@ -1,7 +1,8 @@
 // End-to-end chat: arach-server on qwen3-tiny with real chat templates taken from ../shared/fixtures/chat
 // at test time. The gRPC Chat call and /v1/chat/completions render the same prompt (the fixture's reference)
 // and answer the same; a template's raise_exception is a 400 / INVALID_ARGUMENT with its own message; a model
-// without a template refuses chat with FAILED_PRECONDITION; a template outside the supported subset stops the
+// without a template refuses chat with FAILED_PRECONDITION; tool_choice none keeps the tools in the prompt unless the
+// server leaves them out; a template outside the supported subset stops the
 // server at start, naming the file, line and column.
 #include <httplib.h>
 
@@ -44,12 +45,14 @@ std::string ReferenceText(const std::string& tmpl, const std::string& conversati
   return "";
 }
 
-// qwen3-tiny served with the fixture template `name` (written to a file in `dir`).
-std::unique_ptr<ServerProcess> StartChatServer(const testing::ScopedTempDir& dir, const std::string& name) {
+// qwen3-tiny served with the fixture template `name` (written to a file in `dir`) and `flags`.
+std::unique_ptr<ServerProcess> StartChatServer(const testing::ScopedTempDir& dir, const std::string& name,
+                                               const std::vector<std::string>& flags = {}) {
   const std::string path = dir.path() + "/" + name + ".jinja";
   std::ofstream(path) << ChatFixture("templates.json")[name]["template"].get<std::string>();
-  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path,
-                                                           "--kv_cache_bytes=33554432"});
+  std::vector<std::string> args = {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + path, "--kv_cache_bytes=33554432"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto server = ServerProcess::Start(testing::ServerBinary(), args);
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? std::move(*server) : nullptr;
 }
@@ -58,12 +61,15 @@ struct HttpAnswer {
   int status = 0;
   json body;
 };
-HttpAnswer PostChat(const ServerProcess& server, const json& body, const std::string& route = "/v1/chat/completions") {
+HttpAnswer PostText(const ServerProcess& server, const std::string& body, const std::string& route) {
   httplib::Client client("http://" + server.http_address());
   client.set_read_timeout(120, 0);
-  httplib::Result r = client.Post(route, body.dump(), "application/json");
+  httplib::Result r = client.Post(route, body, "application/json");
   if (!r) return {};
   return {r->status, json::parse(r->body, nullptr, false)};
+}
+HttpAnswer PostChat(const ServerProcess& server, const json& body, const std::string& route = "/v1/chat/completions") {
+  return PostText(server, body.dump(), route);
 }
 
 arach::v1::ChatRequest GrpcChat(const ordered_json& messages, int max_tokens) {
@@ -305,6 +311,46 @@ TEST(ChatServer, ReasoningEffortReachesTheTemplateOrIsRefused) {
   const grpc::Status grpc_refused = ArachClient::Connect(gemma->grpc_address())->Chat(low, [](const auto&) {});
   EXPECT_EQ(grpc_refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(absl::StartsWith(grpc_refused.error_message(), "reasoning_effort: ")) << grpc_refused.error_message();
+}
+
+// tool_choice none keeps the tools in the prompt, as OpenAI and vLLM do, over both APIs: the prompt is the reference
+// rendering of the conversation with its tools; a server started with --exclude_tools_when_tool_choice_none leaves
+// them out, as if the request had none.
+TEST(ChatServer, ToolChoiceNoneKeepsTheToolsInThePromptUnlessTheServerLeavesThemOut) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  const ordered_json conversation = ChatFixture("cases.json")["conversations"]["tools"];
+  const auto prompts = [&](const ServerProcess& server, bool with_tools) {  // over HTTP, then over gRPC
+    ordered_json body = {{"model", "qwen3-tiny"}, {"messages", conversation["messages"]}, {"max_tokens", 1}, {"return_prompt", true}};
+    if (with_tools) {
+      body["tools"] = conversation["tools"];  // in the fixture's key order, as the reference renders them
+      body["tool_choice"] = "none";
+    }
+    const HttpAnswer http = PostText(server, body.dump(), "/v1/chat/completions");
+    EXPECT_EQ(http.status, 200) << http.body;
+    arach::v1::ChatRequest request = GrpcChat(conversation["messages"], 1);
+    if (with_tools) {
+      request.set_tools_json(conversation["tools"].dump());
+      request.set_tool_choice_json("\"none\"");
+    }
+    std::string grpc_prompt;
+    const grpc::Status status = ArachClient::Connect(server.grpc_address())->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+      if (r.has_finish()) grpc_prompt = r.finish().chat_prompt();
+    });
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return std::vector<std::string>{http.status == 200 ? http.body["arach_prompt"].get<std::string>() : "", grpc_prompt};
+  };
+  auto server = StartChatServer(dir, "qwen3");
+  ASSERT_NE(server, nullptr);
+  const std::string with_tools = ReferenceText("qwen3", "tools");
+  ASSERT_NE(with_tools.find("get_weather"), std::string::npos);
+  EXPECT_EQ(prompts(*server, true), std::vector<std::string>(2, with_tools));
+
+  auto excluding = StartChatServer(dir, "qwen3", {"--exclude_tools_when_tool_choice_none"});
+  ASSERT_NE(excluding, nullptr);
+  const std::vector<std::string> without_tools = prompts(*excluding, false);
+  EXPECT_EQ(without_tools[0].find("get_weather"), std::string::npos) << without_tools[0];
+  EXPECT_EQ(prompts(*excluding, true), without_tools);
 }
 
 TEST(ChatServer, AModelWithoutATemplateRefusesChat) {

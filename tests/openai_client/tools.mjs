@@ -1,7 +1,8 @@
 // Tool calls through the official openai npm client (node tools.mjs HTTP_ADDRESS MODEL SYNTAX): on a random-weight
 // model sampled at temperature 1, `required` and a named function always come back as tool_calls whose arguments
 // validate against the tool's parameters (Ajv as the oracle) with finish_reason tool_calls; streamed calls assemble
-// to the unstreamed ones; `none` calls nothing; `auto` holds a call the model opens to its form (TRIGGER_TOKEN_ID,
+// to the unstreamed ones; `none` calls nothing (the tools in its prompt all the same; pushed to open a call, the model
+// cannot: the opening token is banned); `auto` holds a call the model opens to its form (TRIGGER_TOKEN_ID,
 // when given, is the token that opens a call: a logit bias makes the model open one); a tool result goes back
 // through the template; the client's stream helper reads the calls. SYNTAX is the server's tool-call syntax
 // (hermes, llama3_json, mistral, mistral_v11, pythonic). Call ids are 9 letters or digits for Mistral's syntaxes (its
@@ -123,8 +124,20 @@ async function streamedEqualsWhole() {
 
 async function noneAndAuto() {
   const none = await client.chat.completions.create({ ...base, tool_choice: "none", seed: 2, return_prompt: true });
-  check("tool_choice none: no calls, the tools stay out of the prompt", !none.choices[0].message.tool_calls &&
-    none.choices[0].finish_reason !== "tool_calls" && !none.arach_prompt.includes("get_weather"));
+  check("tool_choice none: no calls, the tools stay in the prompt (as OpenAI's and vLLM's)", !none.choices[0].message.tool_calls &&
+    none.choices[0].finish_reason !== "tool_calls" && none.arach_prompt.includes("get_weather"), JSON.stringify(none.choices[0]));
+  if (triggerToken !== undefined) {
+    // A model pushed to open a call at once (the opening token's logit raised by 100) opens none: the token is banned.
+    const opened = [];
+    for (let seed = 1; seed <= SAMPLES; ++seed) {
+      const choice = (await client.chat.completions.create({ ...base, tool_choice: "none", seed, max_tokens: 20,
+        logit_bias: { [triggerToken]: 100 } })).choices[0];
+      if (choice.message.tool_calls || choice.finish_reason === "tool_calls" || choice.message.content.includes("<tool_call>")) {
+        opened.push(`seed ${seed}: ${JSON.stringify(choice.message)}`);
+      }
+    }
+    check("tool_choice none: a model pushed to call opens no call", opened.length === 0, opened.join(" | "));
+  }
   // auto: whatever the model writes, any call it makes is well-formed.
   let calls = 0;
   const bad = [];

@@ -131,7 +131,9 @@ TEST(ResponsesRequest, FlatFunctionToolsChoiceAndTextFormat) {
   auto none = ParseResponsesRequest(R"({"model": "m", "input": "x", "tool_choice": "none",
       "tools": [{"type": "function", "name": "weather"}]})");
   ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_TRUE(none->chat.input.tools.is_null()) << "tool_choice none keeps the tools out of the prompt";
+  EXPECT_EQ(none->chat.tool_choice.mode, ToolChoice::Mode::kNone);
+  EXPECT_EQ(none->chat.input.tools.dump(), R"([{"type":"function","function":{"name":"weather"}}])")
+      << "the tools reach the template in chat's shape, tool_choice none or not";
   auto object = ParseResponsesRequest(R"({"model": "m", "input": "x", "text": {"format": {"type": "json_object"}}})");
   ASSERT_TRUE(object.ok());
   EXPECT_EQ(object->chat.fields.structured_output.constraint.kind, OutputConstraint::Kind::kJsonObject);
