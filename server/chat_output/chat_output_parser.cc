@@ -321,6 +321,9 @@ void ChatOutputParser::Step(ChatOutputDelta& out, bool final) {
       case Phase::kCallClose:
         if (!StepCallClose(out, final)) return;
         continue;
+      case Phase::kPythonList:
+        if (!StepPythonList(out, final)) return;
+        continue;
 
       case Phase::kToolTail: {
         if (!final) return;  // the calls run to the end of the turn
@@ -342,7 +345,7 @@ bool ChatOutputParser::StepContent(ChatOutputDelta& out, bool final) {
     // A Llama 3 call (or a pythonic list of calls) is the whole turn: it opens it.
     const Opening opening = TurnOpening(StripLeadingSpace(pending_));
     if (opening == Opening::kCalls) {
-      phase_ = format_.tools == ToolCallSyntax::kPythonic ? Phase::kToolTail : Phase::kCallHead;
+      phase_ = format_.tools == ToolCallSyntax::kPythonic ? Phase::kPythonList : Phase::kCallHead;
       list_opens_ = true;
       return true;
     }
@@ -527,6 +530,39 @@ bool ChatOutputParser::StepCallClose(ChatOutputDelta& out, bool final) {
   return true;
 }
 
+bool ChatOutputParser::StepPythonList(ChatOutputDelta& out, bool final) {
+  // pending_ holds the list from its `[` (StepContent saw it) until its first call is read, then what follows the
+  // last call read: `, ` and the next call, or the list's `]`.
+  absl::string_view text = StripLeadingSpace(pending_);
+  if (num_tool_calls_ > 0) {
+    if (text.empty()) {
+      if (!final) return false;
+      Consume(pending_.size());  // cut off before the list's `]`: the calls read are the turn's
+      phase_ = Phase::kContent;
+      return true;
+    }
+    if (text.front() == ']') {
+      Consume(pending_.size() - text.size() + 1);
+      phase_ = Phase::kContent;  // what follows the list is content
+      return true;
+    }
+    if (text.front() != ',') {
+      phase_ = Phase::kContent;
+      return true;
+    }
+  }
+  const PythonCallRead read = ReadPythonCall(text.substr(1));  // after the `[` or the `,`
+  if (read.result == PythonCallRead::Result::kIncomplete && !final) return false;
+  if (read.result != PythonCallRead::Result::kCall) {
+    parse_tools_ = false;  // not a call, or cut off inside one: the rest of the turn is content (calls open it)
+    phase_ = Phase::kContent;
+    return true;
+  }
+  Consume(pending_.size() - text.size() + 1 + read.length);
+  AddWholeCalls(out, {read.call});
+  return true;
+}
+
 ChatOutputParser::Opening ChatOutputParser::TurnOpening(absl::string_view start) const {
   if (start.empty()) return Opening::kUndecided;
   if (format_.tools == ToolCallSyntax::kPythonic) {  // `[` and a function's name: "[1] is a citation" is content at once
@@ -550,12 +586,6 @@ bool ChatOutputParser::ParseTail(absl::string_view text, std::vector<ParsedToolC
       if (!call) return false;
       calls.push_back(std::move(*call));
     }
-    return true;
-  }
-  if (format_.tools == ToolCallSyntax::kPythonic) {
-    std::optional<std::vector<ParsedToolCall>> parsed = ParsePythonCalls(text);
-    if (!parsed) return false;
-    calls = std::move(*parsed);
     return true;
   }
   absl::ConsumePrefix(&text, kLlamaPythonTag);

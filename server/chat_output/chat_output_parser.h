@@ -6,8 +6,8 @@
 // A JSON call written as {"name": "...", "arguments": {...}} ("parameters" in Llama 3's), and a Mistral v11 call
 // ([TOOL_CALLS]name[ARGS]{...}), streams as the model writes it, as OpenAI's API streams calls: its name as soon
 // as it is complete, then its arguments' text piece by piece (the model's own text, so every piece joined is
-// what it wrote). A call of another shape (keys in another order, arguments as a string) and a pythonic list of
-// calls come whole once their text is complete.
+// what it wrote). A call of another shape (keys in another order, arguments as a string) comes whole once the turn
+// ends, and each call of a pythonic list whole once its `)` is written.
 // Text is held back only while it may still become a marker ("<tool_c" at the end of a delta) or a call's head,
 // or belongs to a call that comes whole. Nothing the model wrote is lost: a call whose head or text does not
 // parse (a model cut off by max_tokens, an unconstrained model writing bad JSON) comes back as content, and so
@@ -101,7 +101,8 @@ class ChatOutputParser {
     kCallHead,       // a Llama 3 or Mistral call's head, where the syntax's calls open or go on (v11: at [TOOL_CALLS])
     kCallArguments,  // inside a streamed call's arguments object
     kCallClose,      // after a streamed call's arguments: the call's `}`, then what closes or separates calls
-    kToolTail,       // calls that come whole with the end of the turn (pythonic; Llama 3 / Mistral calls that do not stream)
+    kPythonList,     // inside a pythonic list: each call comes whole once its `)` is written
+    kToolTail,       // calls that come whole with the end of the turn (Llama 3 / Mistral calls that do not stream)
   };
   void Step(ChatOutputDelta& out, bool final);
   // Each phase's step: true to go on with the next phase, false to wait for more text (or, `final`, to stop).
@@ -111,6 +112,7 @@ class ChatOutputParser {
   bool StepNamedCallHead(ChatOutputDelta& out, bool final);  // Mistral v11's: [TOOL_CALLS]name[ARGS]
   bool StepCallArguments(ChatOutputDelta& out, bool final);
   bool StepCallClose(ChatOutputDelta& out, bool final);
+  bool StepPythonList(ChatOutputDelta& out, bool final);
   // Adds `text` to the content (leading whitespace dropped after a call or the reasoning).
   void AppendContent(ChatOutputDelta& out, absl::string_view text);
   // Whether the turn's text so far, `start` (leading whitespace stripped), opens calls in a syntax whose calls are the
@@ -121,7 +123,7 @@ class ChatOutputParser {
   bool TurnOpensWithCalls() const {
     return format_.tools == ToolCallSyntax::kLlama3Json || format_.tools == ToolCallSyntax::kPythonic;
   }
-  // Parses `text` as calls of the tail syntax (llama3_json, mistral, pythonic); false when it does not parse.
+  // Parses `text` as calls of the tail syntax (llama3_json, mistral); false when it does not parse.
   bool ParseTail(absl::string_view text, std::vector<ParsedToolCall>& calls) const;
   // Whole calls, each in one piece.
   void AddWholeCalls(ChatOutputDelta& out, std::vector<ParsedToolCall> calls);

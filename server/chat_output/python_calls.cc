@@ -34,6 +34,9 @@ class PythonReader {
     SkipSpace();
     return pos_ == text_.size();
   }
+  // Where reading stopped. A read that failed there at the end of the text may be one that more text completes
+  // (every read that runs out of text fails with pos() at its end).
+  size_t pos() const { return pos_; }
   // Consumes `c` (after whitespace) when it comes next.
   bool Eat(char c) {
     SkipSpace();
@@ -259,6 +262,20 @@ bool IsPythonIdentifier(absl::string_view name) {
     if (!IsIdentifierChar(c)) return false;
   }
   return true;
+}
+
+PythonCallRead ReadPythonCall(absl::string_view text) {
+  PythonReader reader(text);
+  std::optional<ParsedToolCall> call = ReadCall(reader);
+  PythonCallRead read;
+  if (call) {
+    read.result = PythonCallRead::Result::kCall;
+    read.call = std::move(*call);
+    read.length = reader.pos();
+  } else if (reader.pos() == text.size()) {
+    read.result = PythonCallRead::Result::kIncomplete;
+  }
+  return read;
 }
 
 std::optional<std::vector<ParsedToolCall>> ParsePythonCalls(absl::string_view text) {

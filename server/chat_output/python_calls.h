@@ -18,6 +18,17 @@ namespace arach::server {
 // Python, a positional argument, a name or expression where a literal must be, a key given twice.
 std::optional<std::vector<ParsedToolCall>> ParsePythonCalls(absl::string_view text);
 
+// One call `name(key=value, ...)` at the start of `text` (whitespace before it skipped), read as a list of calls
+// streams in: the call once its `)` is written, or that more text is needed to tell, or that it is not a call.
+// A call read from some text is read alike from any text that goes on from it.
+struct PythonCallRead {
+  enum class Result { kCall, kIncomplete, kInvalid };
+  Result result = Result::kInvalid;
+  ParsedToolCall call;  // kCall: the call, its arguments as JSON
+  size_t length = 0;    // kCall: the bytes of `text` it took, through its `)`
+};
+PythonCallRead ReadPythonCall(absl::string_view text);
+
 // Whether `name` can be written as a Python identifier (a function or keyword name of the syntax).
 bool IsPythonIdentifier(absl::string_view name);
 

@@ -341,7 +341,7 @@ TEST(ChatOutputParser, PythonicCallListOpensTheTurn) {
   EXPECT_EQ(p.content, "");
   ExpectStreamsLikeWhole(f, two);
   // Not a list of calls: content, whole, never lost.
-  for (const std::string text : {"[1] is a citation", "Hello [f(a=1)]", "[f(1)]", "[f(a=1)", "[]", "[f(a=b)]"}) {
+  for (const std::string text : {"[1] is a citation", "Hello [f(a=1)]", "[f(1)]", "[f(a=1", "[]", "[f(a=b)]"}) {
     p = Whole(f, text);
     EXPECT_EQ(p.content, text) << text;
     EXPECT_TRUE(p.calls.empty()) << text;
@@ -351,6 +351,50 @@ TEST(ChatOutputParser, PythonicCallListOpensTheTurn) {
   ChatOutputParser streamed(f, true, TurnStart::kOpen);
   EXPECT_EQ(streamed.Feed(" [").content, "") << "may still open a list of calls";
   EXPECT_EQ(streamed.Feed("1] is").content, " [1] is") << "a bracket no name follows is content at once, not held to the end";
+}
+
+// Each call of a pythonic list comes whole as soon as its `)` is written, not with the end of the turn; a call that
+// cannot be read, or one cut off, leaves the calls before it and is content from there (nothing lost), as is text after
+// the list.
+TEST(ChatOutputParser, PythonicCallsComeOneByOneAsTheyClose) {
+  const auto f = Format(ToolCallSyntax::kPythonic);
+  ChatOutputParser parser(f, true, TurnStart::kOpen);
+  Parsed p;
+  Add(p, parser.Feed("[get_weather(city='Par"));
+  EXPECT_TRUE(p.calls.empty());
+  Add(p, parser.Feed("is, (France)', days=3"));
+  EXPECT_TRUE(p.calls.empty()) << "the call is not closed yet";
+  Add(p, parser.Feed("), get_ti"));
+  ASSERT_EQ(p.calls.size(), 1u) << "the first call, before the list closes";
+  EXPECT_EQ(p.calls[0], std::make_pair(std::string("get_weather"), std::string(R"j({"city":"Paris, (France)","days":3})j")));
+  EXPECT_EQ(p.ended, 1);
+  Add(p, parser.Feed("me(tz=\"C)\")]"));
+  Add(p, parser.Finish());
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[1], std::make_pair(std::string("get_time"), std::string(R"j({"tz":"C)"})j")));
+  EXPECT_EQ(p.content, "");
+
+  struct Case {
+    std::string text;
+    std::vector<std::string> names;
+    std::string content;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"[f(a=1)", {"f"}, ""},                                 // cut off before the list's `]`
+           {"[f(a=1), g(b=", {"f"}, ", g(b="},                     // cut off inside the second call
+           {"[f(a=1), g(b=x)]", {"f"}, ", g(b=x)]"},               // a name where a literal must be
+           {"[f(a=1) g()]", {"f"}, "g()]"},                         // no separator
+           {"[f(a=1), g()] That is all.", {"f", "g"}, "That is all."},
+           {"[f(s='[1, 2]', t=(1, 2), u={'k': [None]})]", {"f"}, ""},
+       }) {
+    p = Whole(f, c.text);
+    std::vector<std::string> names;
+    for (const auto& call : p.calls) names.push_back(call.first);
+    EXPECT_EQ(names, c.names) << c.text;
+    EXPECT_EQ(p.content, c.content) << c.text;
+    EXPECT_EQ(p.ended, static_cast<int>(p.calls.size())) << c.text;
+    ExpectStreamsLikeWhole(f, c.text);
+  }
 }
 
 TEST(Tools, ParseToolsAndToolChoiceNameTheField) {
