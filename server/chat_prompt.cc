@@ -123,9 +123,23 @@ ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& ch
   return out;
 }
 
+absl::StatusOr<std::shared_ptr<const ChatTemplate>> ParseRequestChatTemplate(const std::string& source, bool trusted,
+                                                                            const Engine& engine, const std::string& field) {
+  if (!trusted) {
+    return InvalidField(field, "a request's own chat template is refused here: the server renders its model's template "
+                               "(start it with --trust_request_chat_template to accept them)");
+  }
+  if (source.empty()) return InvalidField(field, "is empty (leave it out for the model's template)");
+  return ChatTemplate::Parse(source, engine.tokenizer().config(), field);
+}
+
+const ChatTemplate* ChatTemplateFor(const Engine& engine, const ChatTemplate* own) {
+  return own != nullptr ? own : engine.chat_template();
+}
+
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
-                                            const std::string& field) {
-  const ChatTemplate* chat_template = engine.chat_template();
+                                            const std::string& field, const ChatTemplate* own_template) {
+  const ChatTemplate* chat_template = ChatTemplateFor(engine, own_template);
   if (chat_template == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         field, ": the model has no chat template (tokenizer_config.json has no chat_template); start the server with "

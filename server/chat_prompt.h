@@ -54,12 +54,25 @@ enum class ToolArgumentsForm { kObjects, kText };
 ChatInput ConversationForTemplate(const ChatInput& input, const ChatTemplate& chat_template,
                                   ToolArgumentsForm arguments_form = ToolArgumentsForm::kObjects);
 
+// A request's own chat template (vLLM's `chat_template` request parameter), parsed with the served model's special
+// tokens, to render that request's conversation in place of the model's template (the tool-call and reasoning
+// syntax stay the server's). INVALID_ARGUMENT naming `field` unless `trusted` (--trust_request_chat_template: a
+// template is code the server runs, if within the Jinja interpreter's bounds), for an empty one, and where it does
+// not parse (the line and column, as for a served template).
+absl::StatusOr<std::shared_ptr<const ChatTemplate>> ParseRequestChatTemplate(const std::string& source, bool trusted,
+                                                                            const Engine& engine, const std::string& field);
+
+// The template that renders a request's conversation: its own (`own`, ParseRequestChatTemplate; null: none), else
+// the model's (null where it has none).
+const ChatTemplate* ChatTemplateFor(const Engine& engine, const ChatTemplate* own);
+
 // The prompt is rendered from ConversationForTemplate(input), with the tool calls' arguments as objects; where the
-// template fails on them, as text (a template that concatenates them as strings, as DeepSeek's do).
-// FAILED_PRECONDITION when the model has no chat template (start the server with --chat_template); else
-// INVALID_ARGUMENT naming `field` when the template raises (its own message) or the prompt breaks a limit.
+// template fails on them, as text (a template that concatenates them as strings, as DeepSeek's do). The template is
+// ChatTemplateFor(engine, own_template). FAILED_PRECONDITION when there is none (start the server with
+// --chat_template); else INVALID_ARGUMENT naming `field` when the template raises (its own message) or the prompt
+// breaks a limit.
 absl::StatusOr<ChatPrompt> RenderChatPrompt(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
-                                            const std::string& field);
+                                            const std::string& field, const ChatTemplate* own_template = nullptr);
 // INVALID_ARGUMENT naming `field` where `prompt` leaves no position to generate in the model's context (which the
 // engine refuses as well); OK where it does.
 absl::Status CheckPromptLeavesRoom(const Engine& engine, const ChatPrompt& prompt, const std::string& field);

@@ -26,8 +26,8 @@ std::vector<size_t> ExchangeStarts(const ordered_json& messages) {
 
 // RenderChatPrompt, with the model's context as a length limit too.
 absl::StatusOr<ChatPrompt> RenderWithin(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
-                                        const std::string& field) {
-  absl::StatusOr<ChatPrompt> prompt = RenderChatPrompt(engine, limits, input, field);
+                                        const std::string& field, const ChatTemplate* own_template) {
+  absl::StatusOr<ChatPrompt> prompt = RenderChatPrompt(engine, limits, input, field, own_template);
   if (!prompt.ok()) return prompt;
   if (absl::Status room = CheckPromptLeavesRoom(engine, *prompt, field); !room.ok()) return room;
   return prompt;
@@ -57,12 +57,12 @@ ChatInput WithoutOldestExchanges(const ChatInput& input, int dropped) {
 }
 
 absl::StatusOr<ChatPrompt> RenderChatPromptToFit(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
-                                                 const std::string& field, int* dropped) {
+                                                 const std::string& field, int* dropped, const ChatTemplate* own_template) {
   if (dropped != nullptr) *dropped = 0;
-  absl::StatusOr<ChatPrompt> whole = RenderWithin(engine, limits, input, field);
+  absl::StatusOr<ChatPrompt> whole = RenderWithin(engine, limits, input, field, own_template);
   const int droppable = DroppableExchanges(input);
   if (!TooLong(whole) || droppable == 0) return whole;
-  absl::StatusOr<ChatPrompt> shortest = RenderWithin(engine, limits, WithoutOldestExchanges(input, droppable), field);
+  absl::StatusOr<ChatPrompt> shortest = RenderWithin(engine, limits, WithoutOldestExchanges(input, droppable), field, own_template);
   if (!shortest.ok()) {
     if (!TooLong(shortest)) return shortest;
     return absl::Status(shortest.status().code(), absl::StrCat(shortest.status().message(), " (truncation \"auto\" kept only the "
@@ -74,7 +74,7 @@ absl::StatusOr<ChatPrompt> RenderChatPromptToFit(const Engine& engine, const Req
   ChatPrompt best = std::move(*shortest);
   while (fits - fails > 1) {
     const int mid = fails + (fits - fails) / 2;
-    absl::StatusOr<ChatPrompt> prompt = RenderWithin(engine, limits, WithoutOldestExchanges(input, mid), field);
+    absl::StatusOr<ChatPrompt> prompt = RenderWithin(engine, limits, WithoutOldestExchanges(input, mid), field, own_template);
     if (prompt.ok()) {
       fits = mid;
       best = std::move(*prompt);

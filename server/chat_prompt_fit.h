@@ -28,6 +28,7 @@ ChatInput WithoutOldestExchanges(const ChatInput& input, int dropped);
 // (where given). The error of the conversation reduced to its last exchange where even that does not fit, and any
 // error that is not the prompt's length as RenderChatPrompt gives it.
 absl::StatusOr<ChatPrompt> RenderChatPromptToFit(const Engine& engine, const RequestLimits& limits, const ChatInput& input,
-                                                 const std::string& field, int* dropped = nullptr);
+                                                 const std::string& field, int* dropped = nullptr,
+                                                 const ChatTemplate* own_template = nullptr);
 
 }  // namespace arach::server

@@ -127,6 +127,9 @@ ABSL_FLAG(std::string, tool_call_parser, "auto", "how the model writes tool call
           "3.1+, Magistral, Devstral, Ministral 3) | pythonic (Llama 3.2 pythonic) | none (requests with tools are refused)");
 ABSL_FLAG(bool, exclude_tools_when_tool_choice_none, false, "a request with tool_choice none renders its conversation without "
           "its tools (by default the tools stay in the prompt, as OpenAI's and vLLM's do, and the model is kept from opening a call)");
+ABSL_FLAG(bool, trust_request_chat_template, false, "a chat request may bring its own chat template (vLLM's "
+          "chat_template parameter; HTTP chat and /tokenize, gRPC Chat), rendered by the same bounded Jinja interpreter; "
+          "else such a request is refused");
 ABSL_FLAG(std::string, reasoning_parser, "auto", "a reasoning block as reasoning_content: auto (from the chat "
           "template) | qwen3 (<think>...</think>: Qwen3, DeepSeek R1) | mistral ([THINK]...[/THINK]: Magistral) | none");
 
@@ -195,6 +198,7 @@ ServerOptions OptionsFromFlags() {
   o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
   o.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
   o.exclude_tools_when_tool_choice_none = absl::GetFlag(FLAGS_exclude_tools_when_tool_choice_none);
+  o.trust_request_chat_template = absl::GetFlag(FLAGS_trust_request_chat_template);
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);

@@ -41,6 +41,7 @@ struct ServiceContext {
   ResponseStore* responses = nullptr;  // the Responses API's stored answers (--responses_store_bytes); null: none kept
   std::string replica_name;            // this replica's name in a fleet (--replica_name), in its responses' ids; empty: none
   bool exclude_tools_when_tool_choice_none = false;  // --exclude_tools_when_tool_choice_none: such a turn's prompt has no tools
+  bool trust_request_chat_template = false;          // --trust_request_chat_template: chat requests may bring their own template
 };
 
 }  // namespace arach::server

@@ -194,14 +194,19 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     ARACH_ASSIGN_OR_RETURN(const ToolChoice choice, ParseToolChoice(tool_choice, tools, "tool_choice_json"));
     input.tools = ToolsForPrompt(std::move(input.tools), choice, context_.exclude_tools_when_tool_choice_none);
     Engine& engine = ticket_.engine();
+    std::shared_ptr<const ChatTemplate> own_template;
+    if (!chat.chat_template().empty()) {
+      ARACH_ASSIGN_OR_RETURN(own_template, ParseRequestChatTemplate(chat.chat_template(), context_.trust_request_chat_template, engine,
+                                                                    "chat_template"));
+    }
     if (!chat.reasoning_effort().empty()) {
       ARACH_ASSIGN_OR_RETURN(const std::optional<std::string> effort,
                              ReadReasoningEffort(nlohmann::json(chat.reasoning_effort()), "reasoning_effort"));
-      if (engine.chat_template() != nullptr) {  // (without a template, rendering says so)
-        ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*effort, *engine.chat_template(), input, "reasoning_effort"));
+      if (const ChatTemplate* chat_template = ChatTemplateFor(engine, own_template.get()); chat_template != nullptr) {
+        ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*effort, *chat_template, input, "reasoning_effort"));  // (else rendering says so)
       }
     }
-    ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(engine, context_.limits, input, "messages"));
+    ARACH_ASSIGN_OR_RETURN(ChatPrompt prompt, RenderChatPrompt(engine, context_.limits, input, "messages", own_template.get()));
     arach::v1::GenerateRequest generation = chat.generation();
     if (!generation.has_max_tokens()) {
       generation.set_max_tokens(static_cast<uint32_t>(DefaultChatMaxTokens(context_.limits, engine, ticket_.caller().limits, prompt.ids.size(), /*choices=*/1)));

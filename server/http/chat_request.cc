@@ -109,6 +109,10 @@ absl::StatusOr<ChatRequest> ChatRequestFromJson(const ordered_json& body) {
   ARACH_ASSIGN_OR_RETURN(request.reasoning_effort, ReadReasoningEffort(plain.value("reasoning_effort", nlohmann::json()), "reasoning_effort"));
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> return_prompt, OptionalBoolAt(body, "return_prompt"));
   request.return_prompt = return_prompt.value_or(false);
+  if (const auto own = body.find("chat_template"); own != body.end() && !own->is_null()) {
+    if (!own->is_string()) return InvalidField("chat_template", "must be a string (a Jinja chat template)");
+    request.chat_template = own->get<std::string>();
+  }
   if (const auto echo = body.find("echo"); echo != body.end() && echo->is_boolean() && echo->get<bool>()) {
     return InvalidField("echo", "is not supported for chat (use return_prompt to see the rendered prompt)");
   }

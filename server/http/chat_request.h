@@ -30,6 +30,9 @@ struct ChatRequest {
   // the template is known; the parameter that gave it, for its errors.
   std::optional<std::string> reasoning_effort;
   std::string reasoning_effort_field = "reasoning_effort";
+  // vLLM's `chat_template`: the request's own template, parsed where the server trusts request templates
+  // (ParseRequestChatTemplate); nullopt: the model's.
+  std::optional<std::string> chat_template;
 };
 
 absl::StatusOr<ChatRequest> ParseChatRequest(const std::string& body);

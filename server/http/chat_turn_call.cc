@@ -16,14 +16,20 @@ ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatReque
 absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
-  if (request_.reasoning_effort && e.chat_template() != nullptr) {  // (without a template, rendering says so)
-    ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*request_.reasoning_effort, *e.chat_template(), request_.input, request_.reasoning_effort_field));
+  std::shared_ptr<const ChatTemplate> own_template;
+  if (request_.chat_template) {
+    ARACH_ASSIGN_OR_RETURN(own_template, ParseRequestChatTemplate(*request_.chat_template, context().trust_request_chat_template, e,
+                                                                  "chat_template"));
+  }
+  const ChatTemplate* chat_template = ChatTemplateFor(e, own_template.get());
+  if (request_.reasoning_effort && chat_template != nullptr) {  // (without a template, rendering says so)
+    ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*request_.reasoning_effort, *chat_template, request_.input, request_.reasoning_effort_field));
   }
   request_.input.tools = ToolsForPrompt(std::move(request_.input.tools), request_.tool_choice, context().exclude_tools_when_tool_choice_none);
   if (request_.drop_oldest_exchanges_to_fit) {
-    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPromptToFit(e, limits(), request_.input, conversation_field_));
+    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPromptToFit(e, limits(), request_.input, conversation_field_, nullptr, own_template.get()));
   } else {
-    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_));
+    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_, own_template.get()));
   }
   ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, prompt_.ids).status());
   const ChatOutputFormat& format = context().chat_output;

@@ -28,7 +28,8 @@ constexpr std::string_view kShared[] = {
 constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo"};
 constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
                                           "parallel_tool_calls", "add_generation_prompt", "continue_final_message",
-                                          "chat_template_kwargs", "documents", "return_prompt", "echo", "reasoning_effort"};
+                                          "chat_template_kwargs", "documents", "return_prompt", "echo", "reasoning_effort",
+                                          "chat_template"};
 
 // The Responses API (/v1/responses): OpenAI's parameters, the sampling extensions that make sense without
 // chat's n/stop/logprobs, and ours.

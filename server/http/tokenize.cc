@@ -26,7 +26,12 @@ absl::Status CheckModel(const ServiceContext& context, const Engine& engine, con
 // The token ids of a /tokenize request.
 absl::StatusOr<std::vector<int32_t>> Tokenize(const ServiceContext& context, const Engine& engine, const TokenizeRequest& request) {
   if (request.chat) {  // rendered as /v1/chat/completions renders it
-    ARACH_ASSIGN_OR_RETURN(const ChatPrompt prompt, RenderChatPrompt(engine, context.limits, request.chat->input, "messages"));
+    std::shared_ptr<const ChatTemplate> own;
+    if (request.chat->chat_template) {
+      ARACH_ASSIGN_OR_RETURN(own, ParseRequestChatTemplate(*request.chat->chat_template, context.trust_request_chat_template, engine,
+                                                           "chat_template"));
+    }
+    ARACH_ASSIGN_OR_RETURN(const ChatPrompt prompt, RenderChatPrompt(engine, context.limits, request.chat->input, "messages", own.get()));
     return prompt.ids;
   }
   absl::StatusOr<std::vector<int32_t>> ids = engine.tokenizer().Encode(request.prompt, request.add_special_tokens);

@@ -43,7 +43,8 @@ absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(const std::string& body_tex
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> special, OptionalBoolAt(body, "add_special_tokens"));
   if (body.contains("messages")) {
     ARACH_RETURN_IF_ERROR(CheckKeys(body, {"model", "messages", "tools", "add_generation_prompt", "chat_template_kwargs",
-                                           "documents", "add_special_tokens", "return_token_strs", "continue_final_message"}));
+                                           "documents", "add_special_tokens", "return_token_strs", "continue_final_message",
+                                           "chat_template"}));
     if (special.value_or(false)) {
       return InvalidField("add_special_tokens", "is not supported with messages (the chat template writes the special tokens)");
     }

@@ -2,7 +2,7 @@
 // at test time. The gRPC Chat call and /v1/chat/completions render the same prompt (the fixture's reference)
 // and answer the same; a template's raise_exception is a 400 / INVALID_ARGUMENT with its own message; a model
 // without a template refuses chat with FAILED_PRECONDITION; tool_choice none keeps the tools in the prompt unless the
-// server leaves them out; a template outside the supported subset stops the
+// server leaves them out; a request's own template is refused unless the server trusts it; a template outside the supported subset stops the
 // server at start, naming the file, line and column.
 #include <httplib.h>
 
@@ -351,6 +351,67 @@ TEST(ChatServer, ToolChoiceNoneKeepsTheToolsInThePromptUnlessTheServerLeavesThem
   const std::vector<std::string> without_tools = prompts(*excluding, false);
   EXPECT_EQ(without_tools[0].find("get_weather"), std::string::npos) << without_tools[0];
   EXPECT_EQ(prompts(*excluding, true), without_tools);
+}
+
+// A request's own chat template (vLLM's chat_template): refused with a 400 / INVALID_ARGUMENT naming it unless the
+// server trusts request templates; a trusting server renders the conversation with it (the model's special tokens
+// defined) on HTTP chat, gRPC Chat and /tokenize alike, and names the line and column of one that does not parse.
+TEST(ChatServer, ARequestsOwnTemplateIsRenderedWhereTheServerTrustsIt) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  const std::string own = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}\n{% endfor %}"
+                          "{% if add_generation_prompt %}[assistant] {% endif %}";
+  const std::string expected = "[system] Be brief.<|im_end|>\n[user] Name a colour.<|im_end|>\n[assistant] ";
+  const json messages = json::parse(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}])");
+  const json body = {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 1}, {"return_prompt", true}, {"chat_template", own}};
+  const auto grpc_prompt = [&](const ServerProcess& server, const std::string& chat_template, grpc::Status* status) {
+    arach::v1::ChatRequest request = GrpcChat(ordered_json::parse(messages.dump()), 1);
+    request.set_chat_template(chat_template);
+    std::string prompt;
+    *status = ArachClient::Connect(server.grpc_address())->Chat(request, [&](const arach::v1::GenerateResponse& r) {
+      if (r.has_finish()) prompt = r.finish().chat_prompt();
+    });
+    return prompt;
+  };
+
+  auto closed = StartChatServer(dir, "qwen3");
+  ASSERT_NE(closed, nullptr);
+  const json tokenize_body = {{"messages", messages}, {"chat_template", own}};
+  for (const std::string route : {"/v1/chat/completions", "/tokenize"}) {
+    const HttpAnswer refused = PostChat(*closed, route == "/tokenize" ? tokenize_body : body, route);
+    EXPECT_EQ(refused.status, 400) << route << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], "chat_template") << route << refused.body;
+  }
+  grpc::Status status;
+  grpc_prompt(*closed, own, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(status.error_message(), "chat_template: ")) << status.error_message();
+
+  auto trusting = StartChatServer(dir, "qwen3", {"--trust_request_chat_template"});
+  ASSERT_NE(trusting, nullptr);
+  const HttpAnswer http = PostChat(*trusting, body);
+  ASSERT_EQ(http.status, 200) << http.body;
+  EXPECT_EQ(http.body["arach_prompt"], expected);
+  EXPECT_EQ(grpc_prompt(*trusting, own, &status), expected);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  const HttpAnswer tokenized = PostChat(*trusting, tokenize_body, "/tokenize");
+  const HttpAnswer as_text = PostChat(*trusting, {{"prompt", expected}, {"add_special_tokens", false}}, "/tokenize");
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  EXPECT_EQ(tokenized.body["tokens"], as_text.body["tokens"]);
+  const HttpAnswer without = PostChat(*trusting, {{"model", "qwen3-tiny"}, {"messages", messages}, {"max_tokens", 1}, {"return_prompt", true}});
+  ASSERT_EQ(without.status, 200) << without.body;
+  EXPECT_NE(without.body["arach_prompt"], expected) << "a request without one gets the model's template";
+
+  json broken = body;
+  broken["chat_template"] = "{% for m in messages %}{{ m.content }";
+  const HttpAnswer unparsed = PostChat(*trusting, broken);
+  EXPECT_EQ(unparsed.status, 400) << unparsed.body;
+  EXPECT_EQ(unparsed.body["error"]["param"], "chat_template") << unparsed.body;
+  EXPECT_TRUE(absl::StrContains(unparsed.body["error"]["message"].get<std::string>(), "line 1, column 37")) << unparsed.body;
+  grpc_prompt(*trusting, broken["chat_template"], &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(status.error_message(), "chat_template: ")) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "line 1, column 37")) << status.error_message();
 }
 
 TEST(ChatServer, AModelWithoutATemplateRefusesChat) {

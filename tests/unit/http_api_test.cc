@@ -168,8 +168,10 @@ TEST(ChatRequest, ReadsMessagesToolsAndTemplateOptions) {
       {"role": "tool", "content": "r", "tool_call_id": "1"}],
       "tools": [{"type": "function", "function": {"name": "f", "z": 1, "a": 2}}], "add_generation_prompt": false,
       "chat_template_kwargs": {"enable_thinking": false}, "max_completion_tokens": 9, "logprobs": true, "top_logprobs": 3,
-      "return_prompt": true, "documents": [{"title": "T", "text": "D", "url": "u"}]})");
+      "return_prompt": true, "documents": [{"title": "T", "text": "D", "url": "u"}], "chat_template": "{{ messages }}"})");
   ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->chat_template, "{{ messages }}") << "the request's own template, as given (the call decides whether to trust it)";
+  EXPECT_FALSE(ParseChatRequest(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})")->chat_template.has_value());
   EXPECT_EQ(r->input.messages.size(), 4u);
   EXPECT_EQ(r->input.documents.dump(), R"([{"title":"T","text":"D","url":"u"}])") << "documents as given, for RAG templates";
   EXPECT_EQ(r->input.messages[1]["content"], "a\nb") << "text parts join into the string templates expect";
@@ -195,6 +197,7 @@ TEST(ChatRequest, EveryBadFieldIsNamed) {
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]})"),
             "messages[0].content[0].text");
   EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "assistant", "tool_calls": 1}]})"), "messages[0].tool_calls");
+  EXPECT_EQ(ChatParamOf(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template": 1})"), "chat_template");
   // OpenAI's shape of a conversation, checked before the template (whose own error named only "messages").
   const std::string user = R"({"role": "user", "content": "x"}, )";
   auto with = [&](const std::string& message) { return ChatParamOf(R"({"model": "m", "messages": [)" + user + message + "]}"); };
