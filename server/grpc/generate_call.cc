@@ -182,8 +182,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   // (tool calls, reasoning) on the mapped structured output, and submits; errors name "messages" for the prompt
   // and "generation.<field>" for the rest.
   absl::Status SubmitChat(grpc::CallbackServerContext* call, const arach::v1::ChatRequest& chat, const Variant& variant) {
-    if (chat.generation().prompt_case() != arach::v1::GenerateRequest::PROMPT_NOT_SET) {
-      return absl::InvalidArgumentError("generation: leave its prompt unset in Chat (the messages are the prompt)");
+    if (chat.generation().prompt_case() != arach::v1::GenerateRequest::PROMPT_NOT_SET || !chat.generation().suffix().empty()) {
+      return absl::InvalidArgumentError("generation: leave its prompt and suffix unset in Chat (the messages are the prompt)");
     }
     ARACH_ASSIGN_OR_RETURN(ChatInput input, ToChatInput(chat));
     ARACH_ASSIGN_OR_RETURN(const std::vector<ToolSpec> tools, ParseTools(input.tools, "tools_json"));

@@ -7,6 +7,7 @@
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/chat_prompt.h"
+#include "server/fill_in_middle.h"
 #include "server/json_body.h"
 #include "server/request_log.h"
 
@@ -48,9 +49,14 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
                                               const arach::v1::GenerateRequest& r, const Variant& variant,
                                               std::string* prompt_field) {
   EngineRequest out;
-  ARACH_ASSIGN_OR_RETURN(out.prompt, PromptIds(engine, limits, "prompt", r.prompt_case() == arach::v1::GenerateRequest::kText,
-                                               r.text(), r.prompt_case() == arach::v1::GenerateRequest::kTokenIds,
-                                               r.token_ids(), prompt_field));
+  const bool has_text = r.prompt_case() == arach::v1::GenerateRequest::kText;
+  std::string text = r.text();
+  if (!r.suffix().empty()) {
+    if (!has_text) return InvalidField("suffix", "needs a text prompt (the model's markers go around the text)");
+    ARACH_ASSIGN_OR_RETURN(text, FillInMiddlePrompt(engine.tokenizer(), r.text(), r.suffix(), "suffix"));
+  }
+  ARACH_ASSIGN_OR_RETURN(out.prompt, PromptIds(engine, limits, "prompt", has_text, text,
+                                               r.prompt_case() == arach::v1::GenerateRequest::kTokenIds, r.token_ids(), prompt_field));
   SamplingParams& sp = out.sampling;
   const arach::v1::SamplingParams& s = r.sampling();
   if (s.has_temperature()) sp.temperature = s.temperature();

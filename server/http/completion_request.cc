@@ -269,6 +269,14 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body
     request.score_only = true;
   }
   if (request.fields.stream && request.score_only) return InvalidField("stream", "is not supported when scoring (max_tokens 0)");
+  if (const json* suffix = Field(body, "suffix"); suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
+    if (!suffix->is_string()) return InvalidField("suffix", "must be a string");
+    if (request.echo) return InvalidField("echo", "is not supported with suffix");
+    for (const PromptInput& prompt : request.prompts) {
+      if (!prompt.text) return InvalidField("suffix", "needs text prompts (the model's markers go around the text)");
+    }
+    request.suffix = suffix->get<std::string>();
+  }
   return request;
 }
 

@@ -57,6 +57,9 @@ struct CompletionRequest {
   GenerationFields fields;
   std::vector<PromptInput> prompts;  // `prompt`: a string, ids, or a list of either (one choice set each)
   bool echo = false;                 // the prompt is part of each choice's text (and log-probs)
+  // OpenAI's suffix: the text after the gap each (text) prompt is the text before; the model writes the gap
+  // (server/fill_in_middle.h). nullopt (or ""): none.
+  std::optional<std::string> suffix;
   bool score_only = false;           // max_tokens 0 with echo: the prompt's log-probs, nothing generated
 };
 

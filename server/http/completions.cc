@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "server/fill_in_middle.h"
 #include "server/http/token_logprobs.h"
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
@@ -58,7 +59,10 @@ absl::Status CompletionCall::Start() {
     const PromptInput& input = request_.prompts[p];
     const std::string field = prompts == 1 ? "prompt" : absl::StrCat("prompt[", p, "]");
     std::vector<int32_t> ids;
-    if (input.text) {
+    if (input.text && request_.suffix) {
+      ARACH_ASSIGN_OR_RETURN(const std::string fim_prompt, FillInMiddlePrompt(e.tokenizer(), *input.text, *request_.suffix, "suffix"));
+      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, fim_prompt));
+    } else if (input.text) {
       ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, *input.text));
     } else {
       ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));

@@ -25,7 +25,7 @@ constexpr std::string_view kShared[] = {
     // accepted, and change nothing in the output (`user`, else `safety_identifier`, is the experiment key when none
     // is given)
     "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
-constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo"};
+constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo", "suffix"};
 constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
                                           "parallel_tool_calls", "add_generation_prompt", "continue_final_message",
                                           "chat_template_kwargs", "documents", "return_prompt", "echo", "reasoning_effort",
@@ -70,7 +70,6 @@ constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
     {"use_beam_search", "beam search is not supported"},
     {"length_penalty", "is not supported (no beam search)"},
     {"best_of", "is not supported beyond 1 (ask for n choices instead)"},
-    {"suffix", "is not supported (insertion needs a fill-in-the-middle model)"},
 };
 
 bool Contains(std::span<const std::string_view> list, std::string_view key) {
@@ -81,7 +80,7 @@ bool Contains(std::span<const std::string_view> list, std::string_view key) {
 bool AsksForNothing(std::string_view key, const json& value) {
   if (value.is_null()) return true;
   if (key == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
-  if (key == "suffix") return value.is_string() && value.get<std::string>().empty();
+  if (key == "suffix") return value.is_string() && value.get<std::string>().empty();  // (OpenAI's default is null)
   if (key == "modalities") return value == json::array({"text"});
   if (key == "background") return value == false;
   if (key == "include") return value.is_array() && value.empty();

@@ -295,7 +295,14 @@ TEST(RequestParameters, UnknownAndUnimplementedAreRefusedNoOpsAccepted) {
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "log&t_bias": {}})"), "body");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "max-tokens": 3})"), "body") << "a dash is no parameter name either";
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "response_format": {"type": "text", "a b": 1}})"), "response_format");
-  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "suffix": "end"})"), "suffix");
+  // suffix (fill in the middle): a string, with text prompts, not with echo.
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "suffix": "end"})"), "<ok>");
+  EXPECT_EQ(*ParseCompletionRequest(R"({"model": "m", "prompt": ["x", "y"], "suffix": "end"})")->suffix, "end");
+  EXPECT_FALSE(ParseCompletionRequest(R"({"model": "m", "prompt": "x", "suffix": ""})")->suffix.has_value()) << "\"\": none";
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "suffix": 3})"), "suffix");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": [1, 2], "suffix": "end"})"), "suffix");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": ["x", [1, 2]], "suffix": "end"})"), "suffix");
+  EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "suffix": "end", "echo": true})"), "echo");
   EXPECT_EQ(ParamOf(R"({"model": "m", "prompt": "x", "best_of": 1, "suffix": "", "user": "u", "store": true, "metadata": {"a": "b"},
                        "service_tier": "auto", "prompt_cache_key": "k", "safety_identifier": "s", "logprobs": null})"),
             "<ok>");
