@@ -10,7 +10,7 @@
 namespace arach::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // keys in the order the model wrote them, as Python's dicts keep them
 
 // Nesting deeper than this is not read (a model's runaway brackets must not exhaust the stack).
 constexpr int kMaxDepth = 64;

@@ -53,6 +53,31 @@ TEST(PythonCalls, RefusesWhatIsNotAListOfLiteralCalls) {
   EXPECT_FALSE(ParsePythonCalls(deep).has_value()) << "nesting beyond the bound is refused, not recursed into";
 }
 
+// ReadPythonCall, as a streamed list arrives: every prefix of a call short of its `)` needs more text, the call is
+// read at its `)` (its length through it) and alike with any text after it; a text that is no call is told so as soon
+// as it cannot become one, and a prefix of it never reads as a call.
+TEST(PythonCalls, OneCallReadsAsItStreams) {
+  for (const std::string call : {"get_weather(city='Pa)ris', days=3)", " f()", "f(s=\"\"\"a)\n)\"\"\", t=(1, [2, {'k': -1.5e3}]), u=None)",
+                                 "f(a='\\')')"}) {
+    for (size_t cut = 0; cut < call.size(); ++cut) {
+      EXPECT_EQ(ReadPythonCall(call.substr(0, cut)).result, PythonCallRead::Result::kIncomplete) << call.substr(0, cut);
+    }
+    for (const std::string after : {"", "]", ", g(", " junk"}) {
+      const PythonCallRead read = ReadPythonCall(call + after);
+      ASSERT_EQ(read.result, PythonCallRead::Result::kCall) << call + after;
+      EXPECT_EQ(read.length, call.size()) << call + after;
+      EXPECT_EQ(read.call.name, call.substr(call.find_first_not_of(' '), call.find('(') - call.find_first_not_of(' ')));
+    }
+  }
+  EXPECT_EQ(ReadPythonCall("f(s='x', n=1)").call.arguments, R"({"s":"x","n":1})") << "in the order written";
+  for (const std::string text : {"f(1)", "1", "f(a=b)", "f(a==1)", "f.g()", "f(a='x\ny')", "f(a=0x1)", "f(a=[1 2])"}) {
+    EXPECT_EQ(ReadPythonCall(text).result, PythonCallRead::Result::kInvalid) << text;
+    for (size_t cut = 0; cut <= text.size(); ++cut) {
+      EXPECT_NE(ReadPythonCall(text.substr(0, cut)).result, PythonCallRead::Result::kCall) << text.substr(0, cut);
+    }
+  }
+}
+
 TEST(PythonCalls, IdentifiersAreWhatPythonNamesAre) {
   EXPECT_TRUE(IsPythonIdentifier("get_weather2"));
   EXPECT_TRUE(IsPythonIdentifier("_x"));
