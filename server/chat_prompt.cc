@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/json_body.h"
@@ -130,7 +131,12 @@ absl::StatusOr<std::shared_ptr<const ChatTemplate>> ParseRequestChatTemplate(con
                                "(start it with --trust_request_chat_template to accept them)");
   }
   if (source.empty()) return InvalidField(field, "is empty (leave it out for the model's template)");
-  return ChatTemplate::Parse(source, engine.tokenizer().config(), field);
+  absl::StatusOr<std::shared_ptr<const ChatTemplate>> parsed = ChatTemplate::Parse(source, engine.tokenizer().config(), field);
+  if (parsed.ok()) return parsed;
+  // "<field>: chat template: line L, column C: ..." (a served template's origin is its file): the field says which.
+  absl::string_view message = parsed.status().message();
+  if (absl::ConsumePrefix(&message, absl::StrCat(field, ": chat template: "))) return InvalidField(field, message);
+  return parsed.status();
 }
 
 const ChatTemplate* ChatTemplateFor(const Engine& engine, const ChatTemplate* own) {

@@ -407,11 +407,10 @@ TEST(ChatServer, ARequestsOwnTemplateIsRenderedWhereTheServerTrustsIt) {
   const HttpAnswer unparsed = PostChat(*trusting, broken);
   EXPECT_EQ(unparsed.status, 400) << unparsed.body;
   EXPECT_EQ(unparsed.body["error"]["param"], "chat_template") << unparsed.body;
-  EXPECT_TRUE(absl::StrContains(unparsed.body["error"]["message"].get<std::string>(), "line 1, column 37")) << unparsed.body;
+  EXPECT_EQ(unparsed.body["error"]["message"], "chat_template: line 1, column 37: unexpected '}'") << unparsed.body;
   grpc_prompt(*trusting, broken["chat_template"], &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_TRUE(absl::StartsWith(status.error_message(), "chat_template: ")) << status.error_message();
-  EXPECT_TRUE(absl::StrContains(status.error_message(), "line 1, column 37")) << status.error_message();
+  EXPECT_EQ(status.error_message(), "chat_template: line 1, column 37: unexpected '}'");
 }
 
 TEST(ChatServer, AModelWithoutATemplateRefusesChat) {
