@@ -50,12 +50,12 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
                                               std::string* prompt_field) {
   EngineRequest out;
   const bool has_text = r.prompt_case() == arach::v1::GenerateRequest::kText;
-  std::string text = r.text();
+  std::string fim_text;  // with a suffix: the prompt and the suffix in the model's markers
   if (!r.suffix().empty()) {
     if (!has_text) return InvalidField("suffix", "needs a text prompt (the model's markers go around the text)");
-    ARACH_ASSIGN_OR_RETURN(text, FillInMiddlePrompt(engine.tokenizer(), r.text(), r.suffix(), "suffix"));
+    ARACH_ASSIGN_OR_RETURN(fim_text, FillInMiddlePrompt(engine.tokenizer(), r.text(), r.suffix(), "suffix"));
   }
-  ARACH_ASSIGN_OR_RETURN(out.prompt, PromptIds(engine, limits, "prompt", has_text, text,
+  ARACH_ASSIGN_OR_RETURN(out.prompt, PromptIds(engine, limits, "prompt", has_text, r.suffix().empty() ? r.text() : fim_text,
                                                r.prompt_case() == arach::v1::GenerateRequest::kTokenIds, r.token_ids(), prompt_field));
   SamplingParams& sp = out.sampling;
   const arach::v1::SamplingParams& s = r.sampling();

@@ -59,11 +59,12 @@ absl::Status CompletionCall::Start() {
     const PromptInput& input = request_.prompts[p];
     const std::string field = prompts == 1 ? "prompt" : absl::StrCat("prompt[", p, "]");
     std::vector<int32_t> ids;
-    if (input.text && request_.suffix) {
-      ARACH_ASSIGN_OR_RETURN(const std::string fim_prompt, FillInMiddlePrompt(e.tokenizer(), *input.text, *request_.suffix, "suffix"));
-      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, fim_prompt));
-    } else if (input.text) {
-      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, *input.text));
+    if (input.text) {
+      std::string fim_text;  // with a suffix: the prompt and the suffix in the model's markers
+      if (request_.suffix) {
+        ARACH_ASSIGN_OR_RETURN(fim_text, FillInMiddlePrompt(e.tokenizer(), *input.text, *request_.suffix, "suffix"));
+      }
+      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, request_.suffix ? fim_text : *input.text));
     } else {
       ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
       ids = input.ids;
