@@ -6,6 +6,7 @@
 //    sequence (seen in /metrics), a deadline is honoured, a full queue is RESOURCE_EXHAUSTED, and SIGTERM
 //    drains: health goes NOT_SERVING while calls are still served (lame duck), then the listener closes and
 //    new calls get UNAVAILABLE, the stream in flight completes, exit 0.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <limits>
@@ -394,17 +395,24 @@ TEST_F(SlowServer, FullQueueIsResourceExhausted) {
 TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   // The grace period only bounds the drain (it ends as soon as the stream finishes), so it is generous:
   // under ThreadSanitizer on a slow CI machine one token of this model can take a second.
-  constexpr int kStreamTokens = 150;  // outlasts the 1 s announcement and the checks after it, loaded machine included
   auto server = StartServer({"--model=" + SlowModel(), "--kv_cache_bytes=134217728", "--drain_grace_seconds=600",
                              "--drain_announce_ms=1000"});
   ASSERT_NE(server, nullptr);
   auto client = ArachClient::Connect(server->grpc_address());
   ASSERT_TRUE(client->WaitServing(std::chrono::seconds(60)));
+  // The stream must outlast the 1 s announcement and the checks after it, whatever this machine's speed at the
+  // moment (a fixed 150 tokens once finished first on a loaded machine): about 10 s of tokens at the pace a short
+  // generation just measured, 150 at least, within the model's 1024-token context.
+  const auto calibration_start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client->Generate(LongRequest(16), [](const auto&) {}).ok());
+  const double seconds_per_token =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count() / 16;
+  const int stream_tokens = std::clamp(static_cast<int>(10.0 / seconds_per_token), 150, 1000);
   std::atomic<int> tokens{0};
   grpc::Status stream_status;
   arach::v1::Finish finish;
   std::thread stream([&] {
-    stream_status = client->Generate(LongRequest(kStreamTokens), [&](const arach::v1::GenerateResponse& r) {
+    stream_status = client->Generate(LongRequest(stream_tokens), [&](const arach::v1::GenerateResponse& r) {
       tokens += r.token_ids_size();
       if (r.has_finish()) finish = r.finish();
     });
@@ -439,10 +447,10 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   const grpc::Status refused = client->Generate(LongRequest(5), [](const auto&) {});
   EXPECT_TRUE(refused.error_code() == grpc::StatusCode::UNAVAILABLE || refused.error_code() == grpc::StatusCode::CANCELLED)
       << "code " << refused.error_code() << ": " << refused.error_message();
-  EXPECT_LT(tokens.load(), kStreamTokens) << "the stream should still be running during the drain";
+  EXPECT_LT(tokens.load(), stream_tokens) << "the stream should still be running during the drain";
   stream.join();
   EXPECT_TRUE(stream_status.ok()) << stream_status.error_message();
-  EXPECT_EQ(finish.usage().completion_tokens(), static_cast<uint32_t>(kStreamTokens));
+  EXPECT_EQ(finish.usage().completion_tokens(), static_cast<uint32_t>(stream_tokens));
   auto exit_code = server->Wait(std::chrono::seconds(30));
   ASSERT_TRUE(exit_code.ok()) << exit_code.status();
   EXPECT_EQ(*exit_code, 0);
