@@ -18,8 +18,8 @@ absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& f
 int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, const KeyLimits& key, size_t prompt_tokens, int choices) {
   const int prompt = static_cast<int>(std::min<size_t>(prompt_tokens, std::numeric_limits<int>::max()));
   int64_t most = std::min(limits.max_tokens, engine.MaxNewTokens(prompt));
-  // Each choice is its own sequence and counts its prompt again (as the tokens-per-minute check counts them).
-  if (key.tokens_per_minute > 0) most = std::min(most, key.tokens_per_minute / std::max(1, choices) - prompt);
+  // The prompt counts once, each choice's tokens on their own (as the tokens-per-minute check and the usage count them).
+  if (key.tokens_per_minute > 0) most = std::min(most, (key.tokens_per_minute - prompt) / std::max(1, choices));
   return static_cast<int>(std::max<int64_t>(1, most));
 }
 

@@ -69,7 +69,7 @@ GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, Gener
 absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields,
                                     const std::string& own_constraint_field) {
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
-  int64_t tokens = 0;  // what the call may use: every choice's prompt and max_tokens
+  int64_t tokens = 0;  // what the call may use, as its usage counts it: each prompt once, every choice's max_tokens
   for (size_t c = 0; c < requests.size(); ++c) {
     EngineRequest& r = requests[c];
     if (fields_.prompt_logprobs) {  // vLLM's prompt_logprobs (PutPromptLogprobs); echo may ask for more alternatives
@@ -84,7 +84,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     r.priority = ticket_.PriorityFor(fields_.priority);
     r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
     if (!fields_.stream && identity_.answer_deadline) r.deadline = identity_.answer_deadline;
-    tokens += static_cast<int64_t>(r.prompt.size()) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
+    tokens += (LeadsItsPrompt(c) ? static_cast<int64_t>(r.prompt.size()) : 0) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
   }
   if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs")));
   ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, ParameterName("max_tokens")));
@@ -307,8 +307,10 @@ void GenerationCall::End(int http_status) {
     if (LeadsItsPrompt(c)) record.prompt_tokens += choice.finish->usage.prompt_tokens;
     record.completion_tokens += choice.finish->usage.completion_tokens;
     if (record.finish.empty() || !Answered(*choice.finish)) record.finish = FinishReasonName(choice.finish->reason);
-    // The key is charged what the engine computed (as reserved in Submit): a copy's answer is its lead's.
-    if (!choice.copy) ticket_.usage()->AddUsedTokens(choice.finish->usage.prompt_tokens + choice.finish->usage.completion_tokens);
+    // The key is charged the answer's usage (as reserved in Submit): each prompt once, a copy's answer is its lead's.
+    if (!choice.copy) {
+      ticket_.usage()->AddUsedTokens((LeadsItsPrompt(c) ? choice.finish->usage.prompt_tokens : 0) + choice.finish->usage.completion_tokens);
+    }
   }
   context_.request_log->Write(record);
   ticket_.Release();

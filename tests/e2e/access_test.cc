@@ -394,6 +394,28 @@ TEST(RateLimits, APromptScoredForManyChoicesIsChargedOnce) {
   EXPECT_EQ(after.status, 200) << after.body;
 }
 
+TEST(RateLimits, ManyChoicesOfOnePromptPayForThePromptOnce) {
+  // As the answer's usage counts them (and OpenAI bills them): the prompt once, each choice's tokens on their own.
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "small:sk-small::tpm=100\n";
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                                    "--kv_cache_bytes=16777216", "--api_key_file=" + dir.File("keys")});
+  ASSERT_NE(server, nullptr);
+  json prompt = json::array();
+  for (int i = 0; i < 30; ++i) prompt.push_back(5 + i);
+  const json three = {{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 20}, {"n", 3}, {"ignore_eos", true}};
+  const Answer answered = Complete(*server, three, "sk-small");  // 30 + 3 x 20 = 90 (three prompts would be 150)
+  ASSERT_EQ(answered.status, 200) << answered.body;
+  EXPECT_EQ(answered.body["usage"]["prompt_tokens"], 30);
+  EXPECT_EQ(answered.body["usage"]["completion_tokens"], 60);
+  json rest = SmallCompletion(6);
+  rest["ignore_eos"] = true;
+  const Answer fits = Complete(*server, rest, "sk-small");  // 3 + 6 tokens: they fit the 10 left
+  EXPECT_EQ(fits.status, 200) << fits.body << " (the key was charged 90, not 150)";
+  rest["max_tokens"] = 40;
+  EXPECT_EQ(Complete(*server, rest, "sk-small").status, 429) << "43 tokens, and the bucket holds about 1";
+}
+
 TEST(RateLimits, AChatWithoutMaxTokensRunsOnWithinTheLimitAndTheKeysBudget) {
   // As OpenAI's and vLLM's chat: no max_tokens is not 16 tokens but the rest of the context, here within
   // --max_tokens_limit, and for a key with a tokens-per-minute budget within what it leaves beside the prompt.
@@ -414,8 +436,10 @@ TEST(RateLimits, AChatWithoutMaxTokensRunsOnWithinTheLimitAndTheKeysBudget) {
   json two_choices = chat;
   two_choices["n"] = 2;
   const Answer pair = testing::HttpSend(server->http_address(), "POST", "/v1/chat/completions", two_choices.dump(), Bearer("sk-pair"));
-  ASSERT_EQ(pair.status, 200) << pair.body << " (each choice counts its prompt: the budget is shared among them)";
-  EXPECT_EQ(pair.body["usage"]["completion_tokens"].get<int>() + 2 * pair.body["usage"]["prompt_tokens"].get<int>(), 40) << "tpm";
+  ASSERT_EQ(pair.status, 200) << pair.body << " (the choices share what the prompt leaves of the budget)";
+  // The prompt counts once (as the usage counts it, and OpenAI bills it), each choice its own tokens.
+  const int pair_prompt = pair.body["usage"]["prompt_tokens"].get<int>();
+  EXPECT_EQ(pair.body["usage"]["completion_tokens"].get<int>(), 2 * ((40 - pair_prompt) / 2)) << "tpm";
   EXPECT_EQ(Complete(*server, {{"model", "tiny"}, {"prompt", {5, 6, 7}}, {"ignore_eos", true}}, "sk-big").body["usage"]["completion_tokens"], 16)
       << "completions keep OpenAI's default of 16";
 
