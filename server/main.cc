@@ -63,6 +63,9 @@ ABSL_FLAG(int, cpu_threads, 0, "CPU backend threads (0: the CPUs the process may
 ABSL_FLAG(std::string, weight_dtype, "auto", arach::kWeightDTypeFlagHelp);
 ABSL_FLAG(std::string, kv_cache_dtype, "auto", arach::kKvCacheDTypeFlagHelp);
 ABSL_FLAG(int, block_size, 16, "tokens per KV-cache block");
+ABSL_FLAG(int, max_model_len, 0,
+          "the context served, in tokens (prompt and generated), at most the model's max_position_embeddings; 0: the model's. "
+          "Requests past it are refused naming the field; reported as max_model_len and context_length");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV-cache pool in bytes (0: use --kv_memory_fraction)");
 ABSL_FLAG(double, kv_memory_fraction, 0.1, "KV-cache pool as a fraction of the device memory free after the weights");
 ABSL_FLAG(int, max_num_seqs, 64, "sequences in the running batch at most");
@@ -142,6 +145,7 @@ ServerOptions OptionsFromFlags() {
   o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   o.device = absl::GetFlag(FLAGS_device);
   o.load.block_size = absl::GetFlag(FLAGS_block_size);
+  o.load.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   o.load.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
   o.weight_dtype = absl::GetFlag(FLAGS_weight_dtype);
   o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);

@@ -125,7 +125,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   const WeightQuantization& quantization = (*engine)->model_config().quantization;
   Say(absl::StrCat("arach-server ready; ", addresses, " device=", context.device,
                    quantization.quantized() ? absl::StrCat(" checkpoint=", quantization.Describe(), " dequantized at load") : "",
-                   " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
+                   " max_model_len=", (*engine)->model_config().max_positions, " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
                    " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no", " tool_calls=", context.chat_output.ToolsName(),
                    context.chat_output.reasoning ? absl::StrCat(" reasoning=", context.chat_output.ReasoningName()) : "", " structured_output=",

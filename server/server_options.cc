@@ -45,6 +45,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   if (!(options.http.request_timeout_seconds > 0) || options.http.request_timeout_seconds > 86400) {
     return FlagError("http_request_timeout_seconds", "must be above 0 and at most a day (86400)");
   }
+  if (options.load.max_model_len < 0) return FlagError("max_model_len", "must be 0 (the model's context) or more");
   if (options.http.threads < 0) return FlagError("http_threads", "must be 0 (as many as the engine can hold) or more");
   if (options.http.threads == 0) {
     // Every request the engine may hold (running or queued) can be a stream holding a connection, and a few more

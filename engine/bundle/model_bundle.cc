@@ -53,6 +53,13 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   const DType checkpoint_dtype = checkpoint->MatrixDType();
   checkpoint.reset();  // unmap the files; the weights are copied
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(model.config, weights, options));
+  if (options.max_model_len > 0) {  // after the weights, whose learned positions (GPT-2's) keep the model's count
+    if (options.max_model_len > model.config.max_positions) {
+      return absl::InvalidArgumentError(absl::StrCat("max_model_len ", options.max_model_len, " exceeds the context of ", dir,
+                                                     " (", model.config.max_positions, " positions in config.json)"));
+    }
+    model.config.max_positions = options.max_model_len;
+  }
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
                          CreateBackend(options.device, BackendOptions{options.cpu_threads, options.weight_dtype,
                                                                       options.kv_cache_dtype, checkpoint_dtype}));

@@ -32,6 +32,9 @@ struct LoadModelOptions {
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
+  // The context served (positions a sequence may reach: prompt and generated tokens), below the model's own
+  // max_position_embeddings; 0 = the model's. The RoPE table and the default KV pool follow it.
+  int max_model_len = 0;
   int cpu_threads = 0;          // CPU backend threads; 0 = decided (cpu_threads.h)
   // CPU weight matrices: f32 (the library's default: results equal the float32 references), f16, bf16, or auto
   // (f16 where the CPU has F16C; the binaries' default).

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/build_paths.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/http_answer.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/server_checks.h"
@@ -455,6 +456,48 @@ TEST(ServerDrain, SigtermDrainsTheStreamInFlightThenExitsZero) {
   ASSERT_TRUE(exit_code.ok()) << exit_code.status();
   EXPECT_EQ(*exit_code, 0);
   EXPECT_THAT(server->Output(), HasSubstr("arach-server stopped (drained;"));
+}
+
+// --max_model_len serves a shorter context than the model's: every API reports it, a prompt that fills it is
+// refused naming the field, a generation stops at its end; past the model's own context the server does not start.
+TEST(MaxModelLen, TheServedContextIsTheFlagsOnEveryApi) {
+  constexpr int kContext = 48;
+  auto server = StartServer({"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny", "--kv_cache_bytes=16777216",
+                             absl::StrCat("--max_model_len=", kContext)});
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Output(), HasSubstr(absl::StrCat("max_model_len=", kContext)));
+  const testing::HttpAnswer models = testing::HttpSend(server->http_address(), "GET", "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.body["data"][0]["max_model_len"], kContext);
+  const testing::HttpAnswer tokenized = testing::HttpSend(server->http_address(), "POST", "/tokenize", R"({"prompt": "hi"})");
+  EXPECT_EQ(tokenized.body["max_model_len"], kContext);
+  auto client = ArachClient::Connect(server->grpc_address());
+  arach::v1::ModelInfo info;
+  ASSERT_TRUE(client->GetModelInfo(&info).ok());
+  EXPECT_EQ(info.context_length(), static_cast<uint32_t>(kContext));
+
+  nlohmann::json prompt = nlohmann::json::array();
+  for (int i = 0; i < 40; ++i) prompt.push_back(100 + i);
+  const nlohmann::json completion = {{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 20}, {"ignore_eos", true}};
+  const testing::HttpAnswer stopped = testing::HttpSend(server->http_address(), "POST", "/v1/completions", completion.dump());
+  ASSERT_EQ(stopped.status, 200) << stopped.body;
+  EXPECT_EQ(stopped.body["usage"]["completion_tokens"], kContext - 40) << "the generation ends with the served context";
+  EXPECT_EQ(stopped.body["choices"][0]["finish_reason"], "length");
+  for (int i = 40; i < kContext; ++i) prompt.push_back(100 + i);
+  const testing::HttpAnswer full = testing::HttpSend(server->http_address(), "POST", "/v1/completions",
+                                                     nlohmann::json{{"model", "tiny"}, {"prompt", prompt}}.dump());
+  EXPECT_EQ(full.status, 400);
+  EXPECT_EQ(full.body["error"]["param"], "prompt");
+  EXPECT_THAT(full.body["error"]["message"].get<std::string>(), HasSubstr(absl::StrCat("context of ", kContext, " tokens")));
+
+  const std::string start = absl::StrCat("timeout -s KILL 60 ", testing::ServerBinary(), " --model=", testing::TinyRandomModelDir(),
+                                         " --listen=127.0.0.1:0 --http_listen=127.0.0.1:0");
+  const testing::CommandResult too_long = testing::RunCommand(start + " --max_model_len=1000000");
+  EXPECT_NE(too_long.status, 0);
+  EXPECT_THAT(too_long.output, HasSubstr("max_model_len 1000000 exceeds the context of " + testing::TinyRandomModelDir()));
+  const testing::CommandResult negative = testing::RunCommand(start + " --max_model_len=-1");
+  EXPECT_NE(negative.status, 0);
+  EXPECT_THAT(negative.output, HasSubstr("--max_model_len: must be 0"));
 }
 
 // A second server started on a port the first one holds fails at once naming the address, for the gRPC and the
