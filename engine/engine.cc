@@ -46,6 +46,7 @@ struct Engine::RequestState {
   std::vector<int32_t> prompt_argmax;
   std::vector<int32_t> prompt_ranks;
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
+  std::vector<float> embedding;             // kEmbed: the prompt's last hidden state, once computed
   std::optional<KeptGeneration> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;
@@ -117,7 +118,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), names));
   const SamplingParams& sp = request.sampling;
   const int prompt_len = static_cast<int>(request.prompt.size());
-  const int new_tokens = request.kind == RequestKind::kScore ? 0 : sp.max_tokens;
+  const int new_tokens = request.kind == RequestKind::kGenerate ? sp.max_tokens : 0;
   const int max_len = std::min(prompt_len + new_tokens, c.max_positions);
   const int block_size = model_.runner->kv_cache().block_size();
   int blocks_needed = (max_len + block_size - 1) / block_size;
@@ -140,7 +141,9 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
 
   std::shared_ptr<const CompiledConstraint> compiled;
   if (request.constraint.active()) {
-    if (request.kind == RequestKind::kScore) return InvalidField(names, "constraint", "a score request generates nothing to constrain");
+    if (request.kind != RequestKind::kGenerate) {
+      return InvalidField(names, "constraint", "a score or embedding request generates nothing to constrain");
+    }
     ARACH_ASSIGN_OR_RETURN(compiled, constraints_->Compile(request.constraint, names("constraint")));
   }
 
@@ -325,6 +328,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.prompt_is_greedy = std::move(r.prompt_is_greedy);
   info.prompt_argmax = std::move(r.prompt_argmax);
   info.prompt_ranks = std::move(r.prompt_ranks);
+  info.embedding = std::move(r.embedding);
   if (r.generated) {
     r.generated->sequence = r.seq.tokens;
     r.generated->prompt_len = r.seq.prompt_len;
@@ -471,6 +475,7 @@ void Engine::Step() {
     const RequestState& r = *requests_.at(seq.id);
     const bool generates = r.request.kind == RequestKind::kGenerate;
     input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;
+    input.return_hidden = chunk.completes && r.request.kind == RequestKind::kEmbed;
     if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
       // Each row scored on the device against the prompt token that follows it: the rows stay there.
       std::vector<int32_t>& targets = score_targets[forward.sequences.size()];
@@ -530,6 +535,12 @@ void Engine::Step() {
     }
     if (!chunk.completes) continue;
     if (r.request.kind == RequestKind::kScore) {  // the prompt is all there is
+      Finish(r, FinishReason::kLength);
+      continue;
+    }
+    if (r.request.kind == RequestKind::kEmbed) {
+      const std::span<const float> hidden = out.HiddenOf(static_cast<int>(i));
+      r.embedding.assign(hidden.begin(), hidden.end());
       Finish(r, FinishReason::kLength);
       continue;
     }

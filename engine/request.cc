@@ -22,7 +22,7 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
   ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prompt, config.vocab_size, "prompt", names));
   if (request.kind == RequestKind::kScore) {
     if (prompt_len < 2) return InvalidField(names, "prompt", "at least two tokens are needed to score");
-  } else {
+  } else if (request.kind == RequestKind::kGenerate) {
     ARACH_RETURN_IF_ERROR(request.sampling.Validate(config.vocab_size, names));
   }
   ARACH_RETURN_IF_ERROR(CheckPromptFitsContext(request.prompt.size(), request.kind, config, "prompt", names));
@@ -40,7 +40,7 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
 absl::Status CheckPromptFitsContext(size_t prompt_len, RequestKind kind, const ModelConfig& config, absl::string_view field,
                                     FieldNames names) {
   const size_t context = static_cast<size_t>(config.max_positions);
-  if (kind == RequestKind::kScore && prompt_len > context) {
+  if (kind != RequestKind::kGenerate && prompt_len > context) {
     return InvalidField(names, field, absl::StrCat("the prompt's ", prompt_len, " tokens exceed the model's context of ", context));
   }
   if (kind == RequestKind::kGenerate && prompt_len >= context) {

@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 enum class RequestKind {
   kGenerate,  // generate tokens after the prompt (SamplingParams apply)
   kScore,     // only the prompt's own log-probs: FinishInfo::prompt_logprobs, no token is generated
+  kEmbed,     // only the prompt's last hidden state: FinishInfo::embedding, no token is generated
 };
 
 // How a request competes for the engine: live requests first; background ones (shadow scoring) only use
@@ -65,7 +66,8 @@ struct EngineRequest {
 };
 
 // The checks every request passes before it is queued, whatever API it came from: a non-empty prompt of
-// known token ids that fits the context (with room for one generated token), two tokens at least to score,
+// known token ids that fits the context (with room for one generated token; a prompt only scored or embedded
+// may fill it), two tokens at least to score,
 // valid sampling parameters and a variant the model can run (Variant::Validate). Fields are named by
 // `names` ("prompt", "temperature", ...: the engine's names by default).
 absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter,
@@ -140,6 +142,9 @@ struct FinishInfo {
   std::optional<AttentionDiagnostics> attention;
   // When the request set keep_generated.
   std::optional<KeptGeneration> generated;
+  // kEmbed: [hidden_size] the final norm's output at the prompt's last position (the row the LM head would read),
+  // as the model computed it (not normalized to unit length).
+  std::vector<float> embedding;
 };
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the

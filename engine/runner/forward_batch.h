@@ -36,6 +36,9 @@ struct SequenceInput {
   // prompt log-probs, ranks and greedy flags without moving the rows' logits. Independent of `logits`.
   std::span<const int32_t> score_targets{};
   int score_top_n = 0;  // with score_targets: each scored row's most likely tokens to return too (at most 20)
+  // The last new token's hidden state after the final norm (the row the LM head reads) comes back
+  // (ForwardOutput::hidden): an embedding. Independent of `logits`.
+  bool return_hidden = false;
 };
 
 struct ForwardBatch {
@@ -62,6 +65,11 @@ struct ForwardOutput {
   // largest SequenceInput::score_top_n of the step (a sequence that asked for fewer reads its first ones).
   int score_top_n = 0;
   std::vector<TokenLogprob> score_top;
+  // The hidden states of the sequences that set SequenceInput::return_hidden: [hidden_rows, hidden_size], and
+  // [num_sequences] each sequence's row there (-1: none).
+  int hidden_size = 0;
+  std::vector<float> hidden;
+  std::vector<int> hidden_row;
 
   int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
   std::span<const RowScore> ScoresOf(int seq) const {
@@ -70,6 +78,11 @@ struct ForwardOutput {
   // The first `n` (<= score_top_n) most likely tokens of scored row `i` of sequence `seq`.
   std::span<const TokenLogprob> TopOf(int seq, int i, int n) const {
     return std::span<const TokenLogprob>(score_top).subspan(static_cast<size_t>(score_start[seq] + i) * score_top_n, n);
+  }
+  // The hidden state sequence `seq` asked for (SequenceInput::return_hidden); empty for the others.
+  std::span<const float> HiddenOf(int seq) const {
+    if (hidden_row.empty() || hidden_row[seq] < 0) return {};
+    return {hidden.data() + static_cast<size_t>(hidden_row[seq]) * hidden_size, static_cast<size_t>(hidden_size)};
   }
   // Logits of row `i` of sequence `seq`.
   std::span<const float> Row(int seq, int i) const {

@@ -91,7 +91,7 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   flat.block_table_start.push_back(0);
   flat.logit_row_start.push_back(0);
   flat.score_start.push_back(0);
-  std::vector<int32_t> returned_rows, scored_rows;
+  std::vector<int32_t> returned_rows, scored_rows, hidden_rows;
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
     const int n = static_cast<int>(seq.tokens.size());
@@ -153,6 +153,10 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       }
     }
     flat.score_start.push_back(static_cast<int>(scored_rows.size()));
+    if (seq.return_hidden) {
+      hidden_rows.push_back(first_row + n - 1);
+      flat.hidden_seqs.push_back(static_cast<int>(s));
+    }
     if (seq.sample != nullptr && backend_->samples_on_device()) {
       flat.logit_rows.push_back(first_row + n - 1);
       flat.sampled_seqs.push_back(static_cast<int>(s));
@@ -160,6 +164,7 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   }
   flat.logit_rows.insert(flat.logit_rows.end(), returned_rows.begin(), returned_rows.end());
   flat.logit_rows.insert(flat.logit_rows.end(), scored_rows.begin(), scored_rows.end());
+  flat.logit_rows.insert(flat.logit_rows.end(), hidden_rows.begin(), hidden_rows.end());
   // Hub rows follow all verbal rows; they sit at position 0.
   const int num_verbal = static_cast<int>(flat.ids.size());
   flat.rope_positions = flat.positions;
@@ -347,7 +352,8 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
 
   const int logit_rows = static_cast<int>(flat.logit_rows.size());
   const int num_scored = static_cast<int>(flat.score_targets.size());
-  const int head_rows = logit_rows - num_scored;  // the sampled and returned rows (and a graph's padding rows)
+  const int num_hidden = static_cast<int>(flat.hidden_seqs.size());
+  const int head_rows = logit_rows - num_scored - num_hidden;  // the sampled and returned rows (and a graph's padding rows)
   DeviceMatrix normed;                            // [logit_rows, d]; set unless a recorded graph is replayed
   const auto enqueue = [&]() -> absl::StatusOr<DeviceMatrix> {
     ARACH_ASSIGN_OR_RETURN(normed, EnqueueForward(d, num_hub, logit_rows));
@@ -395,6 +401,15 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
     output.scores.resize(num_scored);
     output.score_top.resize(static_cast<size_t>(num_scored) * flat.score_top_n);
     ARACH_RETURN_IF_ERROR(ScoreInBlocks(normed.Rows(head_rows, num_scored), flat.score_targets, output.scores, output.score_top));
+  }
+  output.hidden_size = c.hidden_size;
+  output.hidden.clear();
+  output.hidden_row.clear();
+  if (num_hidden > 0) {  // never in a step graph (StepGraphBatchSize)
+    output.hidden.resize(static_cast<size_t>(num_hidden) * c.hidden_size);
+    b.DownloadFloat(output.hidden.data(), normed.Rows(head_rows + num_scored, num_hidden));
+    output.hidden_row.assign(num_requested, -1);
+    for (int i = 0; i < num_hidden; ++i) output.hidden_row[flat.hidden_seqs[i]] = i;
   }
   if (want_mass) {
     output.attention_diagnostics.num_layers = c.num_layers;
@@ -460,9 +475,9 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
     return std::nullopt;
   }
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
-  // the diagnostics' extra buffer or scored rows (their count would not follow the batch size).
+  // the diagnostics' extra buffer, scored or hidden rows (their count would not follow the batch size).
   for (const SequenceInput& seq : batch.sequences) {
-    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty()) return std::nullopt;
+    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden) return std::nullopt;
   }
   const int num_seqs = static_cast<int>(batch.sequences.size());
   if (num_seqs > kMaxStepGraphBatch) return std::nullopt;

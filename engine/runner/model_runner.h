@@ -91,13 +91,14 @@ class ModelRunner {
     std::vector<int32_t> skip_rows;          // rows (verbal and hub) of skip-on sequences
     // Verbal rows whose logits are computed: first the last row of each sequence sampled on the device
     // ([0, num_sampled)), then the rows whose logits are returned, then the rows scored on the device (the same
-    // row may be in several parts).
+    // row may be in several parts), and last the rows whose hidden state is returned (no logits for those).
     std::vector<int32_t> logit_rows;
     std::vector<int> logit_row_start;        // [S + 1] into the returned rows
     std::vector<int> sampled_seqs;           // [num_sampled]: the sequence of each sampled row
     std::vector<int32_t> score_targets;      // [num_scored]: the target of each scored row
     std::vector<int> score_start;            // [S + 1] into the scored rows
     int score_top_n = 0;                     // the most alternatives a scored sequence asked for
+    std::vector<int> hidden_seqs;            // [num_hidden]: the sequence of each returned hidden row
     int num_hub_rows() const { return hub_start.back(); }
   };
   // `bucketed_rows` (step graphs): the hub and skip rows come in buckets (0 or a power of two) and the logit rows

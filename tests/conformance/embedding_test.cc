@@ -1,0 +1,119 @@
+// The engine's embedding requests (RequestKind::kEmbed) return the prompt's last hidden state after the final
+// norm, the row the LM head reads. Checked through each model's own output projection against the references'
+// last-position logits (../shared/fixtures/refs: an independent PyTorch forward), for every fixture model and
+// every variant the references hold: a hidden state that projects onto the reference logits is the references'.
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/model/checkpoint.h"
+#include "engine/model/model_weights.h"
+#include "gtest/gtest.h"
+#include "tests/testing/collecting_observer.h"
+#include "tests/testing/fixture_engine.h"
+#include "tests/testing/fixtures.h"
+
+namespace arach {
+namespace {
+
+constexpr float kLogitTolerance = 1e-3f;  // as the reference suite's
+
+// logits[v] = W[v] . hidden for the model's output projection W ([V, d]).
+std::vector<float> Project(const HostTensor& output_projection, const std::vector<float>& hidden) {
+  const int64_t vocab = output_projection.rows(), d = output_projection.cols();
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  for (int64_t v = 0; v < vocab; ++v) {
+    double sum = 0;
+    for (int64_t k = 0; k < d; ++k) sum += static_cast<double>(output_projection.data[v * d + k]) * hidden[k];
+    logits[v] = static_cast<float>(sum);
+  }
+  return logits;
+}
+
+std::shared_ptr<testing::CollectingObserver> Embed(Engine& engine, const std::vector<int32_t>& prompt, const Variant& variant) {
+  EngineRequest request;
+  request.kind = RequestKind::kEmbed;
+  request.prompt = prompt;
+  request.variant = variant;
+  auto observer = std::make_shared<testing::CollectingObserver>();
+  const absl::StatusOr<uint64_t> submitted = engine.Submit(request, observer);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  if (!submitted.ok() || !observer->Wait()) return nullptr;
+  return observer;
+}
+
+class Embeddings : public ::testing::TestWithParam<testing::RefCase> {};
+
+// p48 is prefilled in chunks of 16 (a step budget of 16 tokens), beside a generation, and then again from the
+// prefix cache: the same hidden state every way.
+TEST_P(Embeddings, TheLastHiddenStateProjectsOntoTheReferenceLogits) {
+  ARACH_REQUIRE_FIXTURES();
+  const std::string& model = GetParam().model;
+  EngineConfig config;
+  config.max_num_batched_tokens = 16;
+  auto engine = testing::MakeFixtureEngine(model, config);
+  ASSERT_NE(engine, nullptr);
+  auto checkpoint = Checkpoint::Open(testing::FixturePath(model));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  auto weights = LoadModelWeights(**checkpoint, engine->model_config());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const Variant variant = testing::VariantOfRef(GetParam().variant);
+  for (const std::string prompt : {"p7", "p48"}) {
+    const std::vector<int32_t> ids = testing::RefPrompt(model, prompt);
+    // A generation in the same steps: its rows sit beside the embedded one's.
+    EngineRequest generation;
+    generation.prompt = ids;
+    generation.sampling.max_tokens = 4;
+    auto generated = std::make_shared<testing::CollectingObserver>();
+    ASSERT_TRUE(engine->Submit(generation, generated).ok());
+    auto first = Embed(*engine, ids, variant);
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(generated->Wait());
+    const FinishInfo& finish = first->finish();
+    ASSERT_TRUE(finish.status.ok()) << finish.status;
+    EXPECT_EQ(first->tokens().size(), 0u) << "an embedding generates nothing";
+    EXPECT_EQ(finish.usage.prompt_tokens, static_cast<int>(ids.size()));
+    EXPECT_EQ(finish.usage.completion_tokens, 0);
+    ASSERT_EQ(finish.embedding.size(), static_cast<size_t>(engine->model_config().hidden_size)) << prompt;
+    const std::vector<float> ref = testing::RefTensor(model + "." + GetParam().variant + "." + prompt + ".last_logits");
+    const std::vector<float> logits = Project(weights->output_projection(), finish.embedding);
+    ASSERT_EQ(logits.size(), ref.size());
+    EXPECT_LT(testing::MaxAbsDiff(logits.data(), ref.data(), ref.size()), kLogitTolerance) << prompt;
+
+    auto again = Embed(*engine, ids, variant);
+    ASSERT_NE(again, nullptr);
+    if (ids.size() > 16) {
+      EXPECT_GT(again->finish().usage.cached_prompt_tokens, 0) << "the second one reuses the first's blocks";
+    }
+    for (size_t k = 0; k < finish.embedding.size(); ++k) {
+      ASSERT_NEAR(again->finish().embedding[k], finish.embedding[k], 1e-5) << prompt << " element " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Refs, Embeddings, ::testing::ValuesIn(testing::ReferenceCases(/*modern=*/true)), testing::RefCaseName);
+
+TEST(EmbeddingRequests, AreCheckedAsPromptsOnly) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny");
+  ASSERT_NE(engine, nullptr);
+  const int context = engine->model_config().max_positions;
+  EngineRequest request;
+  request.kind = RequestKind::kEmbed;
+  request.prompt.assign(static_cast<size_t>(context), 42);  // a prompt only embedded may fill the context
+  request.sampling.temperature = -5;                        // sampling is not read
+  auto observer = std::make_shared<testing::CollectingObserver>();
+  ASSERT_TRUE(engine->Submit(request, observer).ok());
+  ASSERT_TRUE(observer->Wait());
+  EXPECT_EQ(observer->finish().embedding.size(), static_cast<size_t>(engine->model_config().hidden_size));
+  request.prompt.push_back(42);
+  const absl::StatusOr<uint64_t> too_long = engine->Submit(request, std::make_shared<testing::CollectingObserver>());
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
+  request.prompt = {42};
+  request.constraint = OutputConstraint::JsonObject();
+  const absl::StatusOr<uint64_t> constrained = engine->Submit(request, std::make_shared<testing::CollectingObserver>());
+  EXPECT_EQ(constrained.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(constrained.status().message().find("constraint"), std::string::npos) << constrained.status();
+}
+
+}  // namespace
+}  // namespace arach
