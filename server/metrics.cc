@@ -125,10 +125,11 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                     .Help("Time a request waited before it was first scheduled, by variant and priority class (high, normal, low).")
                     .Register(r);
   auto& prompt = BuildCounter().Name("arach_prompt_tokens_total")
-                     .Help("Prompt tokens of finished Generate and Score requests, by variant.").Register(r);
+                     .Help("Prompt tokens of finished Generate, Score and embedding requests, by variant.").Register(r);
   auto& generation = BuildCounter().Name("arach_generation_tokens_total")
                          .Help("Tokens generated, by variant.").Register(r);
   auto& score = BuildCounter().Name("arach_score_requests_total").Help("Score requests answered, by variant.").Register(r);
+  auto& embedding = BuildCounter().Name("arach_embedding_inputs_total").Help("Inputs embedded (/v1/embeddings), by variant.").Register(r);
   auto& generated_logprob = BuildHistogram().Name("arach_generated_token_logprob")
                                 .Help("Mean log-prob of the tokens a request generated (raw model distribution), by variant: "
                                       "a quality signal, higher is more confident.")
@@ -194,6 +195,9 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                            .Register(r);
   auto& decode_time = BuildHistogram().Name("arach_request_decode_time_seconds")
                           .Help("Per request: from the first to the last generated token, by variant.").Register(r);
+  auto& embedding_latency = BuildHistogram().Name("arach_embedding_input_latency_seconds")
+                                .Help("Duration of each embedded input, from its arrival to its hidden state, by variant.")
+                                .Register(r);
   auto& score_latency = BuildHistogram().Name("arach_score_request_latency_seconds")
                             .Help("Duration of each Score request (all its inputs) and scoring completion, by variant.")
                             .Register(r);
@@ -218,6 +222,8 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
     pv.prompt_tokens = &prompt.Add({{"variant", v}});
     pv.generation_tokens = &generation.Add({{"variant", v}});
     pv.score_requests = &score.Add({{"variant", v}});
+    pv.embedding_inputs = &embedding.Add({{"variant", v}});
+    pv.embedding_latency = &embedding_latency.Add({{"variant", v}}, Exponential(0.001, 2, 24));
     pv.generated_logprob = &generated_logprob.Add({{"variant", v}}, Histogram::BucketBoundaries{
                                                       -12, -10, -8, -7, -6, -5, -4.5, -4, -3.5, -3, -2.5, -2, -1.5, -1,
                                                       -0.75, -0.5, -0.25, -0.1, 0});
@@ -308,6 +314,13 @@ void ServerMetrics::RecordScore(const Variant& variant, int64_t prompt_tokens, d
   pv.score_requests->Increment();
   pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
   pv.score_latency->Observe(seconds);
+}
+
+void ServerMetrics::RecordEmbedding(const Variant& variant, int64_t prompt_tokens, double seconds) {
+  PerVariant& pv = For(variant);
+  pv.embedding_inputs->Increment();
+  pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
+  pv.embedding_latency->Observe(seconds);
 }
 
 void ServerMetrics::RecordHttpRequest(const std::string& route, int status, const std::string& variant) {

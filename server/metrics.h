@@ -44,6 +44,8 @@ class ServerMetrics {
   void RecordGenerate(const Variant& variant, const FinishInfo& info, const std::string& key);
   // A finished Score request of `tokens` scored tokens that took `seconds`.
   void RecordScore(const Variant& variant, int64_t prompt_tokens, double seconds);
+  // A finished embedding request (one input of /v1/embeddings) of `prompt_tokens` that took `seconds`.
+  void RecordEmbedding(const Variant& variant, int64_t prompt_tokens, double seconds);
   // A Tokenize or Detokenize call (`rpc`) that took `seconds`.
   void RecordTokenizerCall(const std::string& rpc, double seconds);
   // The attention diagnostics of a finished request (RecordGenerate records its own).
@@ -77,6 +79,7 @@ class ServerMetrics {
     prometheus::Counter* prompt_tokens;
     prometheus::Counter* generation_tokens;
     prometheus::Counter* score_requests;
+    prometheus::Counter* embedding_inputs;
     prometheus::Histogram* generated_logprob;
     prometheus::Histogram* prompt_perplexity;
     prometheus::Histogram* sink_mass;
@@ -86,6 +89,7 @@ class ServerMetrics {
     prometheus::Histogram* prefill_time;
     prometheus::Histogram* decode_time;
     prometheus::Histogram* score_latency;
+    prometheus::Histogram* embedding_latency;
   };
   ServerMetrics() = default;
   PerVariant& For(const Variant& variant);

@@ -29,7 +29,7 @@ absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<
   for (const EngineRequest& r : requests) {
     scores_prompts = scores_prompts || r.wants_prompt_logprobs();
     if (r.wants_prompt_logprobs()) values += static_cast<int64_t>(r.prompt.size()) * (2 + r.prompt_top_logprobs);
-    if (r.kind != RequestKind::kScore && r.sampling.logprobs) values += static_cast<int64_t>(r.sampling.max_tokens) * (2 + r.sampling.top_logprobs);
+    if (r.kind == RequestKind::kGenerate && r.sampling.logprobs) values += static_cast<int64_t>(r.sampling.max_tokens) * (2 + r.sampling.top_logprobs);
   }
   const int64_t bytes = values * kMinBytesPerLogprob;
   if (bytes <= static_cast<int64_t>(limits.max_response_bytes)) return absl::OkStatus();

@@ -62,13 +62,15 @@ absl::StatusOr<std::vector<int32_t>> ReadIds(const json& list, const std::string
   return ids;
 }
 
-absl::StatusOr<std::vector<PromptInput>> ReadPrompts(const json& body) {
-  const json* prompt = Field(body, "prompt");
-  if (prompt == nullptr) return InvalidField("prompt", "is required");
+}  // namespace
+
+absl::StatusOr<std::vector<PromptInput>> ReadPromptInputs(const json& body, const std::string& param) {
+  const json* prompt = Field(body, param);
+  if (prompt == nullptr) return InvalidField(param, "is required");
   if (prompt->is_string()) return std::vector<PromptInput>{{prompt->get<std::string>(), {}}};
-  if (!prompt->is_array() || prompt->empty()) return InvalidField("prompt", "must be a string, token ids, or a non-empty list of either");
+  if (!prompt->is_array() || prompt->empty()) return InvalidField(param, "must be a string, token ids, or a non-empty list of either");
   if ((*prompt)[0].is_number()) {
-    ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(*prompt, "prompt"));
+    ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(*prompt, param));
     return std::vector<PromptInput>{{std::nullopt, std::move(ids)}};
   }
   std::vector<PromptInput> prompts;
@@ -77,16 +79,14 @@ absl::StatusOr<std::vector<PromptInput>> ReadPrompts(const json& body) {
     if (item.is_string()) {
       prompts.push_back({item.get<std::string>(), {}});
     } else if (item.is_array()) {
-      ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(item, absl::StrCat("prompt[", i, "]")));
+      ARACH_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ReadIds(item, absl::StrCat(param, "[", i, "]")));
       prompts.push_back({std::nullopt, std::move(ids)});
     } else {
-      return InvalidField(absl::StrCat("prompt[", i, "]"), "must be a string or a list of token ids");
+      return InvalidField(absl::StrCat(param, "[", i, "]"), "must be a string or a list of token ids");
     }
   }
   return prompts;
 }
-
-}  // namespace
 
 std::string OpenAiFieldName(absl::string_view engine_field) {
   if (engine_field == "top_logprobs" || engine_field == "prompt_top_logprobs") return "logprobs";
@@ -259,7 +259,7 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body
   ARACH_RETURN_IF_ERROR(CheckRequestParameters(body, OpenAiRoute::kCompletions));
   CompletionRequest request;
   ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, {"max_tokens"}));
-  ARACH_ASSIGN_OR_RETURN(request.prompts, ReadPrompts(body));
+  ARACH_ASSIGN_OR_RETURN(request.prompts, ReadPromptInputs(body, "prompt"));
   std::optional<bool> echo;
   ARACH_ASSIGN_OR_RETURN(echo, OptionalBoolAt(body, "echo"));
   request.echo = echo.value_or(false);

@@ -71,6 +71,10 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body
 // `max_tokens_keys`: the parameter names that may carry max_tokens, first one wins.
 absl::StatusOr<GenerationFields> ParseGenerationFields(const nlohmann::json& body, const std::vector<std::string>& max_tokens_keys);
 
+// The prompts of parameter `param` of `body` (completions' `prompt`, embeddings' `input`): a string, token ids, or
+// a non-empty list of either.
+absl::StatusOr<std::vector<PromptInput>> ReadPromptInputs(const nlohmann::json& body, const std::string& param);
+
 // The OpenAI parameter that an engine field stands for ("top_logprobs" -> "logprobs", "variant" -> "model").
 std::string OpenAiFieldName(absl::string_view engine_field);
 

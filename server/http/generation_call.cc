@@ -84,7 +84,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     r.priority = ticket_.PriorityFor(fields_.priority);
     r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
     if (!fields_.stream && identity_.answer_deadline) r.deadline = identity_.answer_deadline;
-    tokens += (LeadsItsPrompt(c) ? static_cast<int64_t>(r.prompt.size()) : 0) + (r.kind == RequestKind::kScore ? 0 : r.sampling.max_tokens);
+    tokens += (LeadsItsPrompt(c) ? static_cast<int64_t>(r.prompt.size()) : 0) + (r.kind == RequestKind::kGenerate ? r.sampling.max_tokens : 0);
   }
   if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs")));
   ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, ParameterName("max_tokens")));

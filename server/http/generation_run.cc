@@ -6,15 +6,17 @@ namespace arach::server::http {
 
 class GenerationRun::ChoiceObserver : public RequestObserver {
  public:
-  ChoiceObserver(std::shared_ptr<GenerationRun> run, int choice, bool scoring)
-      : run_(std::move(run)), choice_(choice), scoring_(scoring) {}
+  ChoiceObserver(std::shared_ptr<GenerationRun> run, int choice, RequestKind kind)
+      : run_(std::move(run)), choice_(choice), kind_(kind) {}
 
   void OnChunk(const StreamChunk& chunk) override { run_->Push(ChoiceEvent{choice_, chunk, std::nullopt}); }
   void OnFinish(const FinishInfo& info) override {
     const bool answered = info.reason == FinishReason::kStop || info.reason == FinishReason::kLength;
-    if (!scoring_) {
+    if (kind_ == RequestKind::kGenerate) {
       run_->metrics_.RecordGenerate(run_->variant_, info, run_->key_);
       if (info.generated) run_->shadow_.OnFinished(run_->engine_, run_->variant_, info);
+    } else if (kind_ == RequestKind::kEmbed) {
+      if (answered) run_->metrics_.RecordEmbedding(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
     } else if (answered) {
       run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
       if (info.attention) run_->metrics_.RecordAttention(run_->variant_, *info.attention);
@@ -25,7 +27,7 @@ class GenerationRun::ChoiceObserver : public RequestObserver {
  private:
   std::shared_ptr<GenerationRun> run_;
   int choice_;
-  bool scoring_;
+  RequestKind kind_;
 };
 
 std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetrics& metrics, ShadowScorer& shadow, Variant variant,
@@ -34,8 +36,7 @@ std::shared_ptr<GenerationRun> GenerationRun::Create(Engine& engine, ServerMetri
 }
 
 absl::Status GenerationRun::Submit(int index, EngineRequest request, FieldNames names) {
-  const bool scoring = request.kind == RequestKind::kScore;
-  auto observer = std::make_shared<ChoiceObserver>(shared_from_this(), index, scoring);
+  auto observer = std::make_shared<ChoiceObserver>(shared_from_this(), index, request.kind);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++submitted_;  // before Submit: the finish may arrive before it returns

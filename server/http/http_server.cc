@@ -22,6 +22,7 @@
 #include "server/http/openai_error.h"
 #include "server/http/request_deadline_server.h"
 #include "server/http/responses.h"
+#include "server/http/embeddings.h"
 #include "server/http/tokenize.h"
 #include "server/listen_error.h"
 
@@ -31,7 +32,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                   "/v1/responses", "/tokenize", "/detokenize"};
+                                   "/v1/responses", "/v1/embeddings", "/tokenize", "/detokenize"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -258,6 +259,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   });
   server.Post("/v1/chat/completions", [&context, connections](const httplib::Request& request, httplib::Response& response) {
     HandleChatCompletions(context, request, response, connections->Of(request));
+  });
+  server.Post("/v1/embeddings", [&context, connections](const httplib::Request& request, httplib::Response& response) {
+    HandleEmbeddings(context, request, response, connections->Of(request));
   });
   server.Post("/tokenize", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleTokenize(context, request, response);

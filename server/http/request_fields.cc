@@ -46,6 +46,15 @@ constexpr std::string_view kResponses[] = {
     // tools, and the only tools here are functions)
     "user", "store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier", "max_tool_calls"};
 
+// The embeddings API (/v1/embeddings): OpenAI's parameters, vLLM's extensions and ours.
+constexpr std::string_view kEmbeddings[] = {
+    "model", "input", "encoding_format", "dimensions", "user",
+    // vLLM's: each input keeps its last k tokens; normalize (default true) to unit length; priority; the prefix-cache
+    // namespace
+    "truncate_prompt_tokens", "normalize", "priority", "cache_salt",
+    // arach-serve: the variant and the experiment assignment
+    "arach", "arach_offset", "skip", "experiment_key"};
+
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
@@ -107,6 +116,15 @@ absl::Status CheckResponsesParameters(const json& body) {
 
 absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
   if (route == OpenAiRoute::kResponses) return CheckResponsesParameters(body);
+  if (route == OpenAiRoute::kEmbeddings) {
+    for (const auto& item : body.items()) {
+      if (item.value().is_null() || Contains(kEmbeddings, item.key())) continue;
+      return KeyError("", item.key(), Contains(kShared, item.key()) || Contains(kCompletionsOnly, item.key()) || Contains(kChatOnly, item.key())
+                                          ? "is not a parameter of /v1/embeddings"
+                                          : "is not a known parameter");
+    }
+    return absl::OkStatus();
+  }
   const bool completions = route == OpenAiRoute::kCompletions;
   const std::span<const std::string_view> own = completions ? std::span<const std::string_view>(kCompletionsOnly) : kChatOnly;
   const std::span<const std::string_view> other = completions ? std::span<const std::string_view>(kChatOnly) : kCompletionsOnly;

@@ -1,0 +1,134 @@
+#include "server/http/embeddings.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+#include "engine/core/status.h"
+#include "server/http/embedding_request.h"
+#include "server/http/generation_call.h"
+#include "server/http/http_call.h"
+#include "server/request_limits.h"
+
+namespace arach::server::http {
+namespace {
+
+using json = nlohmann::json;
+
+// OpenAI's limit on the inputs of one request.
+constexpr size_t kMaxEmbeddingInputs = 2048;
+
+class EmbeddingCall : public GenerationCall {
+ public:
+  EmbeddingCall(ServiceContext& context, CallTicket ticket, EmbeddingRequest request, ResolvedVariant variant, const CallOrigin& origin)
+      : GenerationCall(context, std::move(ticket), request.fields, std::move(variant),
+                       {origin.request_id, "/v1/embeddings", "embd-", origin.answer_deadline}),
+        request_(std::move(request)) {}
+
+  // Tokenizes the inputs and submits one embedding request each.
+  absl::Status Start();
+
+ protected:
+  std::string ObjectName() const override { return "list"; }
+  json ChoiceJson(int /*index*/, Choice& /*choice*/, bool /*final*/) override { return json::object(); }  // (WholeAnswer's own)
+  json WholeAnswer() override;
+
+ private:
+  EmbeddingRequest request_;
+};
+
+absl::Status EmbeddingCall::Start() {
+  Engine& e = engine();
+  const int hidden_size = e.model_config().hidden_size;
+  if (request_.dimensions && *request_.dimensions > hidden_size) {
+    return InvalidField("dimensions", absl::StrCat(*request_.dimensions, " exceeds the model's ", hidden_size, " dimensions"));
+  }
+  const size_t inputs = request_.inputs.size();
+  if (inputs > kMaxEmbeddingInputs) {
+    return InvalidField("input", absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
+  }
+  std::vector<EngineRequest> requests;
+  std::vector<std::string> input_fields;
+  for (size_t i = 0; i < inputs; ++i) {
+    const PromptInput& input = request_.inputs[i];
+    const std::string field = inputs == 1 ? "input" : absl::StrCat("input[", i, "]");
+    std::vector<int32_t> ids;
+    if (input.text) {
+      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, *input.text));
+    } else {
+      if (input.ids.empty()) return InvalidField(field, "empty");
+      ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
+      ids = input.ids;
+    }
+    ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, ids).status());
+    EngineRequest r;
+    r.kind = RequestKind::kEmbed;
+    r.prompt = std::move(ids);
+    r.variant = variant();
+    requests.push_back(std::move(r));
+    input_fields.push_back(field);
+  }
+  return Submit(std::move(requests), input_fields);
+}
+
+json EmbeddingCall::WholeAnswer() {
+  json data = json::array();
+  int prompt_tokens = 0;
+  for (size_t i = 0; i < choices().size(); ++i) {
+    const FinishInfo& info = *choices()[i].finish;  // (every choice has answered: RespondWhole)
+    if (info.embedding.empty()) {
+      Fail(absl::InternalError(absl::StrCat("input ", i, ": the engine returned no hidden state")));
+      return json();
+    }
+    const std::vector<float> embedding = PoolEmbedding(info.embedding, request_.dimensions, request_.normalize);
+    data.push_back({{"object", "embedding"},
+                    {"index", i},
+                    {"embedding", request_.base64 ? json(Base64OfFloats(embedding)) : json(embedding)}});
+    prompt_tokens += info.usage.prompt_tokens;
+  }
+  return {{"object", "list"},
+          {"data", std::move(data)},
+          {"model", fields().model},
+          {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}},
+          {"arach_variant", variant_name()}};
+}
+
+}  // namespace
+
+std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize) {
+  const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(*dimensions)) : hidden.size();
+  std::vector<float> out(hidden.begin(), hidden.begin() + static_cast<std::ptrdiff_t>(kept));
+  if (!normalize) return out;
+  double sum_of_squares = 0;
+  for (float v : out) sum_of_squares += static_cast<double>(v) * v;
+  const double norm = std::sqrt(sum_of_squares);
+  if (norm > 0) {
+    for (float& v : out) v = static_cast<float>(v / norm);
+  }
+  return out;
+}
+
+std::string Base64OfFloats(std::span<const float> values) {
+  static_assert(std::endian::native == std::endian::little, "float32 bytes are written as the host holds them");
+  std::string bytes(values.size() * sizeof(float), '\0');
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return absl::Base64Escape(bytes);
+}
+
+void HandleEmbeddings(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                      const ClientConnection& client) {
+  ServeGeneration(context, request, response, client, "/v1/embeddings",
+                  [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
+                    ARACH_ASSIGN_OR_RETURN(EmbeddingRequest parsed, ParseEmbeddingRequest(request.body));
+                    ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));
+                    SetVariantHeaders(response, variant);
+                    auto call = std::make_shared<EmbeddingCall>(context, std::move(ticket), std::move(parsed), std::move(variant), origin);
+                    ARACH_RETURN_IF_ERROR(call->Start());
+                    return call;
+                  });
+}
+
+}  // namespace arach::server::http

@@ -1,0 +1,28 @@
+// POST /v1/embeddings: OpenAI's embeddings API on the engine's embedding requests (RequestKind::kEmbed): each
+// input's last token's hidden state after the final norm (last-token pooling, as vLLM pools a decoder-only model
+// served for embeddings, e.g. Qwen3-Embedding), its first `dimensions` kept and normalized to unit length, under
+// the request's variant (ARACH changes the hidden states too). One engine request per input, answered whole.
+#pragma once
+
+#include <httplib.h>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "server/http/client_connection.h"
+#include "server/service_context.h"
+
+namespace arach::server::http {
+
+void HandleEmbeddings(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                      const ClientConnection& client);
+
+// An input's embedding from its hidden state: the first `dimensions` values (all without), divided by their L2
+// norm when `normalize` (a zero vector stays zero).
+std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize);
+// encoding_format "base64": the values as little-endian float32 bytes, in base64 (as OpenAI's clients decode them).
+std::string Base64OfFloats(std::span<const float> values);
+
+}  // namespace arach::server::http

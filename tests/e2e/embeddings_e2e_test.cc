@@ -1,0 +1,117 @@
+// /v1/embeddings end to end on the gpt2-tiny fixture (float32 weights, the references' hub embedding and adapter):
+// an input's hidden state (normalize false) through the model's own output projection gives the references'
+// last-position logits (../shared/fixtures/refs: an independent PyTorch forward) under each variant the model id
+// names; the default answer is that vector at unit length; text and its token ids answer alike; the inputs are
+// counted per variant in the metrics; bad input is a 400 naming the parameter.
+#include <cmath>
+
+#include "engine/model/checkpoint.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/http_answer.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/shared_fixture_server.h"
+
+namespace arach {
+namespace {
+
+using json = nlohmann::json;
+using testing::HttpAnswer;
+
+class EmbeddingsServer : public testing::SharedFixtureServer<EmbeddingsServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32"}; }
+
+ protected:
+  static HttpAnswer Embed(const json& body) { return testing::HttpSend(server_->http_address(), "POST", "/v1/embeddings", body.dump()); }
+};
+
+TEST_F(EmbeddingsServer, TheHiddenStateProjectsOntoTheReferenceLogitsUnderEachVariant) {
+  auto checkpoint = Checkpoint::Open(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  auto config = LoadModelConfig(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto weights = LoadModelWeights(**checkpoint, *config);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const HostTensor& projection = weights->output_projection();
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  for (const auto& [suffix, ref] : std::vector<std::pair<std::string, std::string>>{
+           {"base", "base"}, {"arach", "arach"}, {"skip", "skip"}, {"arach+skip", "arach_skip"}}) {
+    SCOPED_TRACE(suffix);
+    const HttpAnswer raw = Embed({{"model", "gpt2-tiny:" + suffix}, {"input", prompt}, {"normalize", false}});
+    ASSERT_EQ(raw.status, 200) << raw.body;
+    EXPECT_EQ(raw.header("x-arach-variant"), suffix);
+    EXPECT_EQ(raw.body["usage"]["prompt_tokens"], prompt.size());
+    const std::vector<float> hidden = raw.body["data"][0]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(hidden.size(), static_cast<size_t>(projection.cols()));
+    const std::vector<float> logits_ref = testing::RefTensor("gpt2-tiny." + ref + ".p48.last_logits");
+    ASSERT_EQ(logits_ref.size(), static_cast<size_t>(projection.rows()));
+    float worst = 0;
+    for (int64_t v = 0; v < projection.rows(); ++v) {
+      double logit = 0;
+      for (int64_t k = 0; k < projection.cols(); ++k) logit += static_cast<double>(projection.data[v * projection.cols() + k]) * hidden[k];
+      worst = std::max(worst, std::abs(static_cast<float>(logit) - logits_ref[v]));
+    }
+    EXPECT_LT(worst, 1e-3f);
+    // The default: the same vector at unit length.
+    const HttpAnswer unit = Embed({{"model", "gpt2-tiny:" + suffix}, {"input", prompt}});
+    ASSERT_EQ(unit.status, 200) << unit.body;
+    const std::vector<float> normalized = unit.body["data"][0]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(normalized.size(), hidden.size());
+    double norm = 0;
+    for (float h : hidden) norm += static_cast<double>(h) * h;
+    norm = std::sqrt(norm);
+    for (size_t k = 0; k < hidden.size(); ++k) ASSERT_NEAR(normalized[k], hidden[k] / norm, 1e-6) << k;
+  }
+}
+
+TEST_F(EmbeddingsServer, TextAndItsTokenIdsAnswerAlikeAndAreCounted) {
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok());
+  const std::string sentence = "To be, or not to be, that is the question.";
+  auto ids = (*tokenizer)->Encode(sentence, /*add_special_tokens=*/true);
+  ASSERT_TRUE(ids.ok());
+  const auto before = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const HttpAnswer both = Embed({{"model", "gpt2-tiny"}, {"input", json::array({json(sentence), json(*ids)})}});
+  ASSERT_EQ(both.status, 200) << both.body;
+  ASSERT_EQ(both.body["data"].size(), 2u);
+  EXPECT_EQ(both.body["object"], "list");
+  EXPECT_EQ(both.body["data"][1]["index"], 1);
+  const std::vector<float> from_text = both.body["data"][0]["embedding"].get<std::vector<float>>();
+  const std::vector<float> from_ids = both.body["data"][1]["embedding"].get<std::vector<float>>();
+  ASSERT_EQ(from_text.size(), from_ids.size());
+  // (Two rows of one step: their sums may round apart in the last bits.)
+  for (size_t k = 0; k < from_text.size(); ++k) ASSERT_NEAR(from_text[k], from_ids[k], 1e-5) << k;
+  EXPECT_EQ(both.body["usage"]["prompt_tokens"], 2 * ids->size());
+  const auto after = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->Sum("arach_embedding_inputs_total", {{"variant", "base"}}) -
+                before->Sum("arach_embedding_inputs_total", {{"variant", "base"}}),
+            2);
+}
+
+TEST_F(EmbeddingsServer, BadInputIsRefusedNamingTheParameter) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"model", "gpt2-tiny"}}, "input"},
+      {{{"model", "gpt2-tiny"}, {"input", ""}}, "input"},
+      {{{"model", "gpt2-tiny"}, {"input", json::array({"a", json::array()})}}, "input[1]"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", 0}}, "dimensions"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", 100000}}, "dimensions"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"encoding_format", "int8"}}, "encoding_format"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"temperature", 0.5}}, "temperature"},
+      {{{"model", "gpt2-tiny"}, {"input", json::array({1, 99999999})}}, "input[1]"},  // (its position)
+      {{{"model", "gpt2-tiny:nope"}, {"input", "a"}}, "model"},
+  };
+  for (const auto& [body, param] : cases) {
+    const HttpAnswer refused = Embed(body);
+    EXPECT_EQ(refused.status, 400) << body.dump() << ": " << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], param) << body.dump() << ": " << refused.body;
+  }
+}
+
+}  // namespace
+}  // namespace arach
