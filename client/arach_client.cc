@@ -57,6 +57,14 @@ grpc::Status ArachClient::Score(const arach::v1::ScoreRequest& request, arach::v
   return inference_->Score(&ctx, request, response);
 }
 
+grpc::Status ArachClient::Embed(const arach::v1::EmbedRequest& request, arach::v1::EmbedResponse* response,
+                                Deadline deadline) {
+  grpc::ClientContext ctx;
+  if (deadline) ctx.set_deadline(*deadline);
+  Authorize(&ctx);
+  return inference_->Embed(&ctx, request, response);
+}
+
 grpc::Status ArachClient::GetModelInfo(arach::v1::ModelInfo* info) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

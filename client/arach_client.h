@@ -40,6 +40,8 @@ class ArachClient {
                     Deadline deadline = std::nullopt);
   grpc::Status Score(const arach::v1::ScoreRequest& request, arach::v1::ScoreResponse* response,
                      Deadline deadline = std::nullopt);
+  grpc::Status Embed(const arach::v1::EmbedRequest& request, arach::v1::EmbedResponse* response,
+                     Deadline deadline = std::nullopt);
   grpc::Status GetModelInfo(arach::v1::ModelInfo* info);
   // The health of `service` ("" = the whole server).
   grpc::Status Health(const std::string& service, grpc::health::v1::HealthCheckResponse::ServingStatus* status);

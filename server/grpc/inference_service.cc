@@ -42,6 +42,11 @@ grpc::ServerUnaryReactor* InferenceService::Score(grpc::CallbackServerContext* c
   return StartScore(context_, call, request, response);
 }
 
+grpc::ServerUnaryReactor* InferenceService::Embed(grpc::CallbackServerContext* call, const arach::v1::EmbedRequest* request,
+                                                  arach::v1::EmbedResponse* response) {
+  return StartEmbed(context_, call, request, response);
+}
+
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* call,
                                                          const arach::v1::GetModelInfoRequest* /*request*/,
                                                          arach::v1::ModelInfo* info) {

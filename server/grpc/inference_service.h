@@ -18,6 +18,8 @@ class InferenceService final : public arach::v1::Inference::CallbackService {
                                                               const arach::v1::ChatRequest* request) override;
   grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
                                   arach::v1::ScoreResponse* response) override;
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* call, const arach::v1::EmbedRequest* request,
+                                  arach::v1::EmbedResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* call, const arach::v1::GetModelInfoRequest* request,
                                          arach::v1::ModelInfo* response) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,

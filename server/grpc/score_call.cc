@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
+#include "server/embedding_pooling.h"
 #include "server/grpc/call_credentials.h"
 #include "server/request_log.h"
 #include "server/grpc/request_mapping.h"
@@ -16,18 +17,45 @@ namespace {
 
 class ScoreReactor;
 
+// What a prompt-only call asks, Score or Embed alike: its inputs and request fields, and where its answer goes.
+struct PromptCall {
+  RequestKind kind = RequestKind::kScore;  // kScore (ScoreResponse) or kEmbed (EmbedResponse)
+  const google::protobuf::RepeatedPtrField<arach::v1::ScoreInput>* inputs = nullptr;
+  arach::v1::VariantSpec variant;
+  std::string experiment_key;
+  std::string request_id;
+  bool diagnostics = false;  // Score
+  std::optional<int> priority;
+  std::string cache_salt;
+  std::optional<int> dimensions;  // Embed
+  bool normalize = true;          // Embed
+  arach::v1::ScoreResponse* score_response = nullptr;
+  arach::v1::EmbedResponse* embed_response = nullptr;
+
+  const char* rpc() const { return kind == RequestKind::kScore ? "Score" : "Embed"; }
+  void SetRequestId(const std::string& id) const {
+    if (score_response != nullptr) score_response->set_request_id(id);
+    if (embed_response != nullptr) embed_response->set_request_id(id);
+  }
+  arach::v1::ServedVariant* served_variant() const {
+    return score_response != nullptr ? score_response->mutable_variant() : embed_response->mutable_variant();
+  }
+};
+
 // Collects the engine's results of all inputs; finishes the call (under its lock, see generate_call.cc)
 // when the last one arrives or the first fails.
 class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
  public:
   // `usage`: the call's (null when it was refused at the gate); `key`: its API key's name.
-  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, arach::v1::ScoreResponse* response, Variant variant, int inputs,
-                 std::string request_id, std::shared_ptr<CallUsage> usage, std::string key, bool asked_diagnostics = false)
-      : reactor_(reactor), context_(context), response_(response), variant_(variant), pending_(inputs),
-        request_id_(std::move(request_id)), usage_(std::move(usage)), key_(std::move(key)),
-        asked_diagnostics_(asked_diagnostics), started_(Clock::now()) {
-    response_->set_request_id(request_id_);
-    for (int i = 0; i < inputs; ++i) response_->add_results();
+  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, const PromptCall& call, Variant variant, int inputs,
+                 std::string request_id, std::shared_ptr<CallUsage> usage, std::string key)
+      : reactor_(reactor), context_(context), call_(call), variant_(variant), pending_(inputs),
+        request_id_(std::move(request_id)), usage_(std::move(usage)), key_(std::move(key)), started_(Clock::now()) {
+    call_.SetRequestId(request_id_);
+    for (int i = 0; i < inputs; ++i) {
+      if (call_.score_response != nullptr) call_.score_response->add_results();
+      if (call_.embed_response != nullptr) call_.embed_response->add_embeddings();
+    }
   }
 
   // The observer of input `index`.
@@ -41,17 +69,19 @@ class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
 
  private:
   void FinishLocked(const grpc::Status& status);
+  // The answer of one input.
+  void FillScore(arach::v1::ScoreResult* result, const FinishInfo& info, const std::vector<int32_t>& ids);
+  void FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids);
 
   std::mutex mutex_;
   ScoreReactor* reactor_;
   ServiceContext& context_;
-  arach::v1::ScoreResponse* response_;
+  const PromptCall call_;
   Variant variant_;
   int pending_;
   std::string request_id_;
   std::shared_ptr<CallUsage> usage_;  // null: refused before a variant was chosen
   std::string key_;
-  bool asked_diagnostics_;  // ScoreRequest.diagnostics: the results carry them
   Clock::time_point started_;
   int64_t scored_prompt_tokens_ = 0;
   bool finished_ = false;
@@ -72,26 +102,24 @@ class InputObserver : public RequestObserver {
 
 class ScoreReactor : public grpc::ServerUnaryReactor {
  public:
-  ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* call, const arach::v1::ScoreRequest* request,
-               arach::v1::ScoreResponse* response)
-      : context_(context) {
-    const absl::StatusOr<std::string> chosen_id = ChosenRequestId(request->request_id());
+  ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* grpc_call, const PromptCall& call) : context_(context) {
+    const absl::StatusOr<std::string> chosen_id = ChosenRequestId(call.request_id);
     const std::string request_id = chosen_id.ok() ? *chosen_id : NewRequestId();  // a refused id is not logged
-    absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*call));
+    absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*grpc_call));
     if (!ticket.ok()) {
-      collector_ = std::make_shared<ScoreCollector>(this, context, response, Variant{}, 0, request_id, nullptr, "unknown");
+      collector_ = std::make_shared<ScoreCollector>(this, context, call, Variant{}, 0, request_id, nullptr, "unknown");
       collector_->FinishNow(ToGrpcStatus(ticket.status()));
       return;
     }
     ticket_ = std::move(*ticket);
     const std::string& key = ticket_.caller().key;
     absl::StatusOr<ResolvedVariant> resolved =
-        ResolveVariant(context, ticket_, ToRequestedVariant(request->variant(), request->experiment_key()), "variant");
-    if (resolved.ok()) FillServedVariant(*resolved, response->mutable_variant());
-    collector_ = std::make_shared<ScoreCollector>(this, context, response, resolved.ok() ? resolved->variant : Variant{},
-                                                  request->inputs_size(), request_id, ticket_.usage(), key, request->diagnostics());
+        ResolveVariant(context, ticket_, ToRequestedVariant(call.variant, call.experiment_key), "variant");
+    if (resolved.ok()) FillServedVariant(*resolved, call.served_variant());
+    collector_ = std::make_shared<ScoreCollector>(this, context, call, resolved.ok() ? resolved->variant : Variant{},
+                                                  call.inputs->size(), request_id, ticket_.usage(), key);
     absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
-    if (status.ok()) status = Submit(call, *request, resolved->variant);
+    if (status.ok()) status = Submit(grpc_call, call, resolved->variant);
     if (!status.ok()) {
       RecordRejection(context, status, key);
       CancelSubmitted();
@@ -107,38 +135,43 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
   }
 
  private:
-  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::ScoreRequest& request, const Variant& variant) {
+  absl::Status Submit(grpc::CallbackServerContext* grpc_call, const PromptCall& call, const Variant& variant) {
     Engine& engine = ticket_.engine();
-    if (request.inputs_size() == 0) return absl::InvalidArgumentError("inputs: empty");
-    if (request.inputs_size() > context_.limits.max_score_inputs) {
-      return absl::InvalidArgumentError(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the limit of ",
-                                                     context_.limits.max_score_inputs));
+    const int inputs = call.inputs->size();
+    const size_t most = call.kind == RequestKind::kScore ? static_cast<size_t>(context_.limits.max_score_inputs) : kMaxEmbeddingInputs;
+    if (inputs == 0) return absl::InvalidArgumentError("inputs: empty");
+    if (static_cast<size_t>(inputs) > most) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs: ", inputs, " inputs exceed the limit of ", most));
     }
-    if (request.diagnostics()) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
+    if (call.dimensions && *call.dimensions > engine.model_config().hidden_size) {
+      return absl::InvalidArgumentError(absl::StrCat("dimensions: ", *call.dimensions, " exceeds the model's ",
+                                                     engine.model_config().hidden_size, " dimensions"));
+    }
+    if (call.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
     std::vector<EngineRequest> requests;
     std::vector<std::string> prompt_fields;
     int64_t tokens = 0;  // what the call may use: every input's tokens
-    for (int i = 0; i < request.inputs_size(); ++i) {
-      const arach::v1::ScoreInput& input = request.inputs(i);
+    for (int i = 0; i < inputs; ++i) {
+      const arach::v1::ScoreInput& input = call.inputs->Get(i);
       EngineRequest& r = requests.emplace_back();
-      r.kind = RequestKind::kScore;
+      r.kind = call.kind;
       ARACH_ASSIGN_OR_RETURN(r.prompt, PromptIds(engine, context_.limits, absl::StrCat("inputs[", i, "]"),
                                                  input.input_case() == arach::v1::ScoreInput::kText, input.text(),
                                                  input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
                                                  &prompt_fields.emplace_back()));
       r.variant = variant;
-      r.attention_diagnostics = request.diagnostics();
-      r.priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
-      r.cache_salt = ticket_.CacheSaltFor(request.cache_salt());
+      r.attention_diagnostics = call.diagnostics;
+      r.priority = ticket_.PriorityFor(call.priority);
+      r.cache_salt = ticket_.CacheSaltFor(call.cache_salt);
       tokens += static_cast<int64_t>(r.prompt.size());
     }
     ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, "inputs"));
-    for (int i = 0; i < request.inputs_size(); ++i) {
+    for (int i = 0; i < inputs; ++i) {
       EngineRequest& r = requests[static_cast<size_t>(i)];
       const std::string& prompt_field = prompt_fields[static_cast<size_t>(i)];
       context_.policy->Apply(r);
-      if (call->deadline() != std::chrono::system_clock::time_point::max()) {
-        r.deadline = Clock::now() + (call->deadline() - std::chrono::system_clock::now());
+      if (grpc_call->deadline() != std::chrono::system_clock::time_point::max()) {
+        r.deadline = Clock::now() + (grpc_call->deadline() - std::chrono::system_clock::now());
       }
       std::vector<int32_t> ids = r.prompt;
       ARACH_ASSIGN_OR_RETURN(const uint64_t id, engine.Submit(std::move(r), collector_->ObserverFor(i, std::move(ids)),
@@ -172,7 +205,22 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
     FinishLocked(ToGrpcStatus(info.status.ok() ? absl::CancelledError("cancelled") : info.status));
     return;
   }
-  arach::v1::ScoreResult* result = response_->mutable_results(index);
+  if (call_.kind == RequestKind::kScore) {
+    FillScore(call_.score_response->mutable_results(index), info, ids);
+  } else {
+    FillEmbedding(call_.embed_response->mutable_embeddings(index), info, ids);
+  }
+  scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
+  if (usage_ != nullptr) usage_->AddUsedTokens(static_cast<int64_t>(ids.size()));
+  if (--pending_ == 0) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    if (call_.kind == RequestKind::kScore) context_.metrics->RecordScore(variant_, scored_prompt_tokens_, seconds);
+    if (call_.embed_response != nullptr) call_.embed_response->set_prompt_tokens(static_cast<uint32_t>(scored_prompt_tokens_));
+    FinishLocked(grpc::Status::OK);
+  }
+}
+
+void ScoreCollector::FillScore(arach::v1::ScoreResult* result, const FinishInfo& info, const std::vector<int32_t>& ids) {
   double total = 0.0;
   for (int32_t id : ids) result->add_token_ids(id);
   for (float lp : info.prompt_logprobs) {
@@ -187,14 +235,15 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
   if (info.attention) {
     context_.metrics->RecordAttention(variant_, *info.attention);
     // Sampled by --diagnostics_sample_rate but not asked for: recorded, not returned.
-    if (asked_diagnostics_) FillAttentionDiagnostics(*info.attention, result->mutable_attention());
+    if (call_.diagnostics) FillAttentionDiagnostics(*info.attention, result->mutable_attention());
   }
-  scored_prompt_tokens_ += static_cast<int64_t>(ids.size());
-  if (usage_ != nullptr) usage_->AddUsedTokens(static_cast<int64_t>(ids.size()));
-  if (--pending_ == 0) {
-    context_.metrics->RecordScore(variant_, scored_prompt_tokens_, std::chrono::duration<double>(Clock::now() - started_).count());
-    FinishLocked(grpc::Status::OK);
-  }
+}
+
+void ScoreCollector::FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids) {
+  for (float v : PoolEmbedding(info.embedding, call_.dimensions, call_.normalize)) embedding->add_values(v);
+  embedding->set_prompt_tokens(static_cast<uint32_t>(ids.size()));
+  context_.metrics->RecordEmbedding(variant_, static_cast<int64_t>(ids.size()), info.timings.total_seconds);
+  if (info.attention) context_.metrics->RecordAttention(variant_, *info.attention);
 }
 
 void ScoreCollector::FinishNow(const grpc::Status& status) {
@@ -205,7 +254,7 @@ void ScoreCollector::FinishNow(const grpc::Status& status) {
 void ScoreCollector::FinishLocked(const grpc::Status& status) {
   if (finished_) return;
   finished_ = true;
-  FinishedRequest record(request_id_, "grpc", "Score", usage_ != nullptr ? variant_.Name() : "", static_cast<int>(status.error_code()));
+  FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.Name() : "", static_cast<int>(status.error_code()));
   record.key = key_;
   record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
@@ -218,7 +267,33 @@ void ScoreCollector::FinishLocked(const grpc::Status& status) {
 
 grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServerContext* call,
                                      const arach::v1::ScoreRequest* request, arach::v1::ScoreResponse* response) {
-  return new ScoreReactor(context, call, request, response);
+  PromptCall score;
+  score.kind = RequestKind::kScore;
+  score.inputs = &request->inputs();
+  score.variant = request->variant();
+  score.experiment_key = request->experiment_key();
+  score.request_id = request->request_id();
+  score.diagnostics = request->diagnostics();
+  if (request->has_priority()) score.priority = request->priority();
+  score.cache_salt = request->cache_salt();
+  score.score_response = response;
+  return new ScoreReactor(context, call, score);
+}
+
+grpc::ServerUnaryReactor* StartEmbed(ServiceContext& context, grpc::CallbackServerContext* call,
+                                     const arach::v1::EmbedRequest* request, arach::v1::EmbedResponse* response) {
+  PromptCall embed;
+  embed.kind = RequestKind::kEmbed;
+  embed.inputs = &request->inputs();
+  embed.variant = request->variant();
+  embed.experiment_key = request->experiment_key();
+  embed.request_id = request->request_id();
+  if (request->has_priority()) embed.priority = request->priority();
+  embed.cache_salt = request->cache_salt();
+  if (request->dimensions() > 0) embed.dimensions = static_cast<int>(std::min<uint32_t>(request->dimensions(), 1u << 24));
+  embed.normalize = !request->has_normalize() || request->normalize();
+  embed.embed_response = response;
+  return new ScoreReactor(context, call, embed);
 }
 
 }  // namespace arach::server

@@ -1,5 +1,6 @@
-// One Score call: every input runs through the engine as a prompt-only request with prompt log-probs;
-// the reply is sent when all have finished.
+// The prompt-only calls: every input runs through the engine as a prompt-only request, Score's with prompt
+// log-probs (kScore), Embed's for its last hidden state (kEmbed, pooled by embedding_pooling.h); the reply is sent
+// when all have finished.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -11,5 +12,7 @@ namespace arach::server {
 
 grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServerContext* call,
                                      const arach::v1::ScoreRequest* request, arach::v1::ScoreResponse* response);
+grpc::ServerUnaryReactor* StartEmbed(ServiceContext& context, grpc::CallbackServerContext* call,
+                                     const arach::v1::EmbedRequest* request, arach::v1::EmbedResponse* response);
 
 }  // namespace arach::server

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
+#include "server/embedding_pooling.h"
 #include "server/http/embedding_request.h"
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
@@ -17,9 +18,6 @@ namespace arach::server::http {
 namespace {
 
 using json = nlohmann::json;
-
-// OpenAI's limit on the inputs of one request.
-constexpr size_t kMaxEmbeddingInputs = 2048;
 
 class EmbeddingCall : public GenerationCall {
  public:
@@ -97,19 +95,6 @@ json EmbeddingCall::WholeAnswer() {
 }
 
 }  // namespace
-
-std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize) {
-  const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(*dimensions)) : hidden.size();
-  std::vector<float> out(hidden.begin(), hidden.begin() + static_cast<std::ptrdiff_t>(kept));
-  if (!normalize) return out;
-  double sum_of_squares = 0;
-  for (float v : out) sum_of_squares += static_cast<double>(v) * v;
-  const double norm = std::sqrt(sum_of_squares);
-  if (norm > 0) {
-    for (float& v : out) v = static_cast<float>(v / norm);
-  }
-  return out;
-}
 
 std::string Base64OfFloats(std::span<const float> values) {
   static_assert(std::endian::native == std::endian::little, "float32 bytes are written as the host holds them");

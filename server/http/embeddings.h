@@ -6,7 +6,6 @@
 
 #include <httplib.h>
 
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,9 +18,6 @@ namespace arach::server::http {
 void HandleEmbeddings(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
                       const ClientConnection& client);
 
-// An input's embedding from its hidden state: the first `dimensions` values (all without), divided by their L2
-// norm when `normalize` (a zero vector stays zero).
-std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize);
 // encoding_format "base64": the values as little-endian float32 bytes, in base64 (as OpenAI's clients decode them).
 std::string Base64OfFloats(std::span<const float> values);
 

@@ -113,5 +113,54 @@ TEST_F(EmbeddingsServer, BadInputIsRefusedNamingTheParameter) {
   }
 }
 
+// gRPC Embed answers what /v1/embeddings answers for the same inputs (text and token ids) under the same variant,
+// with dimensions and without normalizing; its refusals name the field.
+TEST_F(EmbeddingsServer, GrpcEmbedAnswersAsHttp) {
+  const std::string sentence = "Brevity is the soul of wit.";
+  const std::vector<int32_t> ids = testing::RefPrompt("gpt2-tiny", "p7");
+  struct Case {
+    bool arach;
+    uint32_t dimensions;
+    bool normalize;
+  };
+  for (const Case& c : {Case{false, 0, true}, Case{true, 0, true}, Case{true, 8, true}, Case{false, 16, false}}) {
+    SCOPED_TRACE(::testing::Message() << "arach " << c.arach << ", dimensions " << c.dimensions << ", normalize " << c.normalize);
+    json body = {{"model", c.arach ? "gpt2-tiny:arach" : "gpt2-tiny"}, {"input", json::array({json(sentence), json(ids)})},
+                 {"normalize", c.normalize}};
+    if (c.dimensions > 0) body["dimensions"] = c.dimensions;
+    const HttpAnswer http = Embed(body);
+    ASSERT_EQ(http.status, 200) << http.body;
+    arach::v1::EmbedRequest request;
+    request.add_inputs()->set_text(sentence);
+    arach::v1::TokenIds* as_ids = request.add_inputs()->mutable_token_ids();
+    for (int32_t id : ids) as_ids->add_ids(id);
+    request.mutable_variant()->set_arach(c.arach);
+    request.set_dimensions(c.dimensions);
+    if (!c.normalize) request.set_normalize(false);
+    arach::v1::EmbedResponse response;
+    const grpc::Status status = client_->Embed(request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.variant().name(), c.arach ? "arach" : "base");
+    ASSERT_EQ(response.embeddings_size(), 2);
+    EXPECT_EQ(response.prompt_tokens(), http.body["usage"]["prompt_tokens"].get<uint32_t>());
+    for (int i = 0; i < 2; ++i) {
+      const std::vector<float> want = http.body["data"][i]["embedding"].get<std::vector<float>>();
+      ASSERT_EQ(static_cast<size_t>(response.embeddings(i).values_size()), want.size()) << i;
+      for (size_t k = 0; k < want.size(); ++k) ASSERT_NEAR(response.embeddings(i).values(static_cast<int>(k)), want[k], 1e-5) << i << ", " << k;
+    }
+    EXPECT_EQ(response.embeddings(1).prompt_tokens(), ids.size());
+  }
+  arach::v1::EmbedRequest too_wide;
+  too_wide.add_inputs()->set_text("a");
+  too_wide.set_dimensions(100000);
+  arach::v1::EmbedResponse unused;
+  grpc::Status refused = client_->Embed(too_wide, &unused);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("dimensions"), std::string::npos) << refused.error_message();
+  refused = client_->Embed(arach::v1::EmbedRequest(), &unused);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("inputs"), std::string::npos) << refused.error_message();
+}
+
 }  // namespace
 }  // namespace arach

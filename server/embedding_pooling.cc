@@ -1,0 +1,21 @@
+#include "server/embedding_pooling.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arach::server {
+
+std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize) {
+  const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(std::max(0, *dimensions))) : hidden.size();
+  std::vector<float> out(hidden.begin(), hidden.begin() + static_cast<std::ptrdiff_t>(kept));
+  if (!normalize) return out;
+  double sum_of_squares = 0;
+  for (float v : out) sum_of_squares += static_cast<double>(v) * v;
+  const double norm = std::sqrt(sum_of_squares);
+  if (norm > 0) {
+    for (float& v : out) v = static_cast<float>(v / norm);
+  }
+  return out;
+}
+
+}  // namespace arach::server
