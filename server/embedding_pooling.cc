@@ -3,7 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
+
 namespace arach::server {
+
+absl::Status CheckEmbeddingInputs(const Engine& engine, size_t inputs, const std::string& field) {
+  if (inputs == 0) return InvalidField(field, "empty");
+  const size_t queue = static_cast<size_t>(std::max(1, engine.config().max_queued_requests));
+  if (inputs <= std::min(kMaxEmbeddingInputs, queue)) return absl::OkStatus();
+  return InvalidField(field, queue < kMaxEmbeddingInputs && inputs <= kMaxEmbeddingInputs
+                                 ? absl::StrCat(inputs, " inputs exceed the ", queue, " requests this server queues at most (--max_queued_requests)")
+                                 : absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
+}
 
 std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize) {
   const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(std::max(0, *dimensions))) : hidden.size();

@@ -5,12 +5,21 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "engine/engine.h"
 
 namespace arach::server {
 
 // Inputs of one embeddings request at most (OpenAI's limit).
 inline constexpr size_t kMaxEmbeddingInputs = 2048;
+
+// OK, or INVALID_ARGUMENT naming `field` when `inputs` is more than one embeddings request may have on `engine`:
+// kMaxEmbeddingInputs, and no more than the engine's queue holds (each input is an engine request: a call of more
+// could never be admitted whole, and a 429 would send its client retrying forever).
+absl::Status CheckEmbeddingInputs(const Engine& engine, size_t inputs, const std::string& field);
 
 // An input's embedding from its hidden state: the first `dimensions` values (all without), divided by their L2
 // norm when `normalize` (a zero vector stays zero).

@@ -138,10 +138,12 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
   absl::Status Submit(grpc::CallbackServerContext* grpc_call, const PromptCall& call, const Variant& variant) {
     Engine& engine = ticket_.engine();
     const int inputs = call.inputs->size();
-    const size_t most = call.kind == RequestKind::kScore ? static_cast<size_t>(context_.limits.max_score_inputs) : kMaxEmbeddingInputs;
-    if (inputs == 0) return absl::InvalidArgumentError("inputs: empty");
-    if (static_cast<size_t>(inputs) > most) {
-      return absl::InvalidArgumentError(absl::StrCat("inputs: ", inputs, " inputs exceed the limit of ", most));
+    if (call.kind == RequestKind::kEmbed) {
+      ARACH_RETURN_IF_ERROR(CheckEmbeddingInputs(engine, static_cast<size_t>(inputs), "inputs"));
+    } else if (inputs == 0) {
+      return absl::InvalidArgumentError("inputs: empty");
+    } else if (inputs > context_.limits.max_score_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs: ", inputs, " inputs exceed the limit of ", context_.limits.max_score_inputs));
     }
     if (call.dimensions && *call.dimensions > engine.model_config().hidden_size) {
       return absl::InvalidArgumentError(absl::StrCat("dimensions: ", *call.dimensions, " exceeds the model's ",

@@ -45,9 +45,7 @@ absl::Status EmbeddingCall::Start() {
     return InvalidField("dimensions", absl::StrCat(*request_.dimensions, " exceeds the model's ", hidden_size, " dimensions"));
   }
   const size_t inputs = request_.inputs.size();
-  if (inputs > kMaxEmbeddingInputs) {
-    return InvalidField("input", absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
-  }
+  ARACH_RETURN_IF_ERROR(CheckEmbeddingInputs(e, inputs, "input"));
   std::vector<EngineRequest> requests;
   std::vector<std::string> input_fields;
   for (size_t i = 0; i < inputs; ++i) {

@@ -14,6 +14,7 @@
 #include "tests/testing/http_answer.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/shared_fixture_server.h"
+#include "tests/testing/test_models.h"
 
 namespace arach {
 namespace {
@@ -160,6 +161,34 @@ TEST_F(EmbeddingsServer, GrpcEmbedAnswersAsHttp) {
   refused = client_->Embed(arach::v1::EmbedRequest(), &unused);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(refused.error_message().find("inputs"), std::string::npos) << refused.error_message();
+}
+
+// Each input is an engine request: a call of more inputs than the engine queues could never be admitted whole, so it
+// is a 400 naming the input (not a 429 its client would retry forever); one that fits is served.
+TEST(EmbeddingsQueue, MoreInputsThanTheQueueHoldsAreRefusedUpFront) {
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                                    "--kv_cache_bytes=16777216", "--max_queued_requests=4"});
+  ASSERT_NE(server, nullptr);
+  const auto inputs = [](int n) {
+    json list = json::array();
+    for (int i = 0; i < n; ++i) list.push_back(json::array({5 + i, 6, 7}));
+    return list;
+  };
+  const HttpAnswer fits = testing::HttpSend(server->http_address(), "POST", "/v1/embeddings",
+                                            json{{"model", "tiny"}, {"input", inputs(4)}}.dump());
+  EXPECT_EQ(fits.status, 200) << fits.body;
+  const HttpAnswer too_many = testing::HttpSend(server->http_address(), "POST", "/v1/embeddings",
+                                                json{{"model", "tiny"}, {"input", inputs(5)}}.dump());
+  EXPECT_EQ(too_many.status, 400) << too_many.body;
+  EXPECT_EQ(too_many.body["error"]["param"], "input");
+  EXPECT_NE(too_many.body["error"]["message"].get<std::string>().find("--max_queued_requests"), std::string::npos) << too_many.body;
+  auto client = client::ArachClient::Connect(server->grpc_address());
+  arach::v1::EmbedRequest request;
+  for (int i = 0; i < 5; ++i) request.add_inputs()->set_text("a");
+  arach::v1::EmbedResponse response;
+  const grpc::Status refused = client->Embed(request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("inputs: 5 inputs exceed"), std::string::npos) << refused.error_message();
 }
 
 }  // namespace
