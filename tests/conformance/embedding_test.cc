@@ -5,29 +5,16 @@
 #include <memory>
 
 #include "engine/engine.h"
-#include "engine/model/checkpoint.h"
-#include "engine/model/model_weights.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collecting_observer.h"
 #include "tests/testing/fixture_engine.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/output_projection.h"
 
 namespace arach {
 namespace {
 
 constexpr float kLogitTolerance = 1e-3f;  // as the reference suite's
-
-// logits[v] = W[v] . hidden for the model's output projection W ([V, d]).
-std::vector<float> Project(const HostTensor& output_projection, const std::vector<float>& hidden) {
-  const int64_t vocab = output_projection.rows(), d = output_projection.cols();
-  std::vector<float> logits(static_cast<size_t>(vocab));
-  for (int64_t v = 0; v < vocab; ++v) {
-    double sum = 0;
-    for (int64_t k = 0; k < d; ++k) sum += static_cast<double>(output_projection.data[v * d + k]) * hidden[k];
-    logits[v] = static_cast<float>(sum);
-  }
-  return logits;
-}
 
 std::shared_ptr<testing::CollectingObserver> Embed(Engine& engine, const std::vector<int32_t>& prompt, const Variant& variant) {
   EngineRequest request;
@@ -52,10 +39,8 @@ TEST_P(Embeddings, TheLastHiddenStateProjectsOntoTheReferenceLogits) {
   config.max_num_batched_tokens = 16;
   auto engine = testing::MakeFixtureEngine(model, config);
   ASSERT_NE(engine, nullptr);
-  auto checkpoint = Checkpoint::Open(testing::FixturePath(model));
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto weights = LoadModelWeights(**checkpoint, engine->model_config());
-  ASSERT_TRUE(weights.ok()) << weights.status();
+  auto projection = testing::OutputProjection::Load(model);
+  ASSERT_TRUE(projection.ok()) << projection.status();
   const Variant variant = testing::VariantOfRef(GetParam().variant);
   for (const std::string prompt : {"p7", "p48"}) {
     const std::vector<int32_t> ids = testing::RefPrompt(model, prompt);
@@ -74,10 +59,10 @@ TEST_P(Embeddings, TheLastHiddenStateProjectsOntoTheReferenceLogits) {
     EXPECT_EQ(finish.usage.prompt_tokens, static_cast<int>(ids.size()));
     EXPECT_EQ(finish.usage.completion_tokens, 0);
     ASSERT_EQ(finish.embedding.size(), static_cast<size_t>(engine->model_config().hidden_size)) << prompt;
-    const std::vector<float> ref = testing::RefTensor(model + "." + GetParam().variant + "." + prompt + ".last_logits");
-    const std::vector<float> logits = Project(weights->output_projection(), finish.embedding);
-    ASSERT_EQ(logits.size(), ref.size());
-    EXPECT_LT(testing::MaxAbsDiff(logits.data(), ref.data(), ref.size()), kLogitTolerance) << prompt;
+    const absl::StatusOr<float> error =
+        projection->MaxLogitError(finish.embedding, model + "." + GetParam().variant + "." + prompt + ".last_logits");
+    ASSERT_TRUE(error.ok()) << error.status();
+    EXPECT_LT(*error, kLogitTolerance) << prompt;
 
     auto again = Embed(*engine, ids, variant);
     ASSERT_NE(again, nullptr);

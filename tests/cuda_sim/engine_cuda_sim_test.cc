@@ -2,16 +2,12 @@
 // are picked on the device and a step copies back only ids and log-probs: the same tokens as the host's sampler on
 // the same logits (greedy, and seeded sampling with penalties, logit bias, top-k/top-p/min-p, every variant), the
 // same log-probs, and a seeded request's tokens do not depend on the requests beside it.
-#include <algorithm>
-#include <cmath>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/model/checkpoint.h"
-#include "engine/model/model_weights.h"
 #include "engine/runner/offline_session.h"
 #include "engine/sampling/logprobs.h"
 #include "gtest/gtest.h"
@@ -19,6 +15,7 @@
 #include "tests/testing/collecting_observer.h"
 #include "tests/testing/fixture_engine.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/output_projection.h"
 #include "tests/testing/reduced_precision.h"
 
 namespace arach {
@@ -184,11 +181,8 @@ TEST(EngineOnSimulatedCudaEmbeddings, TheLastHiddenStateProjectsOntoTheReference
   config.max_num_batched_tokens = 20;
   std::unique_ptr<Engine> engine = testing::MakeFixtureEngineOn(testing::CreateSimulatedCudaBackendFor, kModel, config, 64);
   ASSERT_NE(engine, nullptr);
-  auto checkpoint = Checkpoint::Open(testing::FixturePath(kModel));
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto weights = LoadModelWeights(**checkpoint, engine->model_config());
-  ASSERT_TRUE(weights.ok()) << weights.status();
-  const HostTensor& projection = weights->output_projection();
+  auto projection = testing::OutputProjection::Load(kModel);
+  ASSERT_TRUE(projection.ok()) << projection.status();
   const std::vector<int32_t> prompt = testing::RefPrompt(kModel, "p48");
   for (const std::string variant : {"base", "arach"}) {
     SCOPED_TRACE(variant);
@@ -205,17 +199,10 @@ TEST(EngineOnSimulatedCudaEmbeddings, TheLastHiddenStateProjectsOntoTheReference
     ASSERT_TRUE(engine->Submit(request, observer).ok());
     ASSERT_TRUE(observer->Wait());
     for (auto& other : beside) ASSERT_TRUE(other->Wait());
-    const std::vector<float> hidden = observer->finish().embedding;
-    ASSERT_EQ(hidden.size(), static_cast<size_t>(projection.cols())) << observer->finish().status;
-    const std::vector<float> ref = testing::RefTensor(std::string(kModel) + "." + variant + ".p48.last_logits");
-    ASSERT_EQ(ref.size(), static_cast<size_t>(projection.rows()));
-    float worst = 0;
-    for (int64_t v = 0; v < projection.rows(); ++v) {
-      double logit = 0;
-      for (int64_t k = 0; k < projection.cols(); ++k) logit += static_cast<double>(projection.data[v * projection.cols() + k]) * hidden[k];
-      worst = std::max(worst, std::abs(static_cast<float>(logit) - ref[v]));
-    }
-    EXPECT_LT(worst, testing::kReducedPrecisionLogitTolerance);
+    const absl::StatusOr<float> error =
+        projection->MaxLogitError(observer->finish().embedding, std::string(kModel) + "." + variant + ".p48.last_logits");
+    ASSERT_TRUE(error.ok()) << error.status() << " " << observer->finish().status;
+    EXPECT_LT(*error, testing::kReducedPrecisionLogitTolerance);
   }
 }
 

@@ -5,13 +5,11 @@
 // counted per variant in the metrics; bad input is a 400 naming the parameter.
 #include <cmath>
 
-#include "engine/model/checkpoint.h"
-#include "engine/model/model_config.h"
-#include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/http_answer.h"
+#include "tests/testing/output_projection.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/test_models.h"
@@ -31,13 +29,8 @@ class EmbeddingsServer : public testing::SharedFixtureServer<EmbeddingsServer> {
 };
 
 TEST_F(EmbeddingsServer, TheHiddenStateProjectsOntoTheReferenceLogitsUnderEachVariant) {
-  auto checkpoint = Checkpoint::Open(testing::FixturePath("gpt2-tiny"));
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto config = LoadModelConfig(testing::FixturePath("gpt2-tiny"));
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto weights = LoadModelWeights(**checkpoint, *config);
-  ASSERT_TRUE(weights.ok()) << weights.status();
-  const HostTensor& projection = weights->output_projection();
+  auto projection = testing::OutputProjection::Load("gpt2-tiny");
+  ASSERT_TRUE(projection.ok()) << projection.status();
   const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
   for (const auto& [suffix, ref] : std::vector<std::pair<std::string, std::string>>{
            {"base", "base"}, {"arach", "arach"}, {"skip", "skip"}, {"arach+skip", "arach_skip"}}) {
@@ -47,16 +40,9 @@ TEST_F(EmbeddingsServer, TheHiddenStateProjectsOntoTheReferenceLogitsUnderEachVa
     EXPECT_EQ(raw.header("x-arach-variant"), suffix);
     EXPECT_EQ(raw.body["usage"]["prompt_tokens"], prompt.size());
     const std::vector<float> hidden = raw.body["data"][0]["embedding"].get<std::vector<float>>();
-    ASSERT_EQ(hidden.size(), static_cast<size_t>(projection.cols()));
-    const std::vector<float> logits_ref = testing::RefTensor("gpt2-tiny." + ref + ".p48.last_logits");
-    ASSERT_EQ(logits_ref.size(), static_cast<size_t>(projection.rows()));
-    float worst = 0;
-    for (int64_t v = 0; v < projection.rows(); ++v) {
-      double logit = 0;
-      for (int64_t k = 0; k < projection.cols(); ++k) logit += static_cast<double>(projection.data[v * projection.cols() + k]) * hidden[k];
-      worst = std::max(worst, std::abs(static_cast<float>(logit) - logits_ref[v]));
-    }
-    EXPECT_LT(worst, 1e-3f);
+    const absl::StatusOr<float> error = projection->MaxLogitError(hidden, "gpt2-tiny." + ref + ".p48.last_logits");
+    ASSERT_TRUE(error.ok()) << error.status();
+    EXPECT_LT(*error, 1e-3f);
     // The default: the same vector at unit length.
     const HttpAnswer unit = Embed({{"model", "gpt2-tiny:" + suffix}, {"input", prompt}});
     ASSERT_EQ(unit.status, 200) << unit.body;
