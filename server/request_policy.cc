@@ -9,7 +9,9 @@ RequestPolicy::RequestPolicy(bool prompt_perplexity, double diagnostics_sample_r
       rng_(seed) {}
 
 void RequestPolicy::Apply(EngineRequest& request) {
-  if (prompt_perplexity_) request.sampling.prompt_logprobs = true;
+  // (A score request has its prompt's log-probs anyway; an embedding's would cost the LM head on every prompt row and
+  // its prefix-cache reuse.)
+  if (prompt_perplexity_ && request.kind == RequestKind::kGenerate) request.sampling.prompt_logprobs = true;
   std::lock_guard<std::mutex> lock(mutex_);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   if (diagnostics_sample_rate_ > 0.0 && !request.attention_diagnostics) {

@@ -1,5 +1,5 @@
 // What the server adds to each generation request it submits, whichever API it came from: the prompt's
-// log-probs for the perplexity metric (--prompt_perplexity), attention diagnostics for a sampled share of
+// log-probs for the perplexity metric (--prompt_perplexity; generation requests only), attention diagnostics for a sampled share of
 // requests (--diagnostics_sample_rate, recorded in arach_attention_sink_mass), and the generation kept
 // for shadow scoring for a sampled share of generation requests (--shadow_rate). Thread-safe.
 #pragma once
