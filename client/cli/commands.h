@@ -8,6 +8,7 @@ namespace arach::client {
 
 int RunGenerate(const GenerateOptions& options);
 int RunScore(const ScoreOptions& options);
+int RunEmbed(const EmbedOptions& options);
 int RunDiagnostics(const DiagnosticsOptions& options);
 int RunInfo(const ConnectOptions& options);
 int RunHealth(const ConnectOptions& options);

@@ -19,7 +19,8 @@ ABSL_FLAG(std::string, ids, "", "prompt token ids, comma separated");
 ABSL_FLAG(std::string, text, "", "text to score (score), or a text file (eval: windowed perplexity; diagnostics: the text measured)");
 ABSL_FLAG(std::string, variants, "base,arach", "variants to compare, VARIANT[@OFFSET],...");
 ABSL_FLAG(std::string, chart, "diagnostics.svg", "SVG chart of attention per layer (empty: none)");
-ABSL_FLAG(std::string, file, "", "text file to score");
+ABSL_FLAG(std::string, file, "", "text file to score (score) or embed (embed)");
+ABSL_FLAG(int, dimensions, 0, "keep the embedding's first N values, then normalize (0 = all of the model's)");
 ABSL_FLAG(int, max_tokens, 64, "tokens to generate");
 ABSL_FLAG(int, min_tokens, 0, "tokens before stop conditions apply");
 ABSL_FLAG(double, temperature, 0.0, "sampling temperature (0 = greedy)");
@@ -96,6 +97,8 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
                                                 "variant", "arach_offset", "experiment_key", "timeout", "json", "json_schema", "regex",
                                                 "choice", "grammar"})},
       {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
+      {"embed", "an embedding of a text: its last token's hidden state, at unit length (as /v1/embeddings)",
+       With({"text", "file", "dimensions", "variant", "arach_offset", "experiment_key", "json"})},
       {"diagnostics", "attention diagnostics: attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
        With({"text", "variants", "chart", "json"})},
       {"info", "describe the served model", With({})},
@@ -157,6 +160,17 @@ ScoreOptions ScoreOptionsFromFlags() {
   o.variant = VariantOptionsFromFlags();
   o.text = absl::GetFlag(FLAGS_text);
   o.file = absl::GetFlag(FLAGS_file);
+  o.json = absl::GetFlag(FLAGS_json);
+  return o;
+}
+
+EmbedOptions EmbedOptionsFromFlags() {
+  EmbedOptions o;
+  o.connect = ConnectOptionsFromFlags();
+  o.variant = VariantOptionsFromFlags();
+  o.text = absl::GetFlag(FLAGS_text);
+  o.file = absl::GetFlag(FLAGS_file);
+  o.dimensions = absl::GetFlag(FLAGS_dimensions);
   o.json = absl::GetFlag(FLAGS_json);
   return o;
 }

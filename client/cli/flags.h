@@ -15,6 +15,7 @@ const std::vector<cmdline::Subcommand>& CliCommands();
 
 absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags();  // --ids must be integers
 ScoreOptions ScoreOptionsFromFlags();
+EmbedOptions EmbedOptionsFromFlags();
 DiagnosticsOptions DiagnosticsOptionsFromFlags();
 ConnectOptions ConnectOptionsFromFlags();
 BenchOptions BenchOptionsFromFlags();

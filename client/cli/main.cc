@@ -2,6 +2,7 @@
 // lists that command's flags with their defaults. Flag names may be written with hyphens or underscores.
 //   arach-cli generate --server HOST:PORT --prompt TEXT [--max_tokens N] [--variant arach] [--temperature T] ...
 //   arach-cli score    --server HOST:PORT (--text TEXT | --file F) [--variant skip] [--json]
+//   arach-cli embed    --server HOST:PORT (--text TEXT | --file F) [--dimensions N] [--variant arach] [--json]
 //   arach-cli diagnostics --server HOST:PORT --text FILE [--variants base,arach] [--chart diagnostics.svg] [--json]
 //   arach-cli info | health --server HOST:PORT
 //   arach-cli bench    --server HOST:PORT (--rate R | --concurrency C) --num_requests N [--variant_mix base=1,arach=1]
@@ -30,6 +31,7 @@ int Dispatch(const std::string& command) {
     return RunGenerate(*options);
   }
   if (command == "score") return RunScore(ScoreOptionsFromFlags());
+  if (command == "embed") return RunEmbed(EmbedOptionsFromFlags());
   if (command == "diagnostics") return RunDiagnostics(DiagnosticsOptionsFromFlags());
   if (command == "info") return RunInfo(ConnectOptionsFromFlags());
   if (command == "health") return RunHealth(ConnectOptionsFromFlags());

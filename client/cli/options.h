@@ -58,6 +58,15 @@ struct ScoreOptions {
   bool json = false;
 };
 
+struct EmbedOptions {
+  ConnectOptions connect;
+  VariantOptions variant;
+  std::string text;                  // text to embed (or)
+  std::string file;                  // a file whose text is embedded
+  int dimensions = 0;                // keep the first this many values (then normalize); 0 = all
+  bool json = false;
+};
+
 struct DiagnosticsOptions {
   ConnectOptions connect;
   std::string text_file;             // the text whose attention is measured

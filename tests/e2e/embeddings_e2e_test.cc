@@ -5,11 +5,14 @@
 // counted per variant in the metrics; bad input is a 400 naming the parameter.
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/http_answer.h"
 #include "tests/testing/output_projection.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/shared_fixture_server.h"
 #include "tests/testing/test_models.h"
@@ -147,6 +150,31 @@ TEST_F(EmbeddingsServer, GrpcEmbedAnswersAsHttp) {
   refused = client_->Embed(arach::v1::EmbedRequest(), &unused);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(refused.error_message().find("inputs"), std::string::npos) << refused.error_message();
+}
+
+// arach-cli embed prints what gRPC Embed answers (its JSON, or the values), under the variant it names.
+TEST_F(EmbeddingsServer, TheCliPrintsTheEmbedding) {
+  const std::string command = absl::StrCat(testing::CliBinary(), " embed --server=", server_->grpc_address(),
+                                           " --text='All the world' --dimensions=8 --variant=arach");
+  const testing::CommandResult as_json = testing::RunCommand(command + " --json");
+  ASSERT_EQ(as_json.status, 0) << as_json.output;
+  const json printed = json::parse(as_json.output, nullptr, false);
+  ASSERT_FALSE(printed.is_discarded()) << as_json.output;
+  arach::v1::EmbedRequest request;
+  request.add_inputs()->set_text("All the world");
+  request.set_dimensions(8);
+  request.mutable_variant()->set_arach(true);
+  arach::v1::EmbedResponse response;
+  ASSERT_TRUE(client_->Embed(request, &response).ok());
+  ASSERT_EQ(printed["embeddings"][0]["values"].size(), 8u) << as_json.output;
+  for (int k = 0; k < 8; ++k) EXPECT_NEAR(printed["embeddings"][0]["values"][k].get<double>(), response.embeddings(0).values(k), 1e-6) << k;
+  EXPECT_EQ(printed["variant"]["name"], "arach");
+  const testing::CommandResult plain = testing::RunCommand(command);
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  EXPECT_NE(plain.output.find("variant arach: 8 dimensions"), std::string::npos) << plain.output;
+  const testing::CommandResult no_text = testing::RunCommand(absl::StrCat(testing::CliBinary(), " embed --server=", server_->grpc_address()));
+  EXPECT_NE(no_text.status, 0);
+  EXPECT_NE(no_text.output.find("give --text or --file"), std::string::npos) << no_text.output;
 }
 
 // Each input is an engine request: a call of more inputs than the engine queues could never be admitted whole, so it
