@@ -209,6 +209,9 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
   }
   if (call_.kind == RequestKind::kScore) {
     FillScore(call_.score_response->mutable_results(index), info, ids);
+  } else if (info.embedding.empty()) {
+    FinishLocked(grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("inputs[", index, "]: the engine returned no hidden state")));
+    return;
   } else {
     FillEmbedding(call_.embed_response->mutable_embeddings(index), info, ids);
   }
