@@ -5,22 +5,17 @@
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/print_json.h"
+#include "client/cli/text_arg.h"
 #include "client/cli/variant_arg.h"
-#include "engine/core/mapped_file.h"
 
 namespace arach::client {
 
 int RunEmbed(const EmbedOptions& o) {
-  std::string text = o.text;
-  if (!o.file.empty()) {
-    absl::StatusOr<std::string> file = ReadFileToString(o.file);
-    if (!file.ok()) return ReportError("embed", absl::InvalidArgumentError(file.status().message()));
-    text = *file;
-  }
-  if (text.empty()) return ReportError("embed", absl::InvalidArgumentError("give --text or --file"));
+  const absl::StatusOr<std::string> text = TextArgument(o.text, o.file);
+  if (!text.ok()) return ReportError("embed", text.status());
   if (o.dimensions < 0) return ReportError("embed", absl::InvalidArgumentError("--dimensions: must be 0 (all) or more"));
   arach::v1::EmbedRequest request;
-  request.add_inputs()->set_text(text);
+  request.add_inputs()->set_text(*text);
   request.set_dimensions(static_cast<uint32_t>(o.dimensions));
   if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) {
     return ReportError("embed", s);

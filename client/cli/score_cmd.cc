@@ -5,21 +5,16 @@
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
 #include "client/cli/print_json.h"
+#include "client/cli/text_arg.h"
 #include "client/cli/variant_arg.h"
-#include "engine/core/mapped_file.h"
 
 namespace arach::client {
 
 int RunScore(const ScoreOptions& o) {
-  std::string text = o.text;
-  if (!o.file.empty()) {
-    absl::StatusOr<std::string> file = ReadFileToString(o.file);
-    if (!file.ok()) return ReportError("score", absl::InvalidArgumentError(file.status().message()));
-    text = *file;
-  }
-  if (text.empty()) return ReportError("score", absl::InvalidArgumentError("give --text or --file"));
+  const absl::StatusOr<std::string> text = TextArgument(o.text, o.file);
+  if (!text.ok()) return ReportError("score", text.status());
   arach::v1::ScoreRequest request;
-  request.add_inputs()->set_text(text);
+  request.add_inputs()->set_text(*text);
   if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) {
     return ReportError("score", s);
   }
