@@ -15,7 +15,7 @@
 namespace arach::server {
 namespace {
 
-class ScoreReactor;
+class PromptCallReactor;
 
 // What a prompt-only call asks, Score or Embed alike: its inputs and request fields, and where its answer goes.
 struct PromptCall {
@@ -44,10 +44,10 @@ struct PromptCall {
 
 // Collects the engine's results of all inputs; finishes the call (under its lock, see generate_call.cc)
 // when the last one arrives or the first fails.
-class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
+class PromptCallCollector : public std::enable_shared_from_this<PromptCallCollector> {
  public:
   // `usage`: the call's (null when it was refused at the gate); `key`: its API key's name.
-  ScoreCollector(ScoreReactor* reactor, ServiceContext& context, const PromptCall& call, Variant variant, int inputs,
+  PromptCallCollector(PromptCallReactor* reactor, ServiceContext& context, const PromptCall& call, Variant variant, int inputs,
                  std::string request_id, std::shared_ptr<CallUsage> usage, std::string key)
       : reactor_(reactor), context_(context), call_(call), variant_(variant), pending_(inputs),
         request_id_(std::move(request_id)), usage_(std::move(usage)), key_(std::move(key)), started_(Clock::now()) {
@@ -74,7 +74,7 @@ class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
   void FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids);
 
   std::mutex mutex_;
-  ScoreReactor* reactor_;
+  PromptCallReactor* reactor_;
   ServiceContext& context_;
   const PromptCall call_;
   Variant variant_;
@@ -89,25 +89,25 @@ class ScoreCollector : public std::enable_shared_from_this<ScoreCollector> {
 
 class InputObserver : public RequestObserver {
  public:
-  InputObserver(std::shared_ptr<ScoreCollector> collector, int index, std::vector<int32_t> ids)
+  InputObserver(std::shared_ptr<PromptCallCollector> collector, int index, std::vector<int32_t> ids)
       : collector_(std::move(collector)), index_(index), ids_(std::move(ids)) {}
   void OnChunk(const StreamChunk&) override {}
   void OnFinish(const FinishInfo& info) override { collector_->Done(index_, info, ids_); }
 
  private:
-  std::shared_ptr<ScoreCollector> collector_;
+  std::shared_ptr<PromptCallCollector> collector_;
   int index_;
   std::vector<int32_t> ids_;
 };
 
-class ScoreReactor : public grpc::ServerUnaryReactor {
+class PromptCallReactor : public grpc::ServerUnaryReactor {
  public:
-  ScoreReactor(ServiceContext& context, grpc::CallbackServerContext* grpc_call, const PromptCall& call) : context_(context) {
+  PromptCallReactor(ServiceContext& context, grpc::CallbackServerContext* grpc_call, const PromptCall& call) : context_(context) {
     const absl::StatusOr<std::string> chosen_id = ChosenRequestId(call.request_id);
     const std::string request_id = chosen_id.ok() ? *chosen_id : NewRequestId();  // a refused id is not logged
     absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*grpc_call));
     if (!ticket.ok()) {
-      collector_ = std::make_shared<ScoreCollector>(this, context, call, Variant{}, 0, request_id, nullptr, "unknown");
+      collector_ = std::make_shared<PromptCallCollector>(this, context, call, Variant{}, 0, request_id, nullptr, "unknown");
       collector_->FinishNow(ToGrpcStatus(ticket.status()));
       return;
     }
@@ -116,7 +116,7 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
     absl::StatusOr<ResolvedVariant> resolved =
         ResolveVariant(context, ticket_, ToRequestedVariant(call.variant, call.experiment_key), "variant");
     if (resolved.ok()) FillServedVariant(*resolved, call.served_variant());
-    collector_ = std::make_shared<ScoreCollector>(this, context, call, resolved.ok() ? resolved->variant : Variant{},
+    collector_ = std::make_shared<PromptCallCollector>(this, context, call, resolved.ok() ? resolved->variant : Variant{},
                                                   call.inputs->size(), request_id, ticket_.usage(), key);
     absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
     if (status.ok()) status = Submit(grpc_call, call, resolved->variant);
@@ -191,16 +191,16 @@ class ScoreReactor : public grpc::ServerUnaryReactor {
 
   ServiceContext& context_;
   CallTicket ticket_;
-  std::shared_ptr<ScoreCollector> collector_;
+  std::shared_ptr<PromptCallCollector> collector_;
   std::mutex ids_mutex_;
   std::vector<uint64_t> engine_ids_;
 };
 
-std::shared_ptr<RequestObserver> ScoreCollector::ObserverFor(int index, std::vector<int32_t> ids) {
+std::shared_ptr<RequestObserver> PromptCallCollector::ObserverFor(int index, std::vector<int32_t> ids) {
   return std::make_shared<InputObserver>(shared_from_this(), index, std::move(ids));
 }
 
-void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids) {
+void PromptCallCollector::Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
   if (info.reason != FinishReason::kLength && info.reason != FinishReason::kStop) {
@@ -225,7 +225,7 @@ void ScoreCollector::Done(int index, const FinishInfo& info, const std::vector<i
   }
 }
 
-void ScoreCollector::FillScore(arach::v1::ScoreResult* result, const FinishInfo& info, const std::vector<int32_t>& ids) {
+void PromptCallCollector::FillScore(arach::v1::ScoreResult* result, const FinishInfo& info, const std::vector<int32_t>& ids) {
   double total = 0.0;
   for (int32_t id : ids) result->add_token_ids(id);
   for (float lp : info.prompt_logprobs) {
@@ -244,19 +244,19 @@ void ScoreCollector::FillScore(arach::v1::ScoreResult* result, const FinishInfo&
   }
 }
 
-void ScoreCollector::FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids) {
+void PromptCallCollector::FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids) {
   for (float v : PoolEmbedding(info.embedding, call_.dimensions, call_.normalize)) embedding->add_values(v);
   embedding->set_prompt_tokens(static_cast<uint32_t>(ids.size()));
   context_.metrics->RecordEmbedding(variant_, static_cast<int64_t>(ids.size()), info.timings.total_seconds);
   if (info.attention) context_.metrics->RecordAttention(variant_, *info.attention);
 }
 
-void ScoreCollector::FinishNow(const grpc::Status& status) {
+void PromptCallCollector::FinishNow(const grpc::Status& status) {
   std::lock_guard<std::mutex> lock(mutex_);
   FinishLocked(status);
 }
 
-void ScoreCollector::FinishLocked(const grpc::Status& status) {
+void PromptCallCollector::FinishLocked(const grpc::Status& status) {
   if (finished_) return;
   finished_ = true;
   FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.Name() : "", static_cast<int>(status.error_code()));
@@ -282,7 +282,7 @@ grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServ
   if (request->has_priority()) score.priority = request->priority();
   score.cache_salt = request->cache_salt();
   score.score_response = response;
-  return new ScoreReactor(context, call, score);
+  return new PromptCallReactor(context, call, score);
 }
 
 grpc::ServerUnaryReactor* StartEmbed(ServiceContext& context, grpc::CallbackServerContext* call,
@@ -298,7 +298,7 @@ grpc::ServerUnaryReactor* StartEmbed(ServiceContext& context, grpc::CallbackServ
   if (request->dimensions() > 0) embed.dimensions = static_cast<int>(std::min<uint32_t>(request->dimensions(), 1u << 24));
   embed.normalize = !request->has_normalize() || request->normalize();
   embed.embed_response = response;
-  return new ScoreReactor(context, call, embed);
+  return new PromptCallReactor(context, call, embed);
 }
 
 }  // namespace arach::server
