@@ -34,6 +34,7 @@ ABSL_DECLARE_FLAG(int, max_num_batched_tokens);
 ABSL_DECLARE_FLAG(std::string, json_schema);
 ABSL_DECLARE_FLAG(int, shared_prefix);
 ABSL_DECLARE_FLAG(bool, score);
+ABSL_DECLARE_FLAG(bool, embed);
 ABSL_DECLARE_FLAG(int, prompt_top_logprobs);
 ABSL_DECLARE_FLAG(float, temperature);
 ABSL_DECLARE_FLAG(int, top_k);
@@ -54,7 +55,7 @@ inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch",
                                                             "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
-                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score",
+                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score", "embed",
                                                            "prompt_top_logprobs", "temperature", "top_k", "top_p"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};

@@ -2,7 +2,8 @@
 // sampling on the GPU), without gRPC: closed-loop clients at several concurrencies submit requests (fixed prompt
 // and output lengths, one variant); prints requests/s, prompt and output tokens/s and TTFT / TPOT percentiles per
 // concurrency. With --score the requests are score requests (every prompt position's log-prob), as arach-run score,
-// echo and the gRPC Score call send; --prompt_top_logprobs N asks each position's N most likely tokens too.
+// echo and the gRPC Score call send; --prompt_top_logprobs N asks each position's N most likely tokens too. With
+// --embed they are embedding requests (the prompt's last hidden state), as /v1/embeddings and gRPC Embed send.
 //
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
@@ -11,7 +12,7 @@
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
-//                            [--temperature 1 --top_p 0.9]
+//                            [--embed] [--temperature 1 --top_p 0.9]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -160,8 +161,13 @@ int Run() {
   request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   request.sampling.ignore_eos = true;
   request.variant = *variant;
-  const bool score = absl::GetFlag(FLAGS_score);
+  const bool score = absl::GetFlag(FLAGS_score), embed = absl::GetFlag(FLAGS_embed);
+  if (score && embed) {
+    std::fprintf(stderr, "--score and --embed: give one\n");
+    return 2;
+  }
   if (score) request.kind = RequestKind::kScore;
+  if (embed) request.kind = RequestKind::kEmbed;
   request.prompt_top_logprobs = absl::GetFlag(FLAGS_prompt_top_logprobs);
   const std::string schema_file = absl::GetFlag(FLAGS_json_schema);
   if (!schema_file.empty()) {
@@ -181,23 +187,27 @@ int Run() {
     });
     warm->Run(1);
   }
-  const std::string kind = !score ? "generations"
+  const std::string kind = embed    ? "embedding requests"
+                           : !score ? "generations"
                            : request.prompt_top_logprobs == 0
                                ? "score requests"
                                : absl::StrCat("score requests with ", request.prompt_top_logprobs, " alternatives");
   std::printf("# engine_bench: %s on %s; variant %s, %s, prompt %d (%d shared), %d new tokens, %d requests per client, output %s\n",
               dir.c_str(), device.c_str(), variant->Name().c_str(), kind.c_str(),
-              absl::GetFlag(FLAGS_prompt_len), shared_prefix, score ? 0 : absl::GetFlag(FLAGS_max_tokens),
+              absl::GetFlag(FLAGS_prompt_len), shared_prefix, score || embed ? 0 : absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
+  // Prompt-only requests (score, embed) generate nothing: their first columns are each request's whole latency.
+  const bool prompt_only = score || embed;
   std::printf("%11s %9s %10s %13s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "prompt tok/s",
-              "out tok/s", "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p90", "TPOT p99");
+              "out tok/s", prompt_only ? "lat p50" : "TTFT p50", prompt_only ? "lat p90" : "TTFT p90", prompt_only ? "lat p99" : "TTFT p99",
+              "TPOT p50", "TPOT p90", "TPOT p99");
   for (int clients : levels) {
     auto driver = std::make_shared<Driver>(**engine, clients, absl::GetFlag(FLAGS_requests_per_client), request_number);
     const Driver::Result result = driver->Run(clients);
     std::vector<double> ttft, tpot;
     int64_t prompt_tokens = 0, tokens = 0;
     for (const FinishInfo& f : result.finished) {
-      ttft.push_back(f.timings.time_to_first_token_seconds * 1e3);
+      ttft.push_back((prompt_only ? f.timings.total_seconds : f.timings.time_to_first_token_seconds) * 1e3);
       tpot.push_back(f.timings.time_per_output_token_seconds * 1e3);
       prompt_tokens += f.usage.prompt_tokens;
       tokens += f.usage.completion_tokens;
