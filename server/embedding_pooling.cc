@@ -8,13 +8,17 @@
 
 namespace arach::server {
 
-absl::Status CheckEmbeddingInputs(const Engine& engine, size_t inputs, const std::string& field) {
-  if (inputs == 0) return InvalidField(field, "empty");
+absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int> dimensions) {
+  const int hidden_size = engine.model_config().hidden_size;
+  if (dimensions && *dimensions > hidden_size) {
+    return InvalidField("dimensions", absl::StrCat(*dimensions, " exceeds the model's ", hidden_size, " dimensions"));
+  }
+  if (inputs == 0) return InvalidField(inputs_field, "empty");
   const size_t queue = static_cast<size_t>(std::max(1, engine.config().max_queued_requests));
   if (inputs <= std::min(kMaxEmbeddingInputs, queue)) return absl::OkStatus();
-  return InvalidField(field, queue < kMaxEmbeddingInputs && inputs <= kMaxEmbeddingInputs
-                                 ? absl::StrCat(inputs, " inputs exceed the ", queue, " requests this server queues at most (--max_queued_requests)")
-                                 : absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
+  return InvalidField(inputs_field, queue < kMaxEmbeddingInputs && inputs <= kMaxEmbeddingInputs
+                                        ? absl::StrCat(inputs, " inputs exceed the ", queue, " requests this server queues at most (--max_queued_requests)")
+                                        : absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
 }
 
 std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize) {

@@ -16,10 +16,11 @@ namespace arach::server {
 // Inputs of one embeddings request at most (OpenAI's limit).
 inline constexpr size_t kMaxEmbeddingInputs = 2048;
 
-// OK, or INVALID_ARGUMENT naming `field` when `inputs` is more than one embeddings request may have on `engine`:
-// kMaxEmbeddingInputs, and no more than the engine's queue holds (each input is an engine request: a call of more
-// could never be admitted whole, and a 429 would send its client retrying forever).
-absl::Status CheckEmbeddingInputs(const Engine& engine, size_t inputs, const std::string& field);
+// The checks of an embeddings request against the served `engine`, both APIs alike: INVALID_ARGUMENT naming
+// `inputs_field` when there are no inputs or more than one request may have (kMaxEmbeddingInputs, and no more than the
+// engine's queue holds: each input is an engine request, a call of more could never be admitted whole, and a 429
+// would send its client retrying forever); naming `dimensions` when they exceed the model's hidden size.
+absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int> dimensions);
 
 // An input's embedding from its hidden state: the first `dimensions` values (all without), divided by their L2
 // norm when `normalize` (a zero vector stays zero).

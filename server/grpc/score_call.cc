@@ -42,6 +42,20 @@ struct PromptCall {
   }
 };
 
+// The fields ScoreRequest and EmbedRequest share, as a PromptCall of `kind`.
+template <typename Request>
+PromptCall PromptCallOf(RequestKind kind, const Request& request) {
+  PromptCall call;
+  call.kind = kind;
+  call.inputs = &request.inputs();
+  call.variant = request.variant();
+  call.experiment_key = request.experiment_key();
+  call.request_id = request.request_id();
+  if (request.has_priority()) call.priority = request.priority();
+  call.cache_salt = request.cache_salt();
+  return call;
+}
+
 // Collects the engine's results of all inputs; finishes the call (under its lock, see generate_call.cc)
 // when the last one arrives or the first fails.
 class PromptCallCollector : public std::enable_shared_from_this<PromptCallCollector> {
@@ -139,15 +153,11 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
     Engine& engine = ticket_.engine();
     const int inputs = call.inputs->size();
     if (call.kind == RequestKind::kEmbed) {
-      ARACH_RETURN_IF_ERROR(CheckEmbeddingInputs(engine, static_cast<size_t>(inputs), "inputs"));
+      ARACH_RETURN_IF_ERROR(CheckEmbeddingRequest(engine, static_cast<size_t>(inputs), "inputs", call.dimensions));
     } else if (inputs == 0) {
       return absl::InvalidArgumentError("inputs: empty");
     } else if (inputs > context_.limits.max_score_inputs) {
       return absl::InvalidArgumentError(absl::StrCat("inputs: ", inputs, " inputs exceed the limit of ", context_.limits.max_score_inputs));
-    }
-    if (call.dimensions && *call.dimensions > engine.model_config().hidden_size) {
-      return absl::InvalidArgumentError(absl::StrCat("dimensions: ", *call.dimensions, " exceeds the model's ",
-                                                     engine.model_config().hidden_size, " dimensions"));
     }
     if (call.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
     std::vector<EngineRequest> requests;
@@ -272,29 +282,15 @@ void PromptCallCollector::FinishLocked(const grpc::Status& status) {
 
 grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServerContext* call,
                                      const arach::v1::ScoreRequest* request, arach::v1::ScoreResponse* response) {
-  PromptCall score;
-  score.kind = RequestKind::kScore;
-  score.inputs = &request->inputs();
-  score.variant = request->variant();
-  score.experiment_key = request->experiment_key();
-  score.request_id = request->request_id();
+  PromptCall score = PromptCallOf(RequestKind::kScore, *request);
   score.diagnostics = request->diagnostics();
-  if (request->has_priority()) score.priority = request->priority();
-  score.cache_salt = request->cache_salt();
   score.score_response = response;
   return new PromptCallReactor(context, call, score);
 }
 
 grpc::ServerUnaryReactor* StartEmbed(ServiceContext& context, grpc::CallbackServerContext* call,
                                      const arach::v1::EmbedRequest* request, arach::v1::EmbedResponse* response) {
-  PromptCall embed;
-  embed.kind = RequestKind::kEmbed;
-  embed.inputs = &request->inputs();
-  embed.variant = request->variant();
-  embed.experiment_key = request->experiment_key();
-  embed.request_id = request->request_id();
-  if (request->has_priority()) embed.priority = request->priority();
-  embed.cache_salt = request->cache_salt();
+  PromptCall embed = PromptCallOf(RequestKind::kEmbed, *request);
   if (request->dimensions() > 0) embed.dimensions = static_cast<int>(std::min<uint32_t>(request->dimensions(), 1u << 24));
   embed.normalize = !request->has_normalize() || request->normalize();
   embed.embed_response = response;

@@ -1,7 +1,6 @@
 #include "server/http/embeddings.h"
 
 #include <bit>
-#include <cmath>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
@@ -40,12 +39,8 @@ class EmbeddingCall : public GenerationCall {
 
 absl::Status EmbeddingCall::Start() {
   Engine& e = engine();
-  const int hidden_size = e.model_config().hidden_size;
-  if (request_.dimensions && *request_.dimensions > hidden_size) {
-    return InvalidField("dimensions", absl::StrCat(*request_.dimensions, " exceeds the model's ", hidden_size, " dimensions"));
-  }
   const size_t inputs = request_.inputs.size();
-  ARACH_RETURN_IF_ERROR(CheckEmbeddingInputs(e, inputs, "input"));
+  ARACH_RETURN_IF_ERROR(CheckEmbeddingRequest(e, inputs, "input", request_.dimensions));
   std::vector<EngineRequest> requests;
   std::vector<std::string> input_fields;
   for (size_t i = 0; i < inputs; ++i) {
@@ -55,7 +50,6 @@ absl::Status EmbeddingCall::Start() {
     if (input.text) {
       ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, *input.text));
     } else {
-      if (input.ids.empty()) return InvalidField(field, "empty");
       ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
       ids = input.ids;
     }
