@@ -8,7 +8,7 @@
 
 namespace arach::server {
 
-absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int> dimensions) {
+absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int64_t> dimensions) {
   const int hidden_size = engine.model_config().hidden_size;
   if (dimensions && *dimensions > hidden_size) {
     return InvalidField("dimensions", absl::StrCat(*dimensions, " exceeds the model's ", hidden_size, " dimensions"));
@@ -21,8 +21,8 @@ absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const st
                                         : absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
 }
 
-std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize) {
-  const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(std::max(0, *dimensions))) : hidden.size();
+std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize) {
+  const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(std::max<int64_t>(0, *dimensions))) : hidden.size();
   std::vector<float> out(hidden.begin(), hidden.begin() + static_cast<std::ptrdiff_t>(kept));
   if (!normalize) return out;
   double sum_of_squares = 0;

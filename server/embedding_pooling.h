@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,10 +21,10 @@ inline constexpr size_t kMaxEmbeddingInputs = 2048;
 // `inputs_field` when there are no inputs or more than one request may have (kMaxEmbeddingInputs, and no more than the
 // engine's queue holds: each input is an engine request, a call of more could never be admitted whole, and a 429
 // would send its client retrying forever); naming `dimensions` when they exceed the model's hidden size.
-absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int> dimensions);
+absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int64_t> dimensions);
 
 // An input's embedding from its hidden state: the first `dimensions` values (all without), divided by their L2
 // norm when `normalize` (a zero vector stays zero).
-std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int> dimensions, bool normalize);
+std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize);
 
 }  // namespace arach::server

@@ -27,7 +27,7 @@ struct PromptCall {
   bool diagnostics = false;  // Score
   std::optional<int> priority;
   std::string cache_salt;
-  std::optional<int> dimensions;  // Embed
+  std::optional<int64_t> dimensions;  // Embed
   bool normalize = true;          // Embed
   arach::v1::ScoreResponse* score_response = nullptr;
   arach::v1::EmbedResponse* embed_response = nullptr;
@@ -291,7 +291,7 @@ grpc::ServerUnaryReactor* StartScore(ServiceContext& context, grpc::CallbackServ
 grpc::ServerUnaryReactor* StartEmbed(ServiceContext& context, grpc::CallbackServerContext* call,
                                      const arach::v1::EmbedRequest* request, arach::v1::EmbedResponse* response) {
   PromptCall embed = PromptCallOf(RequestKind::kEmbed, *request);
-  if (request->dimensions() > 0) embed.dimensions = static_cast<int>(std::min<uint32_t>(request->dimensions(), 1u << 24));
+  if (request->dimensions() > 0) embed.dimensions = request->dimensions();
   embed.normalize = !request->has_normalize() || request->normalize();
   embed.embed_response = response;
   return new PromptCallReactor(context, call, embed);

@@ -1,5 +1,8 @@
 #include "server/http/embedding_request.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
@@ -24,10 +27,16 @@ absl::StatusOr<EmbeddingRequest> ParseEmbeddingRequest(const std::string& body_t
     request.base64 = *format == "base64";
   }
   if (const auto dimensions = body.find("dimensions"); dimensions != body.end() && !dimensions->is_null()) {
-    if (!dimensions->is_number_integer() || dimensions->get<int64_t>() < 1 || dimensions->get<int64_t>() > (1 << 24)) {
+    // (nlohmann keeps every non-negative integer literal as unsigned.)
+    const bool positive = dimensions->is_number_integer() &&
+                          (dimensions->is_number_unsigned() ? dimensions->get<uint64_t>() >= 1 : dimensions->get<int64_t>() >= 1);
+    if (!positive) {
       return InvalidField("dimensions", "must be an integer of at least 1");
     }
-    request.dimensions = static_cast<int>(dimensions->get<int64_t>());
+    // (An unsigned value past int64's range is past any model's width: the model check names it.)
+    request.dimensions = dimensions->is_number_unsigned()
+                             ? static_cast<int64_t>(std::min<uint64_t>(dimensions->get<uint64_t>(), std::numeric_limits<int64_t>::max()))
+                             : dimensions->get<int64_t>();
   }
   std::optional<bool> normalize;
   ARACH_ASSIGN_OR_RETURN(normalize, OptionalBoolAt(body, "normalize"));

@@ -18,7 +18,7 @@ struct EmbeddingRequest {
   GenerationFields fields;
   std::vector<PromptInput> inputs;  // `input`: a string, token ids, or a list of either: one embedding each
   bool base64 = false;              // encoding_format "base64": little-endian float32 bytes in base64, else "float"
-  std::optional<int> dimensions;    // keep the first this many dimensions (then normalize), at least 1
+  std::optional<int64_t> dimensions;  // keep the first this many dimensions (then normalize), at least 1
   bool normalize = true;            // vLLM's: to unit length (L2)
 };
 

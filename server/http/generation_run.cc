@@ -15,10 +15,12 @@ class GenerationRun::ChoiceObserver : public RequestObserver {
     if (kind_ == RequestKind::kGenerate) {
       run_->metrics_.RecordGenerate(run_->variant_, info, run_->key_);
       if (info.generated) run_->shadow_.OnFinished(run_->engine_, run_->variant_, info);
-    } else if (kind_ == RequestKind::kEmbed) {
-      if (answered) run_->metrics_.RecordEmbedding(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
     } else if (answered) {
-      run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
+      if (kind_ == RequestKind::kEmbed) {
+        run_->metrics_.RecordEmbedding(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
+      } else {
+        run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
+      }
       if (info.attention) run_->metrics_.RecordAttention(run_->variant_, *info.attention);
     }
     run_->Push(ChoiceEvent{choice_, {}, info});

@@ -25,7 +25,7 @@ using testing::HttpAnswer;
 
 class EmbeddingsServer : public testing::SharedFixtureServer<EmbeddingsServer> {
  public:
-  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32"}; }
+  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--diagnostics_sample_rate=1"}; }
 
  protected:
   static HttpAnswer Embed(const json& body) { return testing::HttpSend(server_->http_address(), "POST", "/v1/embeddings", body.dump()); }
@@ -90,6 +90,9 @@ TEST_F(EmbeddingsServer, BadInputIsRefusedNamingTheParameter) {
       {{{"model", "gpt2-tiny"}, {"input", ""}}, "input"},
       {{{"model", "gpt2-tiny"}, {"input", json::array({"a", json::array()})}}, "input[1]"},
       {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", 0}}, "dimensions"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", "8"}}, "dimensions"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", 2.5}}, "dimensions"},
+      {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", -3}}, "dimensions"},
       {{{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", 100000}}, "dimensions"},
       {{{"model", "gpt2-tiny"}, {"input", "a"}, {"encoding_format", "int8"}}, "encoding_format"},
       {{{"model", "gpt2-tiny"}, {"input", "a"}, {"temperature", 0.5}}, "temperature"},
@@ -101,6 +104,33 @@ TEST_F(EmbeddingsServer, BadInputIsRefusedNamingTheParameter) {
     EXPECT_EQ(refused.status, 400) << body.dump() << ": " << refused.body;
     EXPECT_EQ(refused.body["error"]["param"], param) << body.dump() << ": " << refused.body;
   }
+  // Any width past the model's is named as asked (it was once refused as "not at least 1" past 2^24).
+  const HttpAnswer wide = Embed({{"model", "gpt2-tiny"}, {"input", "a"}, {"dimensions", 33554432}});
+  EXPECT_EQ(wide.body["error"]["message"], "dimensions: 33554432 exceeds the model's 128 dimensions") << wide.body;
+  arach::v1::EmbedRequest grpc_wide;
+  grpc_wide.add_inputs()->set_text("a");
+  grpc_wide.set_dimensions(4000000000u);
+  arach::v1::EmbedResponse unused;
+  const grpc::Status refused = client_->Embed(grpc_wide, &unused);
+  EXPECT_EQ(refused.error_message(), "dimensions: 4000000000 exceeds the model's 128 dimensions");
+}
+
+// Diagnostics sampled by --diagnostics_sample_rate (the suite's server samples every request) are recorded for
+// embeddings as for scores, on both APIs.
+TEST_F(EmbeddingsServer, SampledAttentionIsRecordedOnBothApis) {
+  const auto sampled = [&] {
+    const auto metrics = testing::ScrapeMetrics(*server_);
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    return metrics.ok() ? metrics->Sum("arach_attention_sink_mass_count", {{"variant", "arach"}}) : -1.0;
+  };
+  const double before = sampled();
+  ASSERT_EQ(Embed({{"model", "gpt2-tiny:arach"}, {"input", json::array({"one", "two"})}}).status, 200);
+  arach::v1::EmbedRequest request;
+  request.add_inputs()->set_text("three");
+  request.mutable_variant()->set_arach(true);
+  arach::v1::EmbedResponse response;
+  ASSERT_TRUE(client_->Embed(request, &response).ok());
+  EXPECT_EQ(sampled() - before, 3);
 }
 
 // gRPC Embed answers what /v1/embeddings answers for the same inputs (text and token ids) under the same variant,
