@@ -8,12 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/stage-timer.sh
+. scripts/lib/failed-test-tails.sh
 trap print_stage_table EXIT
 stage deps bash scripts/install-deps.sh --test
 bash scripts/build.sh
 # As many tests at once as there are CPUs: most are short processes or wait on a server, and the few that
 # compare timings are RUN_SERIAL (tests/CMakeLists.txt).
-stage "main tests" ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 -j "$(nproc)"
+stage "main tests" ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 -j "$(nproc)" || {
+  rc=$?
+  print_failed_test_tails "${BUILD_DIR:-build}"
+  exit "$rc"
+}
 if [ "${ARACH_QUICK:-0}" = "1" ]; then exit 0; fi
 echo "[test] CPU kernels as an x86-64-v3 build (AVX2, no AVX-512) compiles them"
 bash scripts/x86-64-v3.sh
