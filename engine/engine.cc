@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "engine/engine_request_state.h"
 #include "engine/output/detokenizer.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/token_filter.h"
@@ -17,51 +18,6 @@ namespace {
 constexpr auto kDeadlineCancelSlack = std::chrono::milliseconds(50);
 
 }  // namespace
-
-struct Engine::RequestState {
-  RequestState(uint64_t id_in, EngineRequest request_in, std::shared_ptr<RequestObserver> observer_in, const Tokenizer& tokenizer,
-               int block_size)
-      : id(id_in),
-        request(std::move(request_in)),
-        observer(std::move(observer_in)),
-        seq(block_size),
-        detokenizer(tokenizer, request.sampling.stop, request.prompt, request.sampling.skip_special_tokens,
-                    request.sampling.include_stop_str_in_output) {}
-
-  uint64_t id;
-  EngineRequest request;
-  std::shared_ptr<RequestObserver> observer;
-  Sequence seq;
-  IncrementalDetokenizer detokenizer;
-  uint64_t seed = 0;
-  std::vector<int32_t> stop_ids;     // ids that end generation (EOS unless ignored, stop_token_ids)
-  std::optional<int32_t> stop_token_id;  // the request's stop_token_ids entry that ended it (FinishInfo)
-  int max_len = 0;                   // prompt + max_tokens, capped by the context
-  bool queued = true;                // counted in Engine::queued_
-  bool finished = false;
-  Clock::time_point arrival, first_scheduled, first_token, last_token;
-  bool started = false;
-  std::vector<float> prompt_logprobs;
-  std::vector<bool> prompt_is_greedy;
-  std::vector<int32_t> prompt_argmax;
-  std::vector<int32_t> prompt_ranks;
-  std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
-  std::vector<float> embedding;             // kEmbed: the prompt's last hidden state, once computed
-  std::optional<KeptGeneration> generated;  // when the request keeps it
-  double generated_logprob_sum = 0.0;
-  int generated_logprobs = 0;
-  std::optional<AttentionDiagnosticsAccumulator> diagnostics;  // when the request asked for diagnostics
-  std::optional<ConstraintMatcher> constraint;  // structured output: where the output stands in its constraint
-  TokenFilter token_filter;                     // allowed_token_ids and bad_words (inactive without them)
-
-  // The score of the prompt row at `position` against the prompt token after it.
-  void RecordPromptScore(int position, const RowScore& score) {
-    prompt_logprobs[position] = score.logprob;
-    prompt_argmax[position] = score.argmax;
-    prompt_is_greedy[position] = score.argmax == seq.tokens[position + 1];
-    prompt_ranks[position] = score.rank;
-  }
-};
 
 Engine::Engine(ModelBundle model, const EngineConfig& config)
     : model_(std::move(model)),
@@ -298,6 +254,7 @@ void Engine::ExpireDeadlines() {
 void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   if (r.finished) return;
   r.finished = true;
+  r.seq.DropDrafts();  // a step's drafts not yet verified (a failed forward, a cancel) are not output
   scheduler_.Remove(&r.seq);
   const Clock::time_point now = Clock::now();
   FinishInfo info;
@@ -310,6 +267,8 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.usage.completion_tokens = std::max(0, r.seq.num_generated());
   info.usage.cached_prompt_tokens = r.seq.num_cached_prompt_tokens;
   info.usage.preemptions = r.seq.num_preemptions;
+  info.usage.draft_tokens = r.draft_tokens;
+  info.usage.accepted_draft_tokens = r.accepted_draft_tokens;
   auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   info.timings.total_seconds = seconds(now - r.arrival);
   if (r.started) info.timings.queue_seconds = seconds(r.first_scheduled - r.arrival);
@@ -374,7 +333,7 @@ bool Engine::NeedsHostLogits(const RequestState& r) const {
   return r.request.sampling.top_logprobs > 0 || r.generated.has_value();
 }
 
-void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, DevicePick device) {
+void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, DevicePick device, int32_t draft) {
   Sequence& seq = r.seq;
   const SamplingParams& sp = r.request.sampling;
   SampledToken sampled;
@@ -396,6 +355,8 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
                                                                      " that its own mask allowed")));
     return;
   }
+  const bool kept_draft = draft >= 0 && sampled.token == draft;
+  if (kept_draft) ++r.accepted_draft_tokens;  // counted before a finish below reports them
   if (config_.always_compute_logprobs || sp.logprobs || sp.top_logprobs > 0) {
     r.generated_logprob_sum += sampled.logprob;
     ++r.generated_logprobs;
@@ -412,6 +373,7 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.generated_tokens;
+    if (kept_draft) ++stats_.accepted_draft_tokens;
   }
   // A constraint that accepted a stop token, or allows nothing but one now, has a complete output: it stops.
   const bool stop_token = std::find(r.stop_ids.begin(), r.stop_ids.end(), sampled.token) != r.stop_ids.end() ||
@@ -441,6 +403,7 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
 
 void Engine::Step() {
   const Clock::time_point step_start = Clock::now();
+  ProposeDrafts();
   const ScheduledBatch batch = scheduler_.Schedule();
   if (batch.empty()) return;
   const Clock::time_point now = step_start;
@@ -475,6 +438,7 @@ void Engine::Step() {
     const RequestState& r = *requests_.at(seq.id);
     const bool generates = r.request.kind == RequestKind::kGenerate;
     input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;
+    if (seq.num_draft > 0) input.logits = LogitsMode::kAll;  // the chunk is the last token and its drafts: each row verifies one
     input.return_hidden = chunk.completes && r.request.kind == RequestKind::kEmbed;
     if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
       // Each row scored on the device against the prompt token that follows it: the rows stay there.
@@ -487,7 +451,7 @@ void Engine::Step() {
     }
     // Until the prompt has been counted once; a chunk of an uncounted prompt never holds generated tokens.
     input.attention_diagnostics = r.diagnostics && r.diagnostics->rows() < seq.prompt_len;
-    if (device_sampling && chunk.completes && generates) {
+    if (device_sampling && chunk.completes && generates && !Speculates(r)) {
       // A request whose input cannot be built samples on the host path, which reports why.
       if (absl::StatusOr<SamplerInput> sample = SamplerInputFor(*requests_.at(seq.id)); sample.ok()) {
         device_inputs.push_back(*sample);
@@ -542,6 +506,10 @@ void Engine::Step() {
       const std::span<const float> hidden = out.HiddenOf(static_cast<int>(i));
       r.embedding.assign(hidden.begin(), hidden.end());
       Finish(r, FinishReason::kLength);
+      continue;
+    }
+    if (r.seq.num_draft > 0) {
+      VerifyDrafts(r, out, static_cast<int>(i));
       continue;
     }
     DevicePick device;

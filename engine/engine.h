@@ -49,6 +49,14 @@ struct EngineConfig {
   // (and the logits of requests that want log-probs); false: every sampled row's logits come back and the host's
   // Sampler picks (its draws are the reference; the device's may differ at rounding boundaries).
   bool sample_on_device = true;
+  // Speculative decoding (engine/spec): a step computes a few draft tokens after a decoding sequence's last token,
+  // and keeps each draft the sampler then picks: several tokens for one step where the drafts are right, the same
+  // output either way. Drafts come from the request's prediction (EngineRequest::prediction), at most
+  // prediction_draft_tokens a step (0: predictions are not used), else, where prompt_lookup_tokens > 0, from the
+  // sequence itself (prompt lookup: the tokens after the latest 2- to 4-token n-gram's earlier occurrence). A request
+  // that drafts samples on the host every step (so that its tokens never depend on which steps had drafts).
+  int prediction_draft_tokens = 8;
+  int prompt_lookup_tokens = 0;
   // Structured output: how long one constraint may take to compile before the request is refused.
   std::chrono::milliseconds constraint_compile_timeout{10000};
   // Called on the step thread after every step that ran a forward; must be quick and must not block.
@@ -81,6 +89,8 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t prompt_tokens_computed = 0;
   int64_t failed_steps = 0;         // steps whose forward failed (their requests ended with the error)
+  int64_t draft_tokens = 0;         // speculative drafts computed and verified
+  int64_t accepted_draft_tokens = 0;  // of which kept (each one a generated token that took no step of its own)
 };
 
 class Engine {
@@ -152,8 +162,17 @@ class Engine {
     float logprob = 0.0f;  // under the model's distribution
   };
   // Picks the next token (the device's pick, or from `logits` on the host), emits it and ends the request where
-  // it stops.
-  void SampleAndEmit(RequestState& request, std::span<const float> logits, DevicePick device);
+  // it stops. `draft` (>= 0): the speculative draft at this position, counted as kept where the token equals it.
+  void SampleAndEmit(RequestState& request, std::span<const float> logits, DevicePick device, int32_t draft = -1);
+  // Speculative decoding (engine_drafts.cc). Whether `request` drafts tokens.
+  bool Speculates(const RequestState& request) const;
+  // Before a step: drops drafts a previous step left unscheduled, and appends new ones to each running generation
+  // that decodes (its prompt computed, one token sampled and not yet computed).
+  void ProposeDrafts();
+  // After the step's forward, for a sequence whose chunk ended in drafts (sequence `index` of `out`, every row
+  // returned): samples its rows in order as SampleAndEmit does, keeping each draft that equals the token sampled
+  // at its position; the first token that differs, or the token after the last draft, ends the step's tokens.
+  void VerifyDrafts(RequestState& request, const ForwardOutput& out, int index);
   void PublishStats();
 
   ModelBundle model_;

@@ -26,6 +26,14 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
     ARACH_RETURN_IF_ERROR(request.sampling.Validate(config.vocab_size, names));
   }
   ARACH_RETURN_IF_ERROR(CheckPromptFitsContext(request.prompt.size(), request.kind, config, "prompt", names));
+  if (!request.prediction.empty()) {
+    if (request.kind != RequestKind::kGenerate) return InvalidField(names, "prediction", "only a generation has an output to predict");
+    ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prediction, config.vocab_size, "prediction", names));
+    if (request.prediction.size() > static_cast<size_t>(config.max_positions)) {
+      return InvalidField(names, "prediction", absl::StrCat("its ", request.prediction.size(), " tokens exceed the model's context of ",
+                                                            config.max_positions));
+    }
+  }
   if (request.prompt_top_logprobs < 0 || request.prompt_top_logprobs > SamplingParams::kMaxTopLogprobs) {
     return InvalidField(names, "prompt_top_logprobs", absl::StrCat(request.prompt_top_logprobs, " must be in [0, ",
                                                                    SamplingParams::kMaxTopLogprobs, "]"));

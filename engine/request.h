@@ -60,6 +60,10 @@ struct EngineRequest {
   // the same salt, and blocks it computes are found only by them; empty: the shared namespace. Not secret-checked
   // here: a salt should be long and unpredictable (e.g. 32 random bytes in base64) and kept by its tenant.
   std::string cache_salt;
+  // Generation: the output as the caller expects it to be, mostly (OpenAI's predicted outputs: a file to edit, a
+  // document to rewrite). Speculative decoding drafts from it (EngineConfig::prediction_draft_tokens); the output is
+  // the same with or without it, only sooner where it is right.
+  std::vector<int32_t> prediction;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -97,6 +101,8 @@ struct Usage {
   int completion_tokens = 0;
   int cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache (last admission)
   int preemptions = 0;
+  int draft_tokens = 0;           // speculative drafts computed for it (EngineConfig::prediction_draft_tokens)
+  int accepted_draft_tokens = 0;  // of which kept in the output
 };
 
 struct Timings {

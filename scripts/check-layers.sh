@@ -10,7 +10,7 @@
 #  - the client uses the engine's variant vocabulary and core only, never the server.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ENGINE_LAYERS=(core model tokenizer chat variant sampling output constraint backend kv runner bundle sched)
+ENGINE_LAYERS=(core model tokenizer chat variant sampling output constraint backend kv runner bundle sched spec)
 violations=0
 report() { echo "[layers] $1"; violations=$((violations + 1)); }
 

@@ -16,6 +16,7 @@ bool Scheduler::EnsureBlocks(Sequence& seq, int num_tokens) {
 }
 
 void Scheduler::Preempt(Sequence& seq) {
+  seq.DropDrafts();
   seq.blocks.ReleaseAll(allocator_);
   seq.num_computed = 0;
   seq.num_registered_blocks = 0;
@@ -70,7 +71,10 @@ bool Scheduler::NextBlockIsBeingComputed(const Sequence& seq) const {
   for (const Sequence* other : running_) {
     if (other->background && !seq.background) continue;  // background work computes a few tokens a step: live work never waits for it
     // At the same place of the same chain (same cached blocks before), with that block's tokens known, not yet computed.
-    if (other->num_registered_blocks != block || other->last_block_hash != seq.last_block_hash || other->tokens.size() < end) continue;
+    if (other->num_registered_blocks != block || other->last_block_hash != seq.last_block_hash ||
+        static_cast<size_t>(other->num_verified()) < end) {
+      continue;
+    }
     if (other->variant.CacheKey() != variant_key || other->cache_namespace != seq.cache_namespace) continue;
     if (std::equal(seq.tokens.begin() + static_cast<std::ptrdiff_t>(end - block_size), seq.tokens.begin() + static_cast<std::ptrdiff_t>(end),
                    other->tokens.begin() + static_cast<std::ptrdiff_t>(end - block_size))) {
@@ -82,7 +86,9 @@ bool Scheduler::NextBlockIsBeingComputed(const Sequence& seq) const {
 
 void Scheduler::ReleaseOutOfWindow(Sequence& seq) {
   // The next query sits at position num_computed and sees [num_computed - window + 1, num_computed].
-  if (config_.sliding_window > 0) seq.blocks.ReleaseBefore(seq.num_computed - config_.sliding_window + 1, allocator_);
+  // Drafts count as not computed: the next query may sit at the first of them, if the engine rejects it.
+  const int next_query = std::min(seq.num_computed, seq.num_verified());
+  if (config_.sliding_window > 0) seq.blocks.ReleaseBefore(next_query - config_.sliding_window + 1, allocator_);
 }
 
 ScheduledBatch Scheduler::Schedule(std::chrono::steady_clock::time_point now) {
@@ -168,14 +174,27 @@ void Scheduler::ScheduleRunning(bool background, ScheduledBatch& batch, int& bud
     if (seq->background == background) order.push_back(seq);
   }
   std::stable_sort(order.begin(), order.end(), [](const Sequence* a, const Sequence* b) { return a->priority < b->priority; });
+  // Sequences still to schedule that have a token to compute: drafts leave each of them a token of the budget.
+  int waiting_for_a_token =
+      static_cast<int>(std::count_if(order.begin(), order.end(), [](const Sequence* s) { return s->num_uncomputed() > 0; }));
   for (Sequence* candidate : order) {
     if (budget <= 0) break;
     Sequence& seq = *candidate;
+    if (seq.num_uncomputed() > 0) --waiting_for_a_token;
     if (seq.state != SequenceState::kRunning) continue;  // preempted earlier in this step
-    const int n = std::min(seq.num_uncomputed(), budget);
+    // Drafts only in the budget the other sequences' next tokens leave, never costing another sequence its blocks.
+    if (const int over = seq.num_uncomputed() - std::max(1, budget - waiting_for_a_token); seq.num_draft > 0 && over > 0) {
+      seq.DropDrafts(over);
+    }
+    int n = std::min(seq.num_uncomputed(), budget);
     if (n == 0) continue;  // nothing new to compute (the engine finishes such sequences)
     bool scheduled = true;
     while (!EnsureBlocks(seq, seq.num_computed + n)) {
+      if (seq.num_draft > 0) {  // fewer drafts, down to none, before anyone is preempted for them
+        seq.DropDrafts(1);
+        --n;
+        continue;
+      }
       Sequence* victim = PickVictim(background);
       if (victim == nullptr) victim = &seq;
       PreemptForStep(*victim, batch);
@@ -237,11 +256,13 @@ void Scheduler::CompleteStep(const ScheduledBatch& batch) {
     Sequence& seq = *chunk.seq;
     seq.num_computed = chunk.start + chunk.num_tokens;
     if (!config_.enable_prefix_caching) continue;
+    // Only blocks of verified tokens: a draft the engine rejects is overwritten in place.
+    const int verified = std::min(seq.num_computed, seq.num_verified());
     const int block_size = seq.blocks.block_size();
     BlockContent content;
     content.variant_key = seq.variant.CacheKey();
     content.cache_namespace = seq.cache_namespace;
-    for (int b = seq.num_registered_blocks; b < seq.num_computed / block_size; ++b) {
+    for (int b = seq.num_registered_blocks; b < verified / block_size; ++b) {
       content.parent_hash = seq.last_block_hash;
       content.tokens.assign(seq.tokens.begin() + b * block_size, seq.tokens.begin() + (b + 1) * block_size);
       allocator_.Register(seq.blocks.blocks()[b], content);

@@ -1,6 +1,7 @@
 // A sequence as the scheduler sees it: its tokens, how many of them have K/V in the cache, its blocks.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -37,9 +38,20 @@ struct Sequence {
   uint64_t last_block_hash = 0;       // chain hash of block num_registered_blocks - 1 (0: none)
   int num_cached_prompt_tokens = 0;   // prompt tokens found in the prefix cache at the last admission
   int num_preemptions = 0;
+  // Speculative decoding: the last num_draft tokens are drafts, not yet verified (the engine appends them before a
+  // step and verifies them after it; the scheduler drops them where they do not fit the step). Never in the prefix
+  // cache, never counted as generated.
+  int num_draft = 0;
 
-  int num_generated() const { return static_cast<int>(tokens.size()) - prompt_len; }
+  int num_generated() const { return static_cast<int>(tokens.size()) - num_draft - prompt_len; }
   int num_uncomputed() const { return static_cast<int>(tokens.size()) - num_computed; }
+  int num_verified() const { return static_cast<int>(tokens.size()) - num_draft; }  // prompt and generated tokens
+  // Drops the last `count` drafts (all by default).
+  void DropDrafts(int count = -1) {
+    const int dropped = count < 0 ? num_draft : std::min(count, num_draft);
+    tokens.resize(tokens.size() - static_cast<size_t>(dropped));
+    num_draft -= dropped;
+  }
 };
 
 }  // namespace arach

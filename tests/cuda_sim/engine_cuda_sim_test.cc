@@ -106,6 +106,25 @@ TEST_P(EngineOnSimulatedCuda, DevicePicksTheHostSamplersTokensWithTheModelsLogpr
   }
 }
 
+// Speculative decoding on the device's rows: a request with a prediction samples its rows on the host (every row of
+// the chunk comes back), and its tokens are those the device picked without the prediction.
+TEST_P(EngineOnSimulatedCuda, APredictionVerifiedOnTheDevicesRowsChangesNoToken) {
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 4; ++i) requests.push_back(Request(i, GetParam()));
+  std::unique_ptr<Engine> device = SimulatedEngine(true);
+  ASSERT_NE(device, nullptr);
+  const std::vector<Outcome> plain = RunAll(*device, requests);
+  for (size_t i = 0; i < requests.size(); ++i) requests[i].prediction = plain[i].tokens;
+  const std::vector<Outcome> predicted = RunAll(*device, requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(predicted[i].tokens, plain[i].tokens) << "request " << i;
+    for (size_t t = 0; t < plain[i].logprobs.size(); ++t) {
+      EXPECT_NEAR(predicted[i].logprobs[t], plain[i].logprobs[t], 1e-4) << "request " << i << " token " << t;
+    }
+  }
+  EXPECT_GT(device->stats().accepted_draft_tokens, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(GreedyAndSampled, EngineOnSimulatedCuda, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "sampled" : "greedy"; });
 

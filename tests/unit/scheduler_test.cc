@@ -439,5 +439,87 @@ TEST(Scheduler, NoBlockLeaksUnderRandomFinishCancelAndPreemption) {
   EXPECT_GT(prefix_hits, 0) << "shared prefixes must hit the cache";
 }
 
+// Speculative decoding: the engine appends drafts to a decoding sequence before a step (here by hand).
+void AddDrafts(Sequence* seq, int count) {
+  for (int i = 0; i < count; ++i) seq->tokens.push_back(5000 + i);
+  seq->num_draft += count;
+}
+
+TEST(SchedulerDrafts, ADecodeChunkTakesItsDraftsOrAsManyAsTheBudgetLeaves) {
+  Harness h({4, /*max_num_batched_tokens=*/4, false}, 32, 4);
+  Sequence* a = h.Add('A', 3, 100);
+  EXPECT_EQ(h.Step(), "A0+3");  // the prompt; A has its first token (4 tokens, 3 computed)
+  AddDrafts(a, 5);
+  const ScheduledBatch batch = h.scheduler().Schedule(h.now());
+  ASSERT_EQ(batch.chunks.size(), 1u);
+  EXPECT_EQ(batch.chunks[0].start, 3);
+  EXPECT_EQ(batch.chunks[0].num_tokens, 4);  // the token and 3 drafts: the last 2 did not fit
+  EXPECT_TRUE(batch.chunks[0].completes);
+  EXPECT_EQ(a->num_draft, 3);
+  EXPECT_EQ(a->tokens.size(), 7u);
+  h.scheduler().CompleteStep(batch);
+  EXPECT_EQ(a->num_computed, 7);
+  EXPECT_EQ(a->num_generated(), 1) << "drafts are not generated tokens";
+}
+
+TEST(SchedulerDrafts, DraftsGiveWayBeforeAnotherSequenceIsPreempted) {
+  // 3 blocks of 4: A and B hold one each; A's token and 6 drafts would need two more.
+  Harness h({4, 64, false}, 3, 4);
+  Sequence* a = h.Add('A', 3, 100);
+  h.Add('B', 3, 100);
+  EXPECT_EQ(h.Step(), "A0+3 B0+3");
+  AddDrafts(a, 6);
+  const ScheduledBatch batch = h.scheduler().Schedule(h.now());
+  EXPECT_TRUE(batch.preempted.empty());
+  ASSERT_EQ(batch.chunks.size(), 2u);
+  EXPECT_EQ(batch.chunks[0].num_tokens, 5);  // the token and 4 drafts: positions 3..7, the one free block
+  EXPECT_EQ(a->num_draft, 4);
+}
+
+TEST(SchedulerDrafts, APreemptedSequenceLosesItsDrafts) {
+  // 4 blocks of 2: A and B hold two each; A's next token needs a third, so B (the newest) is preempted.
+  Harness h({4, 64, false}, 4, 2);
+  h.Add('A', 4, 100);
+  Sequence* b = h.Add('B', 3, 100);
+  EXPECT_EQ(h.Step(), "A0+4 B0+3");
+  AddDrafts(b, 1);  // B's token and draft fill its second block
+  const ScheduledBatch batch = h.scheduler().Schedule(h.now());
+  ASSERT_EQ(batch.preempted.size(), 1u);
+  EXPECT_EQ(batch.preempted[0], b);
+  EXPECT_EQ(b->num_draft, 0);
+  EXPECT_EQ(b->tokens.size(), 4u) << "the prompt and its one generated token";
+}
+
+TEST(SchedulerDrafts, OnlyVerifiedTokensReachThePrefixCache) {
+  Harness h({4, 64, /*enable_prefix_caching=*/true}, 32, 4);
+  Sequence* a = h.Add('A', 3, 100);
+  EXPECT_EQ(h.Step(), "A0+3");
+  AddDrafts(a, 5);  // positions 4..8: blocks 1 and 2 hold drafts
+  h.scheduler().CompleteStep(h.scheduler().Schedule(h.now()));
+  EXPECT_EQ(a->num_registered_blocks, 1);
+  EXPECT_EQ(h.allocator().num_cached(), 1);
+}
+
+TEST(SchedulerDrafts, ASlidingWindowKeepsTheBlocksARejectedDraftsQueryNeeds) {
+  // Window 4, blocks of 4: after the drafts the next query may be position 9 (the first draft rejected), which sees 6..9.
+  Harness h({4, 64, false, /*sliding_window=*/4}, 32, 4);
+  Sequence* a = h.Add('A', 8, 100);
+  EXPECT_EQ(h.Step(), "A0+8");
+  AddDrafts(a, 7);  // positions 9..15
+  h.scheduler().CompleteStep(h.scheduler().Schedule(h.now()));
+  EXPECT_EQ(a->blocks.num_held(), 3) << "only block 0 (positions 0..3) is before the window of position 9";
+}
+
+TEST(SchedulerDrafts, DraftsLeaveEveryOtherRunningSequenceItsToken) {
+  Harness h({4, /*max_num_batched_tokens=*/6, false}, 32, 4);
+  Sequence* a = h.Add('A', 3, 100);
+  h.Add('B', 3, 100);
+  h.Add('C', 3, 100);
+  EXPECT_EQ(h.Step(), "A0+3 B0+3");  // C waits for the budget
+  EXPECT_EQ(h.Step(), "A3+1 B3+1 C0+3");
+  AddDrafts(a, 8);
+  EXPECT_EQ(h.Step().substr(0, 5), "A4+4 ") << "A's token and 3 drafts; B and C a token each";
+}
+
 }  // namespace
 }  // namespace arach
