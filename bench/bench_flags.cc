@@ -38,6 +38,11 @@ ABSL_FLAG(bool, embed, false,
 ABSL_FLAG(int, prompt_top_logprobs, 0,
           "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "
           "prompt_logprobs N ask; at most 20)");
+ABSL_FLAG(bool, predict, false,
+          "engine: every request carries its own output as its prediction (OpenAI's predicted outputs; the output is "
+          "computed once before the figures): speculative decoding where the prediction is right throughout");
+ABSL_FLAG(int, prediction_draft_tokens, 8, "engine: draft tokens a step checks from a prediction (with --predict)");
+ABSL_FLAG(int, prompt_lookup_tokens, 0, "engine: draft tokens a step checks by prompt lookup (0: off)");
 ABSL_FLAG(float, temperature, 0.0f, "engine: the requests' temperature (0: greedy)");
 ABSL_FLAG(int, top_k, 0, "engine: the requests' top_k (0: off)");
 ABSL_FLAG(float, top_p, 1.0f, "engine: the requests' top_p (1: off)");

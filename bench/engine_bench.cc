@@ -8,11 +8,13 @@
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
-// Greedy unless --temperature (with --top_k, --top_p) says otherwise.
+// Greedy unless --temperature (with --top_k, --top_p) says otherwise. --predict gives every request its own output as
+// its prediction (speculative decoding where the prediction is right throughout); --prompt_lookup_tokens N drafts by
+// prompt lookup.
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
-//                            [--embed] [--temperature 1 --top_p 0.9]
+//                            [--embed] [--temperature 1 --top_p 0.9] [--predict] [--prompt_lookup_tokens 4]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -100,6 +102,40 @@ class Driver : public std::enable_shared_from_this<Driver> {
   Result result_;
 };
 
+// The tokens `request` generates, waited for.
+absl::StatusOr<std::vector<int32_t>> GenerateOnce(Engine& engine, EngineRequest request) {
+  class Collect : public RequestObserver {
+   public:
+    void OnChunk(const StreamChunk& chunk) override {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const SampledToken& t : chunk.tokens) tokens_.push_back(t.token);
+    }
+    void OnFinish(const FinishInfo& info) override {
+      std::lock_guard<std::mutex> lock(mutex_);
+      status_ = info.status;
+      finished_ = true;
+      done_.notify_all();
+    }
+    absl::StatusOr<std::vector<int32_t>> Wait() {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [&] { return finished_; });
+      if (!status_.ok()) return status_;
+      return tokens_;
+    }
+
+   private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::vector<int32_t> tokens_;
+    absl::Status status_;
+    bool finished_ = false;
+  };
+  auto collect = std::make_shared<Collect>();
+  absl::StatusOr<uint64_t> id = engine.Submit(std::move(request), collect);
+  if (!id.ok()) return id.status();
+  return collect->Wait();
+}
+
 int Run() {
   const absl::StatusOr<std::vector<int>> concurrency = PositiveCounts("concurrency", absl::GetFlag(FLAGS_concurrency));
   if (!concurrency.ok()) {
@@ -132,6 +168,13 @@ int Run() {
   config.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   const int shared_prefix = std::clamp(absl::GetFlag(FLAGS_shared_prefix), 0, absl::GetFlag(FLAGS_prompt_len) - 1);
   config.enable_prefix_caching = shared_prefix > 0;  // else identical prompts would be served from the cache
+  config.prediction_draft_tokens = absl::GetFlag(FLAGS_prediction_draft_tokens);
+  config.prompt_lookup_tokens = absl::GetFlag(FLAGS_prompt_lookup_tokens);
+  const bool predict = absl::GetFlag(FLAGS_predict);
+  if (predict && shared_prefix > 0) {
+    std::fprintf(stderr, "--predict needs requests that are all alike (no --shared_prefix)\n");
+    return 2;
+  }
   auto engine = Engine::Create(std::move(*model), config);
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", engine.status().ToString().c_str());
@@ -187,6 +230,14 @@ int Run() {
     });
     warm->Run(1);
   }
+  if (predict) {  // the requests' output (all alike, seeded), as their prediction
+    absl::StatusOr<std::vector<int32_t>> output = GenerateOnce(**engine, request_number(0));
+    if (!output.ok()) {
+      std::fprintf(stderr, "--predict: %s\n", output.status().ToString().c_str());
+      return 1;
+    }
+    request.prediction = std::move(*output);
+  }
   const std::string kind = embed    ? "embedding requests"
                            : !score ? "generations"
                            : request.prompt_top_logprobs == 0
@@ -196,6 +247,10 @@ int Run() {
               dir.c_str(), device.c_str(), variant->Name().c_str(), kind.c_str(),
               absl::GetFlag(FLAGS_prompt_len), shared_prefix, score || embed ? 0 : absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
+  if (predict || config.prompt_lookup_tokens > 0) {
+    std::printf("# speculative decoding: %s, up to %d draft tokens a step\n", predict ? "each request's own output as its prediction" : "prompt lookup",
+                predict ? config.prediction_draft_tokens : config.prompt_lookup_tokens);
+  }
   // Prompt-only requests (score, embed) generate nothing: their first columns are each request's whole latency.
   const bool prompt_only = score || embed;
   std::printf("%11s %9s %10s %13s %13s %10s %10s %10s %11s %11s %11s\n", "concurrency", "requests", "req/s", "prompt tok/s",
@@ -217,6 +272,15 @@ int Run() {
                 tokens / result.seconds, Percentile(ttft, 0.5),
                 Percentile(ttft, 0.9), Percentile(ttft, 0.99), Percentile(tpot, 0.5), Percentile(tpot, 0.9),
                 Percentile(tpot, 0.99));
+    if (predict || config.prompt_lookup_tokens > 0) {
+      int64_t drafted = 0, kept = 0;
+      for (const FinishInfo& f : result.finished) {
+        drafted += f.usage.draft_tokens;
+        kept += f.usage.accepted_draft_tokens;
+      }
+      std::printf("%11s %lld draft tokens, %lld kept (%.1f%%)\n", "", static_cast<long long>(drafted), static_cast<long long>(kept),
+                  drafted > 0 ? 100.0 * static_cast<double>(kept) / static_cast<double>(drafted) : 0.0);
+    }
     std::fflush(stdout);
   }
   return 0;

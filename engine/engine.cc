@@ -37,6 +37,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const 
     return absl::InvalidArgumentError("engine: max_num_seqs, max_num_batched_tokens and background_tokens_per_step must be "
                                       ">= 1, max_queued_requests, background_tokens_beside_live and priority_aging_seconds >= 0");
   }
+  if (config.prediction_draft_tokens < 0 || config.prediction_draft_tokens > kMaxDraftTokens || config.prompt_lookup_tokens < 0 ||
+      config.prompt_lookup_tokens > kMaxDraftTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("engine: prediction_draft_tokens and prompt_lookup_tokens must be in [0, ",
+                                                   kMaxDraftTokens, "]"));
+  }
   if (config.unhealthy_after_failed_steps < 0 || config.stall_timeout.count() < 0) {
     return absl::InvalidArgumentError("engine: unhealthy_after_failed_steps and stall_timeout must be >= 0 (0: never)");
   }

@@ -33,6 +33,9 @@ struct StepReport {
   double seconds = 0;     // schedule + forward + sampling
 };
 
+// The most draft tokens a step checks for one sequence (EngineConfig::prediction_draft_tokens, prompt_lookup_tokens).
+inline constexpr int kMaxDraftTokens = 64;
+
 struct EngineConfig {
   int max_num_seqs = 64;             // sequences in the running batch at most
   int max_num_batched_tokens = 512;  // tokens per step (prefill chunks + decodes)

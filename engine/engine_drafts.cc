@@ -68,7 +68,9 @@ void Engine::VerifyDrafts(RequestState& r, const ForwardOutput& out, int index) 
     if (!kept || r.finished) break;
     ++seq.num_computed;  // the kept draft's K/V are those of the token now at its position
   }
-  if (!r.request.prediction.empty()) r.prediction_cursor = r.draft_source_position + accepted;
+  // Aligned, the token emitted after the kept drafts stands for the prediction's next one: the next match should end
+  // just after it (in a repetitive text an earlier end would repeat a stretch out of step).
+  if (!r.request.prediction.empty()) r.prediction_cursor = r.draft_source_position + accepted + 1;
 }
 
 }  // namespace arach

@@ -47,8 +47,9 @@ struct Engine::RequestState {
   std::optional<AttentionDiagnosticsAccumulator> diagnostics;  // when the request asked for diagnostics
   std::optional<ConstraintMatcher> constraint;  // structured output: where the output stands in its constraint
   TokenFilter token_filter;                     // allowed_token_ids and bad_words (inactive without them)
-  // Speculative decoding (engine_drafts.cc): the prediction's index where the last kept draft ended (the next
-  // lookup prefers a match there), the index of the pending drafts' first token, and the request's counts.
+  // Speculative decoding (engine_drafts.cc): the prediction's index just after the token the last step emitted, as
+  // aligned (the next lookup prefers a match ending there), the index of the pending drafts' first token, and the
+  // request's counts.
   int prediction_cursor = 0;
   int draft_source_position = 0;
   int draft_tokens = 0;

@@ -3,7 +3,8 @@
 # openai npm client (installed from the npm registry into tests/openai_client) and compares the answers with
 # the gRPC API (tests/openai_client/check.mjs); then /v1/chat/completions on qwen3-tiny with the real Qwen3 chat
 # template (tests/openai_client/chat.mjs) and its Responses API (responses.mjs; stored.mjs: stored responses; agents.mjs: the OpenAI Agents SDK's tool
-# loop and output types), embeddings (embeddings.mjs: the client's base64 against floats, dimensions, variants), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
+# loop and output types), embeddings (embeddings.mjs: the client's base64 against floats, dimensions, variants), predicted
+# outputs (prediction.mjs: the same answer with a prediction, usage's prediction tokens), structured output (structured.mjs, Ajv as the JSON Schema oracle) and tool
 # calls in the Hermes syntax (tools.mjs); tool calls in the Llama 3.1, Mistral and pythonic (Llama 3.2) syntaxes on llama3-tiny with
 # templates written in those conventions (tests/openai_client/templates); then a closed server, HTTPS and an API
 # key (tests/openai_client/secure.mjs).
@@ -40,6 +41,7 @@ else
   node "$check/agents.mjs" "$http" qwen3-tiny
 fi
 node "$check/embeddings.mjs" "$http" qwen3-tiny
+node "$check/prediction.mjs" "$http" qwen3-tiny
 if grep -q "Structured output.*: unavailable" <<< "$server_help"; then
   echo "[openai-client] structured output and tool calls: skipped (this build has no xgrammar)"
 else

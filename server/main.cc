@@ -72,6 +72,13 @@ ABSL_FLAG(int, max_num_seqs, 64, "sequences in the running batch at most");
 ABSL_FLAG(int, max_num_batched_tokens, 512, "tokens per engine step (prefill chunks + decodes)");
 ABSL_FLAG(int, max_queued_requests, 1024, "requests waiting for admission at most; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (per variant)");
+ABSL_FLAG(int, prediction_draft_tokens, 8,
+          "speculative decoding from a request's prediction (OpenAI's predicted outputs): draft tokens a step checks at "
+          "most (0..64; 0: predictions are accepted and not used). The answer is the same either way");
+ABSL_FLAG(int, prompt_lookup_tokens, 0,
+          "speculative decoding by prompt lookup for every generation: draft tokens a step checks at most, taken from "
+          "where the output's last 2-4 tokens occur earlier in the prompt or output (0..64; 0: off). The answer is the "
+          "same either way; requests that draft sample on the host");
 ABSL_FLAG(int, unhealthy_after_failed_steps, 5,
           "the engine is unhealthy (/live, /health and /ready 503, gRPC health NOT_SERVING, arach_engine_healthy 0) once "
           "this many steps in a row failed their forward, e.g. after a sticky CUDA error; a restart cures it (0: never)");
@@ -164,6 +171,8 @@ ServerOptions OptionsFromFlags() {
   o.engine.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   o.engine.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   o.engine.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  o.engine.prediction_draft_tokens = absl::GetFlag(FLAGS_prediction_draft_tokens);
+  o.engine.prompt_lookup_tokens = absl::GetFlag(FLAGS_prompt_lookup_tokens);
   o.engine.unhealthy_after_failed_steps = absl::GetFlag(FLAGS_unhealthy_after_failed_steps);
   const double stall_seconds = absl::GetFlag(FLAGS_engine_stall_seconds);  // negative or NaN: refused by ValidateOptions
   o.engine.stall_timeout = std::chrono::milliseconds(stall_seconds >= 0 ? static_cast<int64_t>(std::min(stall_seconds, 1e9) * 1000) : -1);

@@ -96,6 +96,12 @@ class EngineCollector : public prometheus::Collectable {
             static_cast<double>(s.deferred_admissions));
     counter("arach_preemptions_total", "Running requests preempted for lack of KV blocks (recomputed later).",
             static_cast<double>(s.preemptions));
+    counter("arach_spec_decode_draft_tokens_total",
+            "Speculative draft tokens computed and checked (from predictions, and prompt lookup where enabled).",
+            static_cast<double>(s.draft_tokens));
+    counter("arach_spec_decode_accepted_tokens_total",
+            "Speculative draft tokens kept: generated tokens that took no engine step of their own.",
+            static_cast<double>(s.accepted_draft_tokens));
     return out;
   }
 

@@ -82,6 +82,11 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   sp.logprobs = r.logprobs();
   sp.top_logprobs = ClampToInt(r.top_logprobs());
   ARACH_ASSIGN_OR_RETURN(out.constraint, ToOutputConstraint(r.structured_output()));
+  if (!r.prediction().empty()) {
+    absl::StatusOr<std::vector<int32_t>> prediction = engine.tokenizer().Encode(r.prediction(), /*add_special_tokens=*/false);
+    if (!prediction.ok()) return InvalidField("prediction", prediction.status().message());
+    out.prediction = std::move(*prediction);
+  }
   out.variant = variant;
   return out;
 }
@@ -224,6 +229,8 @@ void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const st
   usage->set_completion_tokens(info.usage.completion_tokens);
   usage->set_cached_prompt_tokens(info.usage.cached_prompt_tokens);
   usage->set_preemptions(info.usage.preemptions);
+  usage->set_draft_tokens(info.usage.draft_tokens);
+  usage->set_accepted_draft_tokens(info.usage.accepted_draft_tokens);
   arach::v1::Timings* timings = out->mutable_timings();
   timings->set_queue_seconds(info.timings.queue_seconds);
   timings->set_time_to_first_token_seconds(info.timings.time_to_first_token_seconds);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
+#include "server/http/prediction_request.h"
 #include "server/http/request_fields.h"
 #include "server/json_body.h"
 
@@ -236,6 +237,7 @@ absl::StatusOr<GenerationFields> ParseGenerationFields(const json& body, const s
   f.variant.skip = skip;
   ARACH_RETURN_IF_ERROR(ReadNumber(body, "priority", &f.priority));
   ARACH_ASSIGN_OR_RETURN(f.structured_output, ParseStructuredOutput(body));
+  ARACH_ASSIGN_OR_RETURN(f.prediction, ReadPrediction(body));
   if (const json* key = Field(body, "experiment_key"); key != nullptr) {
     if (!key->is_string()) return InvalidField("experiment_key", "must be a string");
     f.variant.experiment_key = key->get<std::string>();

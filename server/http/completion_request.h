@@ -51,6 +51,9 @@ struct GenerationFields {
   RequestedConstraint structured_output;  // response_format / structured_outputs
   // vLLM's cache_salt: the prefix-cache namespace of the request's prompts (EngineRequest::cache_salt); empty: shared.
   std::string cache_salt;
+  // OpenAI's predicted outputs (prediction.content): the text each choice is expected to be, mostly; drafted from
+  // (EngineRequest::prediction), usage reports how much of it was kept.
+  std::optional<std::string> prediction;
 };
 
 struct CompletionRequest {

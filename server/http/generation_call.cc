@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
@@ -69,6 +70,12 @@ GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, Gener
 absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields,
                                     const std::string& own_constraint_field) {
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
+  std::vector<int32_t> prediction;  // the predicted text's tokens, as the output would spell them (no special tokens)
+  if (fields_.prediction) {
+    absl::StatusOr<std::vector<int32_t>> ids = engine().tokenizer().Encode(*fields_.prediction, /*add_special_tokens=*/false);
+    if (!ids.ok()) return InvalidField("prediction", ids.status().message());
+    prediction = std::move(*ids);
+  }
   int64_t tokens = 0;  // what the call may use, as its usage counts it: each prompt once, every choice's max_tokens
   for (size_t c = 0; c < requests.size(); ++c) {
     EngineRequest& r = requests[c];
@@ -81,6 +88,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
       r.prompt_top_logprobs = 0;
     }
     if (CopiesItsLead(c, r)) continue;  // its lead computes its answer: no tokens of its own
+    r.prediction = prediction;
     r.priority = ticket_.PriorityFor(fields_.priority);
     r.cache_salt = ticket_.CacheSaltFor(fields_.cache_salt);
     if (!fields_.stream && identity_.answer_deadline) r.deadline = identity_.answer_deadline;
@@ -177,7 +185,7 @@ void GenerationCall::PutPromptLogprobs(int index, json& into) {
 }
 
 json GenerationCall::UsageJson() const {
-  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0, drafted = 0, kept = 0;
   for (size_t c = 0; c < choices_.size(); ++c) {
     const Choice& choice = choices_[c];
     if (!choice.finish) continue;
@@ -186,11 +194,20 @@ json GenerationCall::UsageJson() const {
       cached_tokens += choice.finish->usage.cached_prompt_tokens;
     }
     completion_tokens += choice.finish->usage.completion_tokens;
+    if (!choice.copy) {  // a copy's drafts are its lead's
+      drafted += choice.finish->usage.draft_tokens;
+      kept += choice.finish->usage.accepted_draft_tokens;
+    }
   }
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  json usage = {{"prompt_tokens", prompt_tokens},
+                {"completion_tokens", completion_tokens},
+                {"total_tokens", prompt_tokens + completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  // OpenAI's names: predicted tokens the output kept, and those computed and dropped (not in completion_tokens here).
+  if (fields_.prediction) {
+    usage["completion_tokens_details"] = {{"accepted_prediction_tokens", kept}, {"rejected_prediction_tokens", drafted - kept}};
+  }
+  return usage;
 }
 
 json GenerationCall::WholeAnswer() {

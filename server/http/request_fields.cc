@@ -19,7 +19,7 @@ constexpr std::string_view kShared[] = {
     "model", "n", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p",
     "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "ignore_eos",
     "skip_special_tokens", "stop", "include_stop_str_in_output", "stop_token_ids", "logit_bias", "logprobs", "prompt_logprobs", "return_tokens_as_token_ids", "return_token_ids", "truncate_prompt_tokens", "priority", "response_format",
-    "structured_outputs", "cache_salt", "allowed_token_ids", "bad_words",
+    "structured_outputs", "cache_salt", "allowed_token_ids", "bad_words", "prediction",
     // arach-serve: the variant, its diagnostics and the experiment assignment
     "arach", "arach_offset", "skip", "diagnostics", "experiment_key",
     // accepted, and change nothing in the output (`user`, else `safety_identifier`, is the experiment key when none
@@ -66,7 +66,6 @@ constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented
 constexpr std::pair<std::string_view, std::string_view> kNotImplemented[] = {
     {"audio", "audio output is not supported (text only)"},
     {"modalities", "only text output is supported; leave modalities out"},
-    {"prediction", "predicted outputs are not supported"},
     {"verbosity", "is not supported"},
     {"web_search_options", "web search is not supported"},
     {"functions", "is deprecated and not supported: use tools"},
