@@ -30,8 +30,10 @@ struct Outcome {
   FinishInfo finish;
 };
 
-// Runs `count` seeded temperature-1 samples of `constraint` side by side and returns them.
-std::vector<Outcome> Sample(Engine& engine, const OutputConstraint& constraint, int count, int max_tokens, uint64_t seed = 1) {
+// Runs `count` seeded temperature-1 samples of `constraint` side by side and returns them; `predictions[i]`, where
+// given, is sample i's prediction (speculative decoding).
+std::vector<Outcome> Sample(Engine& engine, const OutputConstraint& constraint, int count, int max_tokens, uint64_t seed = 1,
+                            const std::vector<std::vector<int32_t>>& predictions = {}) {
   std::vector<std::shared_ptr<CollectingObserver>> observers;
   const std::vector<int32_t> prompt = *engine.tokenizer().Encode("The answer is", true);
   for (int i = 0; i < count; ++i) {
@@ -41,6 +43,7 @@ std::vector<Outcome> Sample(Engine& engine, const OutputConstraint& constraint, 
     r.sampling.seed = seed + static_cast<uint64_t>(i);
     r.sampling.max_tokens = max_tokens;
     r.constraint = constraint;
+    if (static_cast<size_t>(i) < predictions.size()) r.prediction = predictions[i];
     observers.push_back(std::make_shared<CollectingObserver>());
     EXPECT_TRUE(engine.Submit(std::move(r), observers.back()).ok());
   }
@@ -121,6 +124,24 @@ TEST_P(StructuredOutput, EveryJsonSchemaOutputValidates) {
     EXPECT_TRUE(std::regex_match(j["address"]["zip"].get<std::string>(), std::regex("[0-9]{5}"))) << o.text;
   }
   EXPECT_GT(stopped, 0) << "no JSON output completed within 160 tokens";
+}
+
+// Drafts never reach the constraint: each emitted token is sampled under the mask and accepted as without them.
+TEST_P(StructuredOutput, APredictionChangesNoConstrainedOutput) {
+  auto c = OutputConstraint::JsonSchema(R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+    "n": {"type": "integer"}}, "required": ["name", "n"], "additionalProperties": false})");
+  const std::vector<Outcome> plain = Sample(*engine_, c, 4, 64, /*seed=*/7);
+  std::vector<std::vector<int32_t>> predictions;
+  for (const Outcome& o : plain) predictions.push_back(*engine_->tokenizer().Encode(o.text, false));
+  predictions[1].insert(predictions[1].begin() + predictions[1].size() / 2, predictions[0].begin(), predictions[0].end());  // an edit
+  const std::vector<Outcome> predicted = Sample(*engine_, c, 4, 64, /*seed=*/7, predictions);
+  int kept = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(predicted[i].text, plain[i].text) << i;
+    EXPECT_EQ(predicted[i].finish.reason, plain[i].finish.reason) << i;
+    kept += predicted[i].finish.usage.accepted_draft_tokens;
+  }
+  EXPECT_GT(kept, 0);
 }
 
 TEST_P(StructuredOutput, AGrammarOutputIsInItsLanguage) {
