@@ -9,9 +9,11 @@
 #include "engine/core/status.h"
 #include "engine/model/checkpoint.h"
 #include "engine/bundle/model_bundle.h"
+#include "engine/engine.h"
 #include "engine/runner/offline_session.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/collecting_observer.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/make_model/make_model.h"
@@ -115,6 +117,48 @@ TEST_F(SlidingWindow, TheWindowChangesLogitsBeyondIt) {
   const size_t vocab = (*full)->config().vocab_size;
   EXPECT_LT(testing::MaxAbsDiff(la->data(), lb->data(), 16 * vocab), 1e-6f) << "inside the window nothing differs";
   EXPECT_GT(testing::MaxAbsDiff(la->data() + 40 * vocab, lb->data() + 40 * vocab, vocab), 1e-4f) << "beyond it the window shows";
+}
+
+// Speculative decoding under the window: a rejected draft's position is the next query, whose window starts before the
+// drafts' would; its blocks must still be held. Three sequences at once on a small pool, so that a block given back
+// too early is soon another sequence's: each output with an edited prediction equals its output alone.
+TEST_F(SlidingWindow, RejectedDraftsQueriesStillSeeTheirWindow) {
+  LoadModelOptions options;
+  options.block_size = kBlockSize;
+  options.kv_blocks = 30;
+  absl::StatusOr<ModelBundle> model = LoadModelBundle(dir_.path(), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EngineConfig config;
+  config.enable_prefix_caching = false;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*model), config);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  std::vector<EngineRequest> requests(3);
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 3; ++i) {
+    requests[i].prompt.assign(ids_.begin() + 10 * i, ids_.begin() + 10 * i + 12);
+    requests[i].sampling.temperature = 0.0f;
+    requests[i].sampling.max_tokens = 48;
+    requests[i].sampling.ignore_eos = true;
+    auto observer = std::make_shared<testing::CollectingObserver>();
+    ASSERT_TRUE((*engine)->Submit(requests[i], observer).ok());
+    ASSERT_TRUE(observer->Wait());
+    alone.push_back(observer->tokens());
+    // The output with every fifth token changed: a draft rejected every few tokens.
+    requests[i].prediction = alone.back();
+    for (size_t t = 3; t < requests[i].prediction.size(); t += 5) requests[i].prediction[t] = (requests[i].prediction[t] + 1) % 1000;
+  }
+  std::vector<std::shared_ptr<testing::CollectingObserver>> observers;
+  for (const EngineRequest& request : requests) {
+    observers.push_back(std::make_shared<testing::CollectingObserver>());
+    ASSERT_TRUE((*engine)->Submit(request, observers.back()).ok());
+  }
+  int rejected = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(observers[i]->Wait());
+    EXPECT_EQ(observers[i]->tokens(), alone[i]) << "request " << i;
+    rejected += observers[i]->finish().usage.draft_tokens - observers[i]->finish().usage.accepted_draft_tokens;
+  }
+  EXPECT_GT(rejected, 10);
 }
 
 }  // namespace
