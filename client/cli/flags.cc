@@ -68,6 +68,9 @@ ABSL_FLAG(std::string, split, "", "client-side split VARIANT[=WEIGHT],...; empty
 ABSL_FLAG(std::string, json_schema, "", "structured output: the text must match the JSON Schema in this file");
 ABSL_FLAG(std::string, regex, "", "structured output: the text must match this regular expression");
 ABSL_FLAG(std::vector<std::string>, choice, {}, "structured output: the text is one of these, comma separated");
+ABSL_FLAG(std::string, prediction_file, "",
+          "generate: the text the output is expected to be, mostly, in this file (OpenAI's predicted outputs: a file "
+          "being edited); the server checks drafts from it, the output is the same with or without it");
 ABSL_FLAG(std::string, grammar, "", "structured output: the text must match the EBNF grammar (root rule `root`) in this file");
 
 namespace arach::client {
@@ -95,7 +98,7 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
       {"generate", "stream a generation", With({"prompt", "ids", "max_tokens", "min_tokens", "temperature", "top_k", "top_p",
                                                 "min_p", "repetition_penalty", "seed", "stop", "ignore_eos", "top_logprobs",
                                                 "variant", "arach_offset", "experiment_key", "timeout", "json", "json_schema", "regex",
-                                                "choice", "grammar"})},
+                                                "choice", "grammar", "prediction_file"})},
       {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
       {"embed", "an embedding of a text: its last token's hidden state, at unit length (as /v1/embeddings)",
        With({"text", "file", "dimensions", "variant", "arach_offset", "experiment_key", "json"})},
@@ -149,6 +152,7 @@ absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags() {
   o.regex = absl::GetFlag(FLAGS_regex);
   o.choices = absl::GetFlag(FLAGS_choice);
   o.grammar_file = absl::GetFlag(FLAGS_grammar);
+  o.prediction_file = absl::GetFlag(FLAGS_prediction_file);
   const int constraints = !o.json_schema_file.empty() + !o.regex.empty() + !o.choices.empty() + !o.grammar_file.empty();
   if (constraints > 1) return absl::InvalidArgumentError("give one of --json_schema, --regex, --choice, --grammar");
   return o;

@@ -33,6 +33,11 @@ absl::StatusOr<arach::v1::GenerateRequest> BuildRequest(const GenerateOptions& o
   request.set_top_logprobs(o.top_logprobs);
   request.set_logprobs(o.top_logprobs > 0);
   if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) return s;
+  if (!o.prediction_file.empty()) {
+    absl::StatusOr<std::string> prediction = ReadFileToString(o.prediction_file);
+    if (!prediction.ok()) return absl::InvalidArgumentError(absl::StrCat("--prediction_file: ", prediction.status().message()));
+    request.set_prediction(*prediction);
+  }
   arach::v1::StructuredOutput* structured = request.mutable_structured_output();
   if (!o.json_schema_file.empty()) {
     absl::StatusOr<std::string> schema = ReadFileToString(o.json_schema_file);
@@ -84,6 +89,10 @@ int RunGenerate(const GenerateOptions& o) {
                  finish.reason() == arach::v1::FINISH_REASON_LENGTH ? "length" : "stop",
                  1e3 * finish.timings().time_to_first_token_seconds(), 1e3 * finish.timings().time_per_output_token_seconds(),
                  finish.timings().total_seconds());
+    if (finish.usage().draft_tokens() > 0) {
+      std::fprintf(stderr, "[arach-cli] speculative decoding: %u of %u draft tokens kept\n", finish.usage().accepted_draft_tokens(),
+                   finish.usage().draft_tokens());
+    }
   }
   return 0;
 }

@@ -48,6 +48,7 @@ struct GenerateOptions {
   std::string regex;
   std::vector<std::string> choices;
   std::string grammar_file;
+  std::string prediction_file;       // the expected output's text (predicted outputs); empty: none
 };
 
 struct ScoreOptions {

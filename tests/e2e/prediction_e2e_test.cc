@@ -1,13 +1,18 @@
 // Predicted outputs end to end on the gpt2-tiny fixture: /v1/completions and gRPC Generate with a `prediction`
 // answer exactly what they answer without one (whole and streamed, every variant), usage reports the predicted
-// tokens kept and dropped (OpenAI's completion_tokens_details), /metrics counts the drafts, and a malformed
-// prediction is a 400 naming the part at fault.
+// tokens kept and dropped (OpenAI's completion_tokens_details), /metrics counts the drafts, arach-cli generate sends
+// a prediction file, and a malformed prediction is a 400 naming the part at fault.
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/http_completion.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/shared_fixture_server.h"
+#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -98,6 +103,33 @@ TEST_F(PredictionServer, GrpcGenerateTakesAPrediction) {
   EXPECT_EQ(run(request, &predicted_usage), plain);
   EXPECT_GE(predicted_usage.accepted_draft_tokens(), 20u);
   EXPECT_EQ(predicted_usage.accepted_draft_tokens(), predicted_usage.draft_tokens());
+}
+
+TEST_F(PredictionServer, TheCliSendsAPredictionFile) {
+  testing::ScopedTempDir dir;
+  const std::string base = absl::StrCat(testing::CliBinary(), " generate --server=", server_->grpc_address(),
+                                        " --prompt='Before we proceed' --max_tokens=24 --json");
+  const testing::CommandResult plain = testing::RunCommand(base);
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  auto text_of = [](const std::string& output) {  // the streamed messages' text (--json: one message per line)
+    std::string text;
+    for (const absl::string_view line : absl::StrSplit(output, '\n')) {
+      const json message = json::parse(line, nullptr, false);
+      if (message.is_object() && message.contains("text")) text += message["text"].get<std::string>();
+    }
+    return text;
+  };
+  const std::string text = text_of(plain.output);
+  ASSERT_FALSE(text.empty()) << plain.output;
+  const std::string file = dir.File("prediction.txt");
+  std::ofstream(file) << text;
+  const testing::CommandResult predicted = testing::RunCommand(base + " --prediction_file=" + file);
+  ASSERT_EQ(predicted.status, 0) << predicted.output;
+  EXPECT_EQ(text_of(predicted.output), text);
+  EXPECT_NE(predicted.output.find("\"acceptedDraftTokens\""), std::string::npos) << predicted.output;
+  const testing::CommandResult missing = testing::RunCommand(base + " --prediction_file=" + dir.File("none.txt"));
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_NE(missing.output.find("--prediction_file"), std::string::npos) << missing.output;
 }
 
 TEST_F(PredictionServer, MetricsCountTheDraftsAndTheKeptOnes) {
