@@ -22,23 +22,6 @@ namespace {
 
 using testing::CollectingObserver;
 
-// Prompts cut from the fixture's validation text.
-std::vector<int32_t> ValTokens(const Tokenizer& tokenizer) {
-  auto text = ReadFileToString(testing::FixturePath("data/tinyshakespeare.txt"));
-  auto ids = tokenizer.Encode(text->substr(text->size() * 9 / 10), false);
-  return *ids;
-}
-
-// Stats are published after the step whose observers saw the last finish: wait until the engine is idle.
-EngineStats IdleStats(const Engine& engine) {
-  for (int i = 0; i < 1000; ++i) {
-    const EngineStats stats = engine.stats();
-    if (stats.num_running == 0 && stats.num_waiting == 0 && stats.kv_blocks_used == 0) return stats;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return engine.stats();
-}
-
 Variant VariantNumber(int i) {
   Variant v;
   v.arach = i % 2 == 1;
@@ -81,7 +64,7 @@ TEST_P(EngineUnderLoad, EveryOutputEqualsItsOutputAlone) {
   config.max_num_batched_tokens = 64;  // forces chunked prefill of the longer prompts
   auto engine = testing::MakeFixtureEngine("gpt2-tiny", config);
   ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  const std::vector<int32_t> val = testing::ValidationTokens(engine->tokenizer());
   const bool sampled = GetParam();
   std::vector<Job> alone = MakeJobs(val, 16, sampled, 5), together = MakeJobs(val, 16, sampled, 5);
   for (Job& job : alone) {
@@ -95,7 +78,7 @@ TEST_P(EngineUnderLoad, EveryOutputEqualsItsOutputAlone) {
     EXPECT_EQ(together[i].observer->text(), alone[i].observer->text());
     EXPECT_EQ(together[i].observer->finish().reason, FinishReason::kLength);
   }
-  EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
+  EXPECT_EQ(testing::IdleStats(*engine).kv_blocks_used, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, EngineUnderLoad, ::testing::Values(false, true),
@@ -113,7 +96,7 @@ TEST(EngineSampling, TheBackendsThreadsDrawTheEnginesTokens) {
   auto engine_engine = testing::MakeFixtureEngine("gpt2-tiny", on_engine);
   ASSERT_NE(backend_engine, nullptr);
   ASSERT_NE(engine_engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(backend_engine->tokenizer());
+  const std::vector<int32_t> val = testing::ValidationTokens(backend_engine->tokenizer());
   for (const bool sampled : {false, true}) {
     std::vector<Job> backend_jobs = MakeJobs(val, 8, sampled, 9), engine_jobs = MakeJobs(val, 8, sampled, 9);
     for (size_t i = 0; i < backend_jobs.size(); ++i) {
@@ -170,7 +153,7 @@ TEST(EnginePrefixCache, SharedPrefixReusesBlocksOfTheSameVariantOnly) {
   ARACH_REQUIRE_FIXTURES();
   auto engine = testing::MakeFixtureEngine();
   ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  const std::vector<int32_t> val = testing::ValidationTokens(engine->tokenizer());
   auto run = [&](Engine& e, std::vector<int32_t> prompt, Variant variant) {
     Job job;
     job.request.prompt = std::move(prompt);
@@ -189,10 +172,10 @@ TEST(EnginePrefixCache, SharedPrefixReusesBlocksOfTheSameVariantOnly) {
   Variant arach;
   arach.arach = true;
   run(*engine, first, arach);
-  const EngineStats before = IdleStats(*engine);
+  const EngineStats before = testing::IdleStats(*engine);
   const Job reused = run(*engine, second, arach);
   EXPECT_EQ(reused.observer->finish().usage.cached_prompt_tokens, 32);
-  EXPECT_EQ(IdleStats(*engine).prefix_cache_hits - before.prefix_cache_hits, 2);
+  EXPECT_EQ(testing::IdleStats(*engine).prefix_cache_hits - before.prefix_cache_hits, 2);
   const Job other_variant = run(*engine, second, Variant{});
   EXPECT_EQ(other_variant.observer->finish().usage.cached_prompt_tokens, 0) << "base must not reuse ARACH's K/V";
 
@@ -212,7 +195,7 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
   config.max_num_batched_tokens = 128;
   auto engine = testing::MakeFixtureEngine("gpt2-tiny", config, /*kv_blocks=*/24);  // 384 tokens of KV for up to 24 sequences
   ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  const std::vector<int32_t> val = testing::ValidationTokens(engine->tokenizer());
   std::mt19937 rng(11);
   constexpr int kRequests = 240;
   std::vector<Job> jobs(kRequests);
@@ -253,7 +236,7 @@ TEST(EngineLoad, AllRequestsFinishOrCancelAndNoBlockLeaks) {
     ++finished;
   }
   EXPECT_EQ(finished + cancels, kRequests);
-  const EngineStats stats = IdleStats(*engine);
+  const EngineStats stats = testing::IdleStats(*engine);
   EXPECT_GT(stats.preemptions, 0) << "the pool was meant to force preemption";
   EXPECT_EQ(stats.kv_blocks_used, 0);
   EXPECT_EQ(stats.num_running, 0);
@@ -366,7 +349,7 @@ TEST(EngineLifecycle, DeadlinesAndCancellationFreeTheBlocks) {
   EXPECT_LT(expires.observer->finish().usage.completion_tokens, 200);
   EXPECT_EQ(cancelled.observer->finish().reason, FinishReason::kCancelled);
   EXPECT_LT(cancelled.observer->finish().usage.completion_tokens, 200);
-  EXPECT_EQ(IdleStats(*engine).kv_blocks_used, 0);
+  EXPECT_EQ(testing::IdleStats(*engine).kv_blocks_used, 0);
 }
 
 TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {

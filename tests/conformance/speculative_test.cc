@@ -3,9 +3,7 @@
 // without them: the same tokens, text, log-probs and finish, under every variant, greedy and seeded sampling with
 // penalties, stop rules, and a loaded engine that trims and preempts drafts.
 #include <random>
-#include <thread>
 
-#include "engine/core/mapped_file.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collecting_observer.h"
@@ -17,21 +15,6 @@ namespace {
 
 using testing::CollectingObserver;
 
-std::vector<int32_t> ValTokens(const Tokenizer& tokenizer) {
-  auto text = ReadFileToString(testing::FixturePath("data/tinyshakespeare.txt"));
-  return *tokenizer.Encode(text->substr(text->size() * 9 / 10), false);
-}
-
-// Stats are published after the step whose observers saw the last finish: wait until the engine is idle.
-EngineStats IdleStats(const Engine& engine) {
-  for (int i = 0; i < 1000; ++i) {
-    const EngineStats stats = engine.stats();
-    if (stats.num_running == 0 && stats.num_waiting == 0 && stats.kv_blocks_used == 0) return stats;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return engine.stats();
-}
-
 struct Generation {
   std::vector<int32_t> tokens;
   std::vector<StreamChunk> chunks;
@@ -41,7 +24,7 @@ struct Generation {
 };
 
 Generation Generate(Engine& engine, const EngineRequest& request) {
-  const int64_t steps_before = IdleStats(engine).steps;
+  const int64_t steps_before = testing::IdleStats(engine).steps;
   auto observer = std::make_shared<CollectingObserver>();
   Generation run;
   const absl::StatusOr<uint64_t> id = engine.Submit(request, observer);
@@ -51,7 +34,7 @@ Generation Generate(Engine& engine, const EngineRequest& request) {
   run.chunks = observer->chunks();
   run.text = observer->text();
   run.finish = observer->finish();
-  run.steps = IdleStats(engine).steps - steps_before;
+  run.steps = testing::IdleStats(engine).steps - steps_before;
   return run;
 }
 
@@ -85,20 +68,31 @@ std::string CaseName(const ::testing::TestParamInfo<ModelVariant>& info) {
   return name;
 }
 
-class PredictedOutputs : public ::testing::TestWithParam<ModelVariant> {};
+// Each test: an engine on the parameter's model, prompts cut from the validation text, requests of its variant.
+class PredictedOutputs : public ::testing::TestWithParam<ModelVariant> {
+ protected:
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    engine_ = testing::MakeFixtureEngine(GetParam().model);
+    ASSERT_NE(engine_, nullptr);
+    val_ = testing::ValidationTokens(engine_->tokenizer());
+  }
+  EngineRequest Request(int start, int prompt_len, int max_tokens) const {
+    EngineRequest request = Greedy(val_, start, prompt_len, max_tokens);
+    request.variant = GetParam().variant;
+    return request;
+  }
+  std::unique_ptr<Engine> engine_;
+  std::vector<int32_t> val_;
+};
 
 TEST_P(PredictedOutputs, ARightPredictionGivesTheSameTokensInFewerSteps) {
-  ARACH_REQUIRE_FIXTURES();
-  auto engine = testing::MakeFixtureEngine(GetParam().model);
-  ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
-  EngineRequest request = Greedy(val, 100, 20, 40);
-  request.variant = GetParam().variant;
-  const Generation plain = Generate(*engine, request);
+  EngineRequest request = Request(100, 20, 40);
+  const Generation plain = Generate(*engine_, request);
   ASSERT_EQ(plain.tokens.size(), 40u);
   EXPECT_EQ(plain.finish.usage.draft_tokens, 0);
   request.prediction = plain.tokens;
-  const Generation predicted = Generate(*engine, request);
+  const Generation predicted = Generate(*engine_, request);
   ExpectSameOutput(predicted, plain);
   // The first token comes from the prompt's step; then 8 drafts and one more token a step.
   EXPECT_EQ(predicted.finish.usage.accepted_draft_tokens, predicted.finish.usage.draft_tokens);
@@ -108,20 +102,15 @@ TEST_P(PredictedOutputs, ARightPredictionGivesTheSameTokensInFewerSteps) {
 }
 
 TEST_P(PredictedOutputs, AnEditedPredictionStillSavesStepsAndChangesNothing) {
-  ARACH_REQUIRE_FIXTURES();
-  auto engine = testing::MakeFixtureEngine(GetParam().model);
-  ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
-  EngineRequest request = Greedy(val, 300, 12, 48);
-  request.variant = GetParam().variant;
-  const Generation plain = Generate(*engine, request);
+  EngineRequest request = Request(300, 12, 48);
+  const Generation plain = Generate(*engine_, request);
   ASSERT_EQ(plain.tokens.size(), 48u);
   // An edit: tokens 15..17 replaced, five tokens inserted after 30, the last six missing.
   std::vector<int32_t> edited(plain.tokens.begin(), plain.tokens.begin() + 42);
-  for (int i = 15; i < 18; ++i) edited[i] = val[i];
-  edited.insert(edited.begin() + 30, val.begin(), val.begin() + 5);
+  for (int i = 15; i < 18; ++i) edited[i] = val_[i];
+  edited.insert(edited.begin() + 30, val_.begin(), val_.begin() + 5);
   request.prediction = edited;
-  const Generation predicted = Generate(*engine, request);
+  const Generation predicted = Generate(*engine_, request);
   ExpectSameOutput(predicted, plain);
   EXPECT_GE(predicted.finish.usage.accepted_draft_tokens, 24);
   EXPECT_LT(predicted.finish.usage.accepted_draft_tokens, predicted.finish.usage.draft_tokens);
@@ -129,12 +118,7 @@ TEST_P(PredictedOutputs, AnEditedPredictionStillSavesStepsAndChangesNothing) {
 }
 
 TEST_P(PredictedOutputs, SeededSamplingWithPenaltiesDrawsTheSameTokensAndLogprobs) {
-  ARACH_REQUIRE_FIXTURES();
-  auto engine = testing::MakeFixtureEngine(GetParam().model);
-  ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
-  EngineRequest request = Greedy(val, 500, 16, 40);
-  request.variant = GetParam().variant;
+  EngineRequest request = Request(500, 16, 40);
   request.sampling.temperature = 0.7f;
   request.sampling.top_k = 40;
   request.sampling.top_p = 0.95f;
@@ -144,9 +128,9 @@ TEST_P(PredictedOutputs, SeededSamplingWithPenaltiesDrawsTheSameTokensAndLogprob
   request.sampling.repetition_penalty = 1.1f;
   request.sampling.logprobs = true;
   request.sampling.top_logprobs = 3;
-  const Generation plain = Generate(*engine, request);
+  const Generation plain = Generate(*engine_, request);
   request.prediction = plain.tokens;
-  const Generation predicted = Generate(*engine, request);
+  const Generation predicted = Generate(*engine_, request);
   ExpectSameOutput(predicted, plain);
   EXPECT_GE(predicted.finish.usage.accepted_draft_tokens, 24);
   std::vector<SampledToken> a, b;
@@ -162,36 +146,31 @@ TEST_P(PredictedOutputs, SeededSamplingWithPenaltiesDrawsTheSameTokensAndLogprob
 }
 
 TEST_P(PredictedOutputs, StopRulesEndTheOutputWhereTheyEndItWithoutDrafts) {
-  ARACH_REQUIRE_FIXTURES();
-  auto engine = testing::MakeFixtureEngine(GetParam().model);
-  ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
-  EngineRequest request = Greedy(val, 700, 10, 30);
-  request.variant = GetParam().variant;
-  const Generation full = Generate(*engine, request);
+  EngineRequest request = Request(700, 10, 30);
+  const Generation full = Generate(*engine_, request);
   ASSERT_EQ(full.tokens.size(), 30u);
   for (const int max_tokens : {1, 2, 9, 10, 11, 19}) {  // ends before, on and after a step's last draft
     SCOPED_TRACE(max_tokens);
     EngineRequest shorter = request;
     shorter.sampling.max_tokens = max_tokens;
-    const Generation plain = Generate(*engine, shorter);
+    const Generation plain = Generate(*engine_, shorter);
     shorter.prediction = full.tokens;
-    ExpectSameOutput(Generate(*engine, shorter), plain);
+    ExpectSameOutput(Generate(*engine_, shorter), plain);
   }
   // A stop token inside a step's drafts, and a stop string.
   EngineRequest stopped = request;
   stopped.sampling.stop_token_ids = {full.tokens[13]};
-  const Generation plain_token = Generate(*engine, stopped);
+  const Generation plain_token = Generate(*engine_, stopped);
   stopped.prediction = full.tokens;
-  ExpectSameOutput(Generate(*engine, stopped), plain_token);
+  ExpectSameOutput(Generate(*engine_, stopped), plain_token);
   EngineRequest stop_string = request;
-  const absl::StatusOr<std::string> piece = engine->tokenizer().Decode(std::vector<int32_t>(full.tokens.begin() + 16, full.tokens.begin() + 18), true);
+  const absl::StatusOr<std::string> piece = engine_->tokenizer().Decode(std::vector<int32_t>(full.tokens.begin() + 16, full.tokens.begin() + 18), true);
   ASSERT_TRUE(piece.ok());
   stop_string.sampling.stop = {*piece};
-  const Generation plain_string = Generate(*engine, stop_string);
+  const Generation plain_string = Generate(*engine_, stop_string);
   EXPECT_EQ(plain_string.finish.stop_string, *piece);
   stop_string.prediction = full.tokens;
-  ExpectSameOutput(Generate(*engine, stop_string), plain_string);
+  ExpectSameOutput(Generate(*engine_, stop_string), plain_string);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PredictedOutputs,
@@ -211,7 +190,7 @@ TEST(PromptLookup, RepeatedTextIsDraftedFromTheSequenceAndTheOutputIsUnchanged) 
   auto lookup_engine = testing::MakeFixtureEngine("gpt2-tiny", lookup);
   ASSERT_NE(engine, nullptr);
   ASSERT_NE(lookup_engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  const std::vector<int32_t> val = testing::ValidationTokens(engine->tokenizer());
   for (const bool sampled : {false, true}) {
     SCOPED_TRACE(sampled);
     EngineRequest request = Greedy(val, 900, 40, 160);
@@ -231,7 +210,7 @@ TEST(PromptLookup, RepeatedTextIsDraftedFromTheSequenceAndTheOutputIsUnchanged) 
     EXPECT_GT(looked_up.finish.usage.accepted_draft_tokens, 0);
     EXPECT_LT(looked_up.steps, plain.steps);
   }
-  const EngineStats stats = IdleStats(*lookup_engine);
+  const EngineStats stats = testing::IdleStats(*lookup_engine);
   EXPECT_GT(stats.draft_tokens, 0);
   EXPECT_GT(stats.accepted_draft_tokens, 0);
   EXPECT_LE(stats.accepted_draft_tokens, stats.draft_tokens);
@@ -245,7 +224,7 @@ TEST(PredictedOutputsUnderLoad, EveryOutputEqualsItsOutputAlone) {
   small.max_num_batched_tokens = 24;
   auto engine = testing::MakeFixtureEngine("gpt2-tiny", small, /*kv_blocks=*/8);
   ASSERT_NE(engine, nullptr);
-  const std::vector<int32_t> val = ValTokens(engine->tokenizer());
+  const std::vector<int32_t> val = testing::ValidationTokens(engine->tokenizer());
   std::mt19937 rng(17);
   std::vector<EngineRequest> requests;
   std::vector<Generation> alone;
@@ -262,7 +241,7 @@ TEST(PredictedOutputsUnderLoad, EveryOutputEqualsItsOutputAlone) {
     if (i % 4 == 1) request.prediction.erase(request.prediction.begin() + 5, request.prediction.begin() + 8);  // an edit
     requests.push_back(request);
   }
-  const EngineStats before = IdleStats(*engine);
+  const EngineStats before = testing::IdleStats(*engine);
   std::vector<std::shared_ptr<CollectingObserver>> observers;
   for (const EngineRequest& request : requests) {
     observers.push_back(std::make_shared<CollectingObserver>());
@@ -273,7 +252,7 @@ TEST(PredictedOutputsUnderLoad, EveryOutputEqualsItsOutputAlone) {
     EXPECT_EQ(observers[i]->tokens(), alone[i].tokens) << "request " << i << " " << requests[i].variant.Name();
     EXPECT_EQ(observers[i]->text(), alone[i].text) << "request " << i;
   }
-  const EngineStats after = IdleStats(*engine);
+  const EngineStats after = testing::IdleStats(*engine);
   EXPECT_EQ(after.kv_blocks_used, 0);
   EXPECT_GT(after.accepted_draft_tokens - before.accepted_draft_tokens, 0);
   EXPECT_GT(after.preemptions - before.preemptions, 0) << "the pool was meant to be too small for every sequence at once";

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "engine/core/mapped_file.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 
@@ -51,6 +53,24 @@ std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig
 std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
                                             const std::string& model, EngineConfig config, int kv_blocks) {
   return MakeEngine(model, std::move(config), kv_blocks, make_backend);
+}
+
+std::vector<int32_t> ValidationTokens(const Tokenizer& tokenizer) {
+  absl::StatusOr<std::string> text = ReadFileToString(FixturePath("data/tinyshakespeare.txt"));
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return {};
+  absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(text->substr(text->size() * 9 / 10), false);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  return ids.ok() ? *ids : std::vector<int32_t>{};
+}
+
+EngineStats IdleStats(const Engine& engine) {
+  for (int i = 0; i < 1000; ++i) {
+    const EngineStats stats = engine.stats();
+    if (stats.num_running == 0 && stats.num_waiting == 0 && stats.kv_blocks_used == 0) return stats;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return engine.stats();
 }
 
 }  // namespace arach::testing

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "tests/testing/fixtures.h"
@@ -16,5 +17,11 @@ std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model = "gpt2-tiny"
 // simulated CUDA backend).
 std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
                                             const std::string& model, EngineConfig config = {}, int kv_blocks = 256);
+
+// The tokens of the last tenth of the fixtures' validation text (data/tinyshakespeare.txt): prompts to cut from.
+std::vector<int32_t> ValidationTokens(const Tokenizer& tokenizer);
+// The engine's stats once it is idle (nothing running, waiting or holding blocks; stats are published after the step
+// whose observers saw the last finish), or after 5 s.
+EngineStats IdleStats(const Engine& engine);
 
 }  // namespace arach::testing
