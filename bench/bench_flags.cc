@@ -41,6 +41,9 @@ ABSL_FLAG(int, prompt_top_logprobs, 0,
 ABSL_FLAG(bool, predict, false,
           "engine: every request carries its own output as its prediction (OpenAI's predicted outputs; the output is "
           "computed once before the figures): speculative decoding where the prediction is right throughout");
+ABSL_FLAG(int, prediction_edits, 0,
+          "engine: with --predict, every Nth token of the prediction is changed (an edited text; 1: a prediction "
+          "wrong throughout; 0: none)");
 ABSL_FLAG(int, prediction_draft_tokens, 8, "engine: draft tokens a step checks from a prediction (with --predict)");
 ABSL_FLAG(int, prompt_lookup_tokens, 0, "engine: draft tokens a step checks by prompt lookup (0: off)");
 ABSL_FLAG(float, temperature, 0.0f, "engine: the requests' temperature (0: greedy)");

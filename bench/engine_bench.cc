@@ -9,8 +9,8 @@
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
 //
 // Greedy unless --temperature (with --top_k, --top_p) says otherwise. --predict gives every request its own output as
-// its prediction (speculative decoding where the prediction is right throughout); --prompt_lookup_tokens N drafts by
-// prompt lookup.
+// its prediction (speculative decoding where the prediction is right throughout; --prediction_edits N changes every
+// Nth of its tokens); --prompt_lookup_tokens N drafts by prompt lookup.
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
@@ -237,6 +237,11 @@ int Run() {
       return 1;
     }
     request.prediction = std::move(*output);
+    if (const int every = absl::GetFlag(FLAGS_prediction_edits); every > 0) {
+      for (size_t t = static_cast<size_t>(every) - 1; t < request.prediction.size(); t += static_cast<size_t>(every)) {
+        request.prediction[t] = (request.prediction[t] + 1) % vocab;
+      }
+    }
   }
   const std::string kind = embed    ? "embedding requests"
                            : !score ? "generations"
@@ -248,7 +253,11 @@ int Run() {
               absl::GetFlag(FLAGS_prompt_len), shared_prefix, score || embed ? 0 : absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
   if (predict || config.prompt_lookup_tokens > 0) {
-    std::printf("# speculative decoding: %s, up to %d draft tokens a step\n", predict ? "each request's own output as its prediction" : "prompt lookup",
+    const int edits = absl::GetFlag(FLAGS_prediction_edits);
+    const std::string source = !predict     ? "prompt lookup"
+                               : edits == 0 ? "each request's own output as its prediction"
+                                            : absl::StrCat("each request's own output with every ", edits, "th token changed as its prediction");
+    std::printf("# speculative decoding: %s, up to %d draft tokens a step\n", source.c_str(),
                 predict ? config.prediction_draft_tokens : config.prompt_lookup_tokens);
   }
   // Prompt-only requests (score, embed) generate nothing: their first columns are each request's whole latency.

@@ -3,6 +3,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_request_state.h"
+#include "engine/spec/draft_length.h"
 #include "engine/spec/draft_proposer.h"
 
 namespace arach {
@@ -30,7 +31,9 @@ void Engine::ProposeDrafts() {
     const bool from_prediction = !r.request.prediction.empty() && config_.prediction_draft_tokens > 0;
     // The step emits the drafts kept and one more token: within max_tokens and the context.
     const int room = std::min(r.request.sampling.max_tokens - seq->num_generated(), r.max_len - static_cast<int>(seq->tokens.size())) - 1;
-    const int wanted = std::min(room, from_prediction ? config_.prediction_draft_tokens : config_.prompt_lookup_tokens);
+    if (!r.draft_length) r.draft_length.emplace(from_prediction ? config_.prediction_draft_tokens : config_.prompt_lookup_tokens);
+    if (room <= 0) continue;
+    const int wanted = std::min(room, r.draft_length->Next());
     if (wanted <= 0) continue;
     const std::span<const int32_t> tokens(seq->tokens);
     const DraftProposal proposal =
@@ -68,6 +71,7 @@ void Engine::VerifyDrafts(RequestState& r, const ForwardOutput& out, int index) 
     if (!kept || r.finished) break;
     ++seq.num_computed;  // the kept draft's K/V are those of the token now at its position
   }
+  r.draft_length->Record(num_drafts, accepted);
   // Aligned, the token emitted after the kept drafts stands for the prediction's next one: the next match should end
   // just after it (in a repetitive text an earlier end would repeat a stretch out of step).
   if (!r.request.prediction.empty()) r.prediction_cursor = r.draft_source_position + accepted + 1;

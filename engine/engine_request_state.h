@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "engine/output/detokenizer.h"
 #include "engine/sampling/token_filter.h"
+#include "engine/spec/draft_length.h"
 
 namespace arach {
 
@@ -51,6 +52,7 @@ struct Engine::RequestState {
   // aligned (the next lookup prefers a match ending there), the index of the pending drafts' first token, and the
   // request's counts.
   int prediction_cursor = 0;
+  std::optional<DraftLength> draft_length;  // set at the first step that may draft
   int draft_source_position = 0;
   int draft_tokens = 0;
   int accepted_draft_tokens = 0;

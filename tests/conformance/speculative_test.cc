@@ -207,8 +207,10 @@ TEST(PromptLookup, RepeatedTextIsDraftedFromTheSequenceAndTheOutputIsUnchanged) 
     std::printf("prompt lookup: %d drafts, %d kept, %lld steps (%lld without)\n", looked_up.finish.usage.draft_tokens,
                 looked_up.finish.usage.accepted_draft_tokens, static_cast<long long>(looked_up.steps), static_cast<long long>(plain.steps));
     EXPECT_GT(looked_up.finish.usage.draft_tokens, 0);
-    EXPECT_GT(looked_up.finish.usage.accepted_draft_tokens, 0);
-    EXPECT_LT(looked_up.steps, plain.steps);
+    if (!sampled) {  // the greedy output repeats itself; sampled at 0.8 it rarely does (drafts then pause: DraftLength)
+      EXPECT_GT(looked_up.finish.usage.accepted_draft_tokens, 0);
+      EXPECT_LT(looked_up.steps, plain.steps / 2);
+    }
   }
   const EngineStats stats = testing::IdleStats(*lookup_engine);
   EXPECT_GT(stats.draft_tokens, 0);
