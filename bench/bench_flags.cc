@@ -46,6 +46,7 @@ ABSL_FLAG(int, prediction_edits, 0,
           "wrong throughout; 0: none)");
 ABSL_FLAG(int, prediction_draft_tokens, 8, "engine: draft tokens a step checks from a prediction (with --predict)");
 ABSL_FLAG(int, prompt_lookup_tokens, 0, "engine: draft tokens a step checks by prompt lookup (0: off)");
+ABSL_FLAG(int, speculative_disable_by_batch_size, 0, "engine: no drafts in a step with at least this many running or waiting sequences (0: any)");
 ABSL_FLAG(float, temperature, 0.0f, "engine: the requests' temperature (0: greedy)");
 ABSL_FLAG(int, top_k, 0, "engine: the requests' top_k (0: off)");
 ABSL_FLAG(float, top_p, 1.0f, "engine: the requests' top_p (1: off)");

@@ -39,6 +39,7 @@ ABSL_DECLARE_FLAG(bool, predict);
 ABSL_DECLARE_FLAG(int, prediction_edits);
 ABSL_DECLARE_FLAG(int, prediction_draft_tokens);
 ABSL_DECLARE_FLAG(int, prompt_lookup_tokens);
+ABSL_DECLARE_FLAG(int, speculative_disable_by_batch_size);
 ABSL_DECLARE_FLAG(int, prompt_top_logprobs);
 ABSL_DECLARE_FLAG(float, temperature);
 ABSL_DECLARE_FLAG(int, top_k);
@@ -60,7 +61,8 @@ inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch",
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
                                                            "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score", "embed",
-                                                           "predict", "prediction_edits", "prediction_draft_tokens", "prompt_lookup_tokens", "prompt_top_logprobs", "temperature", "top_k", "top_p"};
+                                                           "predict", "prediction_edits", "prediction_draft_tokens", "prompt_lookup_tokens",
+                                                           "speculative_disable_by_batch_size", "prompt_top_logprobs", "temperature", "top_k", "top_p"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 

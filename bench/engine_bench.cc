@@ -170,6 +170,7 @@ int Run() {
   config.enable_prefix_caching = shared_prefix > 0;  // else identical prompts would be served from the cache
   config.prediction_draft_tokens = absl::GetFlag(FLAGS_prediction_draft_tokens);
   config.prompt_lookup_tokens = absl::GetFlag(FLAGS_prompt_lookup_tokens);
+  config.speculative_disable_by_batch_size = absl::GetFlag(FLAGS_speculative_disable_by_batch_size);
   const bool predict = absl::GetFlag(FLAGS_predict);
   if (predict && shared_prefix > 0) {
     std::fprintf(stderr, "--predict needs requests that are all alike (no --shared_prefix)\n");

@@ -38,9 +38,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const 
                                       ">= 1, max_queued_requests, background_tokens_beside_live and priority_aging_seconds >= 0");
   }
   if (config.prediction_draft_tokens < 0 || config.prediction_draft_tokens > kMaxDraftTokens || config.prompt_lookup_tokens < 0 ||
-      config.prompt_lookup_tokens > kMaxDraftTokens) {
+      config.prompt_lookup_tokens > kMaxDraftTokens || config.speculative_disable_by_batch_size < 0) {
     return absl::InvalidArgumentError(absl::StrCat("engine: prediction_draft_tokens and prompt_lookup_tokens must be in [0, ",
-                                                   kMaxDraftTokens, "]"));
+                                                   kMaxDraftTokens, "], speculative_disable_by_batch_size >= 0"));
   }
   if (config.unhealthy_after_failed_steps < 0 || config.stall_timeout.count() < 0) {
     return absl::InvalidArgumentError("engine: unhealthy_after_failed_steps and stall_timeout must be >= 0 (0: never)");

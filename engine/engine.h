@@ -60,6 +60,10 @@ struct EngineConfig {
   // that drafts samples on the host every step (so that its tokens never depend on which steps had drafts).
   int prediction_draft_tokens = 8;
   int prompt_lookup_tokens = 0;
+  // No drafts in a step where at least this many sequences are running or waiting (0: any number): where a step's time grows
+  // with its rows (a CPU beyond a few sequences), a rejected draft slows every sequence of the step (vLLM's
+  // disable_by_batch_size).
+  int speculative_disable_by_batch_size = 0;
   // Structured output: how long one constraint may take to compile before the request is refused.
   std::chrono::milliseconds constraint_compile_timeout{10000};
   // Called on the step thread after every step that ran a forward; must be quick and must not block.

@@ -22,8 +22,12 @@ bool Engine::Speculates(const RequestState& r) const {
 }
 
 void Engine::ProposeDrafts() {
+  // Running and waiting (about to join the step): vLLM counts the enqueued requests too.
+  const int batch = static_cast<int>(scheduler_.running().size() + scheduler_.waiting().size());
+  const bool disabled = config_.speculative_disable_by_batch_size > 0 && batch >= config_.speculative_disable_by_batch_size;
   for (Sequence* seq : scheduler_.running()) {
     seq->DropDrafts();  // left by a step that did not schedule them
+    if (disabled) continue;
     RequestState& r = *requests_.at(seq->id);
     if (r.finished || !Speculates(r)) continue;
     // Decoding: the prompt computed, the last sampled token the only one to compute.

@@ -75,6 +75,9 @@ ABSL_FLAG(bool, prefix_caching, true, "reuse the K/V of shared prompt prefixes (
 ABSL_FLAG(int, prediction_draft_tokens, 8,
           "speculative decoding from a request's prediction (OpenAI's predicted outputs): draft tokens a step checks at "
           "most (0..64; 0: predictions are accepted and not used). The answer is the same either way");
+ABSL_FLAG(int, speculative_disable_by_batch_size, 0,
+          "no speculative drafts in a step where at least this many sequences are running or waiting (0: any number). On a CPU a "
+          "step's time grows with its rows beyond a few sequences, and a rejected draft then slows every sequence of the step");
 ABSL_FLAG(int, prompt_lookup_tokens, 0,
           "speculative decoding by prompt lookup for every generation: draft tokens a step checks at most, taken from "
           "where the output's last 2-4 tokens occur earlier in the prompt or output (0..64; 0: off). The answer is the "
@@ -173,6 +176,7 @@ ServerOptions OptionsFromFlags() {
   o.engine.enable_prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   o.engine.prediction_draft_tokens = absl::GetFlag(FLAGS_prediction_draft_tokens);
   o.engine.prompt_lookup_tokens = absl::GetFlag(FLAGS_prompt_lookup_tokens);
+  o.engine.speculative_disable_by_batch_size = absl::GetFlag(FLAGS_speculative_disable_by_batch_size);
   o.engine.unhealthy_after_failed_steps = absl::GetFlag(FLAGS_unhealthy_after_failed_steps);
   const double stall_seconds = absl::GetFlag(FLAGS_engine_stall_seconds);  // negative or NaN: refused by ValidateOptions
   o.engine.stall_timeout = std::chrono::milliseconds(stall_seconds >= 0 ? static_cast<int64_t>(std::min(stall_seconds, 1e9) * 1000) : -1);

@@ -260,6 +260,31 @@ TEST(PredictedOutputsUnderLoad, EveryOutputEqualsItsOutputAlone) {
   EXPECT_GT(after.preemptions - before.preemptions, 0) << "the pool was meant to be too small for every sequence at once";
 }
 
+// speculative_disable_by_batch_size: no drafts while that many sequences run; alone, the same request drafts.
+TEST(PredictedOutputsUnderLoad, DraftsStopAtTheBatchSizeThatDisablesThem) {
+  ARACH_REQUIRE_FIXTURES();
+  EngineConfig config;
+  config.speculative_disable_by_batch_size = 2;
+  auto engine = testing::MakeFixtureEngine("gpt2-tiny", config);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> val = testing::ValidationTokens(engine->tokenizer());
+  std::vector<EngineRequest> requests = {Greedy(val, 40, 8, 24), Greedy(val, 80, 8, 24)};
+  for (EngineRequest& request : requests) {
+    request.prediction = Generate(*engine, request).tokens;
+    EXPECT_GT(Generate(*engine, request).finish.usage.accepted_draft_tokens, 0) << "alone, it drafts";
+  }
+  std::vector<std::shared_ptr<CollectingObserver>> observers;
+  for (const EngineRequest& request : requests) {
+    observers.push_back(std::make_shared<CollectingObserver>());
+    ASSERT_TRUE(engine->Submit(request, observers.back()).ok());
+  }
+  for (size_t i = 0; i < observers.size(); ++i) {
+    ASSERT_TRUE(observers[i]->Wait());
+    EXPECT_EQ(observers[i]->tokens(), requests[i].prediction);
+    EXPECT_EQ(observers[i]->finish().usage.draft_tokens, 0) << "request " << i << ": two ran together to the end";
+  }
+}
+
 TEST(PredictedOutputsValidation, APredictionIsRefusedWhereItCannotApply) {
   ARACH_REQUIRE_FIXTURES();
   auto engine = testing::MakeFixtureEngine("gpt2-tiny");
