@@ -38,6 +38,18 @@ Generation Generate(Engine& engine, const EngineRequest& request) {
   return run;
 }
 
+// Submits `requests` at once and waits for them all; their observers in order.
+std::vector<std::shared_ptr<CollectingObserver>> RunTogether(Engine& engine, const std::vector<EngineRequest>& requests) {
+  std::vector<std::shared_ptr<CollectingObserver>> observers;
+  for (const EngineRequest& request : requests) {
+    observers.push_back(std::make_shared<CollectingObserver>());
+    const absl::StatusOr<uint64_t> id = engine.Submit(request, observers.back());
+    EXPECT_TRUE(id.ok()) << id.status();
+  }
+  for (auto& observer : observers) EXPECT_TRUE(observer->Wait());
+  return observers;
+}
+
 void ExpectSameOutput(const Generation& with_drafts, const Generation& without) {
   EXPECT_EQ(with_drafts.tokens, without.tokens);
   EXPECT_EQ(with_drafts.text, without.text);
@@ -244,13 +256,8 @@ TEST(PredictedOutputsUnderLoad, EveryOutputEqualsItsOutputAlone) {
     requests.push_back(request);
   }
   const EngineStats before = testing::IdleStats(*engine);
-  std::vector<std::shared_ptr<CollectingObserver>> observers;
-  for (const EngineRequest& request : requests) {
-    observers.push_back(std::make_shared<CollectingObserver>());
-    ASSERT_TRUE(engine->Submit(request, observers.back()).ok());
-  }
+  const std::vector<std::shared_ptr<CollectingObserver>> observers = RunTogether(*engine, requests);
   for (size_t i = 0; i < observers.size(); ++i) {
-    ASSERT_TRUE(observers[i]->Wait());
     EXPECT_EQ(observers[i]->tokens(), alone[i].tokens) << "request " << i << " " << requests[i].variant.Name();
     EXPECT_EQ(observers[i]->text(), alone[i].text) << "request " << i;
   }
@@ -273,13 +280,8 @@ TEST(PredictedOutputsUnderLoad, DraftsStopAtTheBatchSizeThatDisablesThem) {
     request.prediction = Generate(*engine, request).tokens;
     EXPECT_GT(Generate(*engine, request).finish.usage.accepted_draft_tokens, 0) << "alone, it drafts";
   }
-  std::vector<std::shared_ptr<CollectingObserver>> observers;
-  for (const EngineRequest& request : requests) {
-    observers.push_back(std::make_shared<CollectingObserver>());
-    ASSERT_TRUE(engine->Submit(request, observers.back()).ok());
-  }
+  const std::vector<std::shared_ptr<CollectingObserver>> observers = RunTogether(*engine, requests);
   for (size_t i = 0; i < observers.size(); ++i) {
-    ASSERT_TRUE(observers[i]->Wait());
     EXPECT_EQ(observers[i]->tokens(), requests[i].prediction);
     EXPECT_EQ(observers[i]->finish().usage.draft_tokens, 0) << "request " << i << ": two ran together to the end";
   }
