@@ -14,11 +14,16 @@ namespace {
 constexpr NgramSizes kPredictionNgrams{1, 4};
 constexpr NgramSizes kPromptLookupNgrams{2, 4};
 
+// Whether `request` drafts from its prediction (else, where the engine does prompt lookup, from its sequence).
+bool DraftsFromPrediction(const EngineRequest& request, const EngineConfig& config) {
+  return !request.prediction.empty() && config.prediction_draft_tokens > 0;
+}
+
 }  // namespace
 
 bool Engine::Speculates(const RequestState& r) const {
   if (r.request.kind != RequestKind::kGenerate) return false;
-  return (!r.request.prediction.empty() && config_.prediction_draft_tokens > 0) || config_.prompt_lookup_tokens > 0;
+  return DraftsFromPrediction(r.request, config_) || config_.prompt_lookup_tokens > 0;
 }
 
 void Engine::ProposeDrafts() {
@@ -32,7 +37,7 @@ void Engine::ProposeDrafts() {
     if (r.finished || !Speculates(r)) continue;
     // Decoding: the prompt computed, the last sampled token the only one to compute.
     if (seq->num_generated() < 1 || seq->num_uncomputed() != 1) continue;
-    const bool from_prediction = !r.request.prediction.empty() && config_.prediction_draft_tokens > 0;
+    const bool from_prediction = DraftsFromPrediction(r.request, config_);
     // The step emits the drafts kept and one more token: within max_tokens and the context.
     const int room = std::min(r.request.sampling.max_tokens - seq->num_generated(), r.max_len - static_cast<int>(seq->tokens.size())) - 1;
     if (!r.draft_length) r.draft_length.emplace(from_prediction ? config_.prediction_draft_tokens : config_.prompt_lookup_tokens);

@@ -77,6 +77,12 @@ absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, cons
   return encoded;
 }
 
+absl::StatusOr<std::vector<int32_t>> EncodePrediction(const Engine& engine, const std::string& text) {
+  absl::StatusOr<std::vector<int32_t>> ids = engine.tokenizer().Encode(text, /*add_special_tokens=*/false);
+  if (!ids.ok()) return InvalidField("prediction", ids.status().message());
+  return ids;
+}
+
 absl::StatusOr<bool> TruncatePrompt(std::optional<int> keep, int max_model_len, std::vector<int32_t>& ids) {
   if (!keep) return false;
   const int kept = *keep == -1 ? max_model_len : *keep;

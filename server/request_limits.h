@@ -57,6 +57,10 @@ int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, cons
 absl::StatusOr<std::vector<int32_t>> EncodeTextPrompt(const Engine& engine, const RequestLimits& limits, const std::string& field,
                                                       const std::string& text);
 
+// The token ids of a prediction's text (OpenAI's predicted outputs) as the output would spell them: no special tokens
+// added. Errors name `prediction`.
+absl::StatusOr<std::vector<int32_t>> EncodePrediction(const Engine& engine, const std::string& text);
+
 // vLLM's truncate_prompt_tokens: keeps the last `keep` ids of `ids` (left truncation; -1: as many as the model's
 // context of `max_model_len` holds); nullopt keeps them all. INVALID_ARGUMENT naming truncate_prompt_tokens when
 // `keep` exceeds the context. Whether any were dropped.

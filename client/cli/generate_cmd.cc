@@ -12,6 +12,13 @@
 namespace arach::client {
 namespace {
 
+// The contents of the file `--flag` names; errors name the flag.
+absl::StatusOr<std::string> FlagFile(absl::string_view flag, const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadFileToString(path);
+  if (!contents.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", contents.status().message()));
+  return contents;
+}
+
 absl::StatusOr<arach::v1::GenerateRequest> BuildRequest(const GenerateOptions& o) {
   arach::v1::GenerateRequest request;
   if (!o.ids.empty()) {
@@ -34,18 +41,18 @@ absl::StatusOr<arach::v1::GenerateRequest> BuildRequest(const GenerateOptions& o
   request.set_logprobs(o.top_logprobs > 0);
   if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) return s;
   if (!o.prediction_file.empty()) {
-    absl::StatusOr<std::string> prediction = ReadFileToString(o.prediction_file);
-    if (!prediction.ok()) return absl::InvalidArgumentError(absl::StrCat("--prediction_file: ", prediction.status().message()));
+    absl::StatusOr<std::string> prediction = FlagFile("prediction_file", o.prediction_file);
+    if (!prediction.ok()) return prediction.status();
     request.set_prediction(*prediction);
   }
   arach::v1::StructuredOutput* structured = request.mutable_structured_output();
   if (!o.json_schema_file.empty()) {
-    absl::StatusOr<std::string> schema = ReadFileToString(o.json_schema_file);
-    if (!schema.ok()) return absl::InvalidArgumentError(absl::StrCat("--json_schema: ", schema.status().message()));
+    absl::StatusOr<std::string> schema = FlagFile("json_schema", o.json_schema_file);
+    if (!schema.ok()) return schema.status();
     structured->set_json_schema(*schema);
   } else if (!o.grammar_file.empty()) {
-    absl::StatusOr<std::string> grammar = ReadFileToString(o.grammar_file);
-    if (!grammar.ok()) return absl::InvalidArgumentError(absl::StrCat("--grammar: ", grammar.status().message()));
+    absl::StatusOr<std::string> grammar = FlagFile("grammar", o.grammar_file);
+    if (!grammar.ok()) return grammar.status();
     structured->set_grammar(*grammar);
   } else if (!o.regex.empty()) {
     structured->set_regex(o.regex);

@@ -83,9 +83,7 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   sp.top_logprobs = ClampToInt(r.top_logprobs());
   ARACH_ASSIGN_OR_RETURN(out.constraint, ToOutputConstraint(r.structured_output()));
   if (!r.prediction().empty()) {
-    absl::StatusOr<std::vector<int32_t>> prediction = engine.tokenizer().Encode(r.prediction(), /*add_special_tokens=*/false);
-    if (!prediction.ok()) return InvalidField("prediction", prediction.status().message());
-    out.prediction = std::move(*prediction);
+    ARACH_ASSIGN_OR_RETURN(out.prediction, EncodePrediction(engine, r.prediction()));
   }
   out.variant = variant;
   return out;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/http/http_call.h"
 #include "server/http/openai_error.h"
@@ -70,11 +69,9 @@ GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, Gener
 absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const std::vector<std::string>& prompt_fields,
                                     const std::string& own_constraint_field) {
   if (fields_.diagnostics) ARACH_RETURN_IF_ERROR(RequireScope(ticket_.caller(), kScopeDiagnostics, "diagnostics"));
-  std::vector<int32_t> prediction;  // the predicted text's tokens, as the output would spell them (no special tokens)
+  std::vector<int32_t> prediction;  // the predicted text's tokens, once for every choice
   if (fields_.prediction) {
-    absl::StatusOr<std::vector<int32_t>> ids = engine().tokenizer().Encode(*fields_.prediction, /*add_special_tokens=*/false);
-    if (!ids.ok()) return InvalidField("prediction", ids.status().message());
-    prediction = std::move(*ids);
+    ARACH_ASSIGN_OR_RETURN(prediction, EncodePrediction(engine(), *fields_.prediction));
   }
   int64_t tokens = 0;  // what the call may use, as its usage counts it: each prompt once, every choice's max_tokens
   for (size_t c = 0; c < requests.size(); ++c) {
