@@ -33,7 +33,7 @@ ABSL_FLAG(bool, score, false,
           "engine: score requests (every prompt position's log-prob, rank and greedy flag, as arach-run score, "
           "echo and the gRPC Score call compute them; no token generated) instead of generations");
 ABSL_FLAG(bool, embed, false,
-          "engine: embedding requests (the prompt's last hidden state, as /v1/embeddings and the gRPC Embed call compute "
+          "engine: embedding requests (the prompt's pooled hidden states, as /v1/embeddings and the gRPC Embed call compute "
           "it; no token generated) instead of generations");
 ABSL_FLAG(int, prompt_top_logprobs, 0,
           "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "

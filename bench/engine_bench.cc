@@ -3,7 +3,7 @@
 // and output lengths, one variant); prints requests/s, prompt and output tokens/s and TTFT / TPOT percentiles per
 // concurrency. With --score the requests are score requests (every prompt position's log-prob), as arach-run score,
 // echo and the gRPC Score call send; --prompt_top_logprobs N asks each position's N most likely tokens too. With
-// --embed they are embedding requests (the prompt's last hidden state), as /v1/embeddings and gRPC Embed send.
+// --embed they are embedding requests (the prompt's pooled hidden states), as /v1/embeddings and gRPC Embed send.
 //
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).

@@ -118,6 +118,10 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt);
   state->token_filter = std::move(token_filter);
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
+  if (state->request.kind == RequestKind::kEmbed) {
+    state->embedding_pooler.emplace(model_.embedding_pooling.mode, model_.config.hidden_size);
+    seq.want_every_prompt_row = EmbeddingPooler::ReadsEarlierRows(model_.embedding_pooling.mode);
+  }
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);
     state->prompt_is_greedy.assign(std::max(0, prompt_len - 1), false);
@@ -444,7 +448,7 @@ void Engine::Step() {
     const bool generates = r.request.kind == RequestKind::kGenerate;
     input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;
     if (seq.num_draft > 0) input.logits = LogitsMode::kAll;  // the chunk is the last token and its drafts: each row verifies one
-    input.return_hidden = chunk.completes && r.request.kind == RequestKind::kEmbed;
+    if (r.embedding_pooler) input.return_hidden = r.embedding_pooler->RowsOf(chunk.start, chunk.completes);
     if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
       // Each row scored on the device against the prompt token that follows it: the rows stay there.
       std::vector<int32_t>& targets = score_targets[forward.sequences.size()];
@@ -502,14 +506,16 @@ void Engine::Step() {
         }
       }
     }
+    if (r.embedding_pooler && forward.sequences[i].return_hidden != HiddenRows::kNone) {
+      r.embedding_pooler->Add(chunk.start, out.HiddenOf(static_cast<int>(i)));
+    }
     if (!chunk.completes) continue;
     if (r.request.kind == RequestKind::kScore) {  // the prompt is all there is
       Finish(r, FinishReason::kLength);
       continue;
     }
-    if (r.request.kind == RequestKind::kEmbed) {
-      const std::span<const float> hidden = out.HiddenOf(static_cast<int>(i));
-      r.embedding.assign(hidden.begin(), hidden.end());
+    if (r.embedding_pooler) {
+      r.embedding = r.embedding_pooler->Result(r.seq.prompt_len);
       Finish(r, FinishReason::kLength);
       continue;
     }

@@ -129,6 +129,7 @@ class Engine {
   // thread has run longer than EngineConfig::stall_timeout. Thread-safe and quick (liveness probes call it).
   absl::Status Health() const;
   const ModelConfig& model_config() const { return model_.config; }
+  const EmbeddingPooling& embedding_pooling() const { return model_.embedding_pooling; }
   const Tokenizer& tokenizer() const { return *model_.tokenizer; }
   // The model's chat template (or --chat_template's); null when it has none.
   const ChatTemplate* chat_template() const { return model_.chat_template.get(); }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/embedding_pooler.h"
 #include "engine/engine.h"
 #include "engine/output/detokenizer.h"
 #include "engine/sampling/token_filter.h"
@@ -41,7 +42,8 @@ struct Engine::RequestState {
   std::vector<int32_t> prompt_argmax;
   std::vector<int32_t> prompt_ranks;
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
-  std::vector<float> embedding;             // kEmbed: the prompt's last hidden state, once computed
+  std::optional<EmbeddingPooler> embedding_pooler;  // kEmbed: pools the prompt's hidden states as they are computed
+  std::vector<float> embedding;             // kEmbed: the pooled embedding, once the prompt is computed
   std::optional<KeptGeneration> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;

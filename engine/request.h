@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 enum class RequestKind {
   kGenerate,  // generate tokens after the prompt (SamplingParams apply)
   kScore,     // only the prompt's own log-probs: FinishInfo::prompt_logprobs, no token is generated
-  kEmbed,     // only the prompt's last hidden state: FinishInfo::embedding, no token is generated
+  kEmbed,     // only the prompt's pooled hidden states (EmbeddingPooling): FinishInfo::embedding, no token is generated
 };
 
 // How a request competes for the engine: live requests first; background ones (shadow scoring) only use

@@ -127,7 +127,8 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                    quantization.quantized() ? absl::StrCat(" checkpoint=", quantization.Describe(), " dequantized at load") : "",
                    " max_model_len=", (*engine)->model_config().max_positions, " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
                    " default_variant=", config.default_variant.Describe(),
-                   " adapter=", (*engine)->has_adapter() ? "yes" : "no", " tool_calls=", context.chat_output.ToolsName(),
+                   " adapter=", (*engine)->has_adapter() ? "yes" : "no",
+                   " embedding_pooling=", PoolingModeName((*engine)->embedding_pooling().mode), " tool_calls=", context.chat_output.ToolsName(),
                    context.chat_output.reasoning ? absl::StrCat(" reasoning=", context.chat_output.ReasoningName()) : "", " structured_output=",
                    StructuredOutputAvailable() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));

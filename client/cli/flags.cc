@@ -100,7 +100,7 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
                                                 "variant", "arach_offset", "experiment_key", "timeout", "json", "json_schema", "regex",
                                                 "choice", "grammar", "prediction_file"})},
       {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
-      {"embed", "an embedding of a text: its last token's hidden state, at unit length (as /v1/embeddings)",
+      {"embed", "an embedding of a text: its hidden states pooled as the model's folder says, at unit length (as /v1/embeddings)",
        With({"text", "file", "dimensions", "variant", "arach_offset", "experiment_key", "json"})},
       {"diagnostics", "attention diagnostics: attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
        With({"text", "variants", "chart", "json"})},

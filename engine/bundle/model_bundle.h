@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/chat/chat_template.h"
+#include "engine/model/embedding_pooling.h"
 #include "engine/model/model_config.h"
 #include "engine/runner/device_weights.h"
 #include "engine/runner/model_runner.h"
@@ -60,11 +61,12 @@ struct ModelBundle {
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
   std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none (chat requests are refused)
+  EmbeddingPooling embedding_pooling;                 // how embedding requests pool the prompt's hidden states
   std::unique_ptr<ModelRunner> runner;
 };
 
-// Loads config.json, the tokenizer and its chat template, the weights and the variant features of `dir` and
-// builds the runner.
+// Loads config.json, the tokenizer and its chat template, the embedding pooling (modules.json), the weights and
+// the variant features of `dir` and builds the runner.
 absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadModelOptions& options);
 
 // The hub embedding (given or derived) and the adapter (when asked for) of `options`.

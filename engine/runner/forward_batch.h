@@ -20,6 +20,14 @@ enum class LogitsMode {
   kAll,   // every new token (scoring)
 };
 
+// The new tokens of a sequence whose hidden states a step returns (SequenceInput::return_hidden).
+enum class HiddenRows {
+  kNone,
+  kLast,   // the last new token's
+  kFirst,  // the first new token's
+  kAll,    // every new token's, in order
+};
+
 struct SequenceInput {
   std::span<const int32_t> tokens;        // new tokens of this step (at least one)
   int start_position = 0;                 // tokens of this sequence already in the cache
@@ -36,9 +44,9 @@ struct SequenceInput {
   // prompt log-probs, ranks and greedy flags without moving the rows' logits. Independent of `logits`.
   std::span<const int32_t> score_targets{};
   int score_top_n = 0;  // with score_targets: each scored row's most likely tokens to return too (at most 20)
-  // The last new token's hidden state after the final norm (the row the LM head reads) comes back
-  // (ForwardOutput::hidden): an embedding. Independent of `logits`.
-  bool return_hidden = false;
+  // Which new tokens' hidden states after the final norm (the rows the LM head reads) come back
+  // (ForwardOutput::hidden): an embedding's. Independent of `logits`.
+  HiddenRows return_hidden = HiddenRows::kNone;
 };
 
 struct ForwardBatch {
@@ -65,11 +73,11 @@ struct ForwardOutput {
   // largest SequenceInput::score_top_n of the step (a sequence that asked for fewer reads its first ones).
   int score_top_n = 0;
   std::vector<TokenLogprob> score_top;
-  // The hidden states of the sequences that set SequenceInput::return_hidden: [hidden_rows, hidden_size], and
-  // [num_sequences] each sequence's row there (-1: none).
+  // The hidden states the sequences asked for (SequenceInput::return_hidden): [hidden_rows, hidden_size], sequence s
+  // owning rows [hidden_start[s], hidden_start[s+1]) ([num_sequences + 1]; empty when no sequence asked).
   int hidden_size = 0;
   std::vector<float> hidden;
-  std::vector<int> hidden_row;
+  std::vector<int> hidden_start;
 
   int num_rows(int seq) const { return row_start[seq + 1] - row_start[seq]; }
   std::span<const RowScore> ScoresOf(int seq) const {
@@ -79,10 +87,11 @@ struct ForwardOutput {
   std::span<const TokenLogprob> TopOf(int seq, int i, int n) const {
     return std::span<const TokenLogprob>(score_top).subspan(static_cast<size_t>(score_start[seq] + i) * score_top_n, n);
   }
-  // The hidden state sequence `seq` asked for (SequenceInput::return_hidden); empty for the others.
+  // The hidden states sequence `seq` asked for (SequenceInput::return_hidden): [rows, hidden_size]; empty for the others.
   std::span<const float> HiddenOf(int seq) const {
-    if (hidden_row.empty() || hidden_row[seq] < 0) return {};
-    return {hidden.data() + static_cast<size_t>(hidden_row[seq]) * hidden_size, static_cast<size_t>(hidden_size)};
+    if (hidden_start.empty()) return {};
+    return {hidden.data() + static_cast<size_t>(hidden_start[seq]) * hidden_size,
+            static_cast<size_t>(hidden_start[seq + 1] - hidden_start[seq]) * hidden_size};
   }
   // Logits of row `i` of sequence `seq`.
   std::span<const float> Row(int seq, int i) const {

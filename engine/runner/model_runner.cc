@@ -91,6 +91,7 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
   flat.block_table_start.push_back(0);
   flat.logit_row_start.push_back(0);
   flat.score_start.push_back(0);
+  flat.hidden_start.push_back(0);
   std::vector<int32_t> returned_rows, scored_rows, hidden_rows;
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
@@ -153,10 +154,15 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       }
     }
     flat.score_start.push_back(static_cast<int>(scored_rows.size()));
-    if (seq.return_hidden) {
-      hidden_rows.push_back(first_row + n - 1);
-      flat.hidden_seqs.push_back(static_cast<int>(s));
+    switch (seq.return_hidden) {
+      case HiddenRows::kNone: break;
+      case HiddenRows::kLast: hidden_rows.push_back(first_row + n - 1); break;
+      case HiddenRows::kFirst: hidden_rows.push_back(first_row); break;
+      case HiddenRows::kAll:
+        for (int i = 0; i < n; ++i) hidden_rows.push_back(first_row + i);
+        break;
     }
+    flat.hidden_start.push_back(static_cast<int>(hidden_rows.size()));
     if (seq.sample != nullptr && backend_->samples_on_device()) {
       flat.logit_rows.push_back(first_row + n - 1);
       flat.sampled_seqs.push_back(static_cast<int>(s));
@@ -352,7 +358,7 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
 
   const int logit_rows = static_cast<int>(flat.logit_rows.size());
   const int num_scored = static_cast<int>(flat.score_targets.size());
-  const int num_hidden = static_cast<int>(flat.hidden_seqs.size());
+  const int num_hidden = flat.hidden_start.back();
   const int head_rows = logit_rows - num_scored - num_hidden;  // the sampled and returned rows (and a graph's padding rows)
   DeviceMatrix normed;                            // [logit_rows, d]; set unless a recorded graph is replayed
   const auto enqueue = [&]() -> absl::StatusOr<DeviceMatrix> {
@@ -404,12 +410,11 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   }
   output.hidden_size = c.hidden_size;
   output.hidden.clear();
-  output.hidden_row.clear();
+  output.hidden_start.clear();
   if (num_hidden > 0) {  // never in a step graph (StepGraphBatchSize)
     output.hidden.resize(static_cast<size_t>(num_hidden) * c.hidden_size);
     b.DownloadFloat(output.hidden.data(), normed.Rows(head_rows + num_scored, num_hidden));
-    output.hidden_row.assign(num_requested, -1);
-    for (int i = 0; i < num_hidden; ++i) output.hidden_row[flat.hidden_seqs[i]] = i;
+    output.hidden_start = flat.hidden_start;
   }
   if (want_mass) {
     output.attention_diagnostics.num_layers = c.num_layers;
@@ -477,7 +482,7 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
   // the diagnostics' extra buffer, scored or hidden rows (their count would not follow the batch size).
   for (const SequenceInput& seq : batch.sequences) {
-    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden) return std::nullopt;
+    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden != HiddenRows::kNone) return std::nullopt;
   }
   const int num_seqs = static_cast<int>(batch.sequences.size());
   if (num_seqs > kMaxStepGraphBatch) return std::nullopt;

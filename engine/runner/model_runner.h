@@ -98,7 +98,7 @@ class ModelRunner {
     std::vector<int32_t> score_targets;      // [num_scored]: the target of each scored row
     std::vector<int> score_start;            // [S + 1] into the scored rows
     int score_top_n = 0;                     // the most alternatives a scored sequence asked for
-    std::vector<int> hidden_seqs;            // [num_hidden]: the sequence of each returned hidden row
+    std::vector<int> hidden_start;           // [S + 1] into the returned hidden rows
     int num_hub_rows() const { return hub_start.back(); }
   };
   // `bucketed_rows` (step graphs): the hub and skip rows come in buckets (0 or a power of two) and the logit rows

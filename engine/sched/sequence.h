@@ -27,6 +27,7 @@ struct Sequence {
   uint64_t cache_namespace = 0;       // prefix-cache namespace (CacheNamespaceOf(EngineRequest::cache_salt))
   bool want_prompt_logprobs = false;  // every prompt row is scored on the device; no prefix-cache reuse
   bool want_attention_diagnostics = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
+  bool want_every_prompt_row = false;  // an embedding pooled over more than the last row (mean); no prefix-cache reuse
   bool background = false;            // low priority: spare budget only, preempted first (shadow scoring)
   int priority = 0;                   // among live sequences: lower first (EngineRequest::priority)
   std::chrono::steady_clock::time_point arrival{};  // when it was submitted (aging of a waiting priority)

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "server/admission.h"
-#include "server/embedding_pooling.h"
+#include "server/embedding_answer.h"
 #include "server/grpc/call_credentials.h"
 #include "server/request_log.h"
 #include "server/grpc/request_mapping.h"
@@ -255,7 +255,7 @@ void PromptCallCollector::FillScore(arach::v1::ScoreResult* result, const Finish
 }
 
 void PromptCallCollector::FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids) {
-  for (float v : PoolEmbedding(info.embedding, call_.dimensions, call_.normalize)) embedding->add_values(v);
+  for (float v : AnsweredEmbedding(info.embedding, call_.dimensions, call_.normalize)) embedding->add_values(v);
   embedding->set_prompt_tokens(static_cast<uint32_t>(ids.size()));
   context_.metrics->RecordEmbedding(variant_, static_cast<int64_t>(ids.size()), info.timings.total_seconds);
   if (info.attention) context_.metrics->RecordAttention(variant_, *info.attention);

@@ -1,5 +1,5 @@
 // The prompt-only calls: every input runs through the engine as a prompt-only request, Score's with prompt
-// log-probs (kScore), Embed's for its last hidden state (kEmbed, pooled by embedding_pooling.h); the reply is sent
+// log-probs (kScore), Embed's for its pooled hidden states (kEmbed, cut and normalized by embedding_answer.h); the reply is sent
 // when all have finished.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
-#include "server/embedding_pooling.h"
+#include "server/embedding_answer.h"
 #include "server/http/embedding_request.h"
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
@@ -73,7 +73,7 @@ json EmbeddingCall::WholeAnswer() {
       Fail(absl::InternalError(absl::StrCat("input ", i, ": the engine returned no hidden state")));
       return json();
     }
-    const std::vector<float> embedding = PoolEmbedding(info.embedding, request_.dimensions, request_.normalize);
+    const std::vector<float> embedding = AnsweredEmbedding(info.embedding, request_.dimensions, request_.normalize);
     data.push_back({{"object", "embedding"},
                     {"index", i},
                     {"embedding", request_.base64 ? json(Base64OfFloats(embedding)) : json(embedding)}});

@@ -1,15 +1,19 @@
-// The engine's embedding requests (RequestKind::kEmbed) return the prompt's last hidden state after the final
-// norm, the row the LM head reads. Checked through each model's own output projection against the references'
+// The engine's embedding requests (RequestKind::kEmbed) return, by default (last-token pooling), the prompt's last
+// hidden state after the final norm, the row the LM head reads. Checked through each model's own output projection against the references'
 // last-position logits (../shared/fixtures/refs: an independent PyTorch forward), for every fixture model and
 // every variant the references hold: a hidden state that projects onto the reference logits is the references'.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collecting_observer.h"
 #include "tests/testing/fixture_engine.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/output_projection.h"
+#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -76,6 +80,56 @@ TEST_P(Embeddings, TheLastHiddenStateProjectsOntoTheReferenceLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Refs, Embeddings, ::testing::ValuesIn(testing::ReferenceCases(/*modern=*/true)), testing::RefCaseName);
+
+// A causal model's hidden state at position t is the last-token embedding of the prompt's first t + 1 tokens: the
+// mean pooling of a prompt is the mean of its prefixes' last-token embeddings, the first-token pooling the
+// one-token prefix's. Both computed here by the last-token path of the plain fixture; the pooled folder's prompt is
+// prefilled in chunks of 16, under both variants, and again (never from the prefix cache: every row is read).
+class PooledEmbeddings : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PooledEmbeddings, MeanAndFirstTokenPoolingEqualTheirPrefixesLastTokenEmbeddings) {
+  ARACH_REQUIRE_FIXTURES();
+  const std::string& model = GetParam();
+  auto last_token = testing::MakeFixtureEngine(model);
+  ASSERT_NE(last_token, nullptr);
+  ASSERT_EQ(last_token->embedding_pooling().mode, PoolingMode::kLastToken);
+  const int hidden = last_token->model_config().hidden_size;
+  const std::vector<int32_t> ids = testing::RefPrompt(model, "p48");
+  for (const auto& [field, mode] : {std::pair{"pooling_mode_mean_tokens", PoolingMode::kMean},
+                                    {"pooling_mode_cls_token", PoolingMode::kFirstToken}}) {
+    testing::ScopedTempDir dir;
+    testing::MakePooledFixtureFolder(model, field, dir.path());
+    EngineConfig config;
+    config.max_num_batched_tokens = 16;
+    auto pooled = testing::MakeFixtureEngine(model, config, 256, dir.path());
+    ASSERT_NE(pooled, nullptr);
+    ASSERT_EQ(pooled->embedding_pooling().mode, mode);
+    for (const Variant& variant : {Variant{}, Variant{.arach = true}}) {
+      const std::string label = absl::StrCat(model, " ", field, " ", variant.Describe());
+      std::vector<double> expected(static_cast<size_t>(hidden), 0.0);
+      const size_t prefixes = mode == PoolingMode::kMean ? ids.size() : 1;
+      for (size_t n = 1; n <= prefixes; ++n) {
+        auto prefix = Embed(*last_token, std::vector<int32_t>(ids.begin(), ids.begin() + n), variant);
+        ASSERT_NE(prefix, nullptr);
+        ASSERT_EQ(prefix->finish().embedding.size(), static_cast<size_t>(hidden));
+        for (int k = 0; k < hidden; ++k) expected[k] += prefix->finish().embedding[k] / static_cast<double>(prefixes);
+      }
+      for (int round = 0; round < 2; ++round) {
+        auto embedded = Embed(*pooled, ids, variant);
+        ASSERT_NE(embedded, nullptr);
+        const FinishInfo& finish = embedded->finish();
+        ASSERT_TRUE(finish.status.ok()) << finish.status;
+        EXPECT_EQ(finish.usage.cached_prompt_tokens, 0) << label << ": every row is computed";
+        ASSERT_EQ(finish.embedding.size(), static_cast<size_t>(hidden)) << label;
+        for (int k = 0; k < hidden; ++k) {
+          ASSERT_NEAR(finish.embedding[k], expected[k], 1e-4 * std::max(1.0, std::abs(expected[k]))) << label << " element " << k;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PooledEmbeddings, ::testing::Values("gpt2-tiny", "qwen3-tiny"));
 
 TEST(EmbeddingRequests, AreCheckedAsPromptsOnly) {
   ARACH_REQUIRE_FIXTURES();

@@ -17,6 +17,7 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/output_projection.h"
 #include "tests/testing/reduced_precision.h"
+#include "tests/testing/temp_dir.h"
 
 namespace arach {
 namespace {
@@ -222,6 +223,39 @@ TEST(EngineOnSimulatedCudaEmbeddings, TheLastHiddenStateProjectsOntoTheReference
         projection->MaxLogitError(observer->finish().embedding, std::string(kModel) + "." + variant + ".p48.last_logits");
     ASSERT_TRUE(error.ok()) << error.status() << " " << observer->finish().status;
     EXPECT_LT(*error, testing::kReducedPrecisionLogitTolerance);
+  }
+}
+
+// A mean-pooled embedding (a Sentence-Transformers folder's Pooling module) reads every prompt row's final-norm
+// hidden state from the device, chunk by chunk: the CPU engine's mean within the reduced-precision tolerance.
+TEST(EngineOnSimulatedCudaEmbeddings, MeanPoolingReadsEveryRowOfTheDevice) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  testing::MakePooledFixtureFolder(kModel, "pooling_mode_mean_tokens", dir.path());
+  EngineConfig config;
+  config.max_num_batched_tokens = 20;
+  std::unique_ptr<Engine> device = testing::MakeFixtureEngineOn(testing::CreateSimulatedCudaBackendFor, kModel, config, 64, dir.path());
+  std::unique_ptr<Engine> cpu = testing::MakeFixtureEngine(kModel, config, 64, dir.path());
+  ASSERT_NE(device, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_EQ(device->embedding_pooling().mode, PoolingMode::kMean);
+  EngineRequest request;
+  request.kind = RequestKind::kEmbed;
+  request.prompt = testing::RefPrompt(kModel, "p48");
+  for (const std::string variant : {"base", "arach"}) {
+    SCOPED_TRACE(variant);
+    request.variant = testing::VariantOfRef(variant);
+    std::vector<std::vector<float>> embeddings;
+    for (Engine* engine : {device.get(), cpu.get()}) {
+      auto observer = std::make_shared<CollectingObserver>();
+      ASSERT_TRUE(engine->Submit(request, observer).ok());
+      ASSERT_TRUE(observer->Wait());
+      ASSERT_TRUE(observer->finish().status.ok()) << observer->finish().status;
+      embeddings.push_back(observer->finish().embedding);
+    }
+    ASSERT_EQ(embeddings[0].size(), embeddings[1].size());
+    ASSERT_FALSE(embeddings[0].empty());
+    EXPECT_LT(testing::MaxAbsDiff(embeddings[0].data(), embeddings[1].data(), embeddings[0].size()), testing::kReducedPrecisionLogitTolerance);
   }
 }
 

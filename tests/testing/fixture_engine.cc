@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "engine/core/mapped_file.h"
+#include "engine/model/model_config.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 
@@ -14,7 +16,7 @@ namespace arach::testing {
 namespace {
 
 std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config, int kv_blocks,
-                                   const decltype(FixtureOptions::make_backend)& make_backend) {
+                                   const decltype(FixtureOptions::make_backend)& make_backend, const std::string& folder) {
 #ifdef ARACH_SANITIZED_BUILD
   // A sanitized build compiles a constraint over Qwen's 152k-token vocabulary 5-10x slower, beside other tests.
   config.constraint_compile_timeout = std::max(config.constraint_compile_timeout, std::chrono::milliseconds(180000));
@@ -24,7 +26,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config
   const bool has_adapter = std::filesystem::exists(FixturePath(model + "/preproj.safetensors"));
   if (has_adapter) load.adapter = FixturePath(model + "/preproj.safetensors");
   load.hub_embedding = FixturePath(RefsFileFor(model)) + ":" + model + ".hub_embedding";
-  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(FixturePath(model), load);
+  absl::StatusOr<ModelBundle> bundle = LoadModelBundle(folder.empty() ? FixturePath(model) : folder, load);
   EXPECT_TRUE(bundle.ok()) << bundle.status();
   if (!bundle.ok()) return nullptr;
   if (make_backend) {  // the same weights, hub embedding and adapter on the given backend
@@ -46,13 +48,28 @@ std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config
 
 }  // namespace
 
-std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks) {
-  return MakeEngine(model, std::move(config), kv_blocks, nullptr);
+std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks, const std::string& folder) {
+  return MakeEngine(model, std::move(config), kv_blocks, nullptr, folder);
 }
 
 std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
-                                            const std::string& model, EngineConfig config, int kv_blocks) {
-  return MakeEngine(model, std::move(config), kv_blocks, make_backend);
+                                            const std::string& model, EngineConfig config, int kv_blocks, const std::string& folder) {
+  return MakeEngine(model, std::move(config), kv_blocks, make_backend, folder);
+}
+
+void MakePooledFixtureFolder(const std::string& model, const std::string& mode_field, const std::string& dir) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(FixturePath(model));
+  ASSERT_TRUE(config.ok()) << config.status();
+  for (const auto& entry : std::filesystem::directory_iterator(FixturePath(model))) {
+    std::filesystem::create_symlink(entry.path(), std::filesystem::path(dir) / entry.path().filename());
+  }
+  std::ofstream(std::filesystem::path(dir) / "modules.json")
+      << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+             {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+             {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  std::filesystem::create_directories(std::filesystem::path(dir) / "1_Pooling");
+  std::ofstream(std::filesystem::path(dir) / "1_Pooling" / "config.json")
+      << "{\"word_embedding_dimension\": " << config->hidden_size << ", \"" << mode_field << "\": true, \"include_prompt\": true}";
 }
 
 std::vector<int32_t> ValidationTokens(const Tokenizer& tokenizer) {

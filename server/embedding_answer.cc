@@ -1,4 +1,4 @@
-#include "server/embedding_pooling.h"
+#include "server/embedding_answer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +21,7 @@ absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const st
                                         : absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
 }
 
-std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize) {
+std::vector<float> AnsweredEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize) {
   const size_t kept = dimensions ? std::min(hidden.size(), static_cast<size_t>(std::max<int64_t>(0, *dimensions))) : hidden.size();
   std::vector<float> out(hidden.begin(), hidden.begin() + static_cast<std::ptrdiff_t>(kept));
   if (!normalize) return out;

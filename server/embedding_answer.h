@@ -1,4 +1,4 @@
-// What both APIs do to an engine embedding (FinishInfo::embedding, the prompt's last hidden state) before they
+// What both APIs do to an engine embedding (FinishInfo::embedding, the prompt's pooled hidden states) before they
 // answer it: HTTP /v1/embeddings and gRPC Embed.
 #pragma once
 
@@ -23,8 +23,8 @@ inline constexpr size_t kMaxEmbeddingInputs = 2048;
 // would send its client retrying forever); naming `dimensions` when they exceed the model's hidden size.
 absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int64_t> dimensions);
 
-// An input's embedding from its hidden state: the first `dimensions` values (all without), divided by their L2
-// norm when `normalize` (a zero vector stays zero).
-std::vector<float> PoolEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize);
+// An input's embedding as answered from the engine's (FinishInfo::embedding): the first `dimensions` values (all
+// without), divided by their L2 norm when `normalize` (a zero vector stays zero).
+std::vector<float> AnsweredEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize);
 
 }  // namespace arach::server

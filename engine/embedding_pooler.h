@@ -1,0 +1,38 @@
+// Pools one embedding request's hidden states as the steps compute its prompt, chunk by chunk, the way the
+// model's folder says (EmbeddingPooling: the last token, the mean over the prompt, or the first token).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "engine/model/embedding_pooling.h"
+#include "engine/runner/forward_batch.h"
+
+namespace arach {
+
+class EmbeddingPooler {
+ public:
+  EmbeddingPooler(PoolingMode mode, int hidden_size) : mode_(mode), hidden_size_(hidden_size) {}
+
+  // Whether `mode` reads more than the prompt's last row (mean, first token): every prompt row must then be
+  // computed (no prefix-cache reuse).
+  static bool ReadsEarlierRows(PoolingMode mode) { return mode != PoolingMode::kLastToken; }
+
+  // The rows of a chunk of prompt tokens starting at position `start` that the pooling reads (`completes`: the chunk
+  // ends the prompt).
+  HiddenRows RowsOf(int start, bool completes) const;
+
+  // The hidden states a step returned for the chunk at `start` (ForwardOutput::HiddenOf: [rows, hidden_size] of
+  // RowsOf's rows). A chunk at position 0 starts over: the prompt is computed again after a preemption.
+  void Add(int start, std::span<const float> rows);
+
+  // The embedding once the chunk that completes a `prompt_len`-token prompt was added: [hidden_size].
+  std::vector<float> Result(int prompt_len) const;
+
+ private:
+  PoolingMode mode_;
+  int hidden_size_;
+  std::vector<double> sum_;  // [hidden_size]: the sum of the rows read (one row but for the mean)
+};
+
+}  // namespace arach

@@ -1,0 +1,109 @@
+#include "engine/model/embedding_pooling.h"
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/core/mapped_file.h"
+#include "engine/core/status.h"
+#include "nlohmann/json.hpp"
+
+namespace arach {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kModulePrefix[] = "sentence_transformers.models.";
+
+absl::Status Refused(const std::string& source, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
+}
+
+absl::StatusOr<json> ReadJsonFile(const std::string& path) {
+  ARACH_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return Refused(path, "not valid JSON");
+  return root;
+}
+
+// The Pooling module's config.json: exactly one of the modes this engine computes, over the whole prompt.
+absl::StatusOr<PoolingMode> ReadPoolingConfig(const std::string& path, int hidden_size) {
+  ARACH_ASSIGN_OR_RETURN(json root, ReadJsonFile(path));
+  if (!root.is_object()) return Refused(path, "not a JSON object");
+  const auto flag = [&](const char* field) -> absl::StatusOr<bool> {
+    const auto it = root.find(field);
+    if (it == root.end() || it->is_null()) return false;
+    if (!it->is_boolean()) return Refused(path, absl::StrCat("field \"", field, "\" must be true or false"));
+    return it->get<bool>();
+  };
+  for (const char* unsupported : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"}) {
+    ARACH_ASSIGN_OR_RETURN(const bool on, flag(unsupported));
+    if (on) return Refused(path, absl::StrCat("\"", unsupported, "\" is not supported (cls, mean or last-token pooling only)"));
+  }
+  if (const auto it = root.find("include_prompt"); it != root.end() && !(it->is_boolean() && it->get<bool>())) {
+    return Refused(path, "\"include_prompt\" other than true is not supported (the embedding pools every prompt token)");
+  }
+  if (const auto it = root.find("word_embedding_dimension"); it != root.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() != hidden_size) {
+      return Refused(path, absl::StrCat("\"word_embedding_dimension\" ", it->dump(), " is not the model's hidden_size ", hidden_size));
+    }
+  }
+  std::vector<PoolingMode> modes;
+  for (const auto& [field, mode] : {std::pair{"pooling_mode_cls_token", PoolingMode::kFirstToken},
+                                    {"pooling_mode_mean_tokens", PoolingMode::kMean},
+                                    {"pooling_mode_lasttoken", PoolingMode::kLastToken}}) {
+    ARACH_ASSIGN_OR_RETURN(const bool on, flag(field));
+    if (on) modes.push_back(mode);
+  }
+  if (modes.size() != 1) {
+    return Refused(path, absl::StrCat(modes.size(), " pooling modes are set; one of pooling_mode_cls_token, "
+                                      "pooling_mode_mean_tokens, pooling_mode_lasttoken must be (concatenated modes are not supported)"));
+  }
+  return modes.front();
+}
+
+}  // namespace
+
+const char* PoolingModeName(PoolingMode mode) {
+  switch (mode) {
+    case PoolingMode::kLastToken: return "last_token";
+    case PoolingMode::kMean: return "mean";
+    case PoolingMode::kFirstToken: return "first_token";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<EmbeddingPooling> LoadEmbeddingPooling(const std::string& dir, int hidden_size) {
+  EmbeddingPooling pooling;
+  const std::filesystem::path modules_path = std::filesystem::path(dir) / "modules.json";
+  if (!std::filesystem::exists(modules_path)) return pooling;
+  const std::string source = modules_path.string();
+  ARACH_ASSIGN_OR_RETURN(json modules, ReadJsonFile(source));
+  if (!modules.is_array()) return Refused(source, "not a JSON list of modules");
+  bool pooled = false;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const json& module = modules[i];
+    const auto type_it = module.is_object() ? module.find("type") : module.end();
+    if (!module.is_object() || type_it == module.end() || !type_it->is_string()) {
+      return Refused(source, absl::StrCat("module ", i, " has no \"type\" string"));
+    }
+    const std::string type = type_it->get<std::string>();
+    const std::string name = type.rfind(kModulePrefix, 0) == 0 ? type.substr(sizeof(kModulePrefix) - 1) : type;
+    if (name == "Transformer" || name == "Normalize") continue;
+    if (name != "Pooling" || pooled) {
+      return Refused(source, absl::StrCat("module ", i, " (", type, pooled && name == "Pooling" ? ", a second Pooling" : "",
+                                          ") is not supported: embeddings would differ from the model's (this engine runs "
+                                          "Transformer, one Pooling and Normalize modules)"));
+    }
+    const auto path_it = module.find("path");
+    if (path_it == module.end() || !path_it->is_string()) return Refused(source, absl::StrCat("module ", i, " (Pooling) has no \"path\" string"));
+    pooling.source = (std::filesystem::path(dir) / path_it->get<std::string>() / "config.json").string();
+    ARACH_ASSIGN_OR_RETURN(pooling.mode, ReadPoolingConfig(pooling.source, hidden_size));
+    pooled = true;
+  }
+  if (!pooled) return Refused(source, "has no Pooling module (its embeddings are not defined)");
+  return pooling;
+}
+
+}  // namespace arach

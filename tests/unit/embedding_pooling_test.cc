@@ -1,0 +1,143 @@
+// A model folder's embedding pooling (engine/model/embedding_pooling.h: Sentence-Transformers' modules.json and its
+// Pooling module's config.json) and the pooler that applies it chunk by chunk (engine/embedding_pooler.h).
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/embedding_pooler.h"
+#include "engine/model/embedding_pooling.h"
+#include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+constexpr int kHidden = 4;
+
+constexpr char kModules[] = R"([
+  {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+])";
+
+// Sentence-Transformers' Pooling config with `mode` (a pooling_mode_* field) on and the others off.
+std::string PoolingConfig(const std::string& mode, const std::string& extra = "") {
+  std::string text = R"({"word_embedding_dimension": 4)";
+  for (const char* field : {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+                            "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
+    text += std::string(", \"") + field + "\": " + (mode == field ? "true" : "false");
+  }
+  return text + R"(, "include_prompt": true)" + extra + "}";
+}
+
+class PoolingFolder : public ::testing::Test {
+ protected:
+  void Write(const std::string& relative, const std::string& text) {
+    const std::filesystem::path path = std::filesystem::path(dir_.path()) / relative;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  absl::StatusOr<EmbeddingPooling> Load() { return LoadEmbeddingPooling(dir_.path(), kHidden); }
+  // The load's error message, which must name `file` (relative to the folder) and `what`.
+  void ExpectRefusal(const std::string& file, const std::string& what) {
+    const absl::StatusOr<EmbeddingPooling> pooling = Load();
+    ASSERT_FALSE(pooling.ok()) << "loaded as " << PoolingModeName(pooling->mode);
+    EXPECT_EQ(pooling.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(pooling.status().message().find((std::filesystem::path(dir_.path()) / file).string()), std::string::npos)
+        << pooling.status();
+    EXPECT_NE(pooling.status().message().find(what), std::string::npos) << pooling.status();
+  }
+  testing::ScopedTempDir dir_;
+};
+
+TEST_F(PoolingFolder, WithoutModulesJsonTheLastTokenIsPooled) {
+  const absl::StatusOr<EmbeddingPooling> pooling = Load();
+  ASSERT_TRUE(pooling.ok()) << pooling.status();
+  EXPECT_EQ(pooling->mode, PoolingMode::kLastToken);
+}
+
+TEST_F(PoolingFolder, EachSupportedModeIsRead) {
+  Write("modules.json", kModules);
+  for (const auto& [field, mode] : {std::pair{"pooling_mode_lasttoken", PoolingMode::kLastToken},
+                                    {"pooling_mode_mean_tokens", PoolingMode::kMean},
+                                    {"pooling_mode_cls_token", PoolingMode::kFirstToken}}) {
+    Write("1_Pooling/config.json", PoolingConfig(field));
+    const absl::StatusOr<EmbeddingPooling> pooling = Load();
+    ASSERT_TRUE(pooling.ok()) << field << ": " << pooling.status();
+    EXPECT_EQ(pooling->mode, mode) << field;
+    EXPECT_EQ(pooling->source, (std::filesystem::path(dir_.path()) / "1_Pooling" / "config.json").string());
+  }
+}
+
+TEST_F(PoolingFolder, WhatWouldChangeTheVectorIsRefusedNamingIt) {
+  Write("modules.json", kModules);
+  for (const char* unsupported : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"}) {
+    Write("1_Pooling/config.json", PoolingConfig(unsupported));
+    ExpectRefusal("1_Pooling/config.json", unsupported);
+  }
+  Write("1_Pooling/config.json", PoolingConfig("pooling_mode_mean_tokens", R"(, "pooling_mode_lasttoken": true)"));
+  ExpectRefusal("1_Pooling/config.json", "2 pooling modes");
+  Write("1_Pooling/config.json", PoolingConfig("none"));
+  ExpectRefusal("1_Pooling/config.json", "0 pooling modes");
+  Write("1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true, "include_prompt": false})");
+  ExpectRefusal("1_Pooling/config.json", "include_prompt");
+  Write("1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true, "word_embedding_dimension": 8})");
+  ExpectRefusal("1_Pooling/config.json", "word_embedding_dimension");
+  Write("1_Pooling/config.json", R"({"pooling_mode_mean_tokens": "yes"})");
+  ExpectRefusal("1_Pooling/config.json", "pooling_mode_mean_tokens");
+  Write("1_Pooling/config.json", "{not json");
+  ExpectRefusal("1_Pooling/config.json", "not valid JSON");
+  std::filesystem::remove(std::filesystem::path(dir_.path()) / "1_Pooling" / "config.json");
+  const absl::StatusOr<EmbeddingPooling> missing = Load();
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("1_Pooling/config.json"), std::string::npos) << missing.status();
+
+  Write("1_Pooling/config.json", PoolingConfig("pooling_mode_mean_tokens"));
+  Write("modules.json", R"([{"type": "sentence_transformers.models.Transformer", "path": ""},
+                            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"},
+                            {"type": "sentence_transformers.models.Dense", "path": "2_Dense"}])");
+  ExpectRefusal("modules.json", "sentence_transformers.models.Dense");
+  Write("modules.json", R"([{"type": "sentence_transformers.models.Transformer", "path": ""},
+                            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"},
+                            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])");
+  ExpectRefusal("modules.json", "a second Pooling");
+  Write("modules.json", R"([{"type": "sentence_transformers.models.Transformer", "path": ""}])");
+  ExpectRefusal("modules.json", "no Pooling module");
+  Write("modules.json", R"([{"path": "1_Pooling"}])");
+  ExpectRefusal("modules.json", "module 0 has no \"type\"");
+  Write("modules.json", R"({"type": "sentence_transformers.models.Pooling"})");
+  ExpectRefusal("modules.json", "not a JSON list");
+}
+
+// Rows of hidden size 4 in chunks, as the steps return them.
+TEST(EmbeddingPooler, PoolsChunksAsTheWholePromptAndStartsOverAtPositionZero) {
+  const std::vector<float> first = {1, 2, 3, 4, 5, 6, 7, 8};       // positions 0, 1
+  const std::vector<float> second = {9, 10, 11, 12};                // position 2
+  EmbeddingPooler mean(PoolingMode::kMean, kHidden);
+  EXPECT_EQ(mean.RowsOf(0, false), HiddenRows::kAll);
+  EXPECT_EQ(mean.RowsOf(2, true), HiddenRows::kAll);
+  const std::vector<float> abandoned = {1, 1, 1, 1};
+  mean.Add(0, abandoned);  // a first computation, preempted after its first chunk
+  mean.Add(0, first);
+  mean.Add(2, second);
+  EXPECT_EQ(mean.Result(3), (std::vector<float>{5, 6, 7, 8}));
+
+  EmbeddingPooler first_token(PoolingMode::kFirstToken, kHidden);
+  EXPECT_EQ(first_token.RowsOf(0, false), HiddenRows::kFirst);
+  EXPECT_EQ(first_token.RowsOf(2, true), HiddenRows::kNone);
+  first_token.Add(0, std::span<const float>(first).first(kHidden));
+  EXPECT_EQ(first_token.Result(3), (std::vector<float>{1, 2, 3, 4}));
+
+  EmbeddingPooler last(PoolingMode::kLastToken, kHidden);
+  EXPECT_EQ(last.RowsOf(0, false), HiddenRows::kNone);
+  EXPECT_EQ(last.RowsOf(2, true), HiddenRows::kLast);
+  last.Add(2, second);
+  EXPECT_EQ(last.Result(3), second);
+  EXPECT_FALSE(EmbeddingPooler::ReadsEarlierRows(PoolingMode::kLastToken));
+  EXPECT_TRUE(EmbeddingPooler::ReadsEarlierRows(PoolingMode::kMean));
+  EXPECT_TRUE(EmbeddingPooler::ReadsEarlierRows(PoolingMode::kFirstToken));
+}
+
+}  // namespace
+}  // namespace arach
