@@ -51,7 +51,8 @@ ABSL_FLAG(float, temperature, 0.0f, "engine: the requests' temperature (0: greed
 ABSL_FLAG(int, top_k, 0, "engine: the requests' top_k (0: off)");
 ABSL_FLAG(float, top_p, 1.0f, "engine: the requests' top_p (1: off)");
 ABSL_FLAG(std::string, json_schema, "", "engine: every request's output must match this JSON Schema file (structured output)");
-ABSL_FLAG(int, vocab, 151936, "sampling: tokens in each row of logits");
+ABSL_FLAG(int, vocab, 151936, "sampling: tokens in each row of logits; draft_lookup: the vocabulary drawn from");
 ABSL_FLAG(int, rows, 64, "sampling: rows of logits per pass");
 ABSL_FLAG(int, schemas, 50, "distinct schemas compiled");
-ABSL_FLAG(int, steps, 64, "tokens walked through each compiled schema");
+ABSL_FLAG(int, steps, 64, "constraint: tokens walked through each compiled schema; draft_lookup: decode steps timed per context");
+ABSL_FLAG(std::vector<std::string>, contexts, std::vector<std::string>({"1000", "10000", "100000"}), "draft_lookup: sequence lengths");

@@ -50,6 +50,7 @@ ABSL_DECLARE_FLAG(int, rows);
 // Structured output.
 ABSL_DECLARE_FLAG(int, schemas);
 ABSL_DECLARE_FLAG(int, steps);
+ABSL_DECLARE_FLAG(std::vector<std::string>, contexts);
 
 namespace arach::bench {
 
@@ -64,6 +65,7 @@ inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "s
                                                            "predict", "prediction_edits", "prediction_draft_tokens", "prompt_lookup_tokens",
                                                            "speculative_disable_by_batch_size", "prompt_top_logprobs", "temperature", "top_k", "top_p"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
+inline const std::vector<std::string> kDraftLookupBenchFlags = {"vocab", "contexts", "steps", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench

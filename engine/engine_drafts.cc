@@ -5,6 +5,7 @@
 #include "engine/engine_request_state.h"
 #include "engine/spec/draft_length.h"
 #include "engine/spec/draft_proposer.h"
+#include "engine/spec/ngram_index.h"
 
 namespace arach {
 namespace {
@@ -44,11 +45,15 @@ void Engine::ProposeDrafts() {
     if (room <= 0) continue;
     const int wanted = std::min(room, r.draft_length->Next());
     if (wanted <= 0) continue;
+    // The output looked up in the prediction, or the sequence in itself (prompt lookup), through the request's index
+    // of its source: the prediction indexed once, the sequence's new tokens each step.
     const std::span<const int32_t> tokens(seq->tokens);
+    const std::span<const int32_t> source = from_prediction ? std::span<const int32_t>(r.request.prediction) : tokens;
+    if (!r.draft_index) r.draft_index.emplace(from_prediction ? kPredictionNgrams : kPromptLookupNgrams);
+    r.draft_index->Extend(source);
     const DraftProposal proposal =
-        from_prediction ? ProposeByLookup(tokens.subspan(static_cast<size_t>(seq->prompt_len)), r.request.prediction,
-                                          r.prediction_cursor, wanted, kPredictionNgrams)
-                        : ProposeByLookup(tokens, tokens, /*cursor=*/0, wanted, kPromptLookupNgrams);
+        from_prediction ? r.draft_index->Propose(tokens.subspan(static_cast<size_t>(seq->prompt_len)), source, r.prediction_cursor, wanted)
+                        : r.draft_index->Propose(tokens, source, /*cursor=*/0, wanted);
     if (proposal.tokens.empty()) continue;
     seq->tokens.insert(seq->tokens.end(), proposal.tokens.begin(), proposal.tokens.end());
     seq->num_draft = static_cast<int>(proposal.tokens.size());

@@ -11,6 +11,7 @@
 #include "engine/output/detokenizer.h"
 #include "engine/sampling/token_filter.h"
 #include "engine/spec/draft_length.h"
+#include "engine/spec/ngram_index.h"
 
 namespace arach {
 
@@ -55,6 +56,7 @@ struct Engine::RequestState {
   // request's counts.
   int prediction_cursor = 0;
   std::optional<DraftLength> draft_length;  // set at the first step that may draft
+  std::optional<NgramIndex> draft_index;    // of the draft source (the prediction or the sequence), from that step on
   int draft_source_position = 0;
   int draft_tokens = 0;
   int accepted_draft_tokens = 0;

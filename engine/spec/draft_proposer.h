@@ -27,6 +27,10 @@ struct DraftProposal {
 // accepted draft left off: text is usually repeated in order), else the last one. Proposes up to `max_tokens` of the
 // tokens that follow it. `recent` may be a view of `source`'s own tail (prompt lookup): the tail itself is no match,
 // as nothing follows it.
+//
+// This is the rule's plain statement, a scan of the whole source per call; the engine serves it through NgramIndex
+// (ngram_index.h), which gives the same proposals at a cost that follows how often the recent tokens occur rather
+// than the source's length (tests hold them equal; bench/draft_lookup_bench times both).
 DraftProposal ProposeByLookup(std::span<const int32_t> recent, std::span<const int32_t> source, int cursor, int max_tokens,
                               NgramSizes sizes);
 
