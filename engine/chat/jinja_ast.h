@@ -84,6 +84,7 @@ struct Stmt {
   Body else_body;                                // kIf, kFor
   Target target;                                 // kFor (loop variables), kSet, kSetBlock
   ExprPtr condition;                             // kFor: the filtering `if`
+  bool recursive = false;                        // kFor: `recursive`: loop(items) renders the loop again over items
   std::vector<MacroParam> params;                // kMacro, kCallBlock (the caller's)
   std::vector<std::pair<Target, ExprPtr>> assignments;  // kWith
   // kMacro: its body reads `varargs` / `kwargs` (not parameters of its own), so that, as in Jinja2, positional

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/chat/jinja_call_args.h"
+#include "engine/chat/jinja_layout_filters.h"
 #include "engine/chat/jinja_text.h"
 #include "engine/core/markup_escape.h"
 #include "engine/core/status.h"
@@ -437,7 +438,9 @@ constexpr NamedFilter kFilters[] = {
     {"sum", FilterSum},           {"items", FilterItems},         {"dictsort", FilterDictSort},
     {"format", FilterFormat},     {"indent", FilterIndent},       {"safe", FilterSafe},
     {"e", FilterEscape},          {"escape", FilterEscape},       {"min", FilterMin},
-    {"max", FilterMax},           {"round", FilterRound},
+    {"max", FilterMax},           {"round", FilterRound},         {"batch", FilterBatch},
+    {"slice", FilterSlice},       {"truncate", FilterTruncate},   {"center", FilterCenter},
+    {"wordcount", FilterWordCount},
 };
 
 // ------------------------------------------------------------------ tests
@@ -475,13 +478,14 @@ bool IsKnownTest(std::string_view name) {
 absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& operand, CallArgs& args) {
   for (const NamedFilter& f : kFilters) {
     if (name == f.name) {
-      // Only default, length/count, list, string, first, last, join, items and the selection filters
-      // accept an undefined value; elsewhere it raises as Jinja2's Undefined does.
+      // Only these accept an undefined value (as an empty string or sequence); elsewhere it raises as Jinja2's
+      // Undefined does.
       static const std::set<std::string> kUndefinedOk = {"default", "d", "length", "count", "list", "string", "first", "last",
                                                          "join", "items", "map", "select", "reject", "selectattr",
                                                          "rejectattr", "unique", "sort", "reverse", "sum", "trim", "upper",
                                                          "lower", "capitalize", "title", "e", "escape", "safe", "indent",
-                                                         "format", "replace", "int", "float"};
+                                                         "format", "replace", "int", "float", "batch", "slice",
+                                                         "truncate", "wordcount"};
       if (operand.is_undefined() && kUndefinedOk.count(name) == 0) return UndefinedError(operand);
       return f.fn(operand, args);
     }

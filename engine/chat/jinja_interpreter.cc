@@ -17,7 +17,9 @@ namespace {
 constexpr char kPositioned[] = "arach.jinja/positioned";
 constexpr int64_t kMaxSteps = 2'000'000;         // statements and expressions evaluated
 constexpr size_t kMaxOutputBytes = 64u << 20;    // rendered text
-constexpr int kMaxCallDepth = 64;                // nested macro calls
+constexpr int kMaxCallDepth = 64;                // nested macro calls and recursive loops
+// The attribute of an object that calling it calls (a recursive loop's `loop`): a name no attribute syntax reaches.
+constexpr char kCallAttribute[] = " call";
 
 // Variables of one scope; lookups walk to the enclosing scopes.
 struct Scope {
@@ -171,6 +173,11 @@ class Renderer {
 
   absl::Status ExecFor(const Stmt& s, const ScopePtr& scope, std::string* out) {
     ARACH_ASSIGN_OR_RETURN(Value iterable, Eval(*s.expr, scope));
+    return ExecLoop(s, iterable, scope, out, 1);
+  }
+
+  // The for loop `s` over `iterable` at recursion `depth` (1, and one more per loop(items) call of a recursive loop).
+  absl::Status ExecLoop(const Stmt& s, const Value& iterable, const ScopePtr& scope, std::string* out, int64_t depth) {
     absl::StatusOr<std::vector<Value>> all = Iterate(iterable);
     if (!all.ok()) return AtPosition(s.expr->at, all.status());
     // The filtering `if` runs first: loop.length and loop.last count only the items it keeps.
@@ -194,7 +201,8 @@ class Renderer {
     for (int64_t i = 0; i < length; ++i) {
       auto iteration = std::make_shared<Scope>(scope);
       ARACH_RETURN_IF_ERROR(AtPosition(s.at, Assign(s.target, items[static_cast<size_t>(i)], *iteration)));
-      iteration->vars.Set("loop", LoopObject(items, i, last_changed));
+      Value recurse = s.recursive ? RecursiveLoopCall(s, scope, depth) : Value();
+      iteration->vars.Set("loop", LoopObject(items, i, depth, last_changed, std::move(recurse)));
       Flow flow = Flow::kNormal;
       ARACH_RETURN_IF_ERROR(Exec(s.body, iteration, out, &flow));
       if (flow == Flow::kBreak) break;
@@ -202,8 +210,29 @@ class Renderer {
     return absl::OkStatus();
   }
 
+  // A recursive loop's loop(items): the loop's output over `items`, one level deeper. It holds the loop's scope
+  // weakly, as a macro does (a namespace the loop object is stored in would otherwise hold its own scope).
+  Value RecursiveLoopCall(const Stmt& s, const ScopePtr& scope, int64_t depth) {
+    const Stmt* loop_stmt = &s;
+    std::weak_ptr<Scope> weak_scope = scope;
+    return Value::MakeFunction("loop", [this, loop_stmt, weak_scope, depth](CallArgs& a) -> absl::StatusOr<Value> {
+      const ScopePtr defining = weak_scope.lock();
+      if (defining == nullptr) return absl::FailedPreconditionError("a recursive loop called after its scope ended");
+      if (a.positional.size() != 1 || !a.keyword.empty()) return absl::InvalidArgumentError("loop() takes the items to recurse into");
+      if (call_depth_ >= kMaxCallDepth) return absl::ResourceExhaustedError("recursive loops nest too deeply");
+      ++call_depth_;
+      std::string rendered;
+      const absl::Status status = ExecLoop(*loop_stmt, a.positional[0], defining, &rendered, depth + 1);
+      --call_depth_;
+      if (!status.ok()) return status;
+      return Value::String(std::move(rendered));
+    });
+  }
+
   // `last_changed`: the values loop.changed was last called with in this loop (none yet).
-  static Value LoopObject(const std::vector<Value>& items, int64_t i, std::shared_ptr<std::optional<std::vector<Value>>> last_changed) {
+  // `recurse`: a recursive loop's loop(items) (RecursiveLoopCall), else undefined.
+  static Value LoopObject(const std::vector<Value>& items, int64_t i, int64_t depth,
+                          std::shared_ptr<std::optional<std::vector<Value>>> last_changed, Value recurse) {
     const int64_t n = static_cast<int64_t>(items.size());
     Dict loop;
     loop.Set("index", Value::Int(i + 1));
@@ -213,8 +242,8 @@ class Renderer {
     loop.Set("first", Value::Bool(i == 0));
     loop.Set("last", Value::Bool(i == n - 1));
     loop.Set("length", Value::Int(n));
-    loop.Set("depth", Value::Int(1));
-    loop.Set("depth0", Value::Int(0));
+    loop.Set("depth", Value::Int(depth));
+    loop.Set("depth0", Value::Int(depth - 1));
     loop.Set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::Undefined("there is no previous item"));
     loop.Set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::Undefined("there is no next item"));
     loop.Set("cycle", Value::MakeFunction("cycle", [i](CallArgs& a) -> absl::StatusOr<Value> {
@@ -229,6 +258,7 @@ class Renderer {
       *last_changed = now;
       return Value::Bool(true);
     }));
+    if (recurse.is_function()) loop.Set(kCallAttribute, std::move(recurse));
     loop.is_namespace = true;  // attributes only: loop.items is not a dict method
     return Value::MakeDict(std::move(loop));
   }
@@ -306,6 +336,10 @@ class Renderer {
   absl::StatusOr<Value> EvalCall(const Expr& e, const ScopePtr& scope, const Value* caller) {
     ARACH_ASSIGN_OR_RETURN(Value callee, Eval(*e.items[0], scope));
     if (callee.is_undefined()) return AtPosition(e.at, UndefinedError(callee));
+    if (callee.is_dict()) {  // an object with a call (a recursive loop's `loop`)
+      const Value* call = callee.dict().Find(kCallAttribute);
+      if (call != nullptr) callee = *call;
+    }
     if (!callee.is_function()) {
       return AtPosition(e.at, absl::InvalidArgumentError(absl::StrCat("'", callee.TypeName(), "' object is not callable")));
     }

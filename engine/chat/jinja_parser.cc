@@ -147,7 +147,10 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseFor(const Token& tag) {
     Next();
     ARACH_ASSIGN_OR_RETURN(s->condition, ParseExpression(true));
   }
-  if (IsName("recursive")) return ErrorAt(Peek(), "unsupported: recursive loops");
+  if (IsName("recursive")) {
+    Next();
+    s->recursive = true;
+  }
   ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
   ++loop_depth_;
   std::string end;

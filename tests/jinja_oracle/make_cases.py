@@ -14,7 +14,8 @@ def env():
     e.globals["raise_exception"] = raise_exception
     return e
 V = {"msgs": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": " Yo "}],
-     "d": {"b": 2, "a": 1, "n": None}, "s": "Héllo wörld", "n": 7, "f": 2.5, "l": [3, 1, 2], "t": True, "e": "", "u8": "naïve 日本"}
+     "d": {"b": 2, "a": 1, "n": None}, "s": "Héllo wörld", "n": 7, "f": 2.5, "l": [3, 1, 2], "t": True, "e": "", "u8": "naïve 日本",
+     "tree": [{"n": "a", "c": [{"n": "a1"}, {"n": "a2", "c": [{"n": "a2x"}]}]}, {"n": "b", "c": [{"n": "b1"}]}, {"n": "c"}]}
 cases = [
  # text, output, comments, whitespace control
  "plain text", "a{# comment #}b", "{{ 'x' }}", "{{ n }} {{ f }} {{ t }} {{ none }} {{ d }} {{ l }}",
@@ -108,6 +109,18 @@ cases = [
  "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, b=2) }}",
  "{% set j = joiner(' | ') %}{% for x in l %}{{ j() }}{{ x }}{% endfor %} {% set k = joiner() %}{{ k() }}{{ k() }}{{ k() }}",
  "{% for x in [1, 1, 2, 2, 1] %}{{ loop.changed(x) }},{% endfor %} {% for m in msgs %}{% if loop.changed(m.role) %}[{{ m.role }}]{% endif %}{% endfor %} {% for x in l %}{{ loop.changed() }}{% endfor %}",
+ # recursive loops (loop(items) renders the loop again, one level deeper; its filter and else too)
+ "{% for x in tree recursive %}[{{ x.n }}:{{ loop.depth }}{{ loop.depth0 }}{{ loop.index }}/{{ loop.length }}{% if x.c %}{{ loop(x.c) }}{% endif %}]{% endfor %}",
+ "{% for x in tree if x.n != 'b' recursive %}{{ x.n }}({{ loop(x.c or []) }}){% else %}-{% endfor %}",
+ "{% for x in tree recursive %}{% set inner = loop(x.c or []) %}{{ x.n }}{{ inner | length }}{% if loop.first %}!{% endif %} {% endfor %}",
+ "{% for x in l recursive %}{{ loop(l) }}{% endfor %}", "{% for x in l %}{{ loop(l) }}{% endfor %}",
+ # batch, slice, truncate, center, wordcount
+ "{{ l | batch(2) | list }} {{ l | batch(2, 'x') | list }} {{ l | batch(5, 0) | list }} {{ [] | batch(2) | list }} {{ 'abcde' | batch(2) | list }}",
+ "{{ [1, 2, 3, 4] | slice(3) | list }} {{ [1, 2, 3, 4, 5] | slice(2, 0) | list }} {{ l | slice(5) | list }} {{ l | slice(4, '-') | list }} {{ zz | slice(2) | list }}",
+ "{{ 'hello world foo' | truncate(9) }}|{{ 'hello world foo' | truncate(9, true) }}|{{ 'hello world foo' | truncate(11, false, '!') }}|{{ 'short' | truncate(3) }}|{{ 'hello world foo bar baz' | truncate(12, leeway=0) }}|{{ 'héllo wörld ünd' | truncate(8, leeway=0) }}|{{ 'nospacesatallhere' | truncate(8, leeway=0) }}|{{ s | truncate(255) }}",
+ "[{{ 'ab' | center(7) }}] [{{ 'abc' | center(6) }}] [{{ 'abc' | center(8) }}] [{{ 'x' | center }}] [{{ 'toolong' | center(3) }}] [{{ 'é' | center(4) }}]",
+ "{{ 'one two, three-four 日本 five_6 ½ x²' | wordcount }} {{ '' | wordcount }} {{ '  ' | wordcount }} {{ u8 | wordcount }} {{ zz | wordcount }} {{ zz | batch(2) | list }}[{{ zz | truncate(3) }}]",
+ "{{ l | batch(0) | list }}", "{{ l | slice(0) | list }}", "{{ 'abcdef' | truncate(2) }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",
