@@ -51,9 +51,8 @@ void Engine::ProposeDrafts() {
     const std::span<const int32_t> source = from_prediction ? std::span<const int32_t>(r.request.prediction) : tokens;
     if (!r.draft_index) r.draft_index.emplace(from_prediction ? kPredictionNgrams : kPromptLookupNgrams);
     r.draft_index->Extend(source);
-    const DraftProposal proposal =
-        from_prediction ? r.draft_index->Propose(tokens.subspan(static_cast<size_t>(seq->prompt_len)), source, r.prediction_cursor, wanted)
-                        : r.draft_index->Propose(tokens, source, /*cursor=*/0, wanted);
+    const std::span<const int32_t> recent = from_prediction ? tokens.subspan(static_cast<size_t>(seq->prompt_len)) : tokens;
+    const DraftProposal proposal = r.draft_index->Propose(recent, source, from_prediction ? r.prediction_cursor : 0, wanted);
     if (proposal.tokens.empty()) continue;
     seq->tokens.insert(seq->tokens.end(), proposal.tokens.begin(), proposal.tokens.end());
     seq->num_draft = static_cast<int>(proposal.tokens.size());

@@ -482,7 +482,9 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
   // the diagnostics' extra buffer, scored or hidden rows (their count would not follow the batch size).
   for (const SequenceInput& seq : batch.sequences) {
-    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden != HiddenRows::kNone) return std::nullopt;
+    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden != HiddenRows::kNone) {
+      return std::nullopt;
+    }
   }
   const int num_seqs = static_cast<int>(batch.sequences.size());
   if (num_seqs > kMaxStepGraphBatch) return std::nullopt;

@@ -29,8 +29,7 @@ void Scheduler::Preempt(Sequence& seq) {
 }
 
 Scheduler::PrefixMatch Scheduler::MatchPrefix(Sequence& seq) {
-  if (!config_.enable_prefix_caching || seq.want_prompt_logprobs || seq.want_attention_diagnostics || seq.want_every_prompt_row ||
-      seq.num_computed > 0) {
+  if (!config_.enable_prefix_caching || seq.ComputesWholePrompt() || seq.num_computed > 0) {
     return {};
   }
   const int block_size = seq.blocks.block_size();
@@ -63,7 +62,7 @@ void Scheduler::ForgetPrefixHits(Sequence& seq) {
 }
 
 bool Scheduler::NextBlockIsBeingComputed(const Sequence& seq) const {
-  if (!config_.enable_prefix_caching || seq.want_prompt_logprobs || seq.want_attention_diagnostics || seq.want_every_prompt_row) return false;
+  if (!config_.enable_prefix_caching || seq.ComputesWholePrompt()) return false;
   const int block_size = seq.blocks.block_size();
   const int block = seq.num_registered_blocks;  // the first one not found in the cache
   const size_t end = static_cast<size_t>(block + 1) * static_cast<size_t>(block_size);

@@ -27,7 +27,7 @@ struct Sequence {
   uint64_t cache_namespace = 0;       // prefix-cache namespace (CacheNamespaceOf(EngineRequest::cache_salt))
   bool want_prompt_logprobs = false;  // every prompt row is scored on the device; no prefix-cache reuse
   bool want_attention_diagnostics = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse
-  bool want_every_prompt_row = false;  // an embedding pooled over more than the last row (mean); no prefix-cache reuse
+  bool want_every_prompt_row = false;  // an embedding pooled over more than the last row (mean, first token); no prefix-cache reuse
   bool background = false;            // low priority: spare budget only, preempted first (shadow scoring)
   int priority = 0;                   // among live sequences: lower first (EngineRequest::priority)
   std::chrono::steady_clock::time_point arrival{};  // when it was submitted (aging of a waiting priority)
@@ -44,6 +44,8 @@ struct Sequence {
   // cache, never counted as generated.
   int num_draft = 0;
 
+  // Whether every prompt row must be computed (what the request reads of them), so that cached blocks are not reused.
+  bool ComputesWholePrompt() const { return want_prompt_logprobs || want_attention_diagnostics || want_every_prompt_row; }
   int num_generated() const { return static_cast<int>(tokens.size()) - num_draft - prompt_len; }
   int num_uncomputed() const { return static_cast<int>(tokens.size()) - num_computed; }
   int num_verified() const { return static_cast<int>(tokens.size()) - num_draft; }  // prompt and generated tokens
