@@ -15,7 +15,8 @@ bool ReadsName(const Expr* e, std::string_view name) {
   for (const auto& keyword : e->keyword) {
     if (ReadsName(keyword.second.get(), name)) return true;
   }
-  return ReadsName(e->start.get(), name) || ReadsName(e->stop.get(), name) || ReadsName(e->step.get(), name);
+  return ReadsName(e->start.get(), name) || ReadsName(e->stop.get(), name) || ReadsName(e->step.get(), name) ||
+         ReadsName(e->dyn_args.get(), name) || ReadsName(e->dyn_kwargs.get(), name);
 }
 
 }  // namespace

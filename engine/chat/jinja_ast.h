@@ -47,6 +47,7 @@ struct Expr {
   std::vector<ExprPtr> items;
   std::vector<ExprPtr> keys;  // kDict
   std::vector<std::pair<std::string, ExprPtr>> keyword;  // kCall, kFilter, kTest
+  ExprPtr dyn_args, dyn_kwargs;  // kCall, kFilter, kTest: f(*dyn_args, **dyn_kwargs), null when absent
   std::vector<std::string> ops;  // kCompare
   bool negated = false;          // kTest
   ExprPtr start, stop, step;     // kSlice

@@ -335,15 +335,26 @@ absl::StatusOr<ExprPtr> Parser::ParseSubscript(ExprPtr node) {
 
 absl::Status Parser::ParseArguments(Expr* call) {
   ARACH_RETURN_IF_ERROR(ExpectOp("("));
+  // As Jinja2 orders them: positional arguments, then *args, keyword arguments and **kwargs (keywords may come
+  // before or after *args).
   while (!IsOp(")")) {
-    if (IsOp("*") || IsOp("**")) return ErrorAt(Peek(), "unsupported: *args and **kwargs in calls");
-    if (Peek().type == Type::kName && IsOp("=", 1)) {
+    if (IsOp("*") || IsOp("**")) {
+      const bool keywords = IsOp("**");
+      if (call->dyn_kwargs != nullptr || (!keywords && call->dyn_args != nullptr)) {
+        return ErrorAt(Peek(), keywords ? "a second **kwargs" : "*args after *args or **kwargs");
+      }
+      Next();
+      ARACH_ASSIGN_OR_RETURN((keywords ? call->dyn_kwargs : call->dyn_args), ParseExpression(true));
+    } else if (Peek().type == Type::kName && IsOp("=", 1)) {
+      if (call->dyn_kwargs != nullptr) return ErrorAt(Peek(), "a keyword argument follows **kwargs");
       const std::string name = Next().value;
       Next();
       ARACH_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(true));
       call->keyword.emplace_back(name, std::move(value));
     } else {
-      if (!call->keyword.empty()) return ErrorAt(Peek(), "a positional argument follows a keyword argument");
+      if (!call->keyword.empty() || call->dyn_args != nullptr || call->dyn_kwargs != nullptr) {
+        return ErrorAt(Peek(), "a positional argument follows a keyword argument, *args or **kwargs");
+      }
       ARACH_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(true));
       call->items.push_back(std::move(value));
     }

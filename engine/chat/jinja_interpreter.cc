@@ -286,7 +286,7 @@ class Renderer {
         const MacroParam& p = m->params[i];
         const Value* given = i < a.positional.size() ? &a.positional[i] : nullptr;
         for (const auto& [key, value] : a.keyword) {
-          if (key == p.name) given = &value;
+          if (key == p.name && given == nullptr) given = &value;
         }
         if (given != nullptr) {
           scope->vars.Set(p.name, *given);
@@ -303,8 +303,10 @@ class Renderer {
           scope->vars.Set("caller", keyword.second);
           continue;
         }
-        const bool known = std::any_of(m->params.begin(), m->params.end(), [&key](const MacroParam& p) { return p.name == key; });
-        if (known) continue;
+        const auto param = std::find_if(m->params.begin(), m->params.end(), [&key](const MacroParam& p) { return p.name == key; });
+        // A parameter the positional arguments filled is not a keyword's to fill again (Jinja2's error).
+        const bool filled = param != m->params.end() && static_cast<size_t>(param - m->params.begin()) < a.positional.size();
+        if (param != m->params.end() && !filled) continue;
         if (!m->catches_kwargs) return absl::InvalidArgumentError(absl::StrCat("macro '", m->text, "' takes no keyword argument '", key, "'"));
         kwargs.Set(key, keyword.second);
       }
@@ -325,9 +327,26 @@ class Renderer {
       ARACH_ASSIGN_OR_RETURN(Value v, Eval(*e.items[i], scope));
       args.positional.push_back(std::move(v));
     }
+    if (e.dyn_args != nullptr) {  // f(*items)
+      ARACH_ASSIGN_OR_RETURN(Value items, Eval(*e.dyn_args, scope));
+      ARACH_ASSIGN_OR_RETURN(std::vector<Value> spread, Iterate(items));
+      for (Value& item : spread) args.positional.push_back(std::move(item));
+    }
     for (const auto& [name, expr] : e.keyword) {
       ARACH_ASSIGN_OR_RETURN(Value v, Eval(*expr, scope));
       args.keyword.emplace_back(name, std::move(v));
+    }
+    if (e.dyn_kwargs != nullptr) {  // f(**mapping)
+      ARACH_ASSIGN_OR_RETURN(Value mapping, Eval(*e.dyn_kwargs, scope));
+      if (!mapping.is_dict() || mapping.dict().is_namespace) {
+        return absl::InvalidArgumentError(absl::StrCat("argument after ** must be a mapping, not ", mapping.TypeName()));
+      }
+      for (const auto& entry : mapping.dict().items) {
+        const std::string& name = entry.first;  // (not a structured binding: clang cannot capture those)
+        const bool repeated = std::any_of(args.keyword.begin(), args.keyword.end(), [&name](const auto& k) { return k.first == name; });
+        if (repeated) return absl::InvalidArgumentError(absl::StrCat("got multiple values for keyword argument '", name, "'"));
+        args.keyword.emplace_back(name, entry.second);
+      }
     }
     return args;
   }

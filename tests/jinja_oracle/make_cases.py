@@ -121,6 +121,11 @@ cases = [
  "[{{ 'ab' | center(7) }}] [{{ 'abc' | center(6) }}] [{{ 'abc' | center(8) }}] [{{ 'x' | center }}] [{{ 'toolong' | center(3) }}] [{{ 'é' | center(4) }}]",
  "{{ 'one two, three-four 日本 five_6 ½ x²' | wordcount }} {{ '' | wordcount }} {{ '  ' | wordcount }} {{ u8 | wordcount }} {{ zz | wordcount }} {{ zz | batch(2) | list }}[{{ zz | truncate(3) }}]",
  "{{ l | batch(0) | list }}", "{{ l | slice(0) | list }}", "{{ 'abcdef' | truncate(2) }}",
+ # *args and **kwargs in calls, filters and tests; a keyword for a parameter given by position
+ "{{ '{} {}'.format(*l) }} {% macro m(a, b=2) %}{{ a }}{{ b }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(*[1, 5, 6]) }} {{ m(0, **{'b': 7}) }} {{ m(*l, z=1) }} {{ dict(x=1, **d) }} {{ l | join(*[', ']) }} {{ n is divisibleby(*[7]) }} {{ m(*zz) }} {{ m(b=3, *[4]) }}",
+ "{% macro m(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ m(1, a=2) }}", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, a=2) }}",
+ "{{ 'x'.format(**l) }}", "{{ dict(x=1, **{'x': 2}) }}", "{{ dict(**namespace(a=1)) }}",
+ "{{ dict(**{'a': 1}, **{'b': 2}) }}", "{{ range(*l, 1) }}", "{{ dict(**d, x=1) }}", "{{ dict(*l, *l) }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",

@@ -95,7 +95,8 @@ TEST(Jinja, UnsupportedConstructsAreRefusedAtLoadNamingLineAndColumn) {
   EXPECT_EQ(ParseError("{% extends 'base' %}"), "line 1, column 4: unsupported tag 'extends'");
   EXPECT_EQ(ParseError("{{ x | wordwrap }}"), "line 1, column 8: unsupported filter 'wordwrap'");
   EXPECT_EQ(ParseError("{% if x is prime %}{% endif %}"), "line 1, column 12: unsupported test 'prime'");
-  EXPECT_EQ(ParseError("{{ f(*args) }}"), "line 1, column 6: unsupported: *args and **kwargs in calls");
+  EXPECT_EQ(ParseError("{{ f(**a, **b) }}"), "line 1, column 11: a second **kwargs");
+  EXPECT_EQ(ParseError("{{ f(*a, 1) }}"), "line 1, column 10: a positional argument follows a keyword argument, *args or **kwargs");
   EXPECT_EQ(ParseError("{% set x | upper %}y{% endset %}"), "line 1, column 10: unsupported: filters on a block set");
   EXPECT_EQ(ParseError("{% if x %}no end"), "line 1, column 17: the template ends before {% elif %}");
   EXPECT_EQ(ParseError("{{ 'open }}"), "line 1, column 4: the string is never closed");
