@@ -48,7 +48,7 @@ absl::Status UndefinedError(const Value& undefined);
 // with flags, width and precision.
 absl::StatusOr<std::string> PercentFormat(const std::string& format, const std::vector<Value>& args);
 
-// Functions every template can call: range, namespace, dict (raise_exception and strftime_now are given by
+// Functions every template can call: range, namespace, joiner, cycler, dict (raise_exception and strftime_now are given by
 // the chat template, which decides how they behave).
 Dict BuiltinGlobals();
 

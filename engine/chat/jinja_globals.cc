@@ -1,4 +1,4 @@
-// The functions every template can call: range, namespace, joiner, dict.
+// The functions every template can call: range, namespace, joiner, cycler, dict.
 #include "engine/chat/jinja_builtins.h"
 
 #include <cstdint>
@@ -52,6 +52,33 @@ Dict BuiltinGlobals() {
       }
       return Value::String(separator);
     });
+  }));
+  // cycler(*items): next() gives the current item and moves on (back to the first after the last), reset() goes back
+  // to the first; .current and .items read them.
+  globals.Set("cycler", Value::MakeFunction("cycler", [](CallArgs& a) -> absl::StatusOr<Value> {
+    if (a.positional.empty()) return TypeError("cycler: at least one item has to be provided");
+    auto items = std::make_shared<const std::vector<Value>>(a.positional);
+    auto position = std::make_shared<size_t>(0);
+    Dict object;
+    object.is_namespace = true;  // attributes only
+    object.Set("items", Value::Tuple(*items));
+    object.Set("current", items->front());
+    Value cycler = Value::MakeDict(std::move(object));
+    const std::weak_ptr<Dict> self = cycler.weak_dict();
+    const auto move_to = [items, position, self](size_t to) {
+      *position = to;
+      if (const std::shared_ptr<Dict> object = self.lock()) object->Set("current", (*items)[to]);
+    };
+    cycler.mutable_dict().Set("next", Value::MakeFunction("next", [items, position, move_to](CallArgs&) -> absl::StatusOr<Value> {
+      Value current = (*items)[*position];
+      move_to((*position + 1) % items->size());
+      return current;
+    }));
+    cycler.mutable_dict().Set("reset", Value::MakeFunction("reset", [move_to](CallArgs&) -> absl::StatusOr<Value> {
+      move_to(0);
+      return Value::None();
+    }));
+    return cycler;
   }));
   globals.Set("dict", Value::MakeFunction("dict", [](CallArgs& a) -> absl::StatusOr<Value> {
     Dict d;

@@ -97,6 +97,8 @@ class Value {
   const std::vector<Value>& list() const { return *list_; }
   const Dict& dict() const { return *dict_; }
   Dict& mutable_dict() const { return *dict_; }  // namespaces only
+  // A namespace object's own methods hold it weakly (it holds them: a strong reference would be a cycle).
+  std::weak_ptr<Dict> weak_dict() const { return dict_; }
   const Function& function() const { return *function_; }
   const std::string& function_name() const { return string_; }
 

@@ -121,6 +121,11 @@ cases = [
  "[{{ 'ab' | center(7) }}] [{{ 'abc' | center(6) }}] [{{ 'abc' | center(8) }}] [{{ 'x' | center }}] [{{ 'toolong' | center(3) }}] [{{ 'é' | center(4) }}]",
  "{{ 'one two, three-four 日本 five_6 ½ x²' | wordcount }} {{ '' | wordcount }} {{ '  ' | wordcount }} {{ u8 | wordcount }} {{ zz | wordcount }} {{ zz | batch(2) | list }}[{{ zz | truncate(3) }}]",
  "{{ l | batch(0) | list }}", "{{ l | slice(0) | list }}", "{{ 'abcdef' | truncate(2) }}",
+ # cycler
+ "{% set c = cycler('a', 'b', 'c') %}{{ c.current }}{{ c.next() }}{{ c.next() }}{{ c.current }}{{ c.next() }}{{ c.next() }}|{{ c.reset() }}|{{ c.current }}{{ c.items }}",
+ "{% set c = cycler(1) %}{% for x in l %}{{ c.next() }}{% endfor %}{{ c is callable }}{{ c.next is callable }}",
+ "{% set ns = namespace(c=cycler('x', 'y')) %}{{ ns.c.next() }}{{ ns.c.next() }}{{ ns.c.next() }} {% set c = cycler('x', 'y') %}{% set n = c.next %}{{ n() }}{{ n() }}{{ c.current }}",
+ "{{ cycler().next() }}",
  # *args and **kwargs in calls, filters and tests; a keyword for a parameter given by position
  "{{ '{} {}'.format(*l) }} {% macro m(a, b=2) %}{{ a }}{{ b }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(*[1, 5, 6]) }} {{ m(0, **{'b': 7}) }} {{ m(*l, z=1) }} {{ dict(x=1, **d) }} {{ l | join(*[', ']) }} {{ n is divisibleby(*[7]) }} {{ m(*zz) }} {{ m(b=3, *[4]) }}",
  "{% macro m(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ m(1, a=2) }}", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, a=2) }}",
