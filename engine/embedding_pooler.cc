@@ -13,7 +13,9 @@ HiddenRows EmbeddingPooler::RowsOf(int start, bool completes) const {
 
 void EmbeddingPooler::Add(int start, std::span<const float> rows) {
   if (start == 0 || sum_.empty()) sum_.assign(static_cast<size_t>(hidden_size_), 0.0);
-  for (size_t i = 0; i < rows.size(); ++i) sum_[i % sum_.size()] += rows[i];
+  for (size_t row = 0; row < rows.size(); row += sum_.size()) {
+    for (size_t k = 0; k < sum_.size(); ++k) sum_[k] += rows[row + k];
+  }
 }
 
 std::vector<float> EmbeddingPooler::Result(int prompt_len) const {
