@@ -1,11 +1,11 @@
 // Pools one embedding request's hidden states as the steps compute its prompt, chunk by chunk, the way the
-// model's folder says (EmbeddingPooling: the last token, the mean over the prompt, or the first token).
+// model's folder says (EmbeddingConfig: the last token, the mean over the prompt, or the first token).
 #pragma once
 
 #include <span>
 #include <vector>
 
-#include "engine/model/embedding_pooling.h"
+#include "engine/model/embedding_config.h"
 #include "engine/runner/forward_batch.h"
 
 namespace arach {

@@ -76,7 +76,7 @@ absl::Status Engine::CheckConstraint(const OutputConstraint& constraint, absl::s
 
 absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names) {
   const ModelConfig& c = model_.config;
-  ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), names));
+  ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), max_embedding_tokens(), names));
   const SamplingParams& sp = request.sampling;
   const int prompt_len = static_cast<int>(request.prompt.size());
   const int new_tokens = request.kind == RequestKind::kGenerate ? sp.max_tokens : 0;
@@ -119,8 +119,8 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   state->token_filter = std::move(token_filter);
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (state->request.kind == RequestKind::kEmbed) {
-    state->embedding_pooler.emplace(model_.embedding_pooling.mode, model_.config.hidden_size);
-    seq.want_every_prompt_row = EmbeddingPooler::ReadsEarlierRows(model_.embedding_pooling.mode);
+    state->embedding_pooler.emplace(model_.embedding_config.pooling, model_.config.hidden_size);
+    seq.want_every_prompt_row = EmbeddingPooler::ReadsEarlierRows(model_.embedding_config.pooling);
   }
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);

@@ -2,6 +2,7 @@
 // thread: schedule -> one forward over the batch -> sample -> stream results to each request's observer.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -129,7 +130,12 @@ class Engine {
   // thread has run longer than EngineConfig::stall_timeout. Thread-safe and quick (liveness probes call it).
   absl::Status Health() const;
   const ModelConfig& model_config() const { return model_.config; }
-  const EmbeddingPooling& embedding_pooling() const { return model_.embedding_pooling; }
+  const EmbeddingConfig& embedding_config() const { return model_.embedding_config; }
+  // The most tokens an input to embed may have: the model's context, or less where its sentence_bert_config.json
+  // says so (EmbeddingConfig::max_tokens).
+  int max_embedding_tokens() const {
+    return std::min(model_.config.max_positions, model_.embedding_config.max_tokens.value_or(model_.config.max_positions));
+  }
   const Tokenizer& tokenizer() const { return *model_.tokenizer; }
   // The model's chat template (or --chat_template's); null when it has none.
   const ChatTemplate* chat_template() const { return model_.chat_template.get(); }

@@ -16,7 +16,8 @@ const char* FinishReasonName(FinishReason reason) {
   return "?";
 }
 
-absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter, FieldNames names) {
+absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter, int max_embedding_tokens,
+                             FieldNames names) {
   const int prompt_len = static_cast<int>(request.prompt.size());
   if (prompt_len == 0) return InvalidField(names, "prompt", "empty");
   ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prompt, config.vocab_size, "prompt", names));
@@ -26,6 +27,10 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
     ARACH_RETURN_IF_ERROR(request.sampling.Validate(config.vocab_size, names));
   }
   ARACH_RETURN_IF_ERROR(CheckPromptFitsContext(request.prompt.size(), request.kind, config, "prompt", names));
+  if (request.kind == RequestKind::kEmbed && prompt_len > max_embedding_tokens) {
+    return InvalidField(names, "prompt", absl::StrCat("the input's ", prompt_len, " tokens exceed the ", max_embedding_tokens,
+                                                      " the embedding model takes (max_seq_length in its sentence_bert_config.json)"));
+  }
   if (!request.prediction.empty()) {
     if (request.kind != RequestKind::kGenerate) return InvalidField(names, "prediction", "only a generation has an output to predict");
     ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prediction, config.vocab_size, "prediction", names));

@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 enum class RequestKind {
   kGenerate,  // generate tokens after the prompt (SamplingParams apply)
   kScore,     // only the prompt's own log-probs: FinishInfo::prompt_logprobs, no token is generated
-  kEmbed,     // only the prompt's pooled hidden states (EmbeddingPooling): FinishInfo::embedding, no token is generated
+  kEmbed,     // only the prompt's pooled hidden states (EmbeddingConfig): FinishInfo::embedding, no token is generated
 };
 
 // How a request competes for the engine: live requests first; background ones (shadow scoring) only use
@@ -71,10 +71,10 @@ struct EngineRequest {
 
 // The checks every request passes before it is queued, whatever API it came from: a non-empty prompt of
 // known token ids that fits the context (with room for one generated token; a prompt only scored or embedded
-// may fill it), two tokens at least to score,
+// may fill it; one to embed has at most `max_embedding_tokens`), two tokens at least to score,
 // valid sampling parameters and a variant the model can run (Variant::Validate). Fields are named by
 // `names` ("prompt", "temperature", ...: the engine's names by default).
-absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter,
+absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter, int max_embedding_tokens,
                              FieldNames names = EngineFieldName);
 // The context rule alone (ValidateRequest applies it to "prompt"): a prompt to score fits the model's context; a
 // prompt to generate from leaves room for one generated token. Else INVALID_ARGUMENT naming `field`.

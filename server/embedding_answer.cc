@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
+#include "engine/tokenizer/unicode.h"
 
 namespace arach::server {
 
@@ -19,6 +21,10 @@ absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const st
   return InvalidField(inputs_field, queue < kMaxEmbeddingInputs && inputs <= kMaxEmbeddingInputs
                                         ? absl::StrCat(inputs, " inputs exceed the ", queue, " requests this server queues at most (--max_queued_requests)")
                                         : absl::StrCat(inputs, " inputs exceed the limit of ", kMaxEmbeddingInputs));
+}
+
+std::string EmbeddingInputText(const Engine& engine, std::string text) {
+  return engine.embedding_config().lowercase ? PythonLower(text) : std::move(text);
 }
 
 std::vector<float> AnsweredEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize) {

@@ -23,6 +23,10 @@ inline constexpr size_t kMaxEmbeddingInputs = 2048;
 // would send its client retrying forever); naming `dimensions` when they exceed the model's hidden size.
 absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int64_t> dimensions);
 
+// A text input to embed as the model's folder wants it tokenized: lower-cased (Python's str.lower) when its
+// sentence_bert_config.json says do_lower_case, else as given.
+std::string EmbeddingInputText(const Engine& engine, std::string text);
+
 // An input's embedding as answered from the engine's (FinishInfo::embedding): the first `dimensions` values (all
 // without), divided by their L2 norm when `normalize` (a zero vector stays zero).
 std::vector<float> AnsweredEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize);

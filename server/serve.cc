@@ -128,7 +128,9 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                    " max_model_len=", (*engine)->model_config().max_positions, " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
                    " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no",
-                   " embedding_pooling=", PoolingModeName((*engine)->embedding_pooling().mode), " tool_calls=", context.chat_output.ToolsName(),
+                   " embedding_pooling=", PoolingModeName((*engine)->embedding_config().pooling),
+                   " embedding_max_tokens=", (*engine)->max_embedding_tokens(), (*engine)->embedding_config().lowercase ? " embedding_lowercase=yes" : "",
+                   " tool_calls=", context.chat_output.ToolsName(),
                    context.chat_output.reasoning ? absl::StrCat(" reasoning=", context.chat_output.ReasoningName()) : "", " structured_output=",
                    StructuredOutputAvailable() ? "yes" : "no",
                    " experiment=", config.experiment ? config.experiment->name : "none"));

@@ -48,7 +48,7 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
                                                    " tokens but config.json says vocab_size ", model.config.vocab_size));
   }
   ARACH_ASSIGN_OR_RETURN(model.chat_template, LoadChatTemplate(dir, model.tokenizer->config(), options.chat_template));
-  ARACH_ASSIGN_OR_RETURN(model.embedding_pooling, LoadEmbeddingPooling(dir, model.config.hidden_size));
+  ARACH_ASSIGN_OR_RETURN(model.embedding_config, LoadEmbeddingConfig(dir, model.config.hidden_size));
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
   const DType checkpoint_dtype = checkpoint->MatrixDType();

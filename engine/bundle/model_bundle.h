@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/chat/chat_template.h"
-#include "engine/model/embedding_pooling.h"
+#include "engine/model/embedding_config.h"
 #include "engine/model/model_config.h"
 #include "engine/runner/device_weights.h"
 #include "engine/runner/model_runner.h"
@@ -61,7 +61,7 @@ struct ModelBundle {
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
   std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none (chat requests are refused)
-  EmbeddingPooling embedding_pooling;                 // how embedding requests pool the prompt's hidden states
+  EmbeddingConfig embedding_config;                 // how embedding requests pool the prompt's hidden states
   std::unique_ptr<ModelRunner> runner;
 };
 

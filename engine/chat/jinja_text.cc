@@ -38,11 +38,7 @@ std::string Upper(const std::string& text) {
   return out;
 }
 
-std::string Lower(const std::string& text) {
-  std::string out;
-  icu::UnicodeString::fromUTF8(text).toLower(icu::Locale::getRoot()).toUTF8String(out);
-  return out;
-}
+std::string Lower(const std::string& text) { return PythonLower(text); }
 
 // Python's str.capitalize(): the first character in title case, the rest lower case.
 std::string Capitalize(const std::string& text) {

@@ -143,6 +143,15 @@ std::string ToLower(absl::string_view text) {
   return out;
 }
 
+std::string PythonLower(absl::string_view text) {
+  std::string out;
+  if (!DecodeUtf8(text).ok()) return std::string(text);
+  icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())))
+      .toLower(icu::Locale::getRoot())
+      .toUTF8String(out);
+  return out;
+}
+
 absl::string_view StripWhitespace(absl::string_view text, bool left, bool right) {
   auto chars = DecodeUtf8(text);
   if (!chars.ok() || chars->empty()) return text;

@@ -32,6 +32,9 @@ bool IsWhitespace(char32_t c);
 bool IsWordChar(char32_t c);
 // Full Unicode lowercasing of each character on its own, without a locale (as tokenizers' Lowercase).
 std::string ToLower(absl::string_view text);
+// Python's str.lower(): full Unicode lowercasing of the whole string, in context and without a locale (a capital
+// sigma ending a word becomes ς). Not valid UTF-8: returned unchanged.
+std::string PythonLower(absl::string_view text);
 // `text` without its leading (left) and/or trailing (right) White_Space characters.
 absl::string_view StripWhitespace(absl::string_view text, bool left, bool right);
 

@@ -168,7 +168,8 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
       EngineRequest& r = requests.emplace_back();
       r.kind = call.kind;
       ARACH_ASSIGN_OR_RETURN(r.prompt, PromptIds(engine, context_.limits, absl::StrCat("inputs[", i, "]"),
-                                                 input.input_case() == arach::v1::ScoreInput::kText, input.text(),
+                                                 input.input_case() == arach::v1::ScoreInput::kText,
+                                                 call.kind == RequestKind::kEmbed ? EmbeddingInputText(engine, input.text()) : input.text(),
                                                  input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
                                                  &prompt_fields.emplace_back()));
       r.variant = variant;

@@ -48,12 +48,12 @@ absl::Status EmbeddingCall::Start() {
     const std::string field = inputs == 1 ? "input" : absl::StrCat("input[", i, "]");
     std::vector<int32_t> ids;
     if (input.text) {
-      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, *input.text));
+      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, EmbeddingInputText(e, *input.text)));
     } else {
       ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
       ids = input.ids;
     }
-    ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, ids).status());
+    ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.max_embedding_tokens(), ids).status());
     EngineRequest r;
     r.kind = RequestKind::kEmbed;
     r.prompt = std::move(ids);

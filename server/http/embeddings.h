@@ -1,5 +1,5 @@
 // POST /v1/embeddings: OpenAI's embeddings API on the engine's embedding requests (RequestKind::kEmbed): each
-// input's hidden states after the final norm pooled as the model's folder says (engine/model/embedding_pooling.h:
+// input's hidden states after the final norm pooled as the model's folder says (engine/model/embedding_config.h:
 // the last token's by default, as vLLM pools a decoder-only model served for embeddings, e.g. Qwen3-Embedding), its
 // first `dimensions` kept and normalized to unit length, under the request's variant (ARACH changes the hidden
 // states too). One engine request per input, answered whole.

@@ -92,7 +92,7 @@ TEST_P(PooledEmbeddings, MeanAndFirstTokenPoolingEqualTheirPrefixesLastTokenEmbe
   const std::string& model = GetParam();
   auto last_token = testing::MakeFixtureEngine(model);
   ASSERT_NE(last_token, nullptr);
-  ASSERT_EQ(last_token->embedding_pooling().mode, PoolingMode::kLastToken);
+  ASSERT_EQ(last_token->embedding_config().pooling, PoolingMode::kLastToken);
   const int hidden = last_token->model_config().hidden_size;
   const std::vector<int32_t> ids = testing::RefPrompt(model, "p48");
   for (const auto& [field, mode] : {std::pair{"pooling_mode_mean_tokens", PoolingMode::kMean},
@@ -103,7 +103,7 @@ TEST_P(PooledEmbeddings, MeanAndFirstTokenPoolingEqualTheirPrefixesLastTokenEmbe
     config.max_num_batched_tokens = 16;
     auto pooled = testing::MakeFixtureEngine(model, config, 256, dir.path());
     ASSERT_NE(pooled, nullptr);
-    ASSERT_EQ(pooled->embedding_pooling().mode, mode);
+    ASSERT_EQ(pooled->embedding_config().pooling, mode);
     for (const Variant& variant : {Variant{}, Variant{.arach = true}}) {
       const std::string label = absl::StrCat(model, " ", field, " ", variant.Describe());
       std::vector<double> expected(static_cast<size_t>(hidden), 0.0);

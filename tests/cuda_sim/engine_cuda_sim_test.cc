@@ -238,7 +238,7 @@ TEST(EngineOnSimulatedCudaEmbeddings, MeanPoolingReadsEveryRowOfTheDevice) {
   std::unique_ptr<Engine> cpu = testing::MakeFixtureEngine(kModel, config, 64, dir.path());
   ASSERT_NE(device, nullptr);
   ASSERT_NE(cpu, nullptr);
-  ASSERT_EQ(device->embedding_pooling().mode, PoolingMode::kMean);
+  ASSERT_EQ(device->embedding_config().pooling, PoolingMode::kMean);
   EngineRequest request;
   request.kind = RequestKind::kEmbed;
   request.prompt = testing::RefPrompt(kModel, "p48");

@@ -4,17 +4,21 @@
 // names; the default answer is that vector at unit length; text and its token ids answer alike; the inputs are
 // counted per variant in the metrics; bad input is a 400 naming the parameter.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/fixture_engine.h"
 #include "tests/testing/http_answer.h"
 #include "tests/testing/output_projection.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/shared_fixture_server.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_models.h"
 
 namespace arach {
@@ -233,6 +237,75 @@ TEST(EmbeddingsQueue, MoreInputsThanTheQueueHoldsAreRefusedUpFront) {
   const grpc::Status refused = client->Embed(request, &response);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(refused.error_message().find("inputs: 5 inputs exceed"), std::string::npos) << refused.error_message();
+}
+
+// A Sentence-Transformers folder's sentence_bert_config.json: text inputs are lower-cased before they are tokenized
+// (do_lower_case), on both APIs, and an input longer than max_seq_length is a 400 naming it (vLLM's rule), or kept to
+// its last max_seq_length tokens with truncate_prompt_tokens -1.
+TEST(SentenceTransformersFolder, TextIsLowerCasedAndInputsAreBoundByMaxSeqLength) {
+  ARACH_REQUIRE_FIXTURES();
+  constexpr int kMaxSeqLength = 8;
+  testing::ScopedTempDir dir;
+  testing::MakePooledFixtureFolder("gpt2-tiny", "pooling_mode_lasttoken", dir.path());
+  std::ofstream(std::filesystem::path(dir.path()) / "sentence_bert_config.json")
+      << "{\"max_seq_length\": " << kMaxSeqLength << ", \"do_lower_case\": true}";
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + dir.path(), "--served_model_name=st",
+                                                                    "--kv_cache_bytes=16777216", "--weight_dtype=f32"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->Output().find("embedding_max_tokens=8 embedding_lowercase=yes"), std::string::npos) << server->Output();
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto embed = [&](const json& body) { return testing::HttpSend(server->http_address(), "POST", "/v1/embeddings", body.dump()); };
+  const auto encode = [&](const std::string& text) {
+    absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Encode(text, /*add_special_tokens=*/true);
+    EXPECT_TRUE(ids.ok()) << ids.status();
+    return ids.ok() ? *ids : std::vector<int32_t>{};
+  };
+  const std::string shouted = "ALL THE World";
+  const std::vector<int32_t> lowered = encode("all the world");
+  ASSERT_NE(encode(shouted), lowered) << "the test needs a text whose case changes its tokens";
+  ASSERT_LE(lowered.size(), static_cast<size_t>(kMaxSeqLength));
+  const HttpAnswer both = embed({{"model", "st"}, {"input", json::array({json(shouted), json(lowered)})}});
+  ASSERT_EQ(both.status, 200) << both.body;
+  const std::vector<float> from_text = both.body["data"][0]["embedding"].get<std::vector<float>>();
+  const std::vector<float> from_lowered_ids = both.body["data"][1]["embedding"].get<std::vector<float>>();
+  ASSERT_EQ(from_text.size(), from_lowered_ids.size());
+  for (size_t k = 0; k < from_text.size(); ++k) ASSERT_NEAR(from_text[k], from_lowered_ids[k], 1e-5) << k;
+  EXPECT_EQ(both.body["usage"]["prompt_tokens"], 2 * lowered.size());
+  // gRPC Embed lower-cases its text alike.
+  auto client = client::ArachClient::Connect(server->grpc_address());
+  arach::v1::EmbedRequest request;
+  request.add_inputs()->set_text(shouted);
+  arach::v1::EmbedResponse response;
+  ASSERT_TRUE(client->Embed(request, &response).ok());
+  ASSERT_EQ(response.embeddings_size(), 1);
+  ASSERT_EQ(static_cast<size_t>(response.embeddings(0).values_size()), from_text.size());
+  for (size_t k = 0; k < from_text.size(); ++k) ASSERT_NEAR(response.embeddings(0).values(static_cast<int>(k)), from_text[k], 1e-5) << k;
+  EXPECT_EQ(response.embeddings(0).prompt_tokens(), lowered.size());
+
+  // Longer than max_seq_length: refused on both APIs, naming the input; truncate_prompt_tokens -1 keeps the last 8.
+  const std::vector<int32_t> long_ids = testing::RefPrompt("gpt2-tiny", "p48");
+  const HttpAnswer too_long = embed({{"model", "st"}, {"input", json::array({json(lowered), json(long_ids)})}});
+  EXPECT_EQ(too_long.status, 400) << too_long.body;
+  EXPECT_EQ(too_long.body["error"]["param"], "input[1]") << too_long.body;
+  EXPECT_NE(too_long.body["error"]["message"].get<std::string>().find("exceed the 8 the embedding model takes"), std::string::npos)
+      << too_long.body;
+  arach::v1::EmbedRequest long_request;
+  arach::v1::TokenIds* long_input = long_request.add_inputs()->mutable_token_ids();
+  for (int32_t id : long_ids) long_input->add_ids(id);
+  const grpc::Status refused = client->Embed(long_request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("inputs[0].token_ids: the input's 48 tokens"), std::string::npos) << refused.error_message();
+  const HttpAnswer truncated = embed({{"model", "st"}, {"input", long_ids}, {"truncate_prompt_tokens", -1}});
+  ASSERT_EQ(truncated.status, 200) << truncated.body;
+  EXPECT_EQ(truncated.body["usage"]["prompt_tokens"], kMaxSeqLength);
+  const HttpAnswer last_eight = embed({{"model", "st"}, {"input", std::vector<int32_t>(long_ids.end() - kMaxSeqLength, long_ids.end())}});
+  ASSERT_EQ(last_eight.status, 200) << last_eight.body;
+  EXPECT_EQ(truncated.body["data"][0]["embedding"], last_eight.body["data"][0]["embedding"]);
+  // Generation is bound by the model's context, not the embedding limit.
+  const HttpAnswer completion = testing::HttpSend(server->http_address(), "POST", "/v1/completions",
+                                                  json{{"model", "st"}, {"prompt", long_ids}, {"max_tokens", 2}}.dump());
+  EXPECT_EQ(completion.status, 200) << completion.body;
 }
 
 }  // namespace

@@ -52,6 +52,16 @@ TEST(Utf8, CompletePrefixHoldsBackAPartialCharacter) {
   EXPECT_EQ(CompleteUtf8Prefix(""), 0u);
 }
 
+// Tokenizers' Lowercase maps each character alone; Python's str.lower (Sentence-Transformers' do_lower_case, Jinja's
+// lower) reads the context: a capital sigma ending a word is ς. Both map İ to i + combining dot above.
+TEST(Lowercasing, CharacterByCharacterAndAsPythonDoes) {
+  EXPECT_EQ(ToLower("ΟΔΟΣ ΑΒC"), "οδοσ αβc");
+  EXPECT_EQ(PythonLower("ΟΔΟΣ ΑΒC"), "οδος αβc");
+  EXPECT_EQ(PythonLower("İSTANBUL"), "i\u0307stanbul");
+  EXPECT_EQ(ToLower("İ"), "i\u0307");
+  EXPECT_EQ(PythonLower("\xff\xfeA"), "\xff\xfeA") << "not UTF-8: unchanged";
+}
+
 TEST(Bpe, MergesLowestRankFirstLeftmostOnTies) {
   std::unordered_map<std::string, int32_t> vocab = {{"a", 0}, {"b", 1}, {"ab", 2}, {"aa", 3}, {"aab", 4}};
   auto model = BpeModel::Create(vocab, {{"a", "a"}, {"a", "b"}, {"aa", "b"}}, BpeOptions{}, "test");

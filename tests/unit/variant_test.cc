@@ -109,27 +109,43 @@ TEST(ValidateRequest, ThePromptFitsTheContextWithRoomForOneTokenToGenerate) {
   EngineRequest r;
   r.kind = RequestKind::kScore;
   r.prompt = std::vector<int32_t>(17, 1);
-  EXPECT_EQ(ValidateRequest(r, c, false).message(), "prompt: the prompt's 17 tokens exceed the model's context of 16");
+  EXPECT_EQ(ValidateRequest(r, c, false, c.max_positions).message(), "prompt: the prompt's 17 tokens exceed the model's context of 16");
 }
 
 TEST(ValidateRequest, GenerateAndScoreRules) {
   const ModelConfig c = SmallConfig();
   EngineRequest r;
-  EXPECT_THAT(std::string(ValidateRequest(r, c, false).message()), HasSubstr("prompt: empty"));
+  EXPECT_THAT(std::string(ValidateRequest(r, c, false, c.max_positions).message()), HasSubstr("prompt: empty"));
   r.prompt = {1, 100};
-  EXPECT_THAT(std::string(ValidateRequest(r, c, false).message()), HasSubstr("prompt[1]: token id 100 is outside the vocabulary [0, 100)"));
+  EXPECT_THAT(std::string(ValidateRequest(r, c, false, c.max_positions).message()), HasSubstr("prompt[1]: token id 100 is outside the vocabulary [0, 100)"));
   r.prompt = std::vector<int32_t>(16, 1);
-  EXPECT_THAT(std::string(ValidateRequest(r, c, false).message()), HasSubstr("leave no room in the model's context of 16"));
+  EXPECT_THAT(std::string(ValidateRequest(r, c, false, c.max_positions).message()), HasSubstr("leave no room in the model's context of 16"));
   r.kind = RequestKind::kScore;
-  EXPECT_TRUE(ValidateRequest(r, c, false).ok()) << "a score fills the context exactly";
+  EXPECT_TRUE(ValidateRequest(r, c, false, c.max_positions).ok()) << "a score fills the context exactly";
   r.prompt = {1};
-  EXPECT_THAT(std::string(ValidateRequest(r, c, false).message()), HasSubstr("at least two tokens"));
+  EXPECT_THAT(std::string(ValidateRequest(r, c, false, c.max_positions).message()), HasSubstr("at least two tokens"));
   r.prompt = {1, 2};
   r.sampling.temperature = -1;  // sampling does not apply to scoring
-  EXPECT_TRUE(ValidateRequest(r, c, false).ok());
+  EXPECT_TRUE(ValidateRequest(r, c, false, c.max_positions).ok());
   r.kind = RequestKind::kGenerate;
   const auto names = [](absl::string_view field) { return field == "temperature" ? std::string("sampling.temperature") : std::string(field); };
-  EXPECT_THAT(std::string(ValidateRequest(r, c, false, names).message()), HasSubstr("sampling.temperature"));
+  EXPECT_THAT(std::string(ValidateRequest(r, c, false, c.max_positions, names).message()), HasSubstr("sampling.temperature"));
+}
+
+// An input to embed fits the context and the embedding model's own limit (sentence_bert_config.json's
+// max_seq_length); other requests are bound by the context alone.
+TEST(ValidateRequest, AnInputToEmbedFitsTheEmbeddingModelsLimit) {
+  const ModelConfig c = SmallConfig();
+  EngineRequest r;
+  r.kind = RequestKind::kEmbed;
+  r.prompt = std::vector<int32_t>(8, 1);
+  EXPECT_TRUE(ValidateRequest(r, c, false, 8).ok());
+  r.prompt.push_back(1);
+  EXPECT_EQ(ValidateRequest(r, c, false, 8).message(),
+            "prompt: the input's 9 tokens exceed the 8 the embedding model takes (max_seq_length in its sentence_bert_config.json)");
+  EXPECT_TRUE(ValidateRequest(r, c, false, c.max_positions).ok());
+  r.kind = RequestKind::kScore;
+  EXPECT_TRUE(ValidateRequest(r, c, false, 8).ok()) << "a score is bound by the context only";
 }
 
 }  // namespace

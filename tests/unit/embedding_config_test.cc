@@ -1,12 +1,13 @@
-// A model folder's embedding pooling (engine/model/embedding_pooling.h: Sentence-Transformers' modules.json and its
-// Pooling module's config.json) and the pooler that applies it chunk by chunk (engine/embedding_pooler.h).
+// A model folder's embedding config (engine/model/embedding_config.h: Sentence-Transformers' modules.json, its
+// Pooling module's config.json and its Transformer module's sentence_bert_config.json) and the pooler that applies
+// the pooling chunk by chunk (engine/embedding_pooler.h).
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "engine/embedding_pooler.h"
-#include "engine/model/embedding_pooling.h"
+#include "engine/model/embedding_config.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -38,11 +39,11 @@ class PoolingFolder : public ::testing::Test {
     std::filesystem::create_directories(path.parent_path());
     std::ofstream(path) << text;
   }
-  absl::StatusOr<EmbeddingPooling> Load() { return LoadEmbeddingPooling(dir_.path(), kHidden); }
+  absl::StatusOr<EmbeddingConfig> Load() { return LoadEmbeddingConfig(dir_.path(), kHidden); }
   // The load's error message, which must name `file` (relative to the folder) and `what`.
   void ExpectRefusal(const std::string& file, const std::string& what) {
-    const absl::StatusOr<EmbeddingPooling> pooling = Load();
-    ASSERT_FALSE(pooling.ok()) << "loaded as " << PoolingModeName(pooling->mode);
+    const absl::StatusOr<EmbeddingConfig> pooling = Load();
+    ASSERT_FALSE(pooling.ok()) << "loaded as " << PoolingModeName(pooling->pooling);
     EXPECT_EQ(pooling.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(pooling.status().message().find((std::filesystem::path(dir_.path()) / file).string()), std::string::npos)
         << pooling.status();
@@ -52,9 +53,63 @@ class PoolingFolder : public ::testing::Test {
 };
 
 TEST_F(PoolingFolder, WithoutModulesJsonTheLastTokenIsPooled) {
-  const absl::StatusOr<EmbeddingPooling> pooling = Load();
+  Write("sentence_bert_config.json", R"({"max_seq_length": 8, "do_lower_case": true})");  // (read only through modules.json)
+  const absl::StatusOr<EmbeddingConfig> pooling = Load();
   ASSERT_TRUE(pooling.ok()) << pooling.status();
-  EXPECT_EQ(pooling->mode, PoolingMode::kLastToken);
+  EXPECT_EQ(pooling->pooling, PoolingMode::kLastToken);
+  EXPECT_EQ(pooling->max_tokens, std::nullopt);
+  EXPECT_FALSE(pooling->lowercase);
+}
+
+// The Transformer module's sentence_bert_config.json, in the module's folder: the input's length and case.
+TEST_F(PoolingFolder, TheTransformerModulesConfigBoundsAndLowerCasesTheInput) {
+  Write("modules.json", kModules);
+  Write("1_Pooling/config.json", PoolingConfig("pooling_mode_lasttoken"));
+  absl::StatusOr<EmbeddingConfig> config = Load();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_tokens, std::nullopt) << "no sentence_bert_config.json: the model's context";
+  EXPECT_FALSE(config->lowercase);
+  EXPECT_EQ(config->input_source, "");
+  Write("sentence_bert_config.json", R"({"max_seq_length": 8192, "do_lower_case": false})");
+  config = Load();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_tokens, 8192);
+  EXPECT_FALSE(config->lowercase);
+  EXPECT_EQ(config->input_source, (std::filesystem::path(dir_.path()) / "sentence_bert_config.json").string());
+  Write("sentence_bert_config.json", R"({"max_seq_length": null, "do_lower_case": true})");
+  config = Load();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_tokens, std::nullopt);
+  EXPECT_TRUE(config->lowercase);
+  // A Transformer module in a folder of its own reads the config there.
+  Write("modules.json", R"([{"type": "sentence_transformers.models.Transformer", "path": "0_Transformer"},
+                            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])");
+  Write("0_Transformer/sentence_bert_config.json", R"({"max_seq_length": 512})");
+  config = Load();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_tokens, 512);
+  EXPECT_FALSE(config->lowercase);
+
+  Write("modules.json", kModules);
+  for (const char* bad : {R"({"max_seq_length": 0})", R"({"max_seq_length": -4})", R"({"max_seq_length": 8.5})",
+                          R"({"max_seq_length": "512"})", R"({"max_seq_length": 4294967296})"}) {
+    Write("sentence_bert_config.json", bad);
+    ExpectRefusal("sentence_bert_config.json", "\"max_seq_length\"");
+  }
+  Write("sentence_bert_config.json", R"({"do_lower_case": "yes"})");
+  ExpectRefusal("sentence_bert_config.json", "\"do_lower_case\"");
+  Write("sentence_bert_config.json", "[512]");
+  ExpectRefusal("sentence_bert_config.json", "not a JSON object");
+  Write("sentence_bert_config.json", "{");
+  ExpectRefusal("sentence_bert_config.json", "not valid JSON");
+  Write("sentence_bert_config.json", "{}");
+  Write("modules.json", R"([{"type": "sentence_transformers.models.Transformer"},
+                            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])");
+  ExpectRefusal("modules.json", "module 0 (Transformer) has no \"path\"");
+  Write("modules.json", R"([{"type": "sentence_transformers.models.Transformer", "path": ""},
+                            {"type": "sentence_transformers.models.Transformer", "path": ""},
+                            {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])");
+  ExpectRefusal("modules.json", "a second Transformer");
 }
 
 TEST_F(PoolingFolder, EachSupportedModeIsRead) {
@@ -63,10 +118,10 @@ TEST_F(PoolingFolder, EachSupportedModeIsRead) {
                                     {"pooling_mode_mean_tokens", PoolingMode::kMean},
                                     {"pooling_mode_cls_token", PoolingMode::kFirstToken}}) {
     Write("1_Pooling/config.json", PoolingConfig(field));
-    const absl::StatusOr<EmbeddingPooling> pooling = Load();
+    const absl::StatusOr<EmbeddingConfig> pooling = Load();
     ASSERT_TRUE(pooling.ok()) << field << ": " << pooling.status();
-    EXPECT_EQ(pooling->mode, mode) << field;
-    EXPECT_EQ(pooling->source, (std::filesystem::path(dir_.path()) / "1_Pooling" / "config.json").string());
+    EXPECT_EQ(pooling->pooling, mode) << field;
+    EXPECT_EQ(pooling->pooling_source, (std::filesystem::path(dir_.path()) / "1_Pooling" / "config.json").string());
   }
 }
 
@@ -89,7 +144,7 @@ TEST_F(PoolingFolder, WhatWouldChangeTheVectorIsRefusedNamingIt) {
   Write("1_Pooling/config.json", "{not json");
   ExpectRefusal("1_Pooling/config.json", "not valid JSON");
   std::filesystem::remove(std::filesystem::path(dir_.path()) / "1_Pooling" / "config.json");
-  const absl::StatusOr<EmbeddingPooling> missing = Load();
+  const absl::StatusOr<EmbeddingConfig> missing = Load();
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("1_Pooling/config.json"), std::string::npos) << missing.status();
 

@@ -1,6 +1,7 @@
-#include "engine/model/embedding_pooling.h"
+#include "engine/model/embedding_config.h"
 
 #include <filesystem>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,35 @@ absl::StatusOr<PoolingMode> ReadPoolingConfig(const std::string& path, int hidde
   return modes.front();
 }
 
+// The Transformer module's sentence_bert_config.json, when there is one: the input's length and case.
+absl::Status ReadTransformerConfig(const std::string& path, EmbeddingConfig& config) {
+  if (!std::filesystem::exists(path)) return absl::OkStatus();
+  ARACH_ASSIGN_OR_RETURN(json root, ReadJsonFile(path));
+  if (!root.is_object()) return Refused(path, "not a JSON object");
+  config.input_source = path;
+  if (const auto it = root.find("max_seq_length"); it != root.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > std::numeric_limits<int>::max()) {
+      return Refused(path, absl::StrCat("\"max_seq_length\" ", it->dump(), " must be a positive integer or null"));
+    }
+    config.max_tokens = static_cast<int>(it->get<int64_t>());
+  }
+  if (const auto it = root.find("do_lower_case"); it != root.end() && !it->is_null()) {
+    if (!it->is_boolean()) return Refused(path, "field \"do_lower_case\" must be true or false");
+    config.lowercase = it->get<bool>();
+  }
+  return absl::OkStatus();
+}
+
+// A module's folder: its "path" string, relative to the model's folder.
+absl::StatusOr<std::filesystem::path> ModuleFolder(const std::string& dir, const json& module, const std::string& source, size_t index,
+                                                   const std::string& name) {
+  const auto path_it = module.find("path");
+  if (path_it == module.end() || !path_it->is_string()) {
+    return Refused(source, absl::StrCat("module ", index, " (", name, ") has no \"path\" string"));
+  }
+  return std::filesystem::path(dir) / path_it->get<std::string>();
+}
+
 }  // namespace
 
 const char* PoolingModeName(PoolingMode mode) {
@@ -74,14 +104,14 @@ const char* PoolingModeName(PoolingMode mode) {
   return "unknown";
 }
 
-absl::StatusOr<EmbeddingPooling> LoadEmbeddingPooling(const std::string& dir, int hidden_size) {
-  EmbeddingPooling pooling;
+absl::StatusOr<EmbeddingConfig> LoadEmbeddingConfig(const std::string& dir, int hidden_size) {
+  EmbeddingConfig config;
   const std::filesystem::path modules_path = std::filesystem::path(dir) / "modules.json";
-  if (!std::filesystem::exists(modules_path)) return pooling;
+  if (!std::filesystem::exists(modules_path)) return config;
   const std::string source = modules_path.string();
   ARACH_ASSIGN_OR_RETURN(json modules, ReadJsonFile(source));
   if (!modules.is_array()) return Refused(source, "not a JSON list of modules");
-  bool pooled = false;
+  bool pooled = false, transformed = false;
   for (size_t i = 0; i < modules.size(); ++i) {
     const json& module = modules[i];
     const auto type_it = module.is_object() ? module.find("type") : module.end();
@@ -90,20 +120,25 @@ absl::StatusOr<EmbeddingPooling> LoadEmbeddingPooling(const std::string& dir, in
     }
     const std::string type = type_it->get<std::string>();
     const std::string name = type.rfind(kModulePrefix, 0) == 0 ? type.substr(sizeof(kModulePrefix) - 1) : type;
-    if (name == "Transformer" || name == "Normalize") continue;
-    if (name != "Pooling" || pooled) {
-      return Refused(source, absl::StrCat("module ", i, " (", type, pooled && name == "Pooling" ? ", a second Pooling" : "",
+    if (name == "Normalize") continue;
+    const bool again = (name == "Pooling" && pooled) || (name == "Transformer" && transformed);
+    if ((name != "Pooling" && name != "Transformer") || again) {
+      return Refused(source, absl::StrCat("module ", i, " (", type, again ? absl::StrCat(", a second ", name) : "",
                                           ") is not supported: embeddings would differ from the model's (this engine runs "
-                                          "Transformer, one Pooling and Normalize modules)"));
+                                          "one Transformer, one Pooling and Normalize modules)"));
     }
-    const auto path_it = module.find("path");
-    if (path_it == module.end() || !path_it->is_string()) return Refused(source, absl::StrCat("module ", i, " (Pooling) has no \"path\" string"));
-    pooling.source = (std::filesystem::path(dir) / path_it->get<std::string>() / "config.json").string();
-    ARACH_ASSIGN_OR_RETURN(pooling.mode, ReadPoolingConfig(pooling.source, hidden_size));
+    ARACH_ASSIGN_OR_RETURN(const std::filesystem::path folder, ModuleFolder(dir, module, source, i, name));
+    if (name == "Transformer") {
+      ARACH_RETURN_IF_ERROR(ReadTransformerConfig((folder / "sentence_bert_config.json").string(), config));
+      transformed = true;
+      continue;
+    }
+    config.pooling_source = (folder / "config.json").string();
+    ARACH_ASSIGN_OR_RETURN(config.pooling, ReadPoolingConfig(config.pooling_source, hidden_size));
     pooled = true;
   }
   if (!pooled) return Refused(source, "has no Pooling module (its embeddings are not defined)");
-  return pooling;
+  return config;
 }
 
 }  // namespace arach
