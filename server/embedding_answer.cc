@@ -24,7 +24,9 @@ absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const st
 }
 
 std::string EmbeddingInputText(const Engine& engine, std::string text) {
-  return engine.embedding_config().lowercase ? PythonLower(text) : std::move(text);
+  const EmbeddingConfig& config = engine.embedding_config();
+  if (!config.default_prompt.empty()) text.insert(0, config.default_prompt);
+  return config.lowercase ? PythonLower(text) : std::move(text);
 }
 
 std::vector<float> AnsweredEmbedding(std::span<const float> hidden, std::optional<int64_t> dimensions, bool normalize) {

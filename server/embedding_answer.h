@@ -23,8 +23,9 @@ inline constexpr size_t kMaxEmbeddingInputs = 2048;
 // would send its client retrying forever); naming `dimensions` when they exceed the model's hidden size.
 absl::Status CheckEmbeddingRequest(const Engine& engine, size_t inputs, const std::string& inputs_field, std::optional<int64_t> dimensions);
 
-// A text input to embed as the model's folder wants it tokenized: lower-cased (Python's str.lower) when its
-// sentence_bert_config.json says do_lower_case, else as given.
+// A text input to embed as the model's folder wants it tokenized, as Sentence-Transformers encodes it: after the
+// default prompt of its config_sentence_transformers.json (if it names one), then lower-cased (Python's str.lower)
+// when its sentence_bert_config.json says do_lower_case.
 std::string EmbeddingInputText(const Engine& engine, std::string text);
 
 // An input's embedding as answered from the engine's (FinishInfo::embedding): the first `dimensions` values (all

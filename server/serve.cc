@@ -130,6 +130,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no",
                    " embedding_pooling=", PoolingModeName((*engine)->embedding_config().pooling),
                    " embedding_max_tokens=", (*engine)->max_embedding_tokens(), (*engine)->embedding_config().lowercase ? " embedding_lowercase=yes" : "",
+                   (*engine)->embedding_config().default_prompt.empty() ? "" : " embedding_default_prompt=yes",
                    " tool_calls=", context.chat_output.ToolsName(),
                    context.chat_output.reasoning ? absl::StrCat(" reasoning=", context.chat_output.ReasoningName()) : "", " structured_output=",
                    StructuredOutputAvailable() ? "yes" : "no",

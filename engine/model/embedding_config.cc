@@ -83,6 +83,27 @@ absl::Status ReadTransformerConfig(const std::string& path, EmbeddingConfig& con
   return absl::OkStatus();
 }
 
+// config_sentence_transformers.json, when there is one: the prompt every text input gets before it.
+absl::Status ReadDefaultPrompt(const std::string& path, EmbeddingConfig& config) {
+  if (!std::filesystem::exists(path)) return absl::OkStatus();
+  ARACH_ASSIGN_OR_RETURN(json root, ReadJsonFile(path));
+  if (!root.is_object()) return Refused(path, "not a JSON object");
+  const auto name_it = root.find("default_prompt_name");
+  if (name_it == root.end() || name_it->is_null()) return absl::OkStatus();
+  if (!name_it->is_string()) return Refused(path, "field \"default_prompt_name\" must be a string or null");
+  const std::string name = name_it->get<std::string>();
+  const auto prompts_it = root.find("prompts");
+  const json* prompt = nullptr;
+  if (prompts_it != root.end() && prompts_it->is_object()) {
+    if (const auto it = prompts_it->find(name); it != prompts_it->end()) prompt = &*it;
+  }
+  if (prompt == nullptr || !prompt->is_string()) {
+    return Refused(path, absl::StrCat("\"default_prompt_name\" \"", name, "\" names no string in \"prompts\""));
+  }
+  config.default_prompt = prompt->get<std::string>();
+  return absl::OkStatus();
+}
+
 // A module's folder: its "path" string, relative to the model's folder.
 absl::StatusOr<std::filesystem::path> ModuleFolder(const std::string& dir, const json& module, const std::string& source, size_t index,
                                                    const std::string& name) {
@@ -138,6 +159,7 @@ absl::StatusOr<EmbeddingConfig> LoadEmbeddingConfig(const std::string& dir, int 
     pooled = true;
   }
   if (!pooled) return Refused(source, "has no Pooling module (its embeddings are not defined)");
+  ARACH_RETURN_IF_ERROR(ReadDefaultPrompt((std::filesystem::path(dir) / "config_sentence_transformers.json").string(), config));
   return config;
 }
 

@@ -33,13 +33,18 @@ struct EmbeddingConfig {
   bool lowercase = false;
   // The sentence_bert_config.json read, or "" when the folder has none.
   std::string input_source;
+  // config_sentence_transformers.json's prompt named by its default_prompt_name: Sentence-Transformers puts it before
+  // every text it encodes without a prompt of its own (e.g. an instruction); "" when none is named. Token-id inputs
+  // are embedded as given.
+  std::string default_prompt;
 };
 
 // "last_token", "mean" or "first_token".
 const char* PoolingModeName(PoolingMode mode);
 
-// Reads `dir`/modules.json and, when it exists, the Pooling module's config.json and the Transformer module's
-// sentence_bert_config.json (optional). Accepted modules: Transformer (the model itself: max_seq_length a positive
+// Reads `dir`/modules.json and, when it exists, the Pooling module's config.json, the Transformer module's
+// sentence_bert_config.json (optional) and config_sentence_transformers.json (optional: its prompts and
+// default_prompt_name, which must name one of them when it is not null). Accepted modules: Transformer (the model itself: max_seq_length a positive
 // integer or null, do_lower_case true or false), one Pooling (cls, mean or last-token, include_prompt true, its
 // word_embedding_dimension the model's `hidden_size`), Normalize (embeddings are unit length unless a request asks
 // otherwise: the API's `normalize`, true by default). INVALID_ARGUMENT naming the file and the module or field for

@@ -239,20 +239,23 @@ TEST(EmbeddingsQueue, MoreInputsThanTheQueueHoldsAreRefusedUpFront) {
   EXPECT_NE(refused.error_message().find("inputs: 5 inputs exceed"), std::string::npos) << refused.error_message();
 }
 
-// A Sentence-Transformers folder's sentence_bert_config.json: text inputs are lower-cased before they are tokenized
-// (do_lower_case), on both APIs, and an input longer than max_seq_length is a 400 naming it (vLLM's rule), or kept to
-// its last max_seq_length tokens with truncate_prompt_tokens -1.
-TEST(SentenceTransformersFolder, TextIsLowerCasedAndInputsAreBoundByMaxSeqLength) {
+// A Sentence-Transformers folder's text inputs get the default prompt (config_sentence_transformers.json) and are
+// lower-cased before they are tokenized (sentence_bert_config.json's do_lower_case), on both APIs; an input longer
+// than max_seq_length is a 400 naming it (vLLM's rule), or kept to its last max_seq_length tokens with
+// truncate_prompt_tokens -1.
+TEST(SentenceTransformersFolder, TextGetsThePromptAndIsLowerCasedAndInputsAreBoundByMaxSeqLength) {
   ARACH_REQUIRE_FIXTURES();
   constexpr int kMaxSeqLength = 8;
   testing::ScopedTempDir dir;
   testing::MakePooledFixtureFolder("gpt2-tiny", "pooling_mode_lasttoken", dir.path());
   std::ofstream(std::filesystem::path(dir.path()) / "sentence_bert_config.json")
       << "{\"max_seq_length\": " << kMaxSeqLength << ", \"do_lower_case\": true}";
+  std::ofstream(std::filesystem::path(dir.path()) / "config_sentence_transformers.json")
+      << R"({"prompts": {"query": "Query: ", "document": ""}, "default_prompt_name": "query", "similarity_fn_name": "cosine"})";
   auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + dir.path(), "--served_model_name=st",
                                                                     "--kv_cache_bytes=16777216", "--weight_dtype=f32"});
   ASSERT_NE(server, nullptr);
-  EXPECT_NE(server->Output().find("embedding_max_tokens=8 embedding_lowercase=yes"), std::string::npos) << server->Output();
+  EXPECT_NE(server->Output().find("embedding_max_tokens=8 embedding_lowercase=yes embedding_default_prompt=yes"), std::string::npos) << server->Output();
   auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const auto embed = [&](const json& body) { return testing::HttpSend(server->http_address(), "POST", "/v1/embeddings", body.dump()); };
@@ -262,7 +265,7 @@ TEST(SentenceTransformersFolder, TextIsLowerCasedAndInputsAreBoundByMaxSeqLength
     return ids.ok() ? *ids : std::vector<int32_t>{};
   };
   const std::string shouted = "ALL THE World";
-  const std::vector<int32_t> lowered = encode("all the world");
+  const std::vector<int32_t> lowered = encode("query: all the world");
   ASSERT_NE(encode(shouted), lowered) << "the test needs a text whose case changes its tokens";
   ASSERT_LE(lowered.size(), static_cast<size_t>(kMaxSeqLength));
   const HttpAnswer both = embed({{"model", "st"}, {"input", json::array({json(shouted), json(lowered)})}});

@@ -1,14 +1,16 @@
-// libFuzzer: a model folder's Sentence-Transformers files (modules.json, the Pooling module's config.json and the
-// Transformer module's sentence_bert_config.json, split at the first and second NUL bytes) are read into an
-// embedding config or refused with INVALID_ARGUMENT / NOT_FOUND naming a file, for any bytes: no crash, no other
+// libFuzzer: a model folder's Sentence-Transformers files (modules.json, the Pooling module's config.json, the
+// Transformer module's sentence_bert_config.json and config_sentence_transformers.json, the input's parts between
+// NUL bytes) are read into an embedding config or refused with INVALID_ARGUMENT / NOT_FOUND naming a file, for any bytes: no crash, no other
 // outcome.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "engine/model/embedding_config.h"
@@ -32,19 +34,18 @@ const std::filesystem::path& Folder() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 8192) return 0;
   const std::string input(reinterpret_cast<const char*>(data), size);
-  const size_t first_split = input.find('\0');
-  const size_t second_split = first_split == std::string::npos ? std::string::npos : input.find('\0', first_split + 1);
-  const auto part = [&](size_t begin, size_t end) {
-    return begin == std::string::npos || begin >= input.size() ? std::string() : input.substr(begin, end == std::string::npos ? end : end - begin);
-  };
-  std::ofstream(Folder() / "modules.json", std::ios::trunc) << input.substr(0, first_split);
-  std::ofstream(Folder() / "1_Pooling" / "config.json", std::ios::trunc)
-      << part(first_split == std::string::npos ? first_split : first_split + 1, second_split);
-  const std::filesystem::path transformer_config = Folder() / "sentence_bert_config.json";
-  if (second_split == std::string::npos) {
-    std::filesystem::remove(transformer_config);
-  } else {
-    std::ofstream(transformer_config, std::ios::trunc) << part(second_split + 1, std::string::npos);
+  // modules.json is always written; each further file exists only where its NUL-separated part does.
+  const char* const files[] = {"modules.json", "1_Pooling/config.json", "sentence_bert_config.json", "config_sentence_transformers.json"};
+  size_t begin = 0;
+  for (size_t i = 0; i < std::size(files); ++i) {
+    const std::filesystem::path path = Folder() / files[i];
+    if (begin > input.size()) {
+      std::filesystem::remove(path);
+      continue;
+    }
+    const size_t end = std::min(input.find('\0', begin), input.size());
+    std::ofstream(path, std::ios::trunc) << input.substr(begin, end - begin);
+    begin = end + 1;
   }
   const absl::StatusOr<arach::EmbeddingConfig> pooling = arach::LoadEmbeddingConfig(Folder().string(), kHiddenSize);
   if (pooling.ok()) {

@@ -112,6 +112,30 @@ TEST_F(PoolingFolder, TheTransformerModulesConfigBoundsAndLowerCasesTheInput) {
   ExpectRefusal("modules.json", "a second Transformer");
 }
 
+// config_sentence_transformers.json's default_prompt_name names the prompt every text input gets first.
+TEST_F(PoolingFolder, TheDefaultPromptIsTheOneItsNameNames) {
+  Write("modules.json", kModules);
+  Write("1_Pooling/config.json", PoolingConfig("pooling_mode_lasttoken"));
+  Write("config_sentence_transformers.json", R"({"prompts": {"query": "Instruct: find\nQuery:", "document": ""}, "default_prompt_name": null})");
+  absl::StatusOr<EmbeddingConfig> config = Load();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->default_prompt, "");
+  Write("config_sentence_transformers.json", R"({"prompts": {"query": "Instruct: find\nQuery:", "document": ""}, "default_prompt_name": "query"})");
+  config = Load();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->default_prompt, "Instruct: find\nQuery:");
+  Write("config_sentence_transformers.json", R"({"prompts": {"document": ""}, "default_prompt_name": "query"})");
+  ExpectRefusal("config_sentence_transformers.json", "\"default_prompt_name\" \"query\" names no string");
+  Write("config_sentence_transformers.json", R"({"default_prompt_name": "query"})");
+  ExpectRefusal("config_sentence_transformers.json", "names no string in \"prompts\"");
+  Write("config_sentence_transformers.json", R"({"prompts": {"query": 4}, "default_prompt_name": "query"})");
+  ExpectRefusal("config_sentence_transformers.json", "names no string");
+  Write("config_sentence_transformers.json", R"({"prompts": {}, "default_prompt_name": 3})");
+  ExpectRefusal("config_sentence_transformers.json", "\"default_prompt_name\" must be a string or null");
+  Write("config_sentence_transformers.json", "[]");
+  ExpectRefusal("config_sentence_transformers.json", "not a JSON object");
+}
+
 TEST_F(PoolingFolder, EachSupportedModeIsRead) {
   Write("modules.json", kModules);
   for (const auto& [field, mode] : {std::pair{"pooling_mode_lasttoken", PoolingMode::kLastToken},
