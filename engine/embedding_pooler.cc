@@ -5,17 +5,15 @@ namespace arach {
 HiddenRows EmbeddingPooler::RowsOf(int start, bool completes) const {
   switch (mode_) {
     case PoolingMode::kLastToken: return completes ? HiddenRows::kLast : HiddenRows::kNone;
-    case PoolingMode::kMean: return HiddenRows::kAll;
+    case PoolingMode::kMean: return HiddenRows::kSum;
     case PoolingMode::kFirstToken: return start == 0 ? HiddenRows::kFirst : HiddenRows::kNone;
   }
   return HiddenRows::kNone;
 }
 
-void EmbeddingPooler::Add(int start, std::span<const float> rows) {
+void EmbeddingPooler::Add(int start, std::span<const float> row) {
   if (start == 0 || sum_.empty()) sum_.assign(static_cast<size_t>(hidden_size_), 0.0);
-  for (size_t row = 0; row < rows.size(); row += sum_.size()) {
-    for (size_t k = 0; k < sum_.size(); ++k) sum_[k] += rows[row + k];
-  }
+  for (size_t k = 0; k < sum_.size() && k < row.size(); ++k) sum_[k] += row[k];
 }
 
 std::vector<float> EmbeddingPooler::Result(int prompt_len) const {

@@ -22,9 +22,9 @@ class EmbeddingPooler {
   // ends the prompt).
   HiddenRows RowsOf(int start, bool completes) const;
 
-  // The hidden states a step returned for the chunk at `start` (ForwardOutput::HiddenOf: [rows, hidden_size] of
-  // RowsOf's rows). A chunk at position 0 starts over: the prompt is computed again after a preemption.
-  void Add(int start, std::span<const float> rows);
+  // The hidden state a step returned for the chunk at `start` (ForwardOutput::HiddenOf: [hidden_size], RowsOf's row
+  // or the sum of its rows). A chunk at position 0 starts over: the prompt is computed again after a preemption.
+  void Add(int start, std::span<const float> row);
 
   // The embedding once the chunk that completes a `prompt_len`-token prompt was added: [hidden_size].
   std::vector<float> Result(int prompt_len) const;

@@ -103,6 +103,10 @@ void Backend::FillRows(const DeviceMatrix& row, const DeviceMatrix& out) {
   if (Passes(op_checks::CheckRowCopy("fill rows", row, out))) FillRowsImpl(row, out);
 }
 
+void Backend::SumRows(const DeviceMatrix& src, const DeviceMatrix& sum) {
+  if (Passes(op_checks::CheckSumRows(src, sum))) SumRowsImpl(src, sum);
+}
+
 absl::Status Backend::SampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, std::span<int32_t> tokens,
                                    std::span<float> logprobs) {
   ARACH_RETURN_IF_ERROR(op_checks::CheckSampleTokens(logits, rows, tokens.size(), logprobs.size()));

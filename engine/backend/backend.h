@@ -125,6 +125,9 @@ class Backend {
   void ScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate);
   // Every row of out = row ([1, out.cols]).
   void FillRows(const DeviceMatrix& row, const DeviceMatrix& out);
+  // sum ([1, src.cols] float32) = the sum of src's rows ([rows, cols], rows >= 1), added in float32 row after row.
+  // A mean-pooled embedding's rows are summed where they are computed: one row, not the chunk's, comes back.
+  void SumRows(const DeviceMatrix& src, const DeviceMatrix& sum);
 
   // ---- sampling on the device
   // Whether SampleTokens picks tokens where the logits are: CUDA on the GPU (cuda/device_sampling.h says where its
@@ -191,6 +194,7 @@ class Backend {
   virtual void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) = 0;
   virtual void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) = 0;
   virtual void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) = 0;
+  virtual void SumRowsImpl(const DeviceMatrix& src, const DeviceMatrix& sum) = 0;
   virtual absl::Status SampleTokensImpl(const DeviceMatrix& logits, std::span<const SamplerInput> rows,
                                         std::span<int32_t> tokens, std::span<float> logprobs);
   virtual absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,

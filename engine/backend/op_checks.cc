@@ -113,6 +113,13 @@ absl::Status CheckRowCopy(const char* op, const DeviceMatrix& src, const DeviceM
   return absl::OkStatus();
 }
 
+absl::Status CheckSumRows(const DeviceMatrix& src, const DeviceMatrix& sum) {
+  if (src.rows < 1 || sum.rows != 1 || sum.cols != src.cols || sum.dtype != DType::kF32) {
+    return Mismatch("sum rows", absl::StrCat("src ", Shape(src), " vs sum ", Shape(sum), " (", DTypeName(sum.dtype), ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, size_t tokens, size_t logprobs) {
   if (logits.dtype != DType::kF32 || logits.stride != logits.cols || logits.rows != static_cast<int64_t>(rows.size()) ||
       tokens != rows.size() || (logprobs != 0 && logprobs != rows.size())) {

@@ -28,6 +28,8 @@ absl::Status CheckWriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const Pa
 absl::Status CheckAttention(const AttentionParams& params, int max_head_dim);
 absl::Status CheckAttentionHeadDim(int head_dim, int max_head_dim);
 absl::Status CheckRowCopy(const char* op, const DeviceMatrix& src, const DeviceMatrix& dst);
+// Backend::SumRows: at least one row in, one float32 row of as many columns out.
+absl::Status CheckSumRows(const DeviceMatrix& src, const DeviceMatrix& sum);
 // Backend::SampleTokens: dense float32 logits with one row per sampled row, one token slot each (and one log-prob
 // slot each, or none); every row has parameters.
 absl::Status CheckSampleTokens(const DeviceMatrix& logits, std::span<const SamplerInput> rows, size_t tokens, size_t logprobs);

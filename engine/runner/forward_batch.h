@@ -20,12 +20,12 @@ enum class LogitsMode {
   kAll,   // every new token (scoring)
 };
 
-// The new tokens of a sequence whose hidden states a step returns (SequenceInput::return_hidden).
+// The new tokens of a sequence whose hidden states a step returns (SequenceInput::return_hidden), as one row.
 enum class HiddenRows {
   kNone,
   kLast,   // the last new token's
   kFirst,  // the first new token's
-  kAll,    // every new token's, in order
+  kSum,    // the sum of every new token's (added on the device in float32: one row comes back, not the chunk's)
 };
 
 struct SequenceInput {
@@ -74,7 +74,8 @@ struct ForwardOutput {
   int score_top_n = 0;
   std::vector<TokenLogprob> score_top;
   // The hidden states the sequences asked for (SequenceInput::return_hidden): [hidden_rows, hidden_size], sequence s
-  // owning rows [hidden_start[s], hidden_start[s+1]) ([num_sequences + 1]; empty when no sequence asked).
+  // owning rows [hidden_start[s], hidden_start[s+1]) (one row for a sequence that asked, none for the others;
+  // [num_sequences + 1]; empty when no sequence asked).
   int hidden_size = 0;
   std::vector<float> hidden;
   std::vector<int> hidden_start;
@@ -87,7 +88,7 @@ struct ForwardOutput {
   std::span<const TokenLogprob> TopOf(int seq, int i, int n) const {
     return std::span<const TokenLogprob>(score_top).subspan(static_cast<size_t>(score_start[seq] + i) * score_top_n, n);
   }
-  // The hidden states sequence `seq` asked for (SequenceInput::return_hidden): [rows, hidden_size]; empty for the others.
+  // The hidden state sequence `seq` asked for (SequenceInput::return_hidden): [hidden_size]; empty for the others.
   std::span<const float> HiddenOf(int seq) const {
     if (hidden_start.empty()) return {};
     return {hidden.data() + static_cast<size_t>(hidden_start[seq]) * hidden_size,

@@ -158,7 +158,7 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
       case HiddenRows::kNone: break;
       case HiddenRows::kLast: hidden_rows.push_back(first_row + n - 1); break;
       case HiddenRows::kFirst: hidden_rows.push_back(first_row); break;
-      case HiddenRows::kAll:
+      case HiddenRows::kSum:
         for (int i = 0; i < n; ++i) hidden_rows.push_back(first_row + i);
         break;
     }
@@ -412,9 +412,7 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   output.hidden.clear();
   output.hidden_start.clear();
   if (num_hidden > 0) {  // never in a step graph (StepGraphBatchSize)
-    output.hidden.resize(static_cast<size_t>(num_hidden) * c.hidden_size);
-    b.DownloadFloat(output.hidden.data(), normed.Rows(head_rows + num_scored, num_hidden));
-    output.hidden_start = flat.hidden_start;
+    ARACH_RETURN_IF_ERROR(DownloadHiddenSums(normed.Rows(head_rows + num_scored, num_hidden), flat.hidden_start, output));
   }
   if (want_mass) {
     output.attention_diagnostics.num_layers = c.num_layers;
@@ -450,6 +448,23 @@ absl::StatusOr<DeviceMatrix> ModelRunner::EnqueueForward(const StepDevicePointer
     b.RmsNorm(gathered, weights_->final_norm_weight, c.norm_eps, normed);
   }
   return normed;
+}
+
+absl::Status ModelRunner::DownloadHiddenSums(const DeviceMatrix& rows, const std::vector<int>& row_start, ForwardOutput& output) {
+  const int64_t d = config_.hidden_size;
+  int num_asking = 0;
+  for (size_t s = 0; s + 1 < row_start.size(); ++s) num_asking += row_start[s + 1] > row_start[s] ? 1 : 0;
+  ARACH_ASSIGN_OR_RETURN(const DeviceMatrix sums, workspace_->Matrix(Scratch::kHiddenSums, num_asking, d, DType::kF32));  // [asking, d]
+  output.hidden_start.assign(row_start.size(), 0);
+  int next = 0;
+  for (size_t s = 0; s + 1 < row_start.size(); ++s) {
+    const int n = row_start[s + 1] - row_start[s];
+    if (n > 0) backend_->SumRows(rows.Rows(row_start[s], n), sums.Rows(next++, 1));
+    output.hidden_start[s + 1] = next;
+  }
+  output.hidden.resize(static_cast<size_t>(num_asking) * d);
+  backend_->DownloadFloat(output.hidden.data(), sums);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DeviceMatrix> ModelRunner::LmHead(const DeviceMatrix& normed, Scratch slot) {

@@ -23,6 +23,7 @@ enum class Scratch : int {
   kMlpAct,        // [rows, I] (gated MLP)
   kLogitHidden,   // [logit rows, d]
   kLogitNormed,   // [logit rows, d]
+  kHiddenSums,    // [sequences returning a hidden state, d] float32 (ModelRunner::DownloadHiddenSums)
   kLogits,        // [logit rows, V] float32: rows sampled or returned
   kScoredLogits,  // [scored rows of one block, V] float32 (ModelRunner::ScoreInBlocks)
   kAdapterX,       // [skip rows, d]: x^ then x~

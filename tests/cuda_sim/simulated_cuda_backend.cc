@@ -235,6 +235,12 @@ class SimulatedCudaBackend final : public Backend {
       Check("fill rows");
     });
   }
+  void SumRowsImpl(const DeviceMatrix& src, const DeviceMatrix& sum) override {
+    Enqueue([=, this] {
+      cuda::LaunchSumRows(src, sum, nullptr);
+      Check("sum rows");
+    });
+  }
 
  private:
   // Runs `op`, or keeps it in the step graph being recorded.

@@ -429,6 +429,27 @@ TEST_P(Ops, AddGatherScatterFill) {
   ExpectClose(y, y_want, "fill rows", testing::Tolerance{0.0f, 0.0f});
 }
 
+// The sum of a block of rows (a mean-pooled embedding's chunk), in float32 from the device's rows: one row, a
+// strided column slice, more rows than a block has threads and columns beyond one block's.
+TEST_P(Ops, SumRowsAddsEachColumnInFloat32) {
+  for (const auto& [rows, cols] : {std::pair{1, 96}, {5, 96}, {300, 40}, {37, 600}}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows of " << cols);
+    const DeviceMatrix x = Upload(Random(static_cast<size_t>(rows + 2) * cols), rows + 2, cols);
+    const DeviceMatrix block = x.Rows(1, rows);
+    const std::vector<float> on_device = Download(x);  // the device's rounding of the rows
+    std::vector<double> want(static_cast<size_t>(cols), 0.0);
+    for (int r = 1; r <= rows; ++r) {
+      for (int c = 0; c < cols; ++c) want[c] += on_device[static_cast<size_t>(r) * cols + c];
+    }
+    const DeviceMatrix sum = Zeros(1, cols, DType::kF32);
+    backend_->SumRows(block, sum);
+    ExpectClose(sum, std::vector<float>(want.begin(), want.end()), "sum rows", testing::Tolerance{1e-4f * rows, 1e-5f});
+  }
+  const DeviceMatrix two_rows = Zeros(2, 8, DType::kF32);  // one row is the sum
+  backend_->SumRows(Upload(Random(2 * 8), 2, 8), two_rows);
+  EXPECT_NE(std::string(backend_->Synchronize().message()).find("sum rows: src [2, 8] vs sum [2, 8] (F32)"), std::string::npos);
+}
+
 TEST_P(Ops, WriteKvLandsInTheNamedSlots) {
   const int kv_heads = 2, head_dim = 32, block_size = 4, num_blocks = 6;
   const int64_t slot_elems = kv_heads * head_dim;

@@ -189,16 +189,17 @@ TEST_F(PoolingFolder, WhatWouldChangeTheVectorIsRefusedNamingIt) {
   ExpectRefusal("modules.json", "not a JSON list");
 }
 
-// Rows of hidden size 4 in chunks, as the steps return them.
+// Rows of hidden size 4 in chunks, as the steps return them (a mean's chunk summed on the device).
 TEST(EmbeddingPooler, PoolsChunksAsTheWholePromptAndStartsOverAtPositionZero) {
   const std::vector<float> first = {1, 2, 3, 4, 5, 6, 7, 8};       // positions 0, 1
+  const std::vector<float> first_sum = {6, 8, 10, 12};              // their sum
   const std::vector<float> second = {9, 10, 11, 12};                // position 2
   EmbeddingPooler mean(PoolingMode::kMean, kHidden);
-  EXPECT_EQ(mean.RowsOf(0, false), HiddenRows::kAll);
-  EXPECT_EQ(mean.RowsOf(2, true), HiddenRows::kAll);
+  EXPECT_EQ(mean.RowsOf(0, false), HiddenRows::kSum);
+  EXPECT_EQ(mean.RowsOf(2, true), HiddenRows::kSum);
   const std::vector<float> abandoned = {1, 1, 1, 1};
   mean.Add(0, abandoned);  // a first computation, preempted after its first chunk
-  mean.Add(0, first);
+  mean.Add(0, first_sum);
   mean.Add(2, second);
   EXPECT_EQ(mean.Result(3), (std::vector<float>{5, 6, 7, 8}));
 

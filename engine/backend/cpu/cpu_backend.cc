@@ -256,4 +256,13 @@ void CpuBackend::FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) 
   for (int64_t r = 0; r < out.rows; ++r) std::memcpy(Row(out, r), row.As<float>(), out.cols * sizeof(float));
 }
 
+void CpuBackend::SumRowsImpl(const DeviceMatrix& src, const DeviceMatrix& sum) {
+  float* total = Row(sum, 0);
+  std::memcpy(total, Row(src, 0), src.cols * sizeof(float));
+  for (int64_t r = 1; r < src.rows; ++r) {
+    const float* row = Row(src, r);
+    for (int64_t c = 0; c < src.cols; ++c) total[c] += row[c];
+  }
+}
+
 }  // namespace arach

@@ -60,6 +60,7 @@ class CpuBackend final : public Backend {
   void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
   void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
   void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
+  void SumRowsImpl(const DeviceMatrix& src, const DeviceMatrix& sum) override;
   // The rows where they are (no copy), one per chunk of the team.
   absl::Status ScoreRowsImpl(const DeviceMatrix& logits, std::span<const int32_t> targets, std::span<RowScore> scores,
                              std::span<TokenLogprob> top) override;

@@ -322,4 +322,9 @@ void CudaBackend::FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out)
   CheckLaunch("fill rows");
 }
 
+void CudaBackend::SumRowsImpl(const DeviceMatrix& src, const DeviceMatrix& sum) {
+  cuda::LaunchSumRows(src, sum, stream_);
+  CheckLaunch("sum rows");
+}
+
 }  // namespace arach

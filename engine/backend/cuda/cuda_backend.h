@@ -75,6 +75,7 @@ class CudaBackend final : public Backend {
   void GatherRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst) override;
   void ScatterRowsImpl(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate) override;
   void FillRowsImpl(const DeviceMatrix& row, const DeviceMatrix& out) override;
+  void SumRowsImpl(const DeviceMatrix& src, const DeviceMatrix& sum) override;
 
  private:
   CudaBackend() = default;

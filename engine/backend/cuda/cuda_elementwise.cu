@@ -145,6 +145,17 @@ __global__ void FillRowsKernel(const T* row, Rows<T> out) {
   for (int64_t c = threadIdx.x; c < out.cols; c += blockDim.x) d[c] = row[c];
 }
 
+// One thread per column, walking the rows in order (the same sum on every run; the reads of a warp are one row's
+// consecutive columns).
+template <typename T>
+__global__ void SumRowsKernel(Rows<T> src, float* sum) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= src.cols) return;
+  float total = 0.0f;
+  for (int64_t r = 0; r < src.rows; ++r) total += ToFloat(src.row(r)[c]);
+  sum[c] = total;
+}
+
 }  // namespace
 
 void LaunchEmbed(const int32_t* ids, const int32_t* positions, const DeviceMatrix& table, const DeviceMatrix& position_table,
@@ -223,6 +234,13 @@ void LaunchScatterRows(const DeviceMatrix& src, const int32_t* rows, const Devic
   if (src.rows == 0) return;
   ARACH_DISPATCH_HALF(src.dtype, T, {
     ARACH_LAUNCH(ScatterRowsKernel<T>, static_cast<unsigned>(src.rows), kThreads, 0, stream)(Rows<T>(src), rows, Rows<T>(dst), accumulate);
+  })
+}
+
+void LaunchSumRows(const DeviceMatrix& src, const DeviceMatrix& sum, cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>((src.cols + kThreads - 1) / kThreads);
+  ARACH_DISPATCH_HALF(src.dtype, T, {
+    ARACH_LAUNCH(SumRowsKernel<T>, blocks, kThreads, 0, stream)(Rows<T>(src), static_cast<float*>(sum.data));
   })
 }
 

@@ -32,6 +32,8 @@ void LaunchWriteKv(const DeviceMatrix& k, const DeviceMatrix& v, const int32_t* 
 void LaunchGatherRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, cudaStream_t stream);
 void LaunchScatterRows(const DeviceMatrix& src, const int32_t* rows, const DeviceMatrix& dst, bool accumulate, cudaStream_t stream);
 void LaunchFillRows(const DeviceMatrix& row, const DeviceMatrix& out, cudaStream_t stream);
+// sum ([1, cols] float32) = the sum of src's rows (Backend::SumRows).
+void LaunchSumRows(const DeviceMatrix& src, const DeviceMatrix& sum, cudaStream_t stream);
 // Paged attention with the optional ARACH hub term (see attention_params.h).
 // The largest head size the kernel takes (even sizes only).
 constexpr int kMaxAttentionHeadDim = 256;
