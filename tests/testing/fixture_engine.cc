@@ -10,6 +10,7 @@
 #include "engine/model/model_config.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/sentence_transformers_folder.h"
 
 namespace arach::testing {
 
@@ -63,10 +64,7 @@ void MakePooledFixtureFolder(const std::string& model, const std::string& mode_f
   for (const auto& entry : std::filesystem::directory_iterator(FixturePath(model))) {
     std::filesystem::create_symlink(entry.path(), std::filesystem::path(dir) / entry.path().filename());
   }
-  std::ofstream(std::filesystem::path(dir) / "modules.json")
-      << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-             {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-             {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  std::ofstream(std::filesystem::path(dir) / "modules.json") << kSentenceTransformersModules;
   std::filesystem::create_directories(std::filesystem::path(dir) / "1_Pooling");
   std::ofstream(std::filesystem::path(dir) / "1_Pooling" / "config.json")
       << "{\"word_embedding_dimension\": " << config->hidden_size << ", \"" << mode_field << "\": true, \"include_prompt\": true}";

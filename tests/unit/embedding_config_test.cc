@@ -9,6 +9,7 @@
 #include "engine/embedding_pooler.h"
 #include "engine/model/embedding_config.h"
 #include "gtest/gtest.h"
+#include "tests/testing/sentence_transformers_folder.h"
 #include "tests/testing/temp_dir.h"
 
 namespace arach {
@@ -16,11 +17,7 @@ namespace {
 
 constexpr int kHidden = 4;
 
-constexpr char kModules[] = R"([
-  {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
-])";
+constexpr const char* kModules = testing::kSentenceTransformersModules;
 
 // Sentence-Transformers' Pooling config with `mode` (a pooling_mode_* field) on and the others off.
 std::string PoolingConfig(const std::string& mode, const std::string& extra = "") {
