@@ -2,7 +2,8 @@
 // (x.strip(), d.get(k)), attribute and item access with Jinja2's fallbacks, and the operators' Python
 // semantics. Behaviour follows Jinja2 3.1 as Hugging Face configures it (tojson = json.dumps with
 // ensure_ascii=False; no HTML autoescaping).
-// Implemented by responsibility: jinja_filters.cc (filters, tests), jinja_objects.cc (attributes, items, slices,
+// Implemented by responsibility: jinja_filters.cc (filters, tests; jinja_layout_filters.cc and jinja_web_filters.cc
+// hold some of the filters), jinja_objects.cc (attributes, items, slices,
 // iteration, membership, dict and list methods), jinja_str_methods.cc (str methods), jinja_operators.cc (operators, % formatting), jinja_globals.cc
 // (range, namespace, dict); on jinja_text (Python's str operations) and jinja_call_args (argument binding).
 #pragma once

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/chat/jinja_call_args.h"
 #include "engine/chat/jinja_layout_filters.h"
+#include "engine/chat/jinja_web_filters.h"
 #include "engine/chat/jinja_text.h"
 #include "engine/core/markup_escape.h"
 #include "engine/core/status.h"
@@ -440,7 +441,7 @@ constexpr NamedFilter kFilters[] = {
     {"e", FilterEscape},          {"escape", FilterEscape},       {"min", FilterMin},
     {"max", FilterMax},           {"round", FilterRound},         {"batch", FilterBatch},
     {"slice", FilterSlice},       {"truncate", FilterTruncate},   {"center", FilterCenter},
-    {"wordcount", FilterWordCount},
+    {"wordcount", FilterWordCount}, {"urlencode", FilterUrlEncode}, {"xmlattr", FilterXmlAttr},
 };
 
 // ------------------------------------------------------------------ tests
@@ -485,7 +486,7 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& operand,
                                                          "rejectattr", "unique", "sort", "reverse", "sum", "trim", "upper",
                                                          "lower", "capitalize", "title", "e", "escape", "safe", "indent",
                                                          "format", "replace", "int", "float", "batch", "slice",
-                                                         "truncate", "wordcount"};
+                                                         "truncate", "wordcount", "urlencode"};
       if (operand.is_undefined() && kUndefinedOk.count(name) == 0) return UndefinedError(operand);
       return f.fn(operand, args);
     }

@@ -131,6 +131,11 @@ cases = [
  "{% macro m(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ m(1, a=2) }}", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, a=2) }}",
  "{{ 'x'.format(**l) }}", "{{ dict(x=1, **{'x': 2}) }}", "{{ dict(**namespace(a=1)) }}",
  "{{ dict(**{'a': 1}, **{'b': 2}) }}", "{{ range(*l, 1) }}", "{{ dict(**d, x=1) }}", "{{ dict(*l, *l) }}",
+ # urlencode, xmlattr
+ "{{ 'a b/c?d=é&~_.-' | urlencode }}|{{ {'q': 'a b/c', 'n': 1, 'é': none} | urlencode }}|{{ [('k', 'v w'), ['x', true]] | urlencode }}|{{ ['ab', 'cd'] | urlencode }}|{{ 3.5 | urlencode }}|{{ none | urlencode }}|{{ zz | urlencode }}|{{ {} | urlencode }}|{{ d | urlencode }}",
+ r"""<a{{ {'class': 'x<y', 'title': 'say "hi" & \'bye\'', 'skip': none, 'gone': zz, 'n': 2, 'b': false} | xmlattr }}>|"""
+ "{{ {'a': 1} | xmlattr(false) }}|{{ {'a': 1} | xmlattr(autospace=false) }}|{{ {} | xmlattr }}|{{ {'x': none} | xmlattr }}|",
+ "{{ [1, 2] | urlencode }}", "{{ [(1, 2, 3)] | urlencode }}", "{{ 'ab' | xmlattr }}", "{{ zz | xmlattr }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",

@@ -122,6 +122,17 @@ TEST(Jinja, WhatWeCannotRenderAsJinja2IsRefusedByName) {
   EXPECT_EQ(*RenderText("{{ '{} {{}} {!r}'.format(1, 'x') }}"), "1 {} 'x'");
 }
 
+// xmlattr refuses an attribute name that would break the markup, as Jinja2 3.1.3 and later raise (3.1.2, the
+// oracle's version, wrote it).
+TEST(Jinja, XmlAttrRefusesNamesThatBreakTheMarkup) {
+  for (const char* key : {"a b", "a/b", "a>b", "a=b", "a\tb"}) {
+    const absl::StatusOr<std::string> rendered = RenderText("<p{{ {key: 1} | xmlattr }}>", ordered_json{{"key", key}});
+    ASSERT_FALSE(rendered.ok()) << key << " rendered " << *rendered;
+    EXPECT_NE(rendered.status().message().find("invalid character in attribute name"), std::string::npos) << rendered.status();
+  }
+  EXPECT_EQ(*RenderText("<p{{ {key: 1} | xmlattr }}>", ordered_json{{"key", "data-é_x:y"}}), "<p data-é_x:y=\"1\">");
+}
+
 TEST(Jinja, RenderingIsBounded) {
   const absl::StatusOr<std::string> recursion = RenderText("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
   ASSERT_FALSE(recursion.ok());
