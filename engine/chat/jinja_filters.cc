@@ -392,6 +392,45 @@ absl::StatusOr<Value> FilterItems(const Value& v, CallArgs&) {
   return Value::List(DictItems(v.dict()));
 }
 
+// items | groupby(attribute, default=none, case_sensitive=false): the items sorted by the attribute and grouped
+// where it is equal (strings compared lower-cased unless case sensitive), each group a (grouper, list) named tuple
+// whose grouper is the attribute of its first item as written; `default` stands for an item's missing attribute.
+absl::StatusOr<Value> FilterGroupBy(const Value& v, CallArgs& a) {
+  const Value* attribute = Arg(a, 0, "attribute");
+  if (attribute == nullptr) return TypeError("groupby needs an attribute");
+  const Value* fallback = Arg(a, 1, "default");
+  const bool case_sensitive = ArgBool(a, 2, "case_sensitive", false);
+  ARACH_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+  struct Keyed {
+    Value key;      // as the sort and the grouping compare it
+    Value grouper;  // as written
+    Value item;
+  };
+  std::vector<Keyed> keyed;
+  for (Value& item : items) {
+    ARACH_ASSIGN_OR_RETURN(Value grouper, AttributePath(item, attribute->Str()));
+    if (grouper.is_undefined() && fallback != nullptr) grouper = *fallback;
+    keyed.push_back({SortKey(grouper, case_sensitive), std::move(grouper), std::move(item)});
+  }
+  absl::Status error;
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const Keyed& x, const Keyed& y) {
+    absl::StatusOr<bool> less = x.key.Less(y.key);
+    if (!less.ok()) error = less.status();
+    return less.ok() && *less;
+  });
+  if (!error.ok()) return error;
+  std::vector<Value> groups;
+  for (size_t begin = 0; begin < keyed.size();) {
+    size_t end = begin + 1;
+    while (end < keyed.size() && keyed[end].key.Equals(keyed[begin].key)) ++end;
+    std::vector<Value> members;
+    for (size_t i = begin; i < end; ++i) members.push_back(std::move(keyed[i].item));
+    groups.push_back(Value::NamedTuple({"grouper", "list"}, {keyed[begin].grouper, Value::List(std::move(members))}));
+    begin = end;
+  }
+  return Value::List(std::move(groups));
+}
+
 absl::StatusOr<Value> FilterDictSort(const Value& v, CallArgs& a) {
   if (!v.is_dict()) return TypeError(absl::StrCat("dictsort: expected a mapping, got ", v.TypeName()));
   const bool case_sensitive = ArgBool(a, 0, "case_sensitive", false);
@@ -442,6 +481,7 @@ constexpr NamedFilter kFilters[] = {
     {"max", FilterMax},           {"round", FilterRound},         {"batch", FilterBatch},
     {"slice", FilterSlice},       {"truncate", FilterTruncate},   {"center", FilterCenter},
     {"wordcount", FilterWordCount}, {"urlencode", FilterUrlEncode}, {"xmlattr", FilterXmlAttr},
+    {"groupby", FilterGroupBy},
 };
 
 // ------------------------------------------------------------------ tests

@@ -85,6 +85,11 @@ absl::StatusOr<Value> GetAttribute(const Value& object, const std::string& name)
     if (const Value* found = object.dict().Find(name); found != nullptr) return *found;
   }
   if (object.is_list()) {
+    if (const std::vector<std::string>* fields = object.tuple_fields(); fields != nullptr) {
+      for (size_t i = 0; i < fields->size() && i < object.list().size(); ++i) {
+        if ((*fields)[i] == name) return object.list()[i];
+      }
+    }
     Value method = SequenceMethod(object, name);
     if (!method.is_undefined()) return method;
   }

@@ -39,6 +39,12 @@ Value Value::Tuple(std::vector<Value> items) {
   return v;
 }
 
+Value Value::NamedTuple(std::vector<std::string> fields, std::vector<Value> items) {
+  Value v = Tuple(std::move(items));
+  v.tuple_fields_ = std::make_shared<const std::vector<std::string>>(std::move(fields));
+  return v;
+}
+
 Value Value::MakeDict(Dict dict) {
   Value v(Kind::kDict);
   v.dict_ = std::make_shared<Dict>(std::move(dict));

@@ -72,6 +72,9 @@ class Value {
   }
   static Value List(std::vector<Value> items);
   static Value Tuple(std::vector<Value> items);  // a list that shows as (a, b)
+  // A tuple whose items are also its attributes by these names (Python's namedtuple, shown as a plain tuple as
+  // Jinja2's groupby results are).
+  static Value NamedTuple(std::vector<std::string> fields, std::vector<Value> items);
   static Value MakeDict(Dict dict);
   static Value MakeFunction(std::string name, Function fn);
 
@@ -94,6 +97,8 @@ class Value {
   // Why a value is undefined (see Undefined()).
   const std::string& undefined_hint() const { return string_; }
   bool is_tuple() const { return tuple_; }
+  // A named tuple's field names (NamedTuple); null for any other value.
+  const std::vector<std::string>* tuple_fields() const { return tuple_fields_.get(); }
   const std::vector<Value>& list() const { return *list_; }
   const Dict& dict() const { return *dict_; }
   Dict& mutable_dict() const { return *dict_; }  // namespaces only
@@ -129,6 +134,7 @@ class Value {
   std::shared_ptr<std::vector<Value>> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Function> function_;
+  std::shared_ptr<const std::vector<std::string>> tuple_fields_;  // NamedTuple
 };
 
 // Python's repr() of a float ("1.0", "0.1", "1e-05", "1e+16", "inf", "nan").

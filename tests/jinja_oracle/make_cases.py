@@ -136,6 +136,10 @@ cases = [
  r"""<a{{ {'class': 'x<y', 'title': 'say "hi" & \'bye\'', 'skip': none, 'gone': zz, 'n': 2, 'b': false} | xmlattr }}>|"""
  "{{ {'a': 1} | xmlattr(false) }}|{{ {'a': 1} | xmlattr(autospace=false) }}|{{ {} | xmlattr }}|{{ {'x': none} | xmlattr }}|",
  "{{ [1, 2] | urlencode }}", "{{ [(1, 2, 3)] | urlencode }}", "{{ 'ab' | xmlattr }}", "{{ zz | xmlattr }}",
+ # groupby: (grouper, list) named tuples, sorted, case-insensitive by default, default for a missing attribute
+ "{% for g in msgs | groupby('role') %}{{ g.grouper }}:{{ g.list | length }}{{ g['grouper'] }} {% endfor %}|{% for role, ms in msgs | groupby('role') %}{{ role }}={{ ms | map(attribute='content') | join(',') }};{% endfor %}|{{ msgs | groupby('role') | first }}",
+ "{{ [{'a': 'X', 'b': 1}, {'a': 'x', 'b': 2}, {'a': 'Y', 'b': 3}, {'b': 4}] | groupby('a', default='x') }}|{{ [{'a': 'X'}, {'a': 'x'}] | groupby('a', case_sensitive=true) | map('first') | list }}|{{ [[2, 'b'], [1, 'a'], [2, 'c']] | groupby(0) | list }}|{{ [{'p': {'q': 2}}, {'p': {'q': 1}}] | groupby('p.q') | tojson }}|{{ [] | groupby('x') }}|{{ tree | groupby('n') | map(attribute='grouper') | join }}",
+ "{{ [{'a': 1}, {'b': 2}] | groupby('a') }}", "{{ [{'a': 1}, {'a': 'x'}] | groupby('a') }}", "{{ l | groupby }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",
