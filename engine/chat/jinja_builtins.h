@@ -26,6 +26,8 @@ absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& operand, Ca
 
 // obj.name: a method of a string, dict or list, a dict's item or a namespace's attribute; else undefined.
 absl::StatusOr<Value> GetAttribute(const Value& object, const std::string& name);
+// Python's getattr(obj, name), as the attr filter reads it: GetAttribute without a dict's items.
+absl::StatusOr<Value> GetPythonAttribute(const Value& object, const std::string& name);
 // text.name: a method of Python's str (strip, split, rsplit, splitlines, startswith, endswith, removeprefix,
 // removesuffix, upper, lower, title, capitalize, replace, find, rfind, index, rindex, count, join, format); else
 // undefined.

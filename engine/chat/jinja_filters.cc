@@ -431,6 +431,13 @@ absl::StatusOr<Value> FilterGroupBy(const Value& v, CallArgs& a) {
   return Value::List(std::move(groups));
 }
 
+// obj | attr(name): getattr(obj, name) (a dict's items are not its attributes; undefined where there is none).
+absl::StatusOr<Value> FilterAttr(const Value& v, CallArgs& a) {
+  const Value* name = Arg(a, 0, "name");
+  if (name == nullptr) return TypeError("attr needs a name");
+  return GetPythonAttribute(v, name->Str());
+}
+
 absl::StatusOr<Value> FilterDictSort(const Value& v, CallArgs& a) {
   if (!v.is_dict()) return TypeError(absl::StrCat("dictsort: expected a mapping, got ", v.TypeName()));
   const bool case_sensitive = ArgBool(a, 0, "case_sensitive", false);
@@ -481,7 +488,7 @@ constexpr NamedFilter kFilters[] = {
     {"max", FilterMax},           {"round", FilterRound},         {"batch", FilterBatch},
     {"slice", FilterSlice},       {"truncate", FilterTruncate},   {"center", FilterCenter},
     {"wordcount", FilterWordCount}, {"urlencode", FilterUrlEncode}, {"xmlattr", FilterXmlAttr},
-    {"groupby", FilterGroupBy},
+    {"groupby", FilterGroupBy},   {"attr", FilterAttr},
 };
 
 // ------------------------------------------------------------------ tests

@@ -96,6 +96,15 @@ absl::StatusOr<Value> GetAttribute(const Value& object, const std::string& name)
   return Value::Undefined(absl::StrCat("'", ObjectName(object), "' has no attribute '", name, "'"));
 }
 
+absl::StatusOr<Value> GetPythonAttribute(const Value& object, const std::string& name) {
+  if (object.is_dict() && !object.dict().is_namespace) {
+    ARACH_ASSIGN_OR_RETURN(Value method, DictMethod(object, name));
+    if (!method.is_undefined()) return method;
+    return Value::Undefined(absl::StrCat("'", ObjectName(object), "' has no attribute '", name, "'"));
+  }
+  return GetAttribute(object, name);
+}
+
 absl::StatusOr<Value> GetItem(const Value& object, const Value& key) {
   if (object.is_undefined()) return UndefinedError(object);
   if (object.is_dict() && key.is_string()) {

@@ -140,6 +140,9 @@ cases = [
  "{% for g in msgs | groupby('role') %}{{ g.grouper }}:{{ g.list | length }}{{ g['grouper'] }} {% endfor %}|{% for role, ms in msgs | groupby('role') %}{{ role }}={{ ms | map(attribute='content') | join(',') }};{% endfor %}|{{ msgs | groupby('role') | first }}",
  "{{ [{'a': 'X', 'b': 1}, {'a': 'x', 'b': 2}, {'a': 'Y', 'b': 3}, {'b': 4}] | groupby('a', default='x') }}|{{ [{'a': 'X'}, {'a': 'x'}] | groupby('a', case_sensitive=true) | map('first') | list }}|{{ [[2, 'b'], [1, 'a'], [2, 'c']] | groupby(0) | list }}|{{ [{'p': {'q': 2}}, {'p': {'q': 1}}] | groupby('p.q') | tojson }}|{{ [] | groupby('x') }}|{{ tree | groupby('n') | map(attribute='grouper') | join }}",
  "{{ [{'a': 1}, {'b': 2}] | groupby('a') }}", "{{ [{'a': 1}, {'a': 'x'}] | groupby('a') }}", "{{ l | groupby }}",
+ # attr: getattr only (a dict's items are not attributes)
+ "{{ d | attr('b') }}|{{ (d | attr('get'))('b') }}|{{ d | attr('items') is callable }}|{% set ns = namespace(v=3) %}{{ ns | attr('v') }}|{{ ('x' | attr('upper'))() }}|{{ (msgs | groupby('role') | first) | attr('grouper') }}|{{ (d | attr('nope')) is defined }}|{{ l | attr('count') is callable }}",
+ "{{ zz | attr('x') }}",
  # errors (message compared only for raise_exception)
  "{{ raise_exception('custom failure') }}", "{% if msgs[0].role != 'system' %}{{ raise_exception('first must be system') }}{% endif %}",
  "{{ zz.attr }}", "{{ 'a' + 1 }}", "{{ 1 / 0 }}", "{{ n | length }}", "{% for x in n %}{% endfor %}", "{{ zz() }}",
