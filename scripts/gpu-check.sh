@@ -96,6 +96,11 @@ case "$mode" in
         echo "== $t"
         timeout 90 $bundle/bin/$t --gtest_brief=1 >"$out/$t.txt" 2>&1 || { status=1; failed_suites+=("$t"); }
         tail -25 "$out/$t.txt"
+        # Here a skipped GPU case is a failure: the suites skip without a visible device, and then verify nothing.
+        if grep -q "no CUDA device" "$out/$t.txt"; then
+          echo "!! $t skipped its GPU cases: no CUDA device is visible to it"
+          status=1
+        fi
       done
       # A failed case is run again under compute-sanitizer's memcheck (launches synchronous), which names the kernel
       # and the access of a fault; 150 s at most in all, the cases of each suite at once. Some machines refuse the
@@ -114,24 +119,24 @@ case "$mode" in
       done
       echo "== arach-run generate on cuda"
       timeout 60 $bundle/bin/arach-run generate --device cuda --model $bundle/fixtures/gpt2-tiny --prompt "ROMEO:" \
-        --max_new_tokens 16 2>&1 | tail -5
+        --max_new_tokens 16 2>&1 | tail -5 || status=1
     fi
     if [ "$part" = bench ] || [ "$part" = all ]; then
       echo "== forward_bench (ours)"
       timeout 150 $bundle/bin/forward_bench --device cuda --weight_dtype bf16 --fixtures= --presets gpt2/124m,gpt_neox/410m --batches 1,32,256 \
-        --prompt_len 128 --decode_steps 128 --repeats 3 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/forward_bench.txt"
+        --prompt_len 128 --decode_steps 128 --repeats 3 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/forward_bench.txt" || status=1
       echo "== variant_bench (ours)"
       timeout 120 $bundle/bin/variant_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --prefill_batch 32 --batches 1,32,256 \
-        --decode_steps 128 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/variant_bench.txt"
+        --decode_steps 128 --scratch /tmp/arach-bench-models 2>&1 | tee "$out/variant_bench.txt" || status=1
       echo "== engine_bench (ours: the serving engine without gRPC; the server itself is not in the bundle)"
       timeout 90 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset gpt2/124m --concurrency 1,64,256 \
         --requests_per_client 2 --prompt_len 128 --max_tokens 128 --max_num_batched_tokens 8192 \
-        --scratch /tmp/arach-bench-models 2>&1 | tee "$out/engine_bench.txt"
+        --scratch /tmp/arach-bench-models 2>&1 | tee "$out/engine_bench.txt" || status=1
       echo "== engine_bench scoring (ours: Backend::ScoreRows at Qwen's 151,936-token vocabulary, 0 and 20 alternatives)"
       for top in 0 20; do
         timeout 100 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset qwen2/0.5b --score \
           --prompt_top_logprobs $top --concurrency 1,8 --requests_per_client 4 --prompt_len 512 --max_num_batched_tokens 4096 \
-          --scratch /tmp/arach-bench-models 2>&1 | tee -a "$out/engine_bench_score.txt"
+          --scratch /tmp/arach-bench-models 2>&1 | tee -a "$out/engine_bench_score.txt" || status=1
       done
     fi
     if [ "$part" = serve ] || [ "$part" = all ]; then
