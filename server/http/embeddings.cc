@@ -44,20 +44,9 @@ absl::Status EmbeddingCall::Start() {
   std::vector<EngineRequest> requests;
   std::vector<std::string> input_fields;
   for (size_t i = 0; i < inputs; ++i) {
-    const PromptInput& input = request_.inputs[i];
     const std::string field = inputs == 1 ? "input" : absl::StrCat("input[", i, "]");
-    std::vector<int32_t> ids;
-    if (input.text) {
-      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, EmbeddingInputText(e, *input.text)));
-    } else {
-      ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
-      ids = input.ids;
-    }
-    ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.max_embedding_tokens(), ids).status());
-    EngineRequest r;
-    r.kind = RequestKind::kEmbed;
-    r.prompt = std::move(ids);
-    r.variant = variant();
+    ARACH_ASSIGN_OR_RETURN(EngineRequest r, EmbeddingEngineRequest(e, limits(), request_.inputs[i], fields().truncate_prompt_tokens,
+                                                                   variant(), field));
     requests.push_back(std::move(r));
     input_fields.push_back(field);
   }
@@ -87,6 +76,22 @@ json EmbeddingCall::WholeAnswer() {
 }
 
 }  // namespace
+
+absl::StatusOr<EngineRequest> EmbeddingEngineRequest(const Engine& engine, const RequestLimits& limits, const PromptInput& input,
+                                                     std::optional<int> truncate_prompt_tokens, const Variant& variant,
+                                                     const std::string& field) {
+  EngineRequest r;
+  r.kind = RequestKind::kEmbed;
+  if (input.text) {
+    ARACH_ASSIGN_OR_RETURN(r.prompt, EncodeTextPrompt(engine, limits, field, EmbeddingInputText(engine, *input.text)));
+  } else {
+    ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, field, input.ids.size()));
+    r.prompt = input.ids;
+  }
+  ARACH_RETURN_IF_ERROR(TruncatePrompt(truncate_prompt_tokens, engine.max_embedding_tokens(), r.prompt).status());
+  r.variant = variant;
+  return r;
+}
 
 std::string Base64OfFloats(std::span<const float> values) {
   static_assert(std::endian::native == std::endian::little, "float32 bytes are written as the host holds them");

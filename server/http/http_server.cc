@@ -23,6 +23,7 @@
 #include "server/http/request_deadline_server.h"
 #include "server/http/responses.h"
 #include "server/http/embeddings.h"
+#include "server/http/rerank.h"
 #include "server/http/tokenize.h"
 #include "server/listen_error.h"
 
@@ -32,7 +33,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                   "/v1/responses", "/v1/embeddings", "/tokenize", "/detokenize"};
+                                   "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize",
+                                   "/detokenize"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -263,6 +265,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Post("/v1/embeddings", [&context, connections](const httplib::Request& request, httplib::Response& response) {
     HandleEmbeddings(context, request, response, connections->Of(request));
   });
+  for (const char* route : {"/rerank", "/v1/rerank", "/v2/rerank"}) {  // vLLM serves all three (Jina's and Cohere's paths)
+    server.Post(route, [&context, connections](const httplib::Request& request, httplib::Response& response) {
+      HandleRerank(context, request, response, connections->Of(request));
+    });
+  }
   server.Post("/tokenize", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleTokenize(context, request, response);
   });

@@ -55,6 +55,14 @@ constexpr std::string_view kEmbeddings[] = {
     // arach-serve: the variant and the experiment assignment
     "arach", "arach_offset", "skip", "experiment_key"};
 
+// The rerank API (/rerank, /v1/rerank, /v2/rerank): vLLM's (Jina's and Cohere's shape) and ours.
+constexpr std::string_view kRerank[] = {
+    "model", "query", "documents", "top_n", "return_documents", "user",
+    // vLLM's: each text keeps its last k tokens; priority; the prefix-cache namespace
+    "truncate_prompt_tokens", "priority", "cache_salt",
+    // arach-serve: the variant and the experiment assignment
+    "arach", "arach_offset", "skip", "experiment_key"};
+
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
@@ -115,12 +123,15 @@ absl::Status CheckResponsesParameters(const json& body) {
 
 absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
   if (route == OpenAiRoute::kResponses) return CheckResponsesParameters(body);
-  if (route == OpenAiRoute::kEmbeddings) {
+  if (route == OpenAiRoute::kEmbeddings || route == OpenAiRoute::kRerank) {
+    const bool rerank = route == OpenAiRoute::kRerank;
+    const std::span<const std::string_view> own = rerank ? std::span<const std::string_view>(kRerank) : kEmbeddings;
     for (const auto& item : body.items()) {
-      if (item.value().is_null() || Contains(kEmbeddings, item.key())) continue;
-      return KeyError("", item.key(), Contains(kShared, item.key()) || Contains(kCompletionsOnly, item.key()) || Contains(kChatOnly, item.key())
-                                          ? "is not a parameter of /v1/embeddings"
-                                          : "is not a known parameter");
+      if (item.value().is_null() || Contains(own, item.key())) continue;
+      const bool elsewhere = Contains(kShared, item.key()) || Contains(kCompletionsOnly, item.key()) || Contains(kChatOnly, item.key()) ||
+                             Contains(rerank ? std::span<const std::string_view>(kEmbeddings) : kRerank, item.key());
+      return KeyError("", item.key(), elsewhere ? absl::StrCat("is not a parameter of ", rerank ? "/v1/rerank" : "/v1/embeddings")
+                                                : "is not a known parameter");
     }
     return absl::OkStatus();
   }

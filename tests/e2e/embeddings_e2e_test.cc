@@ -186,6 +186,70 @@ TEST_F(EmbeddingsServer, GrpcEmbedAnswersAsHttp) {
   EXPECT_NE(refused.error_message().find("inputs"), std::string::npos) << refused.error_message();
 }
 
+// /v1/rerank (and vLLM's /rerank, /v2/rerank): each document's relevance is the cosine of its embedding to the
+// query's, as /v1/embeddings answers them; best first, cut to top_n, with or without the documents' text.
+TEST_F(EmbeddingsServer, RerankOrdersDocumentsByTheCosineOfTheirEmbeddingsToTheQuery) {
+  const std::string query = "Who is the prince of Denmark?";
+  const std::vector<std::string> documents = {"Hamlet, the prince of Denmark.", "A horse, a horse!", "Denmark's prince", "Out, damned spot!"};
+  const HttpAnswer embedded = Embed({{"model", "gpt2-tiny:arach"}, {"input", json::array({query, documents[0], documents[1], documents[2], documents[3]})}});
+  ASSERT_EQ(embedded.status, 200) << embedded.body;
+  std::vector<double> cosine;
+  const std::vector<float> q = embedded.body["data"][0]["embedding"].get<std::vector<float>>();
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const std::vector<float> d = embedded.body["data"][i + 1]["embedding"].get<std::vector<float>>();
+    double dot = 0;
+    for (size_t k = 0; k < q.size(); ++k) dot += static_cast<double>(q[k]) * d[k];  // (unit vectors)
+    cosine.push_back(dot);
+  }
+  std::vector<size_t> best_first = {0, 1, 2, 3};
+  std::sort(best_first.begin(), best_first.end(), [&](size_t a, size_t b) { return cosine[a] > cosine[b]; });
+  ASSERT_GT(cosine[best_first[0]] - cosine[best_first[3]], 1e-3) << "the test needs documents the model tells apart";
+  for (const char* route : {"/v1/rerank", "/rerank", "/v2/rerank"}) {
+    SCOPED_TRACE(route);
+    const HttpAnswer ranked = testing::HttpSend(server_->http_address(), "POST", route,
+                                                json{{"model", "gpt2-tiny:arach"}, {"query", query},
+                                                     {"documents", json::array({documents[0], json{{"text", documents[1]}}, documents[2], documents[3]})}}
+                                                    .dump());
+    ASSERT_EQ(ranked.status, 200) << ranked.body;
+    EXPECT_EQ(ranked.header("x-arach-variant"), "arach");
+    EXPECT_EQ(ranked.body["usage"]["total_tokens"], embedded.body["usage"]["prompt_tokens"]);
+    EXPECT_EQ(ranked.body["id"].get<std::string>().rfind("rerank-", 0), 0u) << ranked.body;
+    ASSERT_EQ(ranked.body["results"].size(), documents.size()) << ranked.body;
+    for (size_t k = 0; k < documents.size(); ++k) {
+      const json& result = ranked.body["results"][k];
+      const size_t index = best_first[k];
+      EXPECT_EQ(result["index"], index) << k;
+      EXPECT_NEAR(result["relevance_score"].get<double>(), cosine[index], 1e-5) << k;
+      EXPECT_EQ(result["document"]["text"], documents[index]) << k;
+    }
+  }
+  const HttpAnswer top = testing::HttpSend(server_->http_address(), "POST", "/v1/rerank",
+                                           json{{"model", "gpt2-tiny:arach"}, {"query", query}, {"documents", documents}, {"top_n", 2},
+                                                {"return_documents", false}}
+                                               .dump());
+  ASSERT_EQ(top.status, 200) << top.body;
+  ASSERT_EQ(top.body["results"].size(), 2u);
+  EXPECT_EQ(top.body["results"][0]["index"], best_first[0]);
+  EXPECT_EQ(top.body["results"][1]["index"], best_first[1]);
+  EXPECT_FALSE(top.body["results"][0].contains("document"));
+
+  for (const auto& [body, param] : std::vector<std::pair<json, std::string>>{
+           {{{"model", "gpt2-tiny"}, {"documents", documents}}, "query"},
+           {{{"model", "gpt2-tiny"}, {"query", 3}, {"documents", documents}}, "query"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", json::array()}}, "documents"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", "one"}}, "documents"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", json::array({"a", 4})}}, "documents[1]"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", json::array({json{{"text", "a"}, {"url", "b"}}})}}, "documents[0].url"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", documents}, {"top_n", -1}}, "top_n"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", documents}, {"max_tokens", 3}}, "max_tokens"},
+           {{{"model", "gpt2-tiny"}, {"query", query}, {"documents", documents}, {"input", "x"}}, "input"},
+           {{{"model", "nope"}, {"query", query}, {"documents", documents}}, "model"}}) {
+    const HttpAnswer refused = testing::HttpSend(server_->http_address(), "POST", "/v1/rerank", body.dump());
+    EXPECT_EQ(refused.status, param == "model" ? 404 : 400) << body << " -> " << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], param) << body << " -> " << refused.body;
+  }
+}
+
 // arach-cli embed prints what gRPC Embed answers (its JSON, or the values), under the variant it names.
 TEST_F(EmbeddingsServer, TheCliPrintsTheEmbedding) {
   const std::string command = absl::StrCat(testing::CliBinary(), " embed --server=", server_->grpc_address(),

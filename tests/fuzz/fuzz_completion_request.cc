@@ -1,5 +1,5 @@
-// libFuzzer: arbitrary bytes as the body of POST /v1/completions and of POST /v1/embeddings reach the HTTP API's
-// readers (ParseCompletionRequest, ParseEmbeddingRequest, which share the prompt and field readers): every outcome
+// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings and /v1/rerank reach the HTTP API's
+// readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest, which share the prompt and field readers): every outcome
 // is a request or an INVALID_ARGUMENT naming a parameter, and the error renders as OpenAI's error body; never a
 // crash or an exception.
 #include <cstddef>
@@ -9,6 +9,7 @@
 
 #include "server/http/completion_request.h"
 #include "server/http/embedding_request.h"
+#include "server/http/rerank_request.h"
 #include "server/http/openai_error.h"
 
 namespace {
@@ -34,6 +35,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!embedding.ok()) {
     CheckRefusal(embedding.status());
   } else if (embedding->inputs.empty() || (embedding->dimensions && *embedding->dimensions < 1)) {
+    std::abort();
+  }
+  const absl::StatusOr<arach::server::http::RerankRequest> rerank = arach::server::http::ParseRerankRequest(body);
+  if (!rerank.ok()) {
+    CheckRefusal(rerank.status());
+  } else if (rerank->documents.empty() || (rerank->top_n && *rerank->top_n < 0)) {
     std::abort();
   }
   return 0;
