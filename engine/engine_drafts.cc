@@ -41,18 +41,20 @@ void Engine::ProposeDrafts() {
     const bool from_prediction = DraftsFromPrediction(r.request, config_);
     // The step emits the drafts kept and one more token: within max_tokens and the context.
     const int room = std::min(r.request.sampling.max_tokens - seq->num_generated(), r.max_len - static_cast<int>(seq->tokens.size())) - 1;
-    if (!r.draft_length) r.draft_length.emplace(from_prediction ? config_.prediction_draft_tokens : config_.prompt_lookup_tokens);
+    if (!r.drafter) {
+      r.drafter.emplace(RequestState::Drafter{DraftLength(from_prediction ? config_.prediction_draft_tokens : config_.prompt_lookup_tokens),
+                                              NgramIndex(from_prediction ? kPredictionNgrams : kPromptLookupNgrams)});
+    }
     if (room <= 0) continue;
-    const int wanted = std::min(room, r.draft_length->Next());
+    const int wanted = std::min(room, r.drafter->length.Next());
     if (wanted <= 0) continue;
     // The output looked up in the prediction, or the sequence in itself (prompt lookup), through the request's index
     // of its source: the prediction indexed once, the sequence's new tokens each step.
     const std::span<const int32_t> tokens(seq->tokens);
     const std::span<const int32_t> source = from_prediction ? std::span<const int32_t>(r.request.prediction) : tokens;
-    if (!r.draft_index) r.draft_index.emplace(from_prediction ? kPredictionNgrams : kPromptLookupNgrams);
-    r.draft_index->Extend(source);
+    r.drafter->index.Extend(source);
     const std::span<const int32_t> recent = from_prediction ? tokens.subspan(static_cast<size_t>(seq->prompt_len)) : tokens;
-    const DraftProposal proposal = r.draft_index->Propose(recent, source, from_prediction ? r.prediction_cursor : 0, wanted);
+    const DraftProposal proposal = r.drafter->index.Propose(recent, source, from_prediction ? r.prediction_cursor : 0, wanted);
     if (proposal.tokens.empty()) continue;
     seq->tokens.insert(seq->tokens.end(), proposal.tokens.begin(), proposal.tokens.end());
     seq->num_draft = static_cast<int>(proposal.tokens.size());
@@ -84,7 +86,7 @@ void Engine::VerifyDrafts(RequestState& r, const ForwardOutput& out, int index) 
     if (!kept || r.finished) break;
     ++seq.num_computed;  // the kept draft's K/V are those of the token now at its position
   }
-  r.draft_length->Record(num_drafts, accepted);
+  r.drafter->length.Record(num_drafts, accepted);
   // Aligned, the token emitted after the kept drafts stands for the prediction's next one: the next match should end
   // just after it (in a repetitive text an earlier end would repeat a stretch out of step).
   if (!r.request.prediction.empty()) r.prediction_cursor = r.draft_source_position + accepted + 1;

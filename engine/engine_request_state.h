@@ -55,8 +55,13 @@ struct Engine::RequestState {
   // aligned (the next lookup prefers a match ending there), the index of the pending drafts' first token, and the
   // request's counts.
   int prediction_cursor = 0;
-  std::optional<DraftLength> draft_length;  // set at the first step that may draft
-  std::optional<NgramIndex> draft_index;    // of the draft source (the prediction or the sequence), from that step on
+  // Set at the first step that may draft: how many drafts the next step checks, and the index of the draft source
+  // (the prediction or the sequence).
+  struct Drafter {
+    DraftLength length;
+    NgramIndex index;
+  };
+  std::optional<Drafter> drafter;
   int draft_source_position = 0;
   int draft_tokens = 0;
   int accepted_draft_tokens = 0;
