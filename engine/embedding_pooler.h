@@ -14,9 +14,9 @@ class EmbeddingPooler {
  public:
   EmbeddingPooler(PoolingMode mode, int hidden_size) : mode_(mode), hidden_size_(hidden_size) {}
 
-  // Whether `mode` reads more than the prompt's last row (mean, first token): every prompt row must then be
+  // Whether the pooling reads more than the prompt's last row (mean, first token): every prompt row must then be
   // computed (no prefix-cache reuse).
-  static bool ReadsEarlierRows(PoolingMode mode) { return mode != PoolingMode::kLastToken; }
+  bool ReadsEarlierRows() const { return mode_ != PoolingMode::kLastToken; }
 
   // The rows of a chunk of prompt tokens starting at position `start` that the pooling reads (`completes`: the chunk
   // ends the prompt).

@@ -120,7 +120,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (state->request.kind == RequestKind::kEmbed) {
     state->embedding_pooler.emplace(model_.embedding_config.pooling, model_.config.hidden_size);
-    seq.want_every_prompt_row = EmbeddingPooler::ReadsEarlierRows(model_.embedding_config.pooling);
+    seq.want_every_prompt_row = state->embedding_pooler->ReadsEarlierRows();
   }
   if (seq.want_prompt_logprobs) {
     state->prompt_logprobs.assign(std::max(0, prompt_len - 1), 0.0f);

@@ -211,9 +211,9 @@ TEST(EmbeddingPooler, PoolsChunksAsTheWholePromptAndStartsOverAtPositionZero) {
   EXPECT_EQ(last.RowsOf(2, true), HiddenRows::kLast);
   last.Add(2, second);
   EXPECT_EQ(last.Result(3), second);
-  EXPECT_FALSE(EmbeddingPooler::ReadsEarlierRows(PoolingMode::kLastToken));
-  EXPECT_TRUE(EmbeddingPooler::ReadsEarlierRows(PoolingMode::kMean));
-  EXPECT_TRUE(EmbeddingPooler::ReadsEarlierRows(PoolingMode::kFirstToken));
+  EXPECT_FALSE(last.ReadsEarlierRows());
+  EXPECT_TRUE(mean.ReadsEarlierRows());
+  EXPECT_TRUE(first_token.ReadsEarlierRows());
 }
 
 }  // namespace
