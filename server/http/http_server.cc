@@ -23,7 +23,7 @@
 #include "server/http/request_deadline_server.h"
 #include "server/http/responses.h"
 #include "server/http/embeddings.h"
-#include "server/http/rerank.h"
+#include "server/http/similarity.h"
 #include "server/http/tokenize.h"
 #include "server/listen_error.h"
 
@@ -33,8 +33,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                   "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize",
-                                   "/detokenize"};
+                                   "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/score",
+                                   "/v1/score", "/tokenize", "/detokenize"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -268,6 +268,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   for (const char* route : {"/rerank", "/v1/rerank", "/v2/rerank"}) {  // vLLM serves all three (Jina's and Cohere's paths)
     server.Post(route, [&context, connections](const httplib::Request& request, httplib::Response& response) {
       HandleRerank(context, request, response, connections->Of(request));
+    });
+  }
+  for (const char* route : {"/score", "/v1/score"}) {  // vLLM's score API (similarity of embeddings here)
+    server.Post(route, [&context, connections](const httplib::Request& request, httplib::Response& response) {
+      HandleSimilarityScore(context, request, response, connections->Of(request));
     });
   }
   server.Post("/tokenize", [&context](const httplib::Request& request, httplib::Response& response) {

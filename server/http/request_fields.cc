@@ -63,6 +63,12 @@ constexpr std::string_view kRerank[] = {
     // arach-serve: the variant and the experiment assignment
     "arach", "arach_offset", "skip", "experiment_key"};
 
+// The score API (/score, /v1/score): vLLM's and ours.
+constexpr std::string_view kScore[] = {
+    "model", "text_1", "text_2", "user", "truncate_prompt_tokens", "priority", "cache_salt",
+    // arach-serve: the variant and the experiment assignment
+    "arach", "arach_offset", "skip", "experiment_key"};
+
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
@@ -123,15 +129,21 @@ absl::Status CheckResponsesParameters(const json& body) {
 
 absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
   if (route == OpenAiRoute::kResponses) return CheckResponsesParameters(body);
-  if (route == OpenAiRoute::kEmbeddings || route == OpenAiRoute::kRerank) {
-    const bool rerank = route == OpenAiRoute::kRerank;
-    const std::span<const std::string_view> own = rerank ? std::span<const std::string_view>(kRerank) : kEmbeddings;
+  if (route == OpenAiRoute::kEmbeddings || route == OpenAiRoute::kRerank || route == OpenAiRoute::kScore) {
+    // The embedding routes: their own parameters; another route's is named as such.
+    struct Own {
+      OpenAiRoute route;
+      std::span<const std::string_view> parameters;
+      const char* path;
+    };
+    const Own routes[] = {{OpenAiRoute::kEmbeddings, kEmbeddings, "/v1/embeddings"}, {OpenAiRoute::kRerank, kRerank, "/v1/rerank"},
+                          {OpenAiRoute::kScore, kScore, "/v1/score"}};
+    const Own& own = *std::find_if(std::begin(routes), std::end(routes), [&](const Own& r) { return r.route == route; });
     for (const auto& item : body.items()) {
-      if (item.value().is_null() || Contains(own, item.key())) continue;
+      if (item.value().is_null() || Contains(own.parameters, item.key())) continue;
       const bool elsewhere = Contains(kShared, item.key()) || Contains(kCompletionsOnly, item.key()) || Contains(kChatOnly, item.key()) ||
-                             Contains(rerank ? std::span<const std::string_view>(kEmbeddings) : kRerank, item.key());
-      return KeyError("", item.key(), elsewhere ? absl::StrCat("is not a parameter of ", rerank ? "/v1/rerank" : "/v1/embeddings")
-                                                : "is not a known parameter");
+                             std::any_of(std::begin(routes), std::end(routes), [&](const Own& r) { return Contains(r.parameters, item.key()); });
+      return KeyError("", item.key(), elsewhere ? absl::StrCat("is not a parameter of ", own.path) : "is not a known parameter");
     }
     return absl::OkStatus();
   }

@@ -250,6 +250,52 @@ TEST_F(EmbeddingsServer, RerankOrdersDocumentsByTheCosineOfTheirEmbeddingsToTheQ
   }
 }
 
+// /v1/score (and /score): vLLM's score API on the embedding model: one text_1 against each text_2, or pairwise, each
+// score the cosine of the two texts' embeddings as /v1/embeddings answers them.
+TEST_F(EmbeddingsServer, ScoreIsTheCosineOfEachPairsEmbeddings) {
+  const std::vector<std::string> texts = {"To be, or not to be", "that is the question", "Whether 'tis nobler", "To be"};
+  const HttpAnswer embedded = Embed({{"model", "gpt2-tiny"}, {"input", texts}});
+  ASSERT_EQ(embedded.status, 200) << embedded.body;
+  const auto cosine = [&](size_t a, size_t b) {
+    const std::vector<float> x = embedded.body["data"][a]["embedding"].get<std::vector<float>>();
+    const std::vector<float> y = embedded.body["data"][b]["embedding"].get<std::vector<float>>();
+    double dot = 0;
+    for (size_t k = 0; k < x.size(); ++k) dot += static_cast<double>(x[k]) * y[k];  // (unit vectors)
+    return dot;
+  };
+  const auto score = [&](const char* route, const json& text_1, const json& text_2) {
+    return testing::HttpSend(server_->http_address(), "POST", route, json{{"model", "gpt2-tiny"}, {"text_1", text_1}, {"text_2", text_2}}.dump());
+  };
+  const HttpAnswer one_to_many = score("/v1/score", texts[0], json::array({texts[1], texts[2], texts[3]}));
+  ASSERT_EQ(one_to_many.status, 200) << one_to_many.body;
+  EXPECT_EQ(one_to_many.body["object"], "list");
+  ASSERT_EQ(one_to_many.body["data"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(one_to_many.body["data"][i]["index"], i);
+    EXPECT_EQ(one_to_many.body["data"][i]["object"], "score");
+    EXPECT_NEAR(one_to_many.body["data"][i]["score"].get<double>(), cosine(0, i + 1), 1e-5) << i;
+  }
+  const HttpAnswer pairwise = score("/score", json::array({texts[0], texts[1]}), json::array({texts[2], texts[3]}));
+  ASSERT_EQ(pairwise.status, 200) << pairwise.body;
+  ASSERT_EQ(pairwise.body["data"].size(), 2u);
+  EXPECT_NEAR(pairwise.body["data"][0]["score"].get<double>(), cosine(0, 2), 1e-5);
+  EXPECT_NEAR(pairwise.body["data"][1]["score"].get<double>(), cosine(1, 3), 1e-5);
+  ASSERT_GT(std::abs(cosine(0, 2) - cosine(0, 3)), 1e-3) << "the test needs pairs the model tells apart";
+  const HttpAnswer same = score("/v1/score", texts[1], texts[1]);
+  ASSERT_EQ(same.status, 200) << same.body;
+  EXPECT_NEAR(same.body["data"][0]["score"].get<double>(), 1.0, 1e-6);
+  for (const auto& [body, param] : std::vector<std::pair<json, std::string>>{
+           {{{"model", "gpt2-tiny"}, {"text_2", "a"}}, "text_1"},
+           {{{"model", "gpt2-tiny"}, {"text_1", "a"}, {"text_2", json::array()}}, "text_2"},
+           {{{"model", "gpt2-tiny"}, {"text_1", json::array({"a", "b"})}, {"text_2", json::array({"a", "b", "c"})}}, "text_2"},
+           {{{"model", "gpt2-tiny"}, {"text_1", json::array({"a", 1})}, {"text_2", "b"}}, "text_1[1]"},
+           {{{"model", "gpt2-tiny"}, {"text_1", "a"}, {"text_2", "b"}, {"top_n", 1}}, "top_n"}}) {
+    const HttpAnswer refused = testing::HttpSend(server_->http_address(), "POST", "/v1/score", body.dump());
+    EXPECT_EQ(refused.status, 400) << body << " -> " << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], param) << body << " -> " << refused.body;
+  }
+}
+
 // arach-cli embed prints what gRPC Embed answers (its JSON, or the values), under the variant it names.
 TEST_F(EmbeddingsServer, TheCliPrintsTheEmbedding) {
   const std::string command = absl::StrCat(testing::CliBinary(), " embed --server=", server_->grpc_address(),

@@ -1,5 +1,6 @@
-// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings and /v1/rerank reach the HTTP API's
-// readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest, which share the prompt and field readers): every outcome
+// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings, /v1/rerank and /v1/score reach the
+// HTTP API's readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest, ParseSimilarityScoreRequest,
+// which share the prompt and field readers): every outcome
 // is a request or an INVALID_ARGUMENT naming a parameter, and the error renders as OpenAI's error body; never a
 // crash or an exception.
 #include <cstddef>
@@ -9,7 +10,7 @@
 
 #include "server/http/completion_request.h"
 #include "server/http/embedding_request.h"
-#include "server/http/rerank_request.h"
+#include "server/http/similarity_request.h"
 #include "server/http/openai_error.h"
 
 namespace {
@@ -41,6 +42,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!rerank.ok()) {
     CheckRefusal(rerank.status());
   } else if (rerank->documents.empty() || (rerank->top_n && *rerank->top_n < 0)) {
+    std::abort();
+  }
+  const absl::StatusOr<arach::server::http::SimilarityScoreRequest> score = arach::server::http::ParseSimilarityScoreRequest(body);
+  if (!score.ok()) {
+    CheckRefusal(score.status());
+  } else if (score->text_1.empty() || score->text_2.empty() || (score->text_1.size() > 1 && score->text_1.size() != score->text_2.size())) {
     std::abort();
   }
   return 0;

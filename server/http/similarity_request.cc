@@ -1,4 +1,4 @@
-#include "server/http/rerank_request.h"
+#include "server/http/similarity_request.h"
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
@@ -49,6 +49,40 @@ absl::StatusOr<RerankRequest> ParseRerankRequest(const std::string& body_text) {
   std::optional<bool> return_documents;
   ARACH_ASSIGN_OR_RETURN(return_documents, OptionalBoolAt(body, "return_documents"));
   request.return_documents = return_documents.value_or(true);
+  return request;
+}
+
+namespace {
+
+// text_1 / text_2: a string, or a non-empty list of strings.
+absl::StatusOr<std::vector<std::string>> ReadTexts(const json& body, const std::string& param) {
+  const auto texts = body.find(param);
+  if (texts == body.end() || texts->is_null()) return InvalidField(param, "is required");
+  if (texts->is_string()) return std::vector<std::string>{texts->get<std::string>()};
+  if (!texts->is_array()) return InvalidField(param, "must be a string or a list of strings");
+  if (texts->empty()) return InvalidField(param, "empty");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < texts->size(); ++i) {
+    if (!(*texts)[i].is_string()) return InvalidField(absl::StrCat(param, "[", i, "]"), "must be a string");
+    out.push_back((*texts)[i].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SimilarityScoreRequest> ParseSimilarityScoreRequest(const std::string& body_text) {
+  ARACH_ASSIGN_OR_RETURN(const json body, ParseJson(body_text, "body"));
+  if (!body.is_object()) return InvalidField("body", "must be a JSON object");
+  ARACH_RETURN_IF_ERROR(CheckRequestParameters(body, OpenAiRoute::kScore));
+  SimilarityScoreRequest request;
+  ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, /*max_tokens_keys=*/{}));
+  ARACH_ASSIGN_OR_RETURN(request.text_1, ReadTexts(body, "text_1"));
+  ARACH_ASSIGN_OR_RETURN(request.text_2, ReadTexts(body, "text_2"));
+  if (request.text_1.size() > 1 && request.text_1.size() != request.text_2.size()) {
+    return InvalidField("text_2", absl::StrCat("has ", request.text_2.size(), " texts for text_1's ", request.text_1.size(),
+                                               " (one text_1 for all, or as many of each)"));
+  }
   return request;
 }
 

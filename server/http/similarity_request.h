@@ -1,6 +1,7 @@
-// The body of a rerank request (POST /rerank, /v1/rerank, /v2/rerank: vLLM's, Jina's and Cohere's API shape), read
-// field by field: every error is INVALID_ARGUMENT "<param>: <what>" naming the parameter. The documents' count and
-// lengths are checked against the served model later (rerank.h).
+// The bodies of the embedding-similarity routes, read field by field: every error is INVALID_ARGUMENT
+// "<param>: <what>" naming the parameter. The texts' count and lengths are checked against the served model later
+// (similarity.h). Rerank: POST /rerank, /v1/rerank, /v2/rerank (vLLM's, Jina's and Cohere's API shape); score:
+// POST /score, /v1/score (vLLM's).
 #pragma once
 
 #include <optional>
@@ -24,5 +25,15 @@ struct RerankRequest {
 
 // Parses a rerank body; parameters the route does not know are refused (request_fields.h).
 absl::StatusOr<RerankRequest> ParseRerankRequest(const std::string& body);
+
+struct SimilarityScoreRequest {
+  GenerationFields fields;  // as RerankRequest's
+  // text_1 and text_2: each a string or a non-empty list of strings; one text_1 is scored against every text_2,
+  // else text_1[i] against text_2[i] (as many of each).
+  std::vector<std::string> text_1, text_2;
+};
+
+// Parses a score body; parameters the route does not know are refused (request_fields.h).
+absl::StatusOr<SimilarityScoreRequest> ParseSimilarityScoreRequest(const std::string& body);
 
 }  // namespace arach::server::http

@@ -1,0 +1,25 @@
+// The embedding-similarity routes, on the embedding model: each text is embedded as /v1/embeddings embeds a text
+// input (one engine request each, pooled as the model's folder says, under the request's variant) and a pair of
+// texts scores the cosine similarity of their embeddings (as vLLM scores with an embedding model).
+//  - POST /rerank, /v1/rerank, /v2/rerank (vLLM's rerank API, Jina's and Cohere's shape): the documents ranked by
+//    their similarity to the query, best first.
+//  - POST /score, /v1/score (vLLM's score API): text_1 against each text_2, or pairwise.
+#pragma once
+
+#include <httplib.h>
+
+#include <span>
+
+#include "server/http/client_connection.h"
+#include "server/service_context.h"
+
+namespace arach::server::http {
+
+void HandleRerank(ServiceContext& context, const httplib::Request& request, httplib::Response& response, const ClientConnection& client);
+void HandleSimilarityScore(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
+                           const ClientConnection& client);
+
+// The cosine similarity of two embeddings of one length (0 where either is all zeros), accumulated in double.
+double CosineSimilarity(std::span<const float> a, std::span<const float> b);
+
+}  // namespace arach::server::http
