@@ -35,6 +35,9 @@ ABSL_FLAG(bool, score, false,
 ABSL_FLAG(bool, embed, false,
           "engine: embedding requests (the prompt's pooled hidden states, as /v1/embeddings and the gRPC Embed call compute "
           "it; no token generated) instead of generations");
+ABSL_FLAG(std::string, pooling, "",
+          "engine, with --embed: pool as last_token, mean or first_token (as a Sentence-Transformers folder would say); "
+          "empty: as the model's folder says");
 ABSL_FLAG(int, prompt_top_logprobs, 0,
           "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "
           "prompt_logprobs N ask; at most 20)");

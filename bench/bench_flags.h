@@ -35,6 +35,7 @@ ABSL_DECLARE_FLAG(std::string, json_schema);
 ABSL_DECLARE_FLAG(int, shared_prefix);
 ABSL_DECLARE_FLAG(bool, score);
 ABSL_DECLARE_FLAG(bool, embed);
+ABSL_DECLARE_FLAG(std::string, pooling);
 ABSL_DECLARE_FLAG(bool, predict);
 ABSL_DECLARE_FLAG(int, prediction_edits);
 ABSL_DECLARE_FLAG(int, prediction_draft_tokens);
@@ -61,7 +62,7 @@ inline const std::vector<std::string> kVariantBenchFlags = {"preset", "scratch",
                                                             "decode_steps", "repeats", "device", "weight_dtype", "kv_cache_dtype"};
 inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "scratch", "device", "concurrency", "requests_per_client",
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
-                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score", "embed",
+                                                           "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score", "embed", "pooling",
                                                            "predict", "prediction_edits", "prediction_draft_tokens", "prompt_lookup_tokens",
                                                            "speculative_disable_by_batch_size", "prompt_top_logprobs", "temperature", "top_k", "top_p"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};

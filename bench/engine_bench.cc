@@ -3,7 +3,8 @@
 // and output lengths, one variant); prints requests/s, prompt and output tokens/s and TTFT / TPOT percentiles per
 // concurrency. With --score the requests are score requests (every prompt position's log-prob), as arach-run score,
 // echo and the gRPC Score call send; --prompt_top_logprobs N asks each position's N most likely tokens too. With
-// --embed they are embedding requests (the prompt's pooled hidden states), as /v1/embeddings and gRPC Embed send.
+// --embed they are embedding requests (the prompt's pooled hidden states), as /v1/embeddings and gRPC Embed send;
+// --pooling pools them as a Sentence-Transformers folder would say (mean pooling reads every prompt row).
 //
 // With --json_schema every request's output is held to that schema (structured output): the figures then include
 // the mask's cost (bench/schemas/nested.json never completes within --max_tokens, so every request generates them all).
@@ -14,7 +15,7 @@
 //
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
-//                            [--embed] [--temperature 1 --top_p 0.9] [--predict] [--prompt_lookup_tokens 4]
+//                            [--embed [--pooling mean]] [--temperature 1 --top_p 0.9] [--predict] [--prompt_lookup_tokens 4]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -161,6 +162,15 @@ int Run() {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;
   }
+  if (const std::string pooling = absl::GetFlag(FLAGS_pooling); !pooling.empty()) {  // as a Sentence-Transformers folder would say
+    const PoolingMode modes[] = {PoolingMode::kLastToken, PoolingMode::kMean, PoolingMode::kFirstToken};
+    const auto* mode = std::find_if(std::begin(modes), std::end(modes), [&](PoolingMode m) { return pooling == PoolingModeName(m); });
+    if (mode == std::end(modes) || !absl::GetFlag(FLAGS_embed)) {
+      std::fprintf(stderr, "--pooling: last_token, mean or first_token, with --embed\n");
+      return 2;
+    }
+    model->embedding_config.pooling = *mode;
+  }
   const std::string device = model->runner->backend().Describe();
   const int vocab = model->config.vocab_size;
   EngineConfig config;
@@ -244,7 +254,7 @@ int Run() {
       }
     }
   }
-  const std::string kind = embed    ? "embedding requests"
+  const std::string kind = embed    ? absl::StrCat("embedding requests (", PoolingModeName((*engine)->embedding_config().pooling), " pooling)")
                            : !score ? "generations"
                            : request.prompt_top_logprobs == 0
                                ? "score requests"

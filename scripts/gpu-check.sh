@@ -11,13 +11,14 @@
 #          CPU sampler, CUDA-graph decode steps vs steps run op by op), the failed cases again under
 #          compute-sanitizer's memcheck, and a generation;
 #   bench: our forward on GPT-2-124M and Pythia-410M shapes, batch 1/32/256, prompt 128, 128 new tokens, the
-#          variant costs, and the serving engine (continuous batching, no gRPC) at concurrency 1/64/256;
+#          variant costs, and the serving engine (continuous batching, no gRPC) at concurrency 1/64/256, scoring and
+#          embeddings (last-token and mean pooling);
 #   with .gpu-serve carried:
 #   serve: arach-cli bench through arach-server --device cuda (gRPC) on GPT-2-124M, concurrency 1/64/256, base and
 #          an ARACH A/B mix;
 #   peers: the PyTorch peers on the same shapes (eager, and ../shared/tools/compiled_peer.py).
 #   Output also goes to $OUT.
-#   Worst-case times: tests 7 min (4.5 without failures), bench 6 min, serve 3 min, peers 4 min; split across calls to fit the
+#   Worst-case times: tests 7 min (4.5 without failures), bench 6.5 min, serve 3 min, peers 4 min; split across calls to fit the
 #   10-minute limit (tests, then bench, with .gpu; then serve+peers with .gpu-serve).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -137,6 +138,12 @@ case "$mode" in
         timeout 100 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset qwen2/0.5b --score \
           --prompt_top_logprobs $top --concurrency 1,8 --requests_per_client 4 --prompt_len 512 --max_num_batched_tokens 4096 \
           --scratch /tmp/arach-bench-models 2>&1 | tee -a "$out/engine_bench_score.txt" || status=1
+      done
+      echo "== engine_bench embeddings (ours: last-token and mean pooling, the mean's rows summed on the GPU)"
+      for pooling in last_token mean; do
+        timeout 45 $bundle/bin/engine_bench --device cuda --weight_dtype bf16 --preset qwen2/0.5b --embed --pooling $pooling \
+          --concurrency 1,16,64 --requests_per_client 4 --prompt_len 512 --max_num_batched_tokens 8192 \
+          --scratch /tmp/arach-bench-models 2>&1 | tee -a "$out/engine_bench_embed.txt" || status=1
       done
     fi
     if [ "$part" = serve ] || [ "$part" = all ]; then
