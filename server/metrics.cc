@@ -135,7 +135,7 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
   auto& generation = BuildCounter().Name("arach_generation_tokens_total")
                          .Help("Tokens generated, by variant.").Register(r);
   auto& score = BuildCounter().Name("arach_score_requests_total").Help("Score requests answered, by variant.").Register(r);
-  auto& embedding = BuildCounter().Name("arach_embedding_inputs_total").Help("Inputs embedded (/v1/embeddings), by variant.").Register(r);
+  auto& embedding = BuildCounter().Name("arach_embedding_inputs_total").Help("Inputs embedded (/v1/embeddings, gRPC Embed; each text of /v1/rerank and /v1/score), by variant.").Register(r);
   auto& generated_logprob = BuildHistogram().Name("arach_generated_token_logprob")
                                 .Help("Mean log-prob of the tokens a request generated (raw model distribution), by variant: "
                                       "a quality signal, higher is more confident.")
