@@ -454,6 +454,12 @@ absl::Status ModelRunner::DownloadHiddenSums(const DeviceMatrix& rows, const std
   const int64_t d = config_.hidden_size;
   int num_asking = 0;
   for (size_t s = 0; s + 1 < row_start.size(); ++s) num_asking += row_start[s + 1] > row_start[s] ? 1 : 0;
+  output.hidden.resize(static_cast<size_t>(num_asking) * d);
+  if (num_asking == rows.rows) {  // one row each (last- or first-token pooling): the rows are the answer, in order
+    output.hidden_start = row_start;
+    backend_->DownloadFloat(output.hidden.data(), rows);
+    return absl::OkStatus();
+  }
   ARACH_ASSIGN_OR_RETURN(const DeviceMatrix sums, workspace_->Matrix(Scratch::kHiddenSums, num_asking, d, DType::kF32));  // [asking, d]
   output.hidden_start.assign(row_start.size(), 0);
   int next = 0;
@@ -462,7 +468,6 @@ absl::Status ModelRunner::DownloadHiddenSums(const DeviceMatrix& rows, const std
     if (n > 0) backend_->SumRows(rows.Rows(row_start[s], n), sums.Rows(next++, 1));
     output.hidden_start[s + 1] = next;
   }
-  output.hidden.resize(static_cast<size_t>(num_asking) * d);
   backend_->DownloadFloat(output.hidden.data(), sums);
   return absl::OkStatus();
 }

@@ -135,7 +135,7 @@ class ModelRunner {
   absl::StatusOr<DeviceMatrix> LmHead(const DeviceMatrix& normed, Scratch slot);
   // Sums each sequence's hidden rows on the device (`rows`: the step's hidden rows after the final norm, sequence s
   // owning [row_start[s], row_start[s+1])) and downloads one float32 row per sequence that has any into
-  // output.hidden / hidden_start.
+  // output.hidden / hidden_start; where every such sequence has one row, those rows are downloaded as they are.
   absl::Status DownloadHiddenSums(const DeviceMatrix& rows, const std::vector<int>& row_start, ForwardOutput& output);
   // Backend::ScoreRows of the rows `normed` ([targets.size(), d]) against `targets`, their logits computed a
   // block of rows at a time (at most scored_logits_bytes_ of them) and each block scored before the next.
