@@ -58,6 +58,21 @@ Value SortKey(const Value& v, bool case_sensitive) {
   return v;
 }
 
+// Python's sorted() of `entries` by `key(entry)` (a Value), stable; the first comparison Python cannot make is the error.
+template <typename Entry, typename KeyOf>
+absl::Status StableSortByKey(std::vector<Entry>& entries, bool reverse, KeyOf key) {
+  absl::Status error;
+  std::stable_sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    absl::StatusOr<bool> less = reverse ? key(b).Less(key(a)) : key(a).Less(key(b));
+    if (!less.ok()) {
+      error = less.status();
+      return false;
+    }
+    return *less;
+  });
+  return error;
+}
+
 absl::StatusOr<std::vector<Value>> SortedValues(std::vector<Value> items, bool reverse, bool case_sensitive,
                                                 const std::string& attribute) {
   std::vector<std::pair<Value, Value>> keyed;
@@ -68,16 +83,7 @@ absl::StatusOr<std::vector<Value>> SortedValues(std::vector<Value> items, bool r
     }
     keyed.emplace_back(SortKey(key, case_sensitive), std::move(item));
   }
-  absl::Status error;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    absl::StatusOr<bool> less = reverse ? b.first.Less(a.first) : a.first.Less(b.first);
-    if (!less.ok()) {
-      error = less.status();
-      return false;
-    }
-    return *less;
-  });
-  if (!error.ok()) return error;
+  ARACH_RETURN_IF_ERROR(StableSortByKey(keyed, reverse, [](const std::pair<Value, Value>& entry) -> const Value& { return entry.first; }));
   std::vector<Value> out;
   for (auto& [key, item] : keyed) out.push_back(std::move(item));
   return out;
@@ -412,13 +418,7 @@ absl::StatusOr<Value> FilterGroupBy(const Value& v, CallArgs& a) {
     if (grouper.is_undefined() && fallback != nullptr) grouper = *fallback;
     keyed.push_back({SortKey(grouper, case_sensitive), std::move(grouper), std::move(item)});
   }
-  absl::Status error;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const Keyed& x, const Keyed& y) {
-    absl::StatusOr<bool> less = x.key.Less(y.key);
-    if (!less.ok()) error = less.status();
-    return less.ok() && *less;
-  });
-  if (!error.ok()) return error;
+  ARACH_RETURN_IF_ERROR(StableSortByKey(keyed, /*reverse=*/false, [](const Keyed& entry) -> const Value& { return entry.key; }));
   std::vector<Value> groups;
   for (size_t begin = 0; begin < keyed.size();) {
     size_t end = begin + 1;
