@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/core/status.h"
 #include "engine/engine_request_state.h"
 #include "engine/output/detokenizer.h"
@@ -22,6 +23,7 @@ constexpr auto kDeadlineCancelSlack = std::chrono::milliseconds(50);
 Engine::Engine(ModelBundle model, const EngineConfig& config)
     : model_(std::move(model)),
       config_(config),
+      lora_names_(model_.runner->lora_names()),
       allocator_(model_.runner->kv_cache().num_blocks()),
       scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching,
                                  model_.config.UniformSlidingWindow(), config.background_tokens_beside_live,
@@ -74,9 +76,20 @@ absl::Status Engine::CheckConstraint(const OutputConstraint& constraint, absl::s
   return constraints_->Compile(constraint, field).status();
 }
 
+absl::StatusOr<int> Engine::LoraIndex(const std::string& name, FieldNames names) const {
+  if (name.empty()) return 0;
+  const auto it = std::find(lora_names_.begin(), lora_names_.end(), name);
+  if (it == lora_names_.end()) {
+    return InvalidField(names, "lora", absl::StrCat("no LoRA adapter '", name, "' is loaded (",
+                                                   lora_names_.empty() ? "none is" : absl::StrJoin(lora_names_, ", "), ")"));
+  }
+  return static_cast<int>(it - lora_names_.begin()) + 1;
+}
+
 absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names) {
   const ModelConfig& c = model_.config;
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), max_embedding_tokens(), names));
+  ARACH_ASSIGN_OR_RETURN(const int lora, LoraIndex(request.lora, names));
   const SamplingParams& sp = request.sampling;
   const int prompt_len = static_cast<int>(request.prompt.size());
   const int new_tokens = request.kind == RequestKind::kGenerate ? sp.max_tokens : 0;
@@ -115,7 +128,8 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.tokens = state->request.prompt;
   seq.prompt_len = prompt_len;
   seq.variant = state->request.variant;
-  seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt);
+  seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt, state->request.lora);
+  seq.lora = lora;
   state->token_filter = std::move(token_filter);
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (state->request.kind == RequestKind::kEmbed) {
@@ -135,6 +149,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   if (state->request.keep_generated) {
     state->generated.emplace();
     state->generated->cache_salt = state->request.cache_salt;
+    state->generated->lora = state->request.lora;
   }
   if (state->request.attention_diagnostics) {
     seq.want_attention_diagnostics = true;
@@ -444,6 +459,7 @@ void Engine::Step() {
     input.start_position = chunk.start;
     input.block_table = &seq.blocks;
     input.variant = seq.variant;
+    input.lora = seq.lora;
     const RequestState& r = *requests_.at(seq.id);
     const bool generates = r.request.kind == RequestKind::kGenerate;
     input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;

@@ -140,6 +140,8 @@ class Engine {
   // The model's chat template (or --chat_template's); null when it has none.
   const ChatTemplate* chat_template() const { return model_.chat_template.get(); }
   bool has_adapter() const { return model_.runner->has_adapter(); }
+  // The LoRA adapters a request may name (EngineRequest::lora), in load order.
+  const std::vector<std::string>& lora_names() const { return lora_names_; }
   int adapter_expansion() const { return model_.runner->adapter_expansion(); }
   int kv_block_size() const { return model_.runner->kv_cache().block_size(); }
   // The KV cache's element type and what one cached token takes (K and V, all layers).
@@ -157,6 +159,9 @@ class Engine {
   struct RequestState;
   Engine(ModelBundle model, const EngineConfig& config);
   void Loop();
+  // SequenceInput::lora of the adapter `name` names (0 for none); INVALID_ARGUMENT naming the field "lora" for an
+  // adapter not loaded.
+  absl::StatusOr<int> LoraIndex(const std::string& name, FieldNames names) const;
   // One schedule -> forward -> sample round.
   void Step();
   void TakeInbox(std::unique_lock<std::mutex>& lock);
@@ -191,6 +196,7 @@ class Engine {
 
   ModelBundle model_;
   EngineConfig config_;
+  std::vector<std::string> lora_names_;  // the runner's LoRA adapters (ModelRunner::lora_names)
   BlockAllocator allocator_;
   Scheduler scheduler_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;  // step thread only

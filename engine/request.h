@@ -64,6 +64,9 @@ struct EngineRequest {
   // document to rewrite). Speculative decoding drafts from it (EngineConfig::prediction_draft_tokens); the output is
   // the same with or without it, only sooner where it is right.
   std::vector<int32_t> prediction;
+  // The LoRA adapter the request runs with (Engine::lora_names(); empty: the base model). Its prefix-cache blocks are
+  // those of that adapter alone.
+  std::string lora;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -121,6 +124,7 @@ struct KeptGeneration {
   std::vector<float> raw_logprobs;   // [generated]: log p(token) under the raw model distribution
   std::vector<int32_t> argmax;       // [generated]: the most likely token at that step
   std::string cache_salt;            // the request's (a comparison scores it in the same prefix-cache namespace)
+  std::string lora;                  // the request's LoRA adapter (a comparison scores it with the same one)
 };
 
 struct FinishInfo {

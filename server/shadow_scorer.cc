@@ -84,6 +84,7 @@ void ShadowScorer::OnFinished(Engine& engine, const Variant& served, const Finis
   request.prompt = info.generated->sequence;
   request.variant = against;
   request.cache_salt = info.generated->cache_salt;  // its blocks stay in the live request's namespace
+  request.lora = info.generated->lora;               // scored by the model that generated it
   auto observer = std::make_shared<ShadowObserver>(*this, served, against, *info.generated);
   if (!engine.Submit(std::move(request), std::move(observer)).ok()) {
     --in_flight_;  // the engine refused it: the observer never runs

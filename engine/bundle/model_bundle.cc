@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "engine/model/adapter.h"
+#include "engine/model/lora_adapter.h"
 #include "engine/model/hub_embedding.h"
 #include "engine/model/checkpoint.h"
 #include "engine/model/model_weights.h"
@@ -25,7 +26,31 @@ absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, con
   if (!options.adapter.empty()) {
     ARACH_ASSIGN_OR_RETURN(features.adapter, LoadAdapter(options.adapter, config));
   }
+  for (const LoraModule& module : options.lora_modules) {
+    ARACH_ASSIGN_OR_RETURN(LoraAdapter lora, LoadLoraAdapter(module.name, module.path, config));
+    features.loras.push_back(std::move(lora));
+  }
   return features;
+}
+
+absl::Status ParseLoraModulesFlag(const std::vector<std::string>& entries, LoadModelOptions& load) {
+  load.lora_modules.clear();
+  for (const std::string& entry : entries) {
+    if (entry.empty()) continue;
+    const size_t eq = entry.find('=');
+    const auto refuse = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("--lora_modules: '", entry, "': ", why));
+    };
+    if (eq == std::string::npos) return refuse("expected NAME=PATH");
+    LoraModule module{entry.substr(0, eq), entry.substr(eq + 1)};
+    if (module.name.empty() || module.path.empty()) return refuse("expected NAME=PATH, both non-empty");
+    if (module.name.find(':') != std::string::npos) return refuse("a name must not contain ':' (NAME:VARIANT names a variant)");
+    for (const LoraModule& earlier : load.lora_modules) {
+      if (earlier.name == module.name) return refuse("the name is given twice");
+    }
+    load.lora_modules.push_back(std::move(module));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
@@ -20,6 +21,12 @@ namespace arach {
 // The most tokens per sequence the default KV pool makes room for.
 inline constexpr int kDefaultKvTokensPerSequence = 8192;
 
+// A LoRA adapter to serve: the name requests give it by, and its PEFT folder (engine/model/lora_adapter.h).
+struct LoraModule {
+  std::string name;
+  std::string path;
+};
+
 struct LoadModelOptions {
   DeviceKind device = DeviceKind::kCpu;
   int block_size = 16;          // tokens per KV block
@@ -32,6 +39,7 @@ struct LoadModelOptions {
   bool step_graphs = true;      // record decode steps as graphs where the device can (ModelRunner::set_step_graphs)
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
+  std::vector<LoraModule> lora_modules;  // LoRA adapters requests may name, loaded beside the base model
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
   // The context served (positions a sequence may reach: prompt and generated tokens), below the model's own
   // max_position_embeddings; 0 = the model's. The RoPE table and the default KV pool follow it.
@@ -55,6 +63,14 @@ inline constexpr char kKvCacheDTypeFlagHelp[] =
     "or auto (CPU: f16 with weights narrower than f32, f32 with f32 weights; GPU: its compute type)";
 
 absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load);
+
+// The help of --lora_modules, for every executable that takes it.
+inline constexpr char kLoraModulesFlagHelp[] =
+    "LoRA adapters to serve beside the model, NAME=PATH[,NAME=PATH...]: PEFT folders (adapter_config.json and "
+    "adapter_model.safetensors); a request names one as its model (NAME, or NAME:VARIANT with an ARACH variant)";
+// The --lora_modules entries ("NAME=PATH") into `load`: INVALID_ARGUMENT naming the flag for an entry without
+// "=", an empty name or path, a name with ':' or ',' or one given twice.
+absl::Status ParseLoraModulesFlag(const std::vector<std::string>& entries, LoadModelOptions& load);
 
 struct ModelBundle {
   std::string dir;

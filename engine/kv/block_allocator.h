@@ -31,9 +31,9 @@ struct BlockContent {
   }
 };
 
-// The prefix-cache namespace of a request's cache salt (EngineRequest::cache_salt): 0 (shared) for an empty
-// salt, else a 64-bit digest of it that is never 0.
-uint64_t CacheNamespaceOf(std::string_view cache_salt);
+// The prefix-cache namespace of a request's cache salt and LoRA adapter (EngineRequest::cache_salt, ::lora): 0
+// (shared) when both are empty, else a 64-bit digest of both that is never 0 (an adapter's K/V are its own).
+uint64_t CacheNamespaceOf(std::string_view cache_salt, std::string_view lora = {});
 
 class BlockAllocator {
  public:

@@ -1,5 +1,6 @@
 #include "engine/model/weight_reader.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/core/status.h"
@@ -35,6 +36,25 @@ HostTensor ConcatRows(const std::vector<const HostTensor*>& parts) {
   out.shape[0] = rows;
   return out;
 }
+
+HostTensor DeinterleaveQkv(const HostTensor& interleaved, int heads, int head_dim) {
+  const int64_t cols = interleaved.shape.size() == 2 ? interleaved.shape[1] : 1;
+  HostTensor out;
+  out.shape = interleaved.shape;
+  out.data.resize(interleaved.data.size());
+  const int64_t d = static_cast<int64_t>(heads) * head_dim;
+  for (int h = 0; h < heads; ++h) {
+    for (int part = 0; part < 3; ++part) {  // 0 = q, 1 = k, 2 = v
+      for (int i = 0; i < head_dim; ++i) {
+        const int64_t src_row = (static_cast<int64_t>(h) * 3 + part) * head_dim + i;
+        const int64_t dst_row = part * d + static_cast<int64_t>(h) * head_dim + i;
+        std::copy_n(interleaved.data.begin() + src_row * cols, cols, out.data.begin() + dst_row * cols);
+      }
+    }
+  }
+  return out;
+}
+
 
 absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint, const ModelConfig& config) {
   WeightReader reader(checkpoint, config.quantization);

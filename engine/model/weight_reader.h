@@ -32,6 +32,10 @@ class WeightReader {
 // Concatenates 2-D (or 1-D) tensors along the first dimension.
 HostTensor ConcatRows(const std::vector<const HostTensor*>& parts);
 
+// Regroups rows of `interleaved` ((3 * heads * head_dim) rows of `cols` values, GPT-NeoX's fused QKV) from per-head
+// [q k v] blocks into the canonical [q of all heads; k of all heads; v of all heads].
+HostTensor DeinterleaveQkv(const HostTensor& interleaved, int heads, int head_dim);
+
 // Family loaders (one file each).
 absl::StatusOr<ModelWeights> LoadGpt2Weights(const WeightReader& reader, const ModelConfig& config);
 absl::StatusOr<ModelWeights> LoadGptNeoxWeights(const WeightReader& reader, const ModelConfig& config);

@@ -7,11 +7,11 @@
 
 namespace arach {
 
-absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& tensor) {
+absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& tensor, bool matrix) {
   if (tensor.empty()) return DeviceMatrix{};
   // Matrices (2-D, more than one row: projections, embeddings, LM head, adapter) in the backend's weight dtype;
   // vectors (norms, biases, the hub's input row) in its activation dtype.
-  const bool matrix = tensor.shape.size() == 2 && tensor.shape[0] > 1;
+  matrix = tensor.shape.size() == 2 && (tensor.shape[0] > 1 || matrix);
   const DType dtype = matrix ? backend.weight_dtype() : backend.activation_dtype();
   const size_t count = tensor.data.size();
   const int64_t rows = tensor.shape.size() == 2 ? tensor.shape[0] : 1;
@@ -59,6 +59,17 @@ absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& ba
       ARACH_ASSIGN_OR_RETURN(a.up, w->Put(backend, std::move(layer.up)));
       ARACH_ASSIGN_OR_RETURN(a.down, w->Put(backend, std::move(layer.down)));
       ARACH_ASSIGN_OR_RETURN(a.skip, w->Put(backend, std::move(layer.skip)));
+    }
+  }
+  for (LoraAdapter& lora : features.loras) {
+    DeviceLoraAdapter& device = w->loras.emplace_back();
+    device.name = lora.name;
+    for (LoraLayer& layer : lora.layers) {
+      std::array<DeviceLoraProjection, kLoraSites>& sites = device.layers.emplace_back();
+      for (int s = 0; s < kLoraSites; ++s) {
+        ARACH_ASSIGN_OR_RETURN(sites[s].a, w->Put(backend, std::move(layer.sites[s].a), /*matrix=*/true));
+        ARACH_ASSIGN_OR_RETURN(sites[s].b, w->Put(backend, std::move(layer.sites[s].b), /*matrix=*/true));
+      }
     }
   }
   ARACH_ASSIGN_OR_RETURN(w->token_embedding, w->Put(backend, std::move(host.token_embedding)));

@@ -1,14 +1,17 @@
 // The model's weights in device memory (the backend's weight dtype), as DeviceMatrix views, plus the
-// feature weights: the ARACH hub input row and the pre-projection + skip adapter.
+// feature weights: the ARACH hub input row, the pre-projection + skip adapter and the LoRA adapters.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <string>
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
 #include "engine/model/adapter.h"
+#include "engine/model/lora_adapter.h"
 #include "engine/model/model_weights.h"
 
 namespace arach {
@@ -29,10 +32,21 @@ struct DeviceAdapterLayer {
   DeviceMatrix skip;  // [d, d]
 };
 
+// One LoRA adapter's matrices (LoraProjection), per layer and LoraSite; empty views where it leaves a projection.
+struct DeviceLoraProjection {
+  DeviceMatrix a;  // [R, in]
+  DeviceMatrix b;  // [out, R], scale folded in
+};
+struct DeviceLoraAdapter {
+  std::string name;
+  std::vector<std::array<DeviceLoraProjection, kLoraSites>> layers;  // [num_layers]
+};
+
 // Weights of the model variants beside the base model.
 struct FeatureWeights {
   std::vector<float> hub_embedding;       // [d] ARACH hub embedding
   std::optional<AdapterWeights> adapter;  // pre-projection + skip, when loaded
+  std::vector<LoraAdapter> loras;         // LoRA adapters requests may name (SequenceInput::lora = index + 1)
 };
 
 class DeviceWeights {
@@ -49,11 +63,13 @@ class DeviceWeights {
   DeviceMatrix hub_input;           // [1, d]: hub embedding (+ the position-0 embedding for learned positions)
   std::vector<DeviceAdapterLayer> adapter;  // [num_layers], empty without an adapter
   int adapter_expansion = 0;        // E
+  std::vector<DeviceLoraAdapter> loras;  // FeatureWeights::loras, in order
   size_t total_bytes = 0;
 
  private:
   DeviceWeights() = default;
-  absl::StatusOr<DeviceMatrix> Put(Backend& backend, HostTensor&& tensor);
+  // `matrix`: a 2-D tensor stored in the weight dtype even with one row (a LoRA A of rank 1).
+  absl::StatusOr<DeviceMatrix> Put(Backend& backend, HostTensor&& tensor, bool matrix = false);
   std::vector<std::unique_ptr<DeviceBuffer>> buffers_;
 };
 

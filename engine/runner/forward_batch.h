@@ -34,6 +34,8 @@ struct SequenceInput {
   const BlockTable* block_table = nullptr;  // must cover positions [0, start_position + tokens.size())
   LogitsMode logits = LogitsMode::kLast;
   Variant variant;                        // ARACH adds one hub row per new token; skip runs the adapter
+  // The LoRA adapter its rows (verbal and hub) run with: 0 none, i the runner's (i - 1)-th (FeatureWeights::loras).
+  int lora = 0;
   bool attention_diagnostics = false;     // return this step's attention-mass sums
   // Where the backend samples on the device (ModelRunner::samples_on_device): pick the next token from the last
   // new token's logits there (ForwardOutput::sampled_tokens), with these parameters (its logits span is not read;

@@ -101,6 +101,9 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     if (seq.start_position < 0) return Broken(s, "negative start position");
     const int end = seq.start_position + n;
     if (end > config_.max_positions) return Broken(s, absl::StrCat(end, " tokens exceed the model's context of ", config_.max_positions));
+    if (seq.lora < 0 || seq.lora > static_cast<int>(weights_->loras.size())) {
+      return Broken(s, absl::StrCat("LoRA adapter ", seq.lora, " of ", weights_->loras.size(), " loaded"));
+    }
     if (seq.block_table->capacity() < end) {
       return Broken(s, absl::StrCat("block table holds ", seq.block_table->capacity(), " positions, ", end, " needed"));
     }
@@ -180,6 +183,16 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.skip_rows.push_back(r);
     for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.skip_rows.push_back(num_verbal + h);
   }
+  for (int adapter = 1; adapter <= static_cast<int>(weights_->loras.size()); ++adapter) {  // every row, grouped by adapter
+    const int start = static_cast<int>(flat.lora_rows.size());
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+      if (batch.sequences[s].lora != adapter) continue;
+      for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.lora_rows.push_back(r);
+      for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.lora_rows.push_back(num_verbal + h);
+    }
+    const int count = static_cast<int>(flat.lora_rows.size()) - start;
+    if (count > 0) flat.lora_groups.push_back({adapter - 1, start, count});
+  }
   if (bucketed_rows) {
     // Skip rows filled up to their bucket with kNoRow (the adapter reads zeros there, its result goes nowhere).
     const int skip_rows = static_cast<int>(flat.skip_rows.size());
@@ -236,6 +249,7 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   }
   ARACH_ASSIGN_OR_RETURN(DeviceMatrix qkv, workspace_->Matrix(Scratch::kQkv, rows, c.qkv_size()));
   b.Linear(normed, w.qkv_weight, w.qkv_bias, qkv, /*accumulate=*/false);
+  ARACH_RETURN_IF_ERROR(ApplyLora(l, LoraSite::kQkv, normed, qkv, in));
   const DeviceMatrix q = qkv.Cols(0, c.q_size());
   const DeviceMatrix k = qkv.Cols(c.q_size(), c.kv_size());
   const DeviceMatrix v = qkv.Cols(c.q_size() + c.kv_size(), c.kv_size());
@@ -266,6 +280,7 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
   }
   b.Attention(params);
   b.Linear(attention, w.out_weight, w.out_bias, hidden, /*accumulate=*/true);  // residual add
+  ARACH_RETURN_IF_ERROR(ApplyLora(l, LoraSite::kOut, attention, hidden, in));
   if (in.num_skip_rows > 0) b.ScatterRows(skip, in.skip_rows, hidden, /*accumulate=*/true);  // + skip
 
   // ---- MLP block
@@ -275,12 +290,21 @@ absl::Status ModelRunner::RunLayer(int l, const DeviceMatrix& hidden, const Atte
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix gate_up, workspace_->Matrix(Scratch::kMlpIn, rows, 2 * inner));
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix act, workspace_->Matrix(Scratch::kMlpAct, rows, inner));
     b.Linear(mlp_input, w.mlp_in_weight, w.mlp_in_bias, gate_up, /*accumulate=*/false);
+    ARACH_RETURN_IF_ERROR(ApplyLora(l, LoraSite::kMlpIn, mlp_input, gate_up, in));
     b.GatedActivate(c.activation, gate_up, act);
     b.Linear(act, w.mlp_out_weight, w.mlp_out_bias, hidden, /*accumulate=*/true);
+    ARACH_RETURN_IF_ERROR(ApplyLora(l, LoraSite::kMlpOut, act, hidden, in));
   } else {
     ARACH_ASSIGN_OR_RETURN(DeviceMatrix act, workspace_->Matrix(Scratch::kMlpIn, rows, inner));
-    b.LinearActivate(mlp_input, w.mlp_in_weight, w.mlp_in_bias, c.activation, act);
+    if (LoraChanges(l, LoraSite::kMlpIn, in)) {  // the LoRA term comes before the activation
+      b.Linear(mlp_input, w.mlp_in_weight, w.mlp_in_bias, act, /*accumulate=*/false);
+      ARACH_RETURN_IF_ERROR(ApplyLora(l, LoraSite::kMlpIn, mlp_input, act, in));
+      b.Activate(c.activation, act);
+    } else {
+      b.LinearActivate(mlp_input, w.mlp_in_weight, w.mlp_in_bias, c.activation, act);
+    }
     b.Linear(act, w.mlp_out_weight, w.mlp_out_bias, hidden, /*accumulate=*/true);
+    ARACH_RETURN_IF_ERROR(ApplyLora(l, LoraSite::kMlpOut, act, hidden, in));
   }
   return absl::OkStatus();
 }
@@ -312,7 +336,8 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
                          workspace_->UploadTogether({W::Of(flat.ids), W::Of(flat.positions), W::Of(flat.slots),
                                                      W::Of(flat.query_start), W::Of(flat.block_table_start),
                                                      W::Of(flat.rope_positions), W::Of(flat.skip_rows), W::Of(flat.hub_start),
-                                                     W::Of(flat.hub_offsets), W::Of(flat.logit_rows), W::Of(flat.block_tables)}));
+                                                     W::Of(flat.hub_offsets), W::Of(flat.logit_rows), W::Of(flat.lora_rows),
+                                                     W::Of(flat.block_tables)}));
   const auto ints = [&uploaded](size_t i) { return static_cast<const int32_t*>(uploaded[i]); };
   StepDevicePointers d;
   d.ids = ints(0);
@@ -324,6 +349,8 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   in.slots = ints(2);
   in.rope_positions = ints(5);
   in.skip_rows = ints(6);
+  in.lora_rows = ints(10);
+  in.lora_groups = flat.lora_groups;
   DeviceMatrix mass_sums;  // [L * S * kAttentionMassKinds, H] float32, zeroed
   if (want_mass) {
     const int64_t mass_rows = static_cast<int64_t>(c.num_layers) * num_seqs * kAttentionMassKinds;
@@ -339,7 +366,7 @@ absl::Status ModelRunner::Execute(const ForwardBatch& batch, ForwardOutput& outp
   attention.query_start = ints(3);
   attention.positions = d.positions;
   attention.block_table_start = ints(4);
-  attention.block_tables = ints(10);
+  attention.block_tables = ints(11);
   attention.num_hub_rows = num_hub;
   attention.hub_start = ints(7);
   attention.hub_logit_offset = static_cast<const float*>(uploaded[8]);
@@ -500,9 +527,10 @@ std::optional<int> ModelRunner::StepGraphBatchSize(const ForwardBatch& batch) co
     return std::nullopt;
   }
   // Decode steps only (one new token per sequence: the attention plan's shape is then the batch's alone), without
-  // the diagnostics' extra buffer, scored or hidden rows (their count would not follow the batch size).
+  // the diagnostics' extra buffer, scored or hidden rows or LoRA rows (their count would not follow the batch size).
   for (const SequenceInput& seq : batch.sequences) {
-    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden != HiddenRows::kNone) {
+    if (seq.tokens.size() != 1 || seq.attention_diagnostics || !seq.score_targets.empty() || seq.return_hidden != HiddenRows::kNone ||
+        seq.lora != 0) {
       return std::nullopt;
     }
   }

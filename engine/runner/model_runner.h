@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -70,6 +71,8 @@ class ModelRunner {
   const StepGraphStats& step_graph_stats() const { return graph_stats_; }
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
+  // The LoRA adapters' names (SequenceInput::lora = index + 1).
+  std::vector<std::string> lora_names() const;
   int adapter_expansion() const { return weights_->adapter_expansion; }
   // How the KV pool was sized, for the start-up line: "64.00 MiB of 7.20 GiB available (cgroup memory limit ...)".
   const std::string& kv_memory_note() const { return kv_memory_note_; }
@@ -77,6 +80,12 @@ class ModelRunner {
  private:
   ModelRunner() = default;
 
+  // The rows of one LoRA adapter in a step: lora_rows[start, start + count).
+  struct LoraRows {
+    int adapter = 0;  // index into DeviceWeights::loras
+    int start = 0;
+    int count = 0;
+  };
   // Host-side flattening of the batch (validated).
   struct FlatBatch {
     std::vector<int32_t> ids;                // [N_v]
@@ -89,6 +98,8 @@ class ModelRunner {
     std::vector<int32_t> block_table_start;  // [S + 1]
     std::vector<int32_t> block_tables;       // flattened block ids
     std::vector<int32_t> skip_rows;          // rows (verbal and hub) of skip-on sequences
+    std::vector<int32_t> lora_rows;          // rows (verbal and hub) of LoRA sequences, grouped by adapter
+    std::vector<LoraRows> lora_groups;       // one per adapter in the step: its part of lora_rows
     // Verbal rows whose logits are computed: first the last row of each sequence sampled on the device
     // ([0, num_sampled)), then the rows whose logits are returned, then the rows scored on the device (the same
     // row may be in several parts), and last the rows whose hidden state is returned (no logits for those).
@@ -116,6 +127,8 @@ class ModelRunner {
     const int32_t* rope_positions = nullptr;
     const int32_t* slots = nullptr;
     const int32_t* skip_rows = nullptr;
+    const int32_t* lora_rows = nullptr;    // FlatBatch::lora_rows on the device
+    std::span<const LoraRows> lora_groups;  // FlatBatch::lora_groups (host)
     float* attention_mass = nullptr;  // [L, S, kAttentionMassKinds, H] or null (no sequence asked)
     int num_verbal_rows = 0;
     int num_skip_rows = 0;
@@ -169,6 +182,12 @@ class ModelRunner {
   // Pre-projection + skip on the skip rows of `normed`: replaces them by x~ and returns skip_proj(x~)
   // ([skip rows, d], to be added to the residual).
   absl::StatusOr<DeviceMatrix> ApplyAdapter(int l, const DeviceMatrix& normed, const StepInputs& in);
+  // Adds the LoRA term of layer `l`'s projection `site` to `output` for the rows of every adapter in the step that
+  // changes it: output[rows] += ((input[rows] A^T) B^T) (engine/model/lora_adapter.h). input: the projection's
+  // input [rows, in]; output: its result [rows, out] (already holding x W^T + bias).
+  absl::Status ApplyLora(int l, LoraSite site, const DeviceMatrix& input, const DeviceMatrix& output, const StepInputs& in);
+  // Whether some adapter of the step changes layer `l`'s `site`.
+  bool LoraChanges(int l, LoraSite site, const StepInputs& in) const;
 
   ModelConfig config_;
   std::unique_ptr<Backend> backend_;

@@ -29,6 +29,9 @@ enum class Scratch : int {
   kAdapterX,       // [skip rows, d]: x^ then x~
   kAdapterInner,   // [skip rows, E]
   kAdapterSkip,    // [skip rows, d]
+  kLoraX,          // [one adapter's rows, projection input]
+  kLoraInner,      // [one adapter's rows, R]
+  kLoraDelta,      // [one adapter's rows, projection output]
   kAttentionMass,  // float [L, S, kAttentionMassKinds, H]: diagnostics sums, when a sequence asks
   kCount,
 };

@@ -17,13 +17,15 @@ namespace arach::testing {
 namespace {
 
 std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config, int kv_blocks,
-                                   const decltype(FixtureOptions::make_backend)& make_backend, const std::string& folder) {
+                                   const decltype(FixtureOptions::make_backend)& make_backend, const std::string& folder,
+                                   const std::vector<LoraModule>& loras) {
 #ifdef ARACH_SANITIZED_BUILD
   // A sanitized build compiles a constraint over Qwen's 152k-token vocabulary 5-10x slower, beside other tests.
   config.constraint_compile_timeout = std::max(config.constraint_compile_timeout, std::chrono::milliseconds(180000));
 #endif
   LoadModelOptions load;
   load.kv_blocks = kv_blocks;
+  load.lora_modules = loras;
   const bool has_adapter = std::filesystem::exists(FixturePath(model + "/preproj.safetensors"));
   if (has_adapter) load.adapter = FixturePath(model + "/preproj.safetensors");
   load.hub_embedding = FixturePath(RefsFileFor(model)) + ":" + model + ".hub_embedding";
@@ -37,6 +39,8 @@ std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config
     options.adapter = has_adapter;
     options.device = DeviceKind::kCuda;
     options.make_backend = make_backend;
+    options.model_dir = folder;
+    options.lora_modules = loras;
     absl::StatusOr<std::unique_ptr<ModelRunner>> runner = LoadFixtureRunner(model, options);
     EXPECT_TRUE(runner.ok()) << runner.status();
     if (!runner.ok()) return nullptr;
@@ -49,13 +53,15 @@ std::unique_ptr<Engine> MakeEngine(const std::string& model, EngineConfig config
 
 }  // namespace
 
-std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks, const std::string& folder) {
-  return MakeEngine(model, std::move(config), kv_blocks, nullptr, folder);
+std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model, EngineConfig config, int kv_blocks, const std::string& folder,
+                                          const std::vector<LoraModule>& loras) {
+  return MakeEngine(model, std::move(config), kv_blocks, nullptr, folder, loras);
 }
 
 std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
-                                            const std::string& model, EngineConfig config, int kv_blocks, const std::string& folder) {
-  return MakeEngine(model, std::move(config), kv_blocks, make_backend, folder);
+                                            const std::string& model, EngineConfig config, int kv_blocks, const std::string& folder,
+                                            const std::vector<LoraModule>& loras) {
+  return MakeEngine(model, std::move(config), kv_blocks, make_backend, folder, loras);
 }
 
 void MakePooledFixtureFolder(const std::string& model, const std::string& mode_field, const std::string& dir) {

@@ -12,14 +12,15 @@
 
 namespace arach::testing {
 
-// `folder`, when given, is loaded in place of the fixture's own (a folder of its files and more: PooledFixtureFolder).
+// `folder`, when given, is loaded in place of the fixture's own (a folder of its files and more: PooledFixtureFolder);
+// `loras`: LoRA adapters loaded beside it.
 std::unique_ptr<Engine> MakeFixtureEngine(const std::string& model = "gpt2-tiny", EngineConfig config = {}, int kv_blocks = 256,
-                                          const std::string& folder = "");
+                                          const std::string& folder = "", const std::vector<LoraModule>& loras = {});
 // The same engine with its runner on the backend `make_backend` builds as the CUDA backend (the cuda-sim suites'
 // simulated CUDA backend).
 std::unique_ptr<Engine> MakeFixtureEngineOn(const decltype(FixtureOptions::make_backend)& make_backend,
                                             const std::string& model, EngineConfig config = {}, int kv_blocks = 256,
-                                            const std::string& folder = "");
+                                            const std::string& folder = "", const std::vector<LoraModule>& loras = {});
 
 // Makes `dir` a Sentence-Transformers folder of fixture `model`: its files linked, and modules.json and
 // 1_Pooling/config.json written beside them, the Pooling module setting `mode_field` (a pooling_mode_* field).

@@ -141,6 +141,7 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> LoadFixtureRunner(const std::string
   LoadModelOptions load;
   if (options.reference_hub) load.hub_embedding = FixturePath(RefsFileFor(name)) + ":" + name + ".hub_embedding";
   if (options.adapter) load.adapter = FixturePath(name) + "/preproj.safetensors";
+  load.lora_modules = options.lora_modules;
   ARACH_ASSIGN_OR_RETURN(FeatureWeights features, LoadFeatureWeights(config, weights, load));
   const BackendOptions backend_options{0, options.weight_dtype, options.kv_cache_dtype, checkpoint->MatrixDType()};
   std::unique_ptr<Backend> backend;

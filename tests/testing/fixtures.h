@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/bundle/model_bundle.h"
 #include "engine/model/checkpoint.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/offline_session.h"
@@ -75,6 +76,7 @@ struct FixtureOptions {
   WeightDTypeChoice weight_dtype = WeightDTypeChoice::kF32;  // the CPU backend's weight matrices
   KvDTypeChoice kv_cache_dtype = KvDTypeChoice::kAuto;  // float32 beside the default float32 weights
   std::string model_dir;  // load this folder (a converted copy of the fixture) instead of the fixture's own
+  std::vector<LoraModule> lora_modules;  // LoRA adapters loaded beside the model
   // Makes the backend instead of CreateBackend(device, ...) (the cuda-sim suites' simulated CUDA backend).
   std::function<absl::StatusOr<std::unique_ptr<Backend>>(const BackendOptions&)> make_backend;
 };

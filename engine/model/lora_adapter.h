@@ -1,0 +1,71 @@
+// LoRA adapters in PEFT's format, served per request beside the base model (vLLM's --lora-modules): a folder
+// with `adapter_config.json` and `adapter_model.safetensors`, whose tensors are
+//   base_model.model.<module>.lora_A.weight  [r, in]
+//   base_model.model.<module>.lora_B.weight  [out, r]
+// for the model's attention and MLP projections (<module> in the checkpoint's own names: Llama's
+// model.layers.{i}.self_attn.q_proj ... mlp.down_proj, GPT-2's [transformer.]h.{i}.attn.c_attn ... mlp.c_proj,
+// GPT-NeoX's gpt_neox.layers.{i}.attention.query_key_value ... mlp.dense_4h_to_h). A projection W then computes
+//   y = x W^T + scale * (x A^T) B^T,   scale = lora_alpha / r (use_rslora: lora_alpha / sqrt(r))
+// for the rows of the requests that name the adapter; the base weights are never changed.
+//
+// The adapter is mapped here to the engine's fused projections (engine/model/model_weights.h): one (A, B) pair per
+// layer and projection site, A the parts' A stacked ([sum of r, in]) and B each part's B placed in its rows and
+// columns ([out, sum of r], zeros elsewhere: q/k/v into the fused QKV, gate/up into the fused MLP input, NeoX's
+// head-interleaved rows regrouped), scale folded into B. Refused at load, each naming the file and field or tensor:
+// another peft_type, DoRA, LoRA biases, modules_to_save, alpha_pattern, embeddings or the LM head as targets,
+// tensors for modules or layers the model lacks, shapes that do not fit it.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+
+namespace arach {
+
+// The projections of a layer a LoRA adapter may change, in the engine's fused layout.
+enum class LoraSite : int {
+  kQkv,     // input [rows, d], output [rows, qkv_size]
+  kOut,     // input [rows, q_size], output [rows, d]
+  kMlpIn,   // input [rows, d], output [rows, I] or [rows, 2I] (gate; up)
+  kMlpOut,  // input [rows, I], output [rows, d]
+};
+inline constexpr int kLoraSites = 4;
+
+struct LoraProjection {
+  HostTensor a;  // [R, in]: every targeted part's lora_A, stacked
+  HostTensor b;  // [out, R]: each part's lora_B * scale in its rows and its columns of R, zeros elsewhere
+  bool empty() const { return a.empty(); }
+};
+
+struct LoraLayer {
+  std::array<LoraProjection, kLoraSites> sites;  // indexed by LoraSite; empty where the adapter leaves it
+};
+
+// What adapter_config.json says that the engine reads.
+struct LoraConfig {
+  int r = 0;
+  double lora_alpha = 0;
+  bool use_rslora = false;
+};
+
+// Parses adapter_config.json's text (`source` names it in errors). INVALID_ARGUMENT naming the field for a
+// malformed value or an unsupported feature.
+absl::StatusOr<LoraConfig> ParseLoraConfig(const std::string& text, const std::string& source);
+
+struct LoraAdapter {
+  std::string name;    // the name requests use (the model id)
+  std::string source;  // the folder
+  int max_rank = 0;    // the largest r of any module
+  std::vector<std::string> modules;  // the model's modules it changes, as the checkpoint names them, sorted
+  std::vector<LoraLayer> layers;     // [num_layers]
+  size_t parameter_count() const;
+};
+
+// Loads the PEFT adapter folder `dir` for `config` under `name`.
+absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::string& dir, const ModelConfig& config);
+
+}  // namespace arach

@@ -1,0 +1,199 @@
+// LoRA adapters served per request (engine/model/lora_adapter.h) against their reference: the same adapter merged
+// into the model's weights in the checkpoint's own layout (tests/testing/lora_folders.h). On every fixture family
+// (GPT-2's Conv1D, NeoX's interleaved QKV, Llama's GQA, Qwen2's biases, Qwen3's q/k norms), under every variant,
+// alone and batched with other adapters and the base model, and with the prefix cache kept apart per adapter.
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "engine/engine.h"
+#include "gtest/gtest.h"
+#include "tests/testing/collecting_observer.h"
+#include "tests/testing/fixture_engine.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/lora_folders.h"
+#include "tests/testing/temp_dir.h"
+
+namespace arach {
+namespace {
+
+using testing::CollectingObserver;
+
+struct Outcome {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;  // the generated tokens' (raw model)
+  std::vector<float> prompt_logprobs;
+  int cached_prompt_tokens = 0;
+};
+
+EngineRequest Greedy(const std::vector<int32_t>& prompt, const std::string& lora, const Variant& variant = {}) {
+  EngineRequest request;
+  request.prompt = prompt;
+  request.lora = lora;
+  request.variant = variant;
+  request.sampling.temperature = 0;
+  request.sampling.max_tokens = 12;
+  request.sampling.ignore_eos = true;
+  request.sampling.logprobs = true;
+  request.sampling.prompt_logprobs = true;
+  return request;
+}
+
+Outcome Collect(CollectingObserver& observer) {
+  EXPECT_TRUE(observer.Wait());
+  Outcome outcome;
+  outcome.tokens = observer.tokens();
+  for (const StreamChunk& chunk : observer.chunks()) {
+    for (const SampledToken& t : chunk.tokens) outcome.logprobs.push_back(t.logprob);
+  }
+  const FinishInfo finish = observer.finish();
+  EXPECT_TRUE(finish.status.ok()) << finish.status;
+  outcome.prompt_logprobs = finish.prompt_logprobs;
+  outcome.cached_prompt_tokens = finish.usage.cached_prompt_tokens;
+  return outcome;
+}
+
+// Runs `requests` submitted together (the engine batches them) and returns each outcome.
+std::vector<Outcome> RunTogether(Engine& engine, const std::vector<EngineRequest>& requests) {
+  std::vector<std::shared_ptr<CollectingObserver>> observers;
+  for (const EngineRequest& request : requests) {
+    observers.push_back(std::make_shared<CollectingObserver>());
+    const absl::StatusOr<uint64_t> id = engine.Submit(request, observers.back());
+    EXPECT_TRUE(id.ok()) << id.status();
+  }
+  std::vector<Outcome> outcomes;
+  for (auto& observer : observers) outcomes.push_back(Collect(*observer));
+  return outcomes;
+}
+
+float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+void ExpectSame(const Outcome& got, const Outcome& want, float tolerance, const std::string& what) {
+  EXPECT_EQ(got.tokens, want.tokens) << what;
+  EXPECT_LT(MaxDiff(got.prompt_logprobs, want.prompt_logprobs), tolerance) << what;
+  EXPECT_LT(MaxDiff(got.logprobs, want.logprobs), tolerance) << what;
+}
+
+std::vector<int32_t> Prompt(const Engine& engine, int length, int shift) {
+  std::vector<int32_t> ids = testing::ValidationTokens(engine.tokenizer());
+  return std::vector<int32_t>(ids.begin() + shift, ids.begin() + shift + length);
+}
+
+Variant MakeVariant(bool arach, bool skip) {
+  Variant v;
+  v.arach = arach;
+  v.skip = skip;
+  return v;
+}
+
+class LoraConformance : public ::testing::TestWithParam<std::string> {};
+
+// Every projection of every layer adapted: serving the adapter equals serving the merged model, under the four
+// variants (ARACH's hub rows and the skip adapter's rows run through the LoRA too), and differs from the base model.
+TEST_P(LoraConformance, EqualsTheMergedModelUnderEveryVariant) {
+  ARACH_REQUIRE_FIXTURES();
+  const std::string model = GetParam();
+  testing::ScopedTempDir dir;
+  testing::RandomLora lora;
+  lora.modules = testing::LoraTargetModules(testing::FixturePath(model));
+  ASSERT_GE(lora.modules.size(), 8u);
+  lora.use_rslora = model == "qwen2-tiny";  // the other scale rule on one family
+  testing::WriteRandomLora(testing::FixturePath(model), lora, dir.File("lora"));
+  testing::WriteMergedModel(testing::FixturePath(model), dir.File("lora"), dir.File("merged"));
+
+  std::unique_ptr<Engine> served = testing::MakeFixtureEngine(model, {}, 256, "", {{"tuned", dir.File("lora")}});
+  std::unique_ptr<Engine> merged = testing::MakeFixtureEngine(model, {}, 256, dir.File("merged"));
+  ASSERT_NE(served, nullptr);
+  ASSERT_NE(merged, nullptr);
+  EXPECT_EQ(served->lora_names(), std::vector<std::string>{"tuned"});
+  const std::vector<int32_t> prompt = Prompt(*served, 37, 0);
+  for (const auto& [arach, skip] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+    const Variant variant = MakeVariant(arach, skip);
+    const std::string what = model + " " + variant.Name();
+    const Outcome with_lora = RunTogether(*served, {Greedy(prompt, "tuned", variant)})[0];
+    const Outcome reference = RunTogether(*merged, {Greedy(prompt, "", variant)})[0];
+    ExpectSame(with_lora, reference, 2e-3f, what);
+    const Outcome base = RunTogether(*served, {Greedy(prompt, "", variant)})[0];
+    EXPECT_GT(MaxDiff(with_lora.prompt_logprobs, base.prompt_logprobs), 0.05f) << what << ": the adapter changes nothing";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, LoraConformance,
+                         ::testing::Values("gpt2-tiny", "neox-tiny", "llama3-tiny", "qwen2-tiny", "qwen3-tiny"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) if (c == '-') c = '_';
+                           return name;
+                         });
+
+// Two adapters (PEFT's default targets on one, the MLP on the other) and the base model in one batch, prompts of
+// different lengths, give what each gives alone; the first adapter's prefix-cache blocks serve only it.
+TEST(LoraBatches, AdaptersAndTheBaseModelTogetherEqualAlone) {
+  ARACH_REQUIRE_FIXTURES();
+  const std::string model = "llama3-tiny";
+  testing::ScopedTempDir dir;
+  std::vector<std::string> attention, mlp;
+  for (const std::string& m : testing::LoraTargetModules(testing::FixturePath(model))) {
+    (m.find("q_proj") != std::string::npos || m.find("v_proj") != std::string::npos ? attention : mlp).push_back(m);
+  }
+  testing::RandomLora first{attention, 8, 16, false, 11};
+  testing::RandomLora second{mlp, 2, 4, false, 12};
+  testing::WriteRandomLora(testing::FixturePath(model), first, dir.File("first"));
+  testing::WriteRandomLora(testing::FixturePath(model), second, dir.File("second"));
+  EngineConfig config;
+  config.enable_prefix_caching = true;
+  std::unique_ptr<Engine> engine =
+      testing::MakeFixtureEngine(model, config, 256, "", {{"first", dir.File("first")}, {"second", dir.File("second")}});
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> a = Prompt(*engine, 40, 0), b = Prompt(*engine, 23, 100), c = Prompt(*engine, 33, 200);
+  const Variant arach = MakeVariant(true, false);
+  const std::vector<EngineRequest> requests = {Greedy(a, "first"), Greedy(b, "second", arach), Greedy(c, ""),
+                                               Greedy(b, "first", arach), Greedy(a, "second")};
+  std::vector<Outcome> alone;
+  for (const EngineRequest& request : requests) alone.push_back(RunTogether(*engine, {request})[0]);
+  const std::vector<Outcome> together = RunTogether(*engine, requests);
+  for (size_t i = 0; i < requests.size(); ++i) ExpectSame(together[i], alone[i], 1e-4f, "request " + std::to_string(i));
+  EXPECT_NE(alone[0].tokens, alone[4].tokens);  // the same prompt, two adapters
+
+  // The prefix cache (requests without prompt log-probs, which are computed in full): a prompt computed under
+  // "first" is found under "first" again, not under the base model or "second" (their K/V differ).
+  const auto cacheable = [](EngineRequest request) {
+    request.sampling.prompt_logprobs = false;
+    return request;
+  };
+  const std::vector<int32_t> d = Prompt(*engine, 50, 300);
+  const Outcome first_d = RunTogether(*engine, {cacheable(Greedy(d, "first"))})[0];
+  EXPECT_EQ(first_d.cached_prompt_tokens, 0);
+  const Outcome first_again = RunTogether(*engine, {cacheable(Greedy(d, "first"))})[0];
+  EXPECT_GT(first_again.cached_prompt_tokens, 0);
+  EXPECT_EQ(first_again.tokens, first_d.tokens);
+  EXPECT_LT(MaxDiff(first_again.logprobs, first_d.logprobs), 1e-4f);
+  const Outcome base_d = RunTogether(*engine, {cacheable(Greedy(d, ""))})[0];
+  EXPECT_EQ(base_d.cached_prompt_tokens, 0);
+  const Outcome second_d = RunTogether(*engine, {cacheable(Greedy(d, "second"))})[0];
+  EXPECT_EQ(second_d.cached_prompt_tokens, 0);
+  std::unique_ptr<Engine> fresh = testing::MakeFixtureEngine(model, {}, 256);
+  ASSERT_NE(fresh, nullptr);
+  const Outcome fresh_d = RunTogether(*fresh, {cacheable(Greedy(d, ""))})[0];
+  EXPECT_EQ(base_d.tokens, fresh_d.tokens);
+  EXPECT_LT(MaxDiff(base_d.logprobs, fresh_d.logprobs), 1e-4f);
+}
+
+TEST(LoraRequests, AnAdapterNotLoadedIsRefusedNamingTheField) {
+  ARACH_REQUIRE_FIXTURES();
+  std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", {}, 64);
+  ASSERT_NE(engine, nullptr);
+  const absl::StatusOr<uint64_t> id = engine->Submit(Greedy({1, 2, 3}, "missing"), std::make_shared<CollectingObserver>());
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(id.status().message().find("lora"), std::string::npos) << id.status();
+  EXPECT_NE(id.status().message().find("missing"), std::string::npos) << id.status();
+}
+
+}  // namespace
+}  // namespace arach

@@ -1,0 +1,137 @@
+#include "tests/testing/lora_folders.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "engine/model/checkpoint.h"
+#include "engine/model/safetensors.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace arach::testing {
+namespace {
+
+constexpr const char* kProjections[] = {".q_proj", ".k_proj", ".v_proj", ".o_proj", ".gate_proj", ".up_proj",
+                                        ".down_proj", ".c_attn", ".c_proj", ".c_fc", ".query_key_value",
+                                        ".attention.dense", ".dense_h_to_4h", ".dense_4h_to_h"};
+
+std::unique_ptr<Checkpoint> OpenOrFail(const std::string& dir) {
+  auto checkpoint = Checkpoint::Open(dir);
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+  return checkpoint.ok() ? std::move(*checkpoint) : nullptr;
+}
+
+// GPT-2 stores its projections as Conv1D, [in, out].
+bool IsConv1D(const std::string& module) { return absl::StrContains(module, ".attn.c_") || absl::StrContains(module, ".mlp.c_"); }
+
+}  // namespace
+
+std::vector<std::string> LoraTargetModules(const std::string& model_dir) {
+  std::vector<std::string> modules;
+  std::unique_ptr<Checkpoint> checkpoint = OpenOrFail(model_dir);
+  if (checkpoint == nullptr) return modules;
+  for (const std::string& name : checkpoint->Names()) {
+    if (!absl::EndsWith(name, ".weight")) continue;
+    const std::string module = name.substr(0, name.size() - 7);
+    for (const char* projection : kProjections) {
+      if (absl::EndsWith(module, projection)) modules.push_back(module);
+    }
+  }
+  std::sort(modules.begin(), modules.end());
+  return modules;
+}
+
+void WriteRandomLora(const std::string& model_dir, const RandomLora& lora, const std::string& dir) {
+  std::unique_ptr<Checkpoint> checkpoint = OpenOrFail(model_dir);
+  ASSERT_NE(checkpoint, nullptr);
+  std::filesystem::create_directories(dir);
+  std::mt19937_64 rng(lora.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::deque<std::vector<float>> storage;  // stable addresses for the tensors to write
+  std::vector<TensorToWrite> tensors;
+  for (const std::string& module : lora.modules) {
+    auto info = checkpoint->Find(module + ".weight");
+    ASSERT_TRUE(info.ok()) << info.status();
+    const int64_t rows = (*info)->shape[0], cols = (*info)->shape[1];
+    const int64_t out = IsConv1D(module) ? cols : rows, in = IsConv1D(module) ? rows : cols;
+    std::vector<float>& a = storage.emplace_back(static_cast<size_t>(lora.r * in));
+    for (float& v : a) v = normal(rng) / std::sqrt(static_cast<float>(in));
+    std::vector<float>& b = storage.emplace_back(static_cast<size_t>(out * lora.r));
+    for (float& v : b) v = normal(rng) * lora.b_stddev;
+    tensors.push_back({"base_model.model." + module + ".lora_A.weight", DType::kF32, {lora.r, in}, a.data()});
+    tensors.push_back({"base_model.model." + module + ".lora_B.weight", DType::kF32, {out, lora.r}, b.data()});
+  }
+  ASSERT_TRUE(WriteSafetensors(dir + "/adapter_model.safetensors", tensors).ok());
+  std::vector<std::string> targets;
+  for (const std::string& module : lora.modules) targets.push_back(module.substr(module.rfind('.') + 1));
+  std::sort(targets.begin(), targets.end());
+  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  const nlohmann::json config = {{"peft_type", "LORA"},        {"task_type", "CAUSAL_LM"}, {"r", lora.r},
+                                 {"lora_alpha", lora.alpha},   {"use_rslora", lora.use_rslora},
+                                 {"target_modules", targets},  {"bias", "none"},           {"lora_dropout", 0.05},
+                                 {"fan_in_fan_out", false},    {"modules_to_save", nullptr}, {"use_dora", false},
+                                 {"rank_pattern", nlohmann::json::object()}, {"alpha_pattern", nlohmann::json::object()},
+                                 {"base_model_name_or_path", model_dir}};
+  std::ofstream(dir + "/adapter_config.json") << config.dump(2);
+}
+
+void WriteMergedModel(const std::string& model_dir, const std::string& lora_dir, const std::string& merged_dir) {
+  std::unique_ptr<Checkpoint> base = OpenOrFail(model_dir);
+  ASSERT_NE(base, nullptr);
+  auto adapter = Checkpoint::OpenFile(lora_dir + "/adapter_model.safetensors");
+  ASSERT_TRUE(adapter.ok()) << adapter.status();
+  std::ifstream config_file(lora_dir + "/adapter_config.json");
+  const nlohmann::json config = nlohmann::json::parse(config_file);
+  const double alpha = config["lora_alpha"].get<double>();
+  const bool rslora = config.value("use_rslora", false);
+
+  std::map<std::string, std::vector<float>> weights;
+  for (const std::string& name : base->Names()) {
+    auto values = base->ReadFloat(name);
+    ASSERT_TRUE(values.ok()) << values.status();
+    weights[name] = std::move(*values);
+  }
+  for (const std::string& name : (*adapter)->Names()) {
+    if (!absl::EndsWith(name, ".lora_A.weight")) continue;
+    const std::string module = name.substr(17, name.size() - 17 - 14);  // strip "base_model.model." and ".lora_A.weight"
+    auto a = (*adapter)->ReadFloat(name);
+    auto b = (*adapter)->ReadFloat("base_model.model." + module + ".lora_B.weight");
+    ASSERT_TRUE(a.ok() && b.ok());
+    auto info = base->Find(module + ".weight");
+    ASSERT_TRUE(info.ok()) << info.status();
+    const int64_t rows = (*info)->shape[0], cols = (*info)->shape[1];
+    const int64_t r = static_cast<int64_t>(a->size()) / (IsConv1D(module) ? rows : cols);
+    const double scale = alpha / (rslora ? std::sqrt(static_cast<double>(r)) : static_cast<double>(r));
+    std::vector<float>& w = weights[module + ".weight"];
+    const int64_t out = IsConv1D(module) ? cols : rows, in = IsConv1D(module) ? rows : cols;
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < in; ++i) {
+        double delta = 0;
+        for (int64_t k = 0; k < r; ++k) delta += static_cast<double>((*b)[o * r + k]) * (*a)[k * in + i];
+        float& cell = IsConv1D(module) ? w[i * out + o] : w[o * in + i];
+        cell = static_cast<float>(cell + scale * delta);
+      }
+    }
+  }
+  std::filesystem::create_directories(merged_dir);
+  std::vector<TensorToWrite> tensors;
+  for (const auto& [name, values] : weights) {
+    auto info = base->Find(name);
+    tensors.push_back({name, DType::kF32, (*info)->shape, values.data()});
+  }
+  ASSERT_TRUE(WriteSafetensors(merged_dir + "/model.safetensors", tensors).ok());
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir)) {
+    const std::string file = entry.path().filename().string();
+    if (absl::EndsWith(file, ".safetensors") || file == "model.safetensors.index.json") continue;
+    std::filesystem::create_symlink(entry.path(), std::filesystem::path(merged_dir) / file);
+  }
+}
+
+}  // namespace arach::testing
