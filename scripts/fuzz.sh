@@ -15,7 +15,7 @@ command -v clang++ >/dev/null || { echo "[fuzz] clang++ not found"; exit 1; }
 CC=clang CXX=clang++ stage "fuzz configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DARACH_FUZZ=ON -DARACH_ENABLE_CUDA=OFF \
   -DARACH_BUILD_TESTS=OFF -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF -DARACH_XGRAMMAR=OFF >/dev/null
-targets=(fuzz_safetensors fuzz_model_config fuzz_embedding_config fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_request
+targets=(fuzz_safetensors fuzz_model_config fuzz_embedding_config fuzz_lora_adapter fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_request
          fuzz_responses_request fuzz_tokenize_request
          fuzz_chat_output fuzz_chat_template fuzz_api_keys)
 stage "fuzz build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
