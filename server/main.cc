@@ -101,6 +101,7 @@ ABSL_FLAG(double, http_request_timeout_seconds, 30,
           "a TLS handshake of the connection's start, else the connection is closed: clients that send slowly "
           "(slowloris) cannot hold the server's connections");
 ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
+ABSL_FLAG(std::vector<std::string>, lora_modules, {}, arach::kLoraModulesFlagHelp);
 ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /health, /ready and /metrics, plain HTTP on threads of their own, so that probes "
           "and scrapes are answered however busy the API is (default: none; they are on --http_listen)");
 ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight may take to finish");
@@ -165,6 +166,7 @@ ServerOptions OptionsFromFlags() {
   o.load.hub_embedding = absl::GetFlag(FLAGS_arach_hub_embedding);
   o.load.hub_seed = absl::GetFlag(FLAGS_hub_seed);
   o.load.adapter = absl::GetFlag(FLAGS_adapter);
+  o.lora_modules = absl::GetFlag(FLAGS_lora_modules);
   o.load.chat_template = absl::GetFlag(FLAGS_chat_template);
   o.default_variant = absl::GetFlag(FLAGS_default_variant);
   o.arach_offset = absl::GetFlag(FLAGS_arach_offset);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "engine/core/status.h"
 #include "server/build_info.h"
@@ -128,6 +129,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
                    " max_model_len=", (*engine)->model_config().max_positions, " kv_blocks=", (*engine)->stats().kv_blocks_total, " (", (*engine)->kv_memory_note(), ")",
                    " default_variant=", config.default_variant.Describe(),
                    " adapter=", (*engine)->has_adapter() ? "yes" : "no",
+                   (*engine)->lora_names().empty() ? "" : absl::StrCat(" lora_adapters=", absl::StrJoin((*engine)->lora_names(), ",")),
                    " embedding_pooling=", PoolingModeName((*engine)->embedding_config().pooling),
                    " embedding_max_tokens=", (*engine)->max_embedding_tokens(), (*engine)->embedding_config().lowercase ? " embedding_lowercase=yes" : "",
                    (*engine)->embedding_config().default_prompt.empty() ? "" : " embedding_default_prompt=yes",

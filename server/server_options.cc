@@ -42,6 +42,12 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
     return FlagError("served_model_name", "must not contain ':' (NAME:VARIANT names a variant)");
   }
   ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(options.weight_dtype, options.kv_cache_dtype, config.options.load));
+  ARACH_RETURN_IF_ERROR(ParseLoraModulesFlag(options.lora_modules, config.options.load));
+  for (const LoraModule& lora : config.options.load.lora_modules) {
+    if (lora.name == config.options.served_model_name) {
+      return FlagError("lora_modules", absl::StrCat("the adapter name '", lora.name, "' is the served model's name"));
+    }
+  }
   if (!(options.http.request_timeout_seconds > 0) || options.http.request_timeout_seconds > 86400) {
     return FlagError("http_request_timeout_seconds", "must be above 0 and at most a day (86400)");
   }

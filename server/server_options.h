@@ -72,6 +72,7 @@ struct ServerOptions {
   GrpcOptions grpc;
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics
   std::string metrics_listen;         // HOST:PORT of a separate listener of /health, /ready and /metrics ("" = none)
+  std::vector<std::string> lora_modules;  // --lora_modules NAME=PATH entries (resolved into load.lora_modules)
   std::string weight_dtype = "auto";  // --weight_dtype (resolved into load.weight_dtype)
   std::string kv_cache_dtype = "auto";  // --kv_cache_dtype (resolved into load.kv_cache_dtype)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take

@@ -22,6 +22,7 @@ ResolvedVariant VariantResolver::Resolve(const RequestedVariant& requested) cons
   if (requested.arach) resolved.variant.arach = *requested.arach;
   if (requested.skip) resolved.variant.skip = *requested.skip;
   if (requested.arach_offset) resolved.variant.arach_offset = *requested.arach_offset;
+  resolved.lora = requested.lora;
   return resolved;
 }
 

@@ -20,11 +20,13 @@ struct RequestedVariant {
   std::optional<float> arach_offset;
   std::optional<bool> skip;
   std::string experiment_key;  // the A/B key (empty: a random draw per request)
+  std::string lora;            // the LoRA adapter the request named (--lora_modules; empty: the base model)
 };
 
 struct ResolvedVariant {
   Variant variant;
   std::string arm;  // experiment arm that assigned it; empty when the default or the request decided
+  std::string lora;  // the LoRA adapter the request named (an experiment never assigns one; empty: the base model)
 };
 
 class VariantResolver {

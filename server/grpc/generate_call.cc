@@ -159,7 +159,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     stream_ = std::make_shared<GenerateStream>(this, context, resolved.ok() ? *resolved : ResolvedVariant{}, request_id,
                                                with_logprobs, route, ticket_.usage(), key);
     absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
-    if (status.ok()) status = chat != nullptr ? SubmitChat(call, *chat, resolved->variant) : Submit(call, *request, resolved->variant);
+    if (status.ok()) status = chat != nullptr ? SubmitChat(call, *chat, *resolved) : Submit(call, *request, *resolved);
     if (!status.ok()) {
       RecordRejection(context, status, key);
       stream_->Refuse(status);
@@ -181,7 +181,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
   // Renders the conversation, maps the generation fields with the prompt's token ids filled in, plans the turn
   // (tool calls, reasoning) on the mapped structured output, and submits; errors name "messages" for the prompt
   // and "generation.<field>" for the rest.
-  absl::Status SubmitChat(grpc::CallbackServerContext* call, const arach::v1::ChatRequest& chat, const Variant& variant) {
+  absl::Status SubmitChat(grpc::CallbackServerContext* call, const arach::v1::ChatRequest& chat, const ResolvedVariant& variant) {
     if (chat.generation().prompt_case() != arach::v1::GenerateRequest::PROMPT_NOT_SET || !chat.generation().suffix().empty()) {
       return absl::InvalidArgumentError("generation: leave its prompt and suffix unset in Chat (the messages are the prompt)");
     }
@@ -232,7 +232,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
     });
   }
 
-  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::GenerateRequest& request, const Variant& variant) {
+  absl::Status Submit(grpc::CallbackServerContext* call, const arach::v1::GenerateRequest& request, const ResolvedVariant& variant) {
     std::string prompt_field;
     ARACH_ASSIGN_OR_RETURN(EngineRequest engine_request, Map(request, variant, /*chat=*/false, &prompt_field));
     return SubmitMapped(call, std::move(engine_request),
@@ -241,13 +241,14 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
 
   // `request` as an engine request with the caller's priority; a Chat call's errors name "generation.<field>".
   // `prompt_field`: which of the request's prompt fields it used.
-  absl::StatusOr<EngineRequest> Map(const arach::v1::GenerateRequest& request, const Variant& variant, bool chat,
+  absl::StatusOr<EngineRequest> Map(const arach::v1::GenerateRequest& request, const ResolvedVariant& variant, bool chat,
                                     std::string* prompt_field = nullptr) {
     std::string field;
-    absl::StatusOr<EngineRequest> mapped = ToEngineRequest(ticket_.engine(), context_.limits, request, variant, &field);
+    absl::StatusOr<EngineRequest> mapped = ToEngineRequest(ticket_.engine(), context_.limits, request, variant.variant, &field);
     if (!mapped.ok()) return chat ? absl::InvalidArgumentError(absl::StrCat("generation.", mapped.status().message())) : mapped.status();
     mapped->priority = ticket_.PriorityFor(request.has_priority() ? std::optional<int>(request.priority()) : std::nullopt);
     mapped->cache_salt = ticket_.CacheSaltFor(request.cache_salt());
+    mapped->lora = variant.lora;
     if (prompt_field != nullptr) *prompt_field = field;
     return mapped;
   }

@@ -66,6 +66,7 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
   info->set_tokenizer(engine->tokenizer().Describe());
   info->set_adapter_loaded(engine->has_adapter());
   info->set_adapter_expansion(engine->adapter_expansion());
+  for (const std::string& lora : engine->lora_names()) info->add_lora_adapters(lora);
   FillServedVariant(ResolvedVariant{context_.variants->default_variant(), ""}, info->mutable_default_variant());
   info->set_device(context_.device);
   if (const ChatTemplate* chat_template = engine->chat_template(); chat_template != nullptr) {

@@ -207,6 +207,7 @@ RequestedVariant ToRequestedVariant(const arach::v1::VariantSpec& spec, const st
   if (spec.has_skip()) requested.skip = spec.skip();
   if (spec.has_arach_offset()) requested.arach_offset = spec.arach_offset();
   requested.experiment_key = experiment_key;
+  requested.lora = spec.lora();
   return requested;
 }
 
@@ -216,6 +217,7 @@ void FillServedVariant(const ResolvedVariant& resolved, arach::v1::ServedVariant
   out->set_arach_offset(resolved.variant.arach ? resolved.variant.arach_offset : 0.0f);
   out->set_skip(resolved.variant.skip);
   out->set_experiment_arm(resolved.arm);
+  out->set_lora(resolved.lora);
 }
 
 void FillFinish(const FinishInfo& info, const ResolvedVariant& variant, const std::string& request_id, arach::v1::Finish* out) {

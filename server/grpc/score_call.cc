@@ -133,7 +133,7 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
     collector_ = std::make_shared<PromptCallCollector>(this, context, call, resolved.ok() ? resolved->variant : Variant{},
                                                   call.inputs->size(), request_id, ticket_.usage(), key);
     absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
-    if (status.ok()) status = Submit(grpc_call, call, resolved->variant);
+    if (status.ok()) status = Submit(grpc_call, call, *resolved);
     if (!status.ok()) {
       RecordRejection(context, status, key);
       CancelSubmitted();
@@ -149,7 +149,7 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
   }
 
  private:
-  absl::Status Submit(grpc::CallbackServerContext* grpc_call, const PromptCall& call, const Variant& variant) {
+  absl::Status Submit(grpc::CallbackServerContext* grpc_call, const PromptCall& call, const ResolvedVariant& variant) {
     Engine& engine = ticket_.engine();
     const int inputs = call.inputs->size();
     if (call.kind == RequestKind::kEmbed) {
@@ -172,7 +172,8 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
                                                  call.kind == RequestKind::kEmbed ? EmbeddingInputText(engine, input.text()) : input.text(),
                                                  input.input_case() == arach::v1::ScoreInput::kTokenIds, input.token_ids(),
                                                  &prompt_fields.emplace_back()));
-      r.variant = variant;
+      r.variant = variant.variant;
+      r.lora = variant.lora;
       r.attention_diagnostics = call.diagnostics;
       r.priority = ticket_.PriorityFor(call.priority);
       r.cache_salt = ticket_.CacheSaltFor(call.cache_salt);

@@ -76,6 +76,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
   int64_t tokens = 0;  // what the call may use, as its usage counts it: each prompt once, every choice's max_tokens
   for (size_t c = 0; c < requests.size(); ++c) {
     EngineRequest& r = requests[c];
+    r.lora = variant_.lora;  // the adapter the model id named
     if (fields_.prompt_logprobs) {  // vLLM's prompt_logprobs (PutPromptLogprobs); echo may ask for more alternatives
       r.sampling.prompt_logprobs = true;
       r.prompt_top_logprobs = std::max(r.prompt_top_logprobs, *fields_.prompt_logprobs);

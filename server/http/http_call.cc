@@ -72,7 +72,7 @@ void SetRateLimitHeaders(httplib::Response& response, const RateLimitState& stat
 absl::StatusOr<ResolvedVariant> ResolveRequestVariant(ServiceContext& context, const CallTicket& ticket,
                                                       const GenerationFields& fields) {
   ARACH_ASSIGN_OR_RETURN(RequestedVariant requested,
-                         VariantOfModelId(fields.model, context.served_model_name, ticket.engine().has_adapter()));
+                         VariantOfModelId(fields.model, ServedModelsOf(context.served_model_name, ticket.engine())));
   // The parameter that chose the variant, for a refusal: the model id's suffix, else the first variant field set.
   const char* chosen_by = requested.arach || requested.skip ? "model"
                           : fields.variant.arach            ? "arach"

@@ -109,18 +109,23 @@ void ServeModels(const httplib::Request& request, httplib::Response& response, c
                                                                                           : "the server is draining"));
     return;
   }
-  const std::vector<std::string> ids = ServedModelIds(context.served_model_name, engine->has_adapter());
+  const ServedModels served = ServedModelsOf(context.served_model_name, *engine);
+  const std::vector<std::string> ids = ServedModelIds(served);
   auto model_object = [&](const std::string& id) {
-    return json{{"id", id},
-                {"object", "model"},
-                {"created", context.started_unix_seconds},
-                {"owned_by", "arach-serve"},
-                {"root", context.served_model_name},
-                {"max_model_len", engine->model_config().max_positions}};
+    // A LoRA's ids are rooted at the adapter and name the served model as their parent (vLLM's model cards).
+    const std::string lora = LoraOfModelId(id, served);
+    json object = {{"id", id},
+                   {"object", "model"},
+                   {"created", context.started_unix_seconds},
+                   {"owned_by", "arach-serve"},
+                   {"root", lora.empty() ? context.served_model_name : lora},
+                   {"parent", lora.empty() ? json(nullptr) : json(context.served_model_name)},
+                   {"max_model_len", engine->model_config().max_positions}};
+    return object;
   };
   if (!model_id.empty()) {
     if (std::find(ids.begin(), ids.end(), model_id) == ids.end()) {
-      return SendError(response, ModelNotServed(model_id, context.served_model_name, engine->has_adapter()));
+      return SendError(response, ModelNotServed(model_id, served));
     }
     return SendJson(response, 200, model_object(model_id));
   }

@@ -20,7 +20,7 @@ using json = nlohmann::json;
 
 absl::Status CheckModel(const ServiceContext& context, const Engine& engine, const std::optional<std::string>& model) {
   if (!model) return absl::OkStatus();
-  return VariantOfModelId(*model, context.served_model_name, engine.has_adapter()).status();
+  return VariantOfModelId(*model, ServedModelsOf(context.served_model_name, engine)).status();
 }
 
 // The token ids of a /tokenize request.

@@ -430,21 +430,43 @@ TEST(OpenAiError, ShapeStatusAndParam) {
 }
 
 TEST(ModelIds, ListsEveryVariantTheServerRuns) {
-  EXPECT_EQ(ServedModelIds("tiny", false), (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach"}));
-  EXPECT_EQ(ServedModelIds("tiny", true),
+  const ServedModels plain{"tiny", false, {}}, adapted{"tiny", true, {}};
+  EXPECT_EQ(ServedModelIds(plain), (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach"}));
+  EXPECT_EQ(ServedModelIds(adapted),
             (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach", "tiny:skip", "tiny:arach+skip"}));
-  auto server_decides = VariantOfModelId("tiny", "tiny", false);
+  auto server_decides = VariantOfModelId("tiny", plain);
   ASSERT_TRUE(server_decides.ok());
   EXPECT_FALSE(server_decides->arach.has_value());
   EXPECT_FALSE(server_decides->skip.has_value());
-  auto both = VariantOfModelId("tiny:arach+skip", "tiny", true);
+  EXPECT_EQ(server_decides->lora, "");
+  auto both = VariantOfModelId("tiny:arach+skip", adapted);
   ASSERT_TRUE(both.ok());
   EXPECT_EQ(both->arach, true);
   EXPECT_EQ(both->skip, true);
-  EXPECT_EQ(VariantOfModelId("other", "tiny", false).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(VariantOfModelId("tinyx:arach", "tiny", false).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(ErrorParam(VariantOfModelId("tiny:fast", "tiny", false).status()), "model");
-  EXPECT_EQ(VariantOfModelId("tiny:skip", "tiny", false).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(VariantOfModelId("other", plain).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(VariantOfModelId("tinyx:arach", plain).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ErrorParam(VariantOfModelId("tiny:fast", plain).status()), "model");
+  EXPECT_EQ(VariantOfModelId("tiny:skip", plain).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelIds, EachLoraIsAModelOfItsOwnWithEveryVariant) {
+  const ServedModels served{"tiny", false, {"sql", "sqlite"}};
+  EXPECT_EQ(ServedModelIds(served), (std::vector<std::string>{"tiny", "tiny:base", "tiny:arach", "sql", "sql:base", "sql:arach",
+                                                              "sqlite", "sqlite:base", "sqlite:arach"}));
+  auto sql = VariantOfModelId("sql", served);
+  ASSERT_TRUE(sql.ok()) << sql.status();
+  EXPECT_EQ(sql->lora, "sql");
+  EXPECT_FALSE(sql->arach.has_value());  // the server's default variant or its experiment decide
+  auto sqlite_arach = VariantOfModelId("sqlite:arach", served);
+  ASSERT_TRUE(sqlite_arach.ok()) << sqlite_arach.status();
+  EXPECT_EQ(sqlite_arach->lora, "sqlite");
+  EXPECT_EQ(sqlite_arach->arach, true);
+  EXPECT_EQ(LoraOfModelId("sql:arach", served), "sql");
+  EXPECT_EQ(LoraOfModelId("sqlite", served), "sqlite");
+  EXPECT_EQ(LoraOfModelId("tiny:arach", served), "");
+  EXPECT_EQ(VariantOfModelId("sql:skip", served).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(VariantOfModelId("sqlx", served).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(ModelNotServed("x", served).message().find("sqlite:arach"), std::string::npos);
 }
 
 TEST(CompletionLogprobs, PiecesOffsetsAndAlternatives) {

@@ -1,0 +1,166 @@
+// LoRA adapters end to end (--lora_modules) on the gpt2-tiny fixture: each adapter is a model id of its own (with
+// every variant suffix) in /v1/models, and a model id or gRPC's VariantSpec.lora runs the request with it: the
+// same greedy tokens as the engine serving that adapter in process, over HTTP and gRPC alike, under ARACH too;
+// embeddings through it; an adapter not loaded is refused naming the parameter.
+#include <filesystem>
+#include <unistd.h>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/collecting_observer.h"
+#include "tests/testing/fixture_engine.h"
+#include "tests/testing/http_answer.h"
+#include "tests/testing/lora_folders.h"
+#include "tests/testing/shared_fixture_server.h"
+
+namespace arach {
+namespace {
+
+using json = nlohmann::json;
+using testing::HttpAnswer;
+
+// The adapter the suite's server loads as "tuned": written once per process, before the server starts.
+const std::string& AdapterDir() {
+  static const std::string dir = [] {
+    const std::string path = ::testing::TempDir() + "arach_lora_e2e_" + std::to_string(::getpid());
+    std::filesystem::remove_all(path);
+    if (testing::HaveFixtures()) {
+      testing::RandomLora lora;
+      lora.modules = testing::LoraTargetModules(testing::FixturePath("gpt2-tiny"));
+      lora.seed = 5;
+      testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, path);
+    }
+    return path;
+  }();
+  return dir;
+}
+
+class LoraServer : public testing::SharedFixtureServer<LoraServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--lora_modules=tuned=" + AdapterDir()}; }
+
+ protected:
+  static void TearDownTestSuite() {
+    SharedFixtureServer<LoraServer>::TearDownTestSuite();
+    std::filesystem::remove_all(AdapterDir());
+  }
+  static HttpAnswer Post(const std::string& path, const json& body) {
+    return testing::HttpSend(server_->http_address(), "POST", path, body.dump());
+  }
+  // Greedy tokens of `prompt` from the engine serving the adapter in process (the fixture's flags, float32).
+  static std::vector<int32_t> InProcess(const std::vector<int32_t>& prompt, const std::string& lora, bool arach, int max_tokens) {
+    static std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", {}, 256, "", {{"tuned", AdapterDir()}});
+    EngineRequest request;
+    request.prompt = prompt;
+    request.lora = lora;
+    request.variant.arach = arach;
+    request.sampling.temperature = 0;
+    request.sampling.max_tokens = max_tokens;
+    request.sampling.ignore_eos = true;
+    auto observer = std::make_shared<testing::CollectingObserver>();
+    EXPECT_TRUE(engine->Submit(request, observer).ok());
+    EXPECT_TRUE(observer->Wait());
+    return observer->tokens();
+  }
+  std::vector<int32_t> GrpcTokens(const std::vector<int32_t>& prompt, const std::string& lora, bool arach, int max_tokens,
+                                  arach::v1::Finish* finish) {
+    arach::v1::GenerateRequest request;
+    for (int32_t id : prompt) request.mutable_token_ids()->add_ids(id);
+    request.set_max_tokens(max_tokens);
+    request.set_ignore_eos(true);
+    request.mutable_sampling()->set_temperature(0.0f);
+    request.mutable_variant()->set_arach(arach);
+    request.mutable_variant()->set_lora(lora);
+    std::vector<int32_t> tokens;
+    const grpc::Status status = client_->Generate(request, [&](const arach::v1::GenerateResponse& r) {
+      tokens.insert(tokens.end(), r.token_ids().begin(), r.token_ids().end());
+      if (r.has_finish()) *finish = r.finish();
+    });
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return tokens;
+  }
+};
+
+TEST_F(LoraServer, EachAdapterIsAModelIdWithEveryVariant) {
+  const HttpAnswer models = testing::HttpSend(server_->http_address(), "GET", "/v1/models");
+  ASSERT_EQ(models.status, 200) << models.body;
+  std::vector<std::string> ids;
+  for (const json& model : models.body["data"]) {
+    ids.push_back(model["id"]);
+    if (model["id"].get<std::string>().rfind("tuned", 0) == 0) {
+      EXPECT_EQ(model["parent"], "gpt2-tiny") << model;
+      EXPECT_EQ(model["root"], "tuned") << model;
+    } else {
+      EXPECT_TRUE(model["parent"].is_null()) << model;
+    }
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"gpt2-tiny", "gpt2-tiny:base", "gpt2-tiny:arach", "gpt2-tiny:skip", "gpt2-tiny:arach+skip",
+                                           "tuned", "tuned:base", "tuned:arach", "tuned:skip", "tuned:arach+skip"}));
+  const HttpAnswer one = testing::HttpSend(server_->http_address(), "GET", "/v1/models/tuned:arach");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.body["parent"], "gpt2-tiny");
+  arach::v1::ModelInfo info;
+  ASSERT_TRUE(client_->GetModelInfo(&info).ok());
+  ASSERT_EQ(info.lora_adapters_size(), 1);
+  EXPECT_EQ(info.lora_adapters(0), "tuned");
+}
+
+TEST_F(LoraServer, HttpAndGrpcGenerateWhatTheEngineGivesWithTheAdapter) {
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok());
+  for (const bool arach : {false, true}) {
+    SCOPED_TRACE(arach ? "arach" : "base");
+    const std::vector<int32_t> expected = InProcess(prompt, "tuned", arach, 16);
+    ASSERT_EQ(expected.size(), 16u);
+    EXPECT_NE(expected, InProcess(prompt, "", arach, 16)) << "the adapter changes nothing";
+    arach::v1::Finish finish;
+    EXPECT_EQ(GrpcTokens(prompt, "tuned", arach, 16, &finish), expected);
+    EXPECT_EQ(finish.variant().lora(), "tuned");
+    EXPECT_EQ(finish.variant().arach(), arach);
+    const HttpAnswer completion = Post("/v1/completions", {{"model", arach ? "tuned:arach" : "tuned:base"}, {"prompt", prompt},
+                                                            {"max_tokens", 16}, {"temperature", 0}, {"ignore_eos", true}});
+    ASSERT_EQ(completion.status, 200) << completion.body;
+    EXPECT_EQ(completion.body["model"], arach ? "tuned:arach" : "tuned:base");
+    EXPECT_EQ(completion.body["choices"][0]["text"], *(*tokenizer)->Decode(expected, false));
+  }
+}
+
+TEST_F(LoraServer, EmbeddingsRunThroughTheAdapter) {
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  const HttpAnswer tuned = Post("/v1/embeddings", {{"model", "tuned"}, {"input", prompt}, {"normalize", false}});
+  const HttpAnswer base = Post("/v1/embeddings", {{"model", "gpt2-tiny"}, {"input", prompt}, {"normalize", false}});
+  ASSERT_EQ(tuned.status, 200) << tuned.body;
+  ASSERT_EQ(base.status, 200) << base.body;
+  const std::vector<float> with_lora = tuned.body["data"][0]["embedding"].get<std::vector<float>>();
+  EXPECT_NE(with_lora, base.body["data"][0]["embedding"].get<std::vector<float>>());
+  arach::v1::EmbedRequest request;
+  arach::v1::TokenIds* ids = request.add_inputs()->mutable_token_ids();
+  for (int32_t id : prompt) ids->add_ids(id);
+  request.mutable_variant()->set_lora("tuned");
+  request.set_normalize(false);
+  arach::v1::EmbedResponse response;
+  const grpc::Status status = client_->Embed(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.embeddings_size(), 1);
+  ASSERT_EQ(response.embeddings(0).values_size(), static_cast<int>(with_lora.size()));
+  for (size_t k = 0; k < with_lora.size(); ++k) EXPECT_NEAR(response.embeddings(0).values(static_cast<int>(k)), with_lora[k], 1e-5) << k;
+}
+
+TEST_F(LoraServer, AnAdapterNotLoadedIsRefusedNamingTheParameter) {
+  const HttpAnswer http = Post("/v1/completions", {{"model", "other"}, {"prompt", "Hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(http.status, 404) << http.body;
+  EXPECT_EQ(http.body["error"]["param"], "model");
+  arach::v1::GenerateRequest request;
+  request.set_text("Hi");
+  request.set_max_tokens(2);
+  request.mutable_variant()->set_lora("other");
+  const grpc::Status status = client_->Generate(request, [](const arach::v1::GenerateResponse&) {});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("lora"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("'other'"), std::string::npos) << status.error_message();
+}
+
+}  // namespace
+}  // namespace arach
