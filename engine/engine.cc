@@ -299,6 +299,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.seed = r.seed;
   info.max_tokens = r.request.kind == RequestKind::kGenerate ? r.request.sampling.max_tokens : 0;
   info.priority = r.request.priority;
+  info.lora = r.request.lora;
   if (info.usage.completion_tokens > 0) {
     info.timings.time_to_first_token_seconds = seconds(r.first_token - r.arrival);
     info.timings.prefill_seconds = seconds(r.first_token - r.first_scheduled);

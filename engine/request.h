@@ -140,6 +140,7 @@ struct FinishInfo {
   uint64_t seed = 0;               // the sampling seed used (the request's, or drawn): resubmitting with it reproduces the draws
   int max_tokens = 0;              // max_tokens as the request asked (generation)
   int priority = 0;                // the request's priority
+  std::string lora;                // the request's LoRA adapter (empty: the base model)
   std::vector<float> prompt_logprobs;  // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1 (when asked)
   std::vector<bool> prompt_is_greedy;  // [prompt_len - 1]: whether prompt[t] was the most likely token (when asked)
   std::vector<int32_t> prompt_argmax;  // [prompt_len - 1]: the most likely token at position t >= 1 (when asked)

@@ -168,6 +168,13 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
   }
   m->assignments_ = &BuildCounter().Name("arach_experiment_assignments_total")
                          .Help("Requests assigned a variant by the A/B experiment, by arm and variant.").Register(r);
+  m->lora_requests_ = &BuildCounter().Name("arach_lora_requests_total")
+                           .Help("Requests finished with a LoRA adapter (--lora_modules), by adapter, kind (generate, score, "
+                                 "embed) and finish reason; the base model's are not counted here.")
+                           .Register(r);
+  m->lora_tokens_ = &BuildCounter().Name("arach_lora_tokens_total")
+                         .Help("Tokens of the requests finished with a LoRA adapter, by adapter and type (prompt, generation).")
+                         .Register(r);
   m->http_requests_ = &BuildCounter().Name("arach_http_requests_total")
                           .Help("HTTP requests answered, by route, status and serving variant (\"none\" when none served it).")
                           .Register(r);
@@ -293,6 +300,14 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
     pv.prompt_perplexity->Observe(std::exp(-total / static_cast<double>(info.prompt_logprobs.size())));
   }
   if (info.attention) pv.sink_mass->Observe(info.attention->MeanSinkMass());
+}
+
+void ServerMetrics::RecordLora(RequestKind kind, const FinishInfo& info) {
+  if (info.lora.empty()) return;
+  const char* kind_name = kind == RequestKind::kGenerate ? "generate" : kind == RequestKind::kScore ? "score" : "embed";
+  lora_requests_->Add({{"lora", info.lora}, {"kind", kind_name}, {"finish_reason", FinishReasonName(info.reason)}}).Increment();
+  lora_tokens_->Add({{"lora", info.lora}, {"type", "prompt"}}).Increment(info.usage.prompt_tokens);
+  lora_tokens_->Add({{"lora", info.lora}, {"type", "generation"}}).Increment(info.usage.completion_tokens);
 }
 
 void ServerMetrics::RecordAttention(const Variant& variant, const AttentionDiagnostics& attention) {

@@ -46,6 +46,9 @@ class ServerMetrics {
   void RecordScore(const Variant& variant, int64_t prompt_tokens, double seconds);
   // A finished embedding request (one input of /v1/embeddings) of `prompt_tokens` that took `seconds`.
   void RecordEmbedding(const Variant& variant, int64_t prompt_tokens, double seconds);
+  // A finished request of `kind` that ran with a LoRA adapter (FinishInfo::lora; nothing for the base model): its
+  // requests by adapter, kind and finish reason, and its tokens by adapter.
+  void RecordLora(RequestKind kind, const FinishInfo& info);
   // A Tokenize or Detokenize call (`rpc`) that took `seconds`.
   void RecordTokenizerCall(const std::string& rpc, double seconds);
   // The attention diagnostics of a finished request (RecordGenerate records its own).
@@ -98,6 +101,8 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Collectable> engine_collector_;
   std::map<std::string, PerVariant> variants_;
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;  // by variant, finish reason and key
+  prometheus::Family<prometheus::Counter>* lora_requests_ = nullptr;  // by adapter, kind and finish reason
+  prometheus::Family<prometheus::Counter>* lora_tokens_ = nullptr;    // by adapter and type (prompt, generation)
   prometheus::Family<prometheus::Counter>* rejected_ = nullptr;
   prometheus::Family<prometheus::Counter>* rate_limited_ = nullptr;
   prometheus::Family<prometheus::Counter>* assignments_ = nullptr;

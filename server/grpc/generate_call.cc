@@ -282,6 +282,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<GenerateResponse> {
 
 void GenerateStream::OnFinish(const FinishInfo& info) {
   context_.metrics->RecordGenerate(variant_.variant, info, key_);
+  context_.metrics->RecordLora(RequestKind::kGenerate, info);
   if (usage_ != nullptr) usage_->AddUsedTokens(info.usage.prompt_tokens + info.usage.completion_tokens);
   if (info.generated) context_.shadow->OnFinished(*context_.engine.load(), variant_.variant, info);
   LogFinished(info.reason == FinishReason::kStop || info.reason == FinishReason::kLength

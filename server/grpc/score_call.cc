@@ -213,6 +213,7 @@ std::shared_ptr<RequestObserver> PromptCallCollector::ObserverFor(int index, std
 }
 
 void PromptCallCollector::Done(int index, const FinishInfo& info, const std::vector<int32_t>& ids) {
+  context_.metrics->RecordLora(call_.kind, info);
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
   if (info.reason != FinishReason::kLength && info.reason != FinishReason::kStop) {

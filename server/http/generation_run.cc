@@ -12,6 +12,7 @@ class GenerationRun::ChoiceObserver : public RequestObserver {
   void OnChunk(const StreamChunk& chunk) override { run_->Push(ChoiceEvent{choice_, chunk, std::nullopt}); }
   void OnFinish(const FinishInfo& info) override {
     const bool answered = info.reason == FinishReason::kStop || info.reason == FinishReason::kLength;
+    run_->metrics_.RecordLora(kind_, info);
     if (kind_ == RequestKind::kGenerate) {
       run_->metrics_.RecordGenerate(run_->variant_, info, run_->key_);
       if (info.generated) run_->shadow_.OnFinished(run_->engine_, run_->variant_, info);

@@ -12,6 +12,7 @@
 #include "tests/testing/fixture_engine.h"
 #include "tests/testing/http_answer.h"
 #include "tests/testing/lora_folders.h"
+#include "tests/testing/prometheus_text.h"
 #include "tests/testing/shared_fixture_server.h"
 
 namespace arach {
@@ -110,6 +111,8 @@ TEST_F(LoraServer, HttpAndGrpcGenerateWhatTheEngineGivesWithTheAdapter) {
   const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
   auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
   ASSERT_TRUE(tokenizer.ok());
+  const auto before = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(before.ok()) << before.status();
   for (const bool arach : {false, true}) {
     SCOPED_TRACE(arach ? "arach" : "base");
     const std::vector<int32_t> expected = InProcess(prompt, "tuned", arach, 16);
@@ -125,6 +128,16 @@ TEST_F(LoraServer, HttpAndGrpcGenerateWhatTheEngineGivesWithTheAdapter) {
     EXPECT_EQ(completion.body["model"], arach ? "tuned:arach" : "tuned:base");
     EXPECT_EQ(completion.body["choices"][0]["text"], *(*tokenizer)->Decode(expected, false));
   }
+  // Counted per adapter: two gRPC and two HTTP generations of 16 tokens each.
+  const std::map<std::string, std::string> labels = {{"lora", "tuned"}, {"kind", "generate"}, {"finish_reason", "length"}};
+  ASSERT_TRUE(testing::EventuallyMetrics(*server_, [&](const testing::PrometheusText& m) {
+    return m.Sum("arach_lora_requests_total", labels) - before->Sum("arach_lora_requests_total", labels) == 4;
+  }));
+  const auto after = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->Sum("arach_lora_tokens_total", {{"lora", "tuned"}, {"type", "generation"}}) -
+                before->Sum("arach_lora_tokens_total", {{"lora", "tuned"}, {"type", "generation"}}),
+            64);
 }
 
 TEST_F(LoraServer, EmbeddingsRunThroughTheAdapter) {

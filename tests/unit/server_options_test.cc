@@ -157,5 +157,20 @@ TEST(ServerOptions, ErrorsNameTheFlag) {
   EXPECT_TRUE(ResolveServerConfig(o).ok());
 }
 
+TEST(ServerOptions, LoraModulesResolveIntoTheLoadOptionsAndMayNotTakeTheModelsName) {
+  ServerOptions o = Valid();
+  o.lora_modules = {"sql=/adapters/sql", "chat=/adapters/chat"};
+  auto config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->options.load.lora_modules.size(), 2u);
+  EXPECT_EQ(config->options.load.lora_modules[1].name, "chat");
+  EXPECT_EQ(config->options.load.lora_modules[1].path, "/adapters/chat");
+  o.lora_modules = {"model=/adapters/x"};  // the folder's name is the served name
+  EXPECT_THAT(ErrorOf(o), HasSubstr("lora_modules"));
+  EXPECT_THAT(ErrorOf(o), HasSubstr("served model's name"));
+  o.lora_modules = {"sql"};
+  EXPECT_THAT(ErrorOf(o), HasSubstr("--lora_modules"));
+}
+
 }  // namespace
 }  // namespace arach::server
