@@ -232,6 +232,17 @@ void Engine::PublishStats() {
   stats_.prefix_cache_hits = scheduler_.prefix_cache_hits();
   stats_.deferred_admissions = scheduler_.deferred_admissions();
   stats_.preemptions = scheduler_.num_preemptions();
+  stats_.lora_running.assign(lora_names_.size(), 0);
+  stats_.lora_waiting.assign(lora_names_.size(), 0);
+  if (!lora_names_.empty()) {
+    const auto count = [](std::vector<int>& counts, const Sequence& seq) {
+      if (seq.lora > 0) ++counts[static_cast<size_t>(seq.lora - 1)];
+    };
+    for (const Sequence* seq : running) count(stats_.lora_running, *seq);
+    for (const Sequence* seq : scheduler_.waiting()) count(stats_.lora_waiting, *seq);
+    for (const Sequence* seq : scheduler_.background_waiting()) count(stats_.lora_waiting, *seq);
+    for (const auto& state : inbox_) count(stats_.lora_waiting, state->seq);
+  }
 }
 
 void Engine::Adopt(std::vector<std::unique_ptr<RequestState>>& arrived) {

@@ -99,6 +99,10 @@ struct EngineStats {
   int64_t failed_steps = 0;         // steps whose forward failed (their requests ended with the error)
   int64_t draft_tokens = 0;         // speculative drafts computed and verified
   int64_t accepted_draft_tokens = 0;  // of which kept (each one a generated token that took no step of its own)
+  // [lora_names().size()]: the requests of each LoRA adapter running, and waiting (queued, preempted or just
+  // arrived), background work included.
+  std::vector<int> lora_running;
+  std::vector<int> lora_waiting;
 };
 
 class Engine {

@@ -8,8 +8,12 @@
 #include <sstream>
 
 #include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/build_info.h"
 
 namespace arach::server {
@@ -84,6 +88,27 @@ class EngineCollector : public prometheus::Collectable {
       prometheus::ClientMetric m;
       m.label = {{"block_size", std::to_string(engine->kv_block_size())}, {"num_gpu_blocks", std::to_string(s.kv_blocks_total)}};
       m.gauge.value = 1;
+      f.metric.push_back(m);
+      out.push_back(std::move(f));
+    }
+    if (engine != nullptr && !engine->lora_names().empty()) {
+      // The model server protocol's LoRA info (vLLM's lora_requests_info labels), for an endpoint picker's adapter
+      // affinity: the adapters of running and of waiting requests, and how many adapters a batch may hold (every
+      // loaded one: they stay in device memory); the value is the time it was read (the picker keeps the latest).
+      std::vector<std::string> running, waiting;
+      for (size_t i = 0; i < engine->lora_names().size(); ++i) {
+        if (i < s.lora_running.size() && s.lora_running[i] > 0) running.push_back(engine->lora_names()[i]);
+        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) waiting.push_back(engine->lora_names()[i]);
+      }
+      prometheus::MetricFamily f{"arach_lora_requests_info",
+                                 "LoRA adapters of running and waiting requests and the adapters a batch may hold, as labels "
+                                 "(running_lora_adapters, waiting_lora_adapters, max_lora); value: the Unix time it was read.",
+                                 prometheus::MetricType::Gauge, {}};
+      prometheus::ClientMetric m;
+      m.label = {{"running_lora_adapters", absl::StrJoin(running, ",")},
+                 {"waiting_lora_adapters", absl::StrJoin(waiting, ",")},
+                 {"max_lora", std::to_string(engine->lora_names().size())}};
+      m.gauge.value = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       f.metric.push_back(m);
       out.push_back(std::move(f));
     }

@@ -201,6 +201,7 @@ function checkGateway() {
       "total-running-requests-metric": "arach_num_requests_running",
       "kv-cache-usage-percentage-metric": "arach_kv_cache_usage_ratio",
       "cache-info-metric": "arach_cache_config_info",
+      "lora-info-metric": "arach_lora_requests_info",
     };
     for (const [name, metric] of Object.entries(expected)) {
       if (flag(name) !== metric) errors.push(`endpoint picker: --${name} must be ${metric} (the model server protocol under our name), not ${flag(name)}`);

@@ -2,9 +2,11 @@
 // into the model's weights in the checkpoint's own layout (tests/testing/lora_folders.h). On every fixture family
 // (GPT-2's Conv1D, NeoX's interleaved QKV, Llama's GQA, Qwen2's biases, Qwen3's q/k norms), under every variant,
 // alone and batched with other adapters and the base model, and with the prefix cache kept apart per adapter.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "engine/engine.h"
 #include "gtest/gtest.h"
@@ -182,6 +184,40 @@ TEST(LoraBatches, AdaptersAndTheBaseModelTogetherEqualAlone) {
   const Outcome fresh_d = RunTogether(*fresh, {cacheable(Greedy(d, ""))})[0];
   EXPECT_EQ(base_d.tokens, fresh_d.tokens);
   EXPECT_LT(MaxDiff(base_d.logprobs, fresh_d.logprobs), 1e-4f);
+}
+
+// The engine's stats count each adapter's running and waiting requests (the model server protocol's LoRA info).
+TEST(LoraRequests, StatsCountEachAdaptersRunningAndWaitingRequests) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  testing::RandomLora lora;
+  lora.modules = {"transformer.h.0.attn.c_attn"};
+  testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, dir.File("a"));
+  testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, dir.File("b"));
+  EngineConfig config;
+  config.max_num_seqs = 1;  // one runs, the others wait
+  std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", config, 64, "", {{"a", dir.File("a")}, {"b", dir.File("b")}});
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->stats().lora_running, (std::vector<int>{0, 0}));
+  std::vector<std::shared_ptr<CollectingObserver>> observers;
+  for (int i = 0; i < 3; ++i) {
+    EngineRequest request = Greedy(Prompt(*engine, 8, 10 * i), "b");
+    request.sampling.max_tokens = 200;
+    request.sampling.prompt_logprobs = false;
+    observers.push_back(std::make_shared<CollectingObserver>());
+    ASSERT_TRUE(engine->Submit(request, observers.back()).ok());
+  }
+  bool seen = false;
+  for (int i = 0; i < 2000 && !seen; ++i) {
+    const EngineStats stats = engine->stats();
+    seen = stats.lora_running == std::vector<int>{0, 1} && stats.lora_waiting == std::vector<int>{0, 2};
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(seen) << "never saw b running once and waiting twice";
+  for (auto& observer : observers) EXPECT_TRUE(observer->Wait());
+  const EngineStats idle = testing::IdleStats(*engine);
+  EXPECT_EQ(idle.lora_running, (std::vector<int>{0, 0}));
+  EXPECT_EQ(idle.lora_waiting, (std::vector<int>{0, 0}));
 }
 
 TEST(LoraRequests, AnAdapterNotLoadedIsRefusedNamingTheField) {

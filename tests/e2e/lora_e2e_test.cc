@@ -105,6 +105,10 @@ TEST_F(LoraServer, EachAdapterIsAModelIdWithEveryVariant) {
   ASSERT_TRUE(client_->GetModelInfo(&info).ok());
   ASSERT_EQ(info.lora_adapters_size(), 1);
   EXPECT_EQ(info.lora_adapters(0), "tuned");
+  // The model server protocol's LoRA info for an endpoint picker: one adapter a batch may hold, read just now.
+  const auto metrics = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_GT(metrics->Sum("arach_lora_requests_info", {{"max_lora", "1"}}), 1.7e9);
 }
 
 TEST_F(LoraServer, HttpAndGrpcGenerateWhatTheEngineGivesWithTheAdapter) {
