@@ -149,6 +149,8 @@ TEST_F(ExperimentServer, DashboardAlertsAndAutoscalerUseOnlyExportedMetrics) {
           metric = metric.substr(0, metric.size() - s.size());
         }
       }
+      // Exported only where --lora_modules loaded adapters (lora_e2e_test scrapes it there).
+      if (metric == "arach_lora_requests_info") continue;
       EXPECT_EQ(m->types.count(metric), 1u) << metric << " (in " << expr << ") is not exported";
       ++checked;
     }
