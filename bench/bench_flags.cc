@@ -38,6 +38,9 @@ ABSL_FLAG(bool, embed, false,
 ABSL_FLAG(std::string, pooling, "",
           "engine, with --embed: pool as last_token, mean or first_token (as a Sentence-Transformers folder would say); "
           "empty: as the model's folder says");
+ABSL_FLAG(int, lora_rank, 0,
+          "engine: every request runs with a random LoRA adapter of this rank on every projection of the model (written "
+          "under --scratch with tools/make_model's make_lora); 0: the base model");
 ABSL_FLAG(int, prompt_top_logprobs, 0,
           "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "
           "prompt_logprobs N ask; at most 20)");

@@ -36,6 +36,7 @@ ABSL_DECLARE_FLAG(int, shared_prefix);
 ABSL_DECLARE_FLAG(bool, score);
 ABSL_DECLARE_FLAG(bool, embed);
 ABSL_DECLARE_FLAG(std::string, pooling);
+ABSL_DECLARE_FLAG(int, lora_rank);
 ABSL_DECLARE_FLAG(bool, predict);
 ABSL_DECLARE_FLAG(int, prediction_edits);
 ABSL_DECLARE_FLAG(int, prediction_draft_tokens);
@@ -64,7 +65,8 @@ inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "s
                                                            "prompt_len", "max_tokens", "variant", "max_num_batched_tokens",
                                                            "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score", "embed", "pooling",
                                                            "predict", "prediction_edits", "prediction_draft_tokens", "prompt_lookup_tokens",
-                                                           "speculative_disable_by_batch_size", "prompt_top_logprobs", "temperature", "top_k", "top_p"};
+                                                           "speculative_disable_by_batch_size", "prompt_top_logprobs", "temperature", "top_k", "top_p",
+                                                           "lora_rank"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
 inline const std::vector<std::string> kDraftLookupBenchFlags = {"vocab", "contexts", "steps", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <random>
 
 #include "absl/strings/match.h"
 #include "engine/model/checkpoint.h"
@@ -17,10 +15,6 @@
 
 namespace arach::testing {
 namespace {
-
-constexpr const char* kProjections[] = {".q_proj", ".k_proj", ".v_proj", ".o_proj", ".gate_proj", ".up_proj",
-                                        ".down_proj", ".c_attn", ".c_proj", ".c_fc", ".query_key_value",
-                                        ".attention.dense", ".dense_h_to_4h", ".dense_4h_to_h"};
 
 std::unique_ptr<Checkpoint> OpenOrFail(const std::string& dir) {
   auto checkpoint = Checkpoint::Open(dir);
@@ -34,52 +28,14 @@ bool IsConv1D(const std::string& module) { return absl::StrContains(module, ".at
 }  // namespace
 
 std::vector<std::string> LoraTargetModules(const std::string& model_dir) {
-  std::vector<std::string> modules;
-  std::unique_ptr<Checkpoint> checkpoint = OpenOrFail(model_dir);
-  if (checkpoint == nullptr) return modules;
-  for (const std::string& name : checkpoint->Names()) {
-    if (!absl::EndsWith(name, ".weight")) continue;
-    const std::string module = name.substr(0, name.size() - 7);
-    for (const char* projection : kProjections) {
-      if (absl::EndsWith(module, projection)) modules.push_back(module);
-    }
-  }
-  std::sort(modules.begin(), modules.end());
-  return modules;
+  absl::StatusOr<std::vector<std::string>> modules = arach::LoraTargetModules(model_dir);
+  EXPECT_TRUE(modules.ok()) << modules.status();
+  return modules.ok() ? *modules : std::vector<std::string>{};
 }
 
 void WriteRandomLora(const std::string& model_dir, const RandomLora& lora, const std::string& dir) {
-  std::unique_ptr<Checkpoint> checkpoint = OpenOrFail(model_dir);
-  ASSERT_NE(checkpoint, nullptr);
-  std::filesystem::create_directories(dir);
-  std::mt19937_64 rng(lora.seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::deque<std::vector<float>> storage;  // stable addresses for the tensors to write
-  std::vector<TensorToWrite> tensors;
-  for (const std::string& module : lora.modules) {
-    auto info = checkpoint->Find(module + ".weight");
-    ASSERT_TRUE(info.ok()) << info.status();
-    const int64_t rows = (*info)->shape[0], cols = (*info)->shape[1];
-    const int64_t out = IsConv1D(module) ? cols : rows, in = IsConv1D(module) ? rows : cols;
-    std::vector<float>& a = storage.emplace_back(static_cast<size_t>(lora.r * in));
-    for (float& v : a) v = normal(rng) / std::sqrt(static_cast<float>(in));
-    std::vector<float>& b = storage.emplace_back(static_cast<size_t>(out * lora.r));
-    for (float& v : b) v = normal(rng) * lora.b_stddev;
-    tensors.push_back({"base_model.model." + module + ".lora_A.weight", DType::kF32, {lora.r, in}, a.data()});
-    tensors.push_back({"base_model.model." + module + ".lora_B.weight", DType::kF32, {out, lora.r}, b.data()});
-  }
-  ASSERT_TRUE(WriteSafetensors(dir + "/adapter_model.safetensors", tensors).ok());
-  std::vector<std::string> targets;
-  for (const std::string& module : lora.modules) targets.push_back(module.substr(module.rfind('.') + 1));
-  std::sort(targets.begin(), targets.end());
-  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-  const nlohmann::json config = {{"peft_type", "LORA"},        {"task_type", "CAUSAL_LM"}, {"r", lora.r},
-                                 {"lora_alpha", lora.alpha},   {"use_rslora", lora.use_rslora},
-                                 {"target_modules", targets},  {"bias", "none"},           {"lora_dropout", 0.05},
-                                 {"fan_in_fan_out", false},    {"modules_to_save", nullptr}, {"use_dora", false},
-                                 {"rank_pattern", nlohmann::json::object()}, {"alpha_pattern", nlohmann::json::object()},
-                                 {"base_model_name_or_path", model_dir}};
-  std::ofstream(dir + "/adapter_config.json") << config.dump(2);
+  const absl::Status written = MakeRandomLora(model_dir, lora, dir);
+  ASSERT_TRUE(written.ok()) << written;
 }
 
 void WriteMergedModel(const std::string& model_dir, const std::string& lora_dir, const std::string& merged_dir) {
