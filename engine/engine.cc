@@ -76,20 +76,13 @@ absl::Status Engine::CheckConstraint(const OutputConstraint& constraint, absl::s
   return constraints_->Compile(constraint, field).status();
 }
 
-absl::StatusOr<int> Engine::LoraIndex(const std::string& name, FieldNames names) const {
-  if (name.empty()) return 0;
-  const auto it = std::find(lora_names_.begin(), lora_names_.end(), name);
-  if (it == lora_names_.end()) {
-    return InvalidField(names, "lora", absl::StrCat("no LoRA adapter '", name, "' is loaded (",
-                                                   lora_names_.empty() ? "none is" : absl::StrJoin(lora_names_, ", "), ")"));
-  }
-  return static_cast<int>(it - lora_names_.begin()) + 1;
-}
-
 absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<RequestObserver> observer, FieldNames names) {
   const ModelConfig& c = model_.config;
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), max_embedding_tokens(), names));
-  ARACH_ASSIGN_OR_RETURN(const int lora, LoraIndex(request.lora, names));
+  {  // refused before any work; resolved again where the request is queued (an unload may come between)
+    std::lock_guard<std::mutex> lock(mutex_);
+    ARACH_RETURN_IF_ERROR(LoraSlotLocked(request.lora, names).status());
+  }
   const SamplingParams& sp = request.sampling;
   const int prompt_len = static_cast<int>(request.prompt.size());
   const int new_tokens = request.kind == RequestKind::kGenerate ? sp.max_tokens : 0;
@@ -128,8 +121,6 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   seq.tokens = state->request.prompt;
   seq.prompt_len = prompt_len;
   seq.variant = state->request.variant;
-  seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt, state->request.lora);
-  seq.lora = lora;
   state->token_filter = std::move(token_filter);
   seq.want_prompt_logprobs = state->request.wants_prompt_logprobs();
   if (state->request.kind == RequestKind::kEmbed) {
@@ -175,6 +166,9 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
       return absl::ResourceExhaustedError(absl::StrCat("the request queue is full (", config_.max_queued_requests,
                                                        " waiting); retry later"));
     }
+    ARACH_ASSIGN_OR_RETURN(seq.lora, LoraSlotLocked(state->request.lora, names));
+    // The adapter's slot, never reused, keys its blocks: an adapter loaded again under the same name is another model.
+    seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt, seq.lora > 0 ? absl::StrCat("lora-slot:", seq.lora) : "");
     id = next_id_++;
     state->seed = state->request.sampling.seed ? *state->request.sampling.seed : seeder_();
     state->id = id;
@@ -232,6 +226,7 @@ void Engine::PublishStats() {
   stats_.prefix_cache_hits = scheduler_.prefix_cache_hits();
   stats_.deferred_admissions = scheduler_.deferred_admissions();
   stats_.preemptions = scheduler_.num_preemptions();
+  stats_.lora_slots = lora_names_;
   stats_.lora_running.assign(lora_names_.size(), 0);
   stats_.lora_waiting.assign(lora_names_.size(), 0);
   if (!lora_names_.empty()) {
@@ -571,10 +566,11 @@ void Engine::Step() {
 void Engine::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_.HasWork(); });
+    wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !lora_ops_.empty() || scheduler_.HasWork(); });
     if (stopping_) break;
     round_start_ = Clock::now();
     TakeInbox(lock);
+    RunLoraOps(lock);
     lock.unlock();
     ExpireDeadlines();
     Step();
@@ -588,6 +584,7 @@ void Engine::Loop() {
   // Shutdown: everything still here ends as cancelled.
   std::vector<std::unique_ptr<RequestState>> arrived;
   arrived.swap(inbox_);
+  FailLoraOps(lora_ops_);
   lock.unlock();
   Adopt(arrived);
   for (auto& [id, state] : requests_) {

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "engine/request.h"
 #include "engine/bundle/model_bundle.h"
 #include "engine/core/field_error.h"
+#include "engine/model/lora_adapter.h"
 #include "engine/runner/forward_batch.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sched/scheduler.h"
@@ -99,8 +101,9 @@ struct EngineStats {
   int64_t failed_steps = 0;         // steps whose forward failed (their requests ended with the error)
   int64_t draft_tokens = 0;         // speculative drafts computed and verified
   int64_t accepted_draft_tokens = 0;  // of which kept (each one a generated token that took no step of its own)
-  // [lora_names().size()]: the requests of each LoRA adapter running, and waiting (queued, preempted or just
-  // arrived), background work included.
+  // Per LoRA adapter slot: its name ("" for a slot whose adapter was unloaded) and its requests running, and
+  // waiting (queued, preempted or just arrived), background work included.
+  std::vector<std::string> lora_slots;
   std::vector<int> lora_running;
   std::vector<int> lora_waiting;
 };
@@ -144,8 +147,15 @@ class Engine {
   // The model's chat template (or --chat_template's); null when it has none.
   const ChatTemplate* chat_template() const { return model_.chat_template.get(); }
   bool has_adapter() const { return model_.runner->has_adapter(); }
-  // The LoRA adapters a request may name (EngineRequest::lora), in load order.
-  const std::vector<std::string>& lora_names() const { return lora_names_; }
+  // The LoRA adapters a request may name (EngineRequest::lora), in load order. Thread-safe.
+  std::vector<std::string> lora_names() const;
+  // Loads the PEFT adapter folder `path` (LoadLoraAdapter) under `name` while the engine serves, and returns once
+  // requests may name it. INVALID_ARGUMENT for a name already loaded or an adapter the model cannot take (naming
+  // the file and field or tensor), the device's error where its memory cannot hold it, UNAVAILABLE when shut down.
+  absl::Status LoadLora(const std::string& name, const std::string& path);
+  // Unloads adapter `name` and frees its memory. NOT_FOUND when none is loaded under it; FAILED_PRECONDITION while
+  // requests that named it are queued or running (nothing changes then: retry once they finish).
+  absl::Status UnloadLora(const std::string& name);
   int adapter_expansion() const { return model_.runner->adapter_expansion(); }
   int kv_block_size() const { return model_.runner->kv_cache().block_size(); }
   // The KV cache's element type and what one cached token takes (K and V, all layers).
@@ -164,8 +174,19 @@ class Engine {
   Engine(ModelBundle model, const EngineConfig& config);
   void Loop();
   // SequenceInput::lora of the adapter `name` names (0 for none); INVALID_ARGUMENT naming the field "lora" for an
-  // adapter not loaded.
-  absl::StatusOr<int> LoraIndex(const std::string& name, FieldNames names) const;
+  // adapter not loaded. Called with mutex_ held.
+  absl::StatusOr<int> LoraSlotLocked(const std::string& name, FieldNames names) const;
+  // Runs the LoRA loads and unloads asked for since the last round (the step thread's, between steps; `lock`
+  // holds mutex_ on entry and on return).
+  void RunLoraOps(std::unique_lock<std::mutex>& lock);
+  // A load (with its adapter, read from disk by the caller) or an unload (without), answered through `done`.
+  struct LoraOp {
+    std::string name;
+    std::optional<LoraAdapter> adapter;
+    std::promise<absl::Status> done;
+  };
+  // Answers every op of `ops` UNAVAILABLE (the engine shut down) and empties it.
+  static void FailLoraOps(std::vector<std::unique_ptr<LoraOp>>& ops);
   // One schedule -> forward -> sample round.
   void Step();
   void TakeInbox(std::unique_lock<std::mutex>& lock);
@@ -200,7 +221,8 @@ class Engine {
 
   ModelBundle model_;
   EngineConfig config_;
-  std::vector<std::string> lora_names_;  // the runner's LoRA adapters (ModelRunner::lora_names)
+  std::vector<std::string> lora_names_;  // guarded by mutex_: the runner's LoRA slots (ModelRunner::lora_names)
+  std::vector<std::unique_ptr<LoraOp>> lora_ops_;  // guarded by mutex_: loads and unloads for the step thread
   BlockAllocator allocator_;
   Scheduler scheduler_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;  // step thread only

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -91,14 +92,16 @@ class EngineCollector : public prometheus::Collectable {
       f.metric.push_back(m);
       out.push_back(std::move(f));
     }
-    if (engine != nullptr && !engine->lora_names().empty()) {
+    const auto loaded = std::count_if(s.lora_slots.begin(), s.lora_slots.end(), [](const std::string& n) { return !n.empty(); });
+    if (loaded > 0) {
       // The model server protocol's LoRA info (vLLM's lora_requests_info labels), for an endpoint picker's adapter
       // affinity: the adapters of running and of waiting requests, and how many adapters a batch may hold (every
       // loaded one: they stay in device memory); the value is the time it was read (the picker keeps the latest).
       std::vector<std::string> running, waiting;
-      for (size_t i = 0; i < engine->lora_names().size(); ++i) {
-        if (i < s.lora_running.size() && s.lora_running[i] > 0) running.push_back(engine->lora_names()[i]);
-        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) waiting.push_back(engine->lora_names()[i]);
+      for (size_t i = 0; i < s.lora_slots.size(); ++i) {
+        if (s.lora_slots[i].empty()) continue;
+        if (i < s.lora_running.size() && s.lora_running[i] > 0) running.push_back(s.lora_slots[i]);
+        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) waiting.push_back(s.lora_slots[i]);
       }
       prometheus::MetricFamily f{"arach_lora_requests_info",
                                  "LoRA adapters of running and waiting requests and the adapters a batch may hold, as labels "
@@ -107,7 +110,7 @@ class EngineCollector : public prometheus::Collectable {
       prometheus::ClientMetric m;
       m.label = {{"running_lora_adapters", absl::StrJoin(running, ",")},
                  {"waiting_lora_adapters", absl::StrJoin(waiting, ",")},
-                 {"max_lora", std::to_string(engine->lora_names().size())}};
+                 {"max_lora", std::to_string(loaded)}};
       m.gauge.value = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       f.metric.push_back(m);
       out.push_back(std::move(f));

@@ -13,12 +13,12 @@ uint64_t BlockContent::Hash() const {
   return h == 0 ? 1 : h;  // 0 means "no parent"
 }
 
-uint64_t CacheNamespaceOf(std::string_view cache_salt, std::string_view lora) {
-  if (cache_salt.empty() && lora.empty()) return 0;
+uint64_t CacheNamespaceOf(std::string_view cache_salt, std::string_view lora_key) {
+  if (cache_salt.empty() && lora_key.empty()) return 0;
   uint64_t h = Mix64(cache_salt.size() + 0x8ebc6af09c88c6e3ull);
   for (unsigned char byte : cache_salt) h = Mix64(h ^ (byte + 0x9e3779b97f4a7c15ull));
-  h = Mix64(h ^ (lora.size() + 0x2545f4914f6cdd1dull));  // the salt's and the adapter's bytes cannot trade places
-  for (unsigned char byte : lora) h = Mix64(h ^ (byte + 0x9e3779b97f4a7c15ull));
+  h = Mix64(h ^ (lora_key.size() + 0x2545f4914f6cdd1dull));  // the salt's and the adapter's bytes cannot trade places
+  for (unsigned char byte : lora_key) h = Mix64(h ^ (byte + 0x9e3779b97f4a7c15ull));
   return h == 0 ? 1 : h;
 }
 

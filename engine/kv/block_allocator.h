@@ -31,9 +31,10 @@ struct BlockContent {
   }
 };
 
-// The prefix-cache namespace of a request's cache salt and LoRA adapter (EngineRequest::cache_salt, ::lora): 0
-// (shared) when both are empty, else a 64-bit digest of both that is never 0 (an adapter's K/V are its own).
-uint64_t CacheNamespaceOf(std::string_view cache_salt, std::string_view lora = {});
+// The prefix-cache namespace of a request's cache salt (EngineRequest::cache_salt) and LoRA adapter (`lora_key`:
+// unique to one load of it, e.g. its slot): 0 (shared) when both are empty, else a 64-bit digest of both that is
+// never 0 (an adapter's K/V are its own).
+uint64_t CacheNamespaceOf(std::string_view cache_salt, std::string_view lora_key = {});
 
 class BlockAllocator {
  public:

@@ -7,7 +7,12 @@
 
 namespace arach {
 
-absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& tensor, bool matrix) {
+namespace {
+
+// Uploads `tensor` into a buffer that `owner` keeps; adds its size to `bytes`. `matrix`: a 2-D tensor stored in the
+// weight dtype even with one row.
+absl::StatusOr<DeviceMatrix> UploadTensor(Backend& backend, HostTensor&& tensor, bool matrix,
+                                          std::vector<std::unique_ptr<DeviceBuffer>>& owner, size_t& bytes_held) {
   if (tensor.empty()) return DeviceMatrix{};
   // Matrices (2-D, more than one row: projections, embeddings, LM head, adapter) in the backend's weight dtype;
   // vectors (norms, biases, the hub's input row) in its activation dtype.
@@ -33,10 +38,29 @@ absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& t
   } else {
     backend.UploadFloat(buffer->data(), dtype, tensor.data.data(), count);
   }
-  total_bytes += buffer->size();
-  buffers_.push_back(std::move(buffer));
+  bytes_held += buffer->size();
+  owner.push_back(std::move(buffer));
   tensor = HostTensor{};  // free the host copy now
   return view;
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceMatrix> DeviceWeights::Put(Backend& backend, HostTensor&& tensor, bool matrix) {
+  return UploadTensor(backend, std::move(tensor), matrix, buffers_, total_bytes);
+}
+
+absl::StatusOr<DeviceLoraAdapter> UploadLora(Backend& backend, LoraAdapter&& lora) {
+  DeviceLoraAdapter device;
+  device.name = lora.name;
+  for (LoraLayer& layer : lora.layers) {
+    std::array<DeviceLoraProjection, kLoraSites>& sites = device.layers.emplace_back();
+    for (int s = 0; s < kLoraSites; ++s) {
+      ARACH_ASSIGN_OR_RETURN(sites[s].a, UploadTensor(backend, std::move(layer.sites[s].a), /*matrix=*/true, device.buffers, device.bytes));
+      ARACH_ASSIGN_OR_RETURN(sites[s].b, UploadTensor(backend, std::move(layer.sites[s].b), /*matrix=*/true, device.buffers, device.bytes));
+    }
+  }
+  return device;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& backend, ModelWeights&& host,
@@ -62,15 +86,8 @@ absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& ba
     }
   }
   for (LoraAdapter& lora : features.loras) {
-    DeviceLoraAdapter& device = w->loras.emplace_back();
-    device.name = lora.name;
-    for (LoraLayer& layer : lora.layers) {
-      std::array<DeviceLoraProjection, kLoraSites>& sites = device.layers.emplace_back();
-      for (int s = 0; s < kLoraSites; ++s) {
-        ARACH_ASSIGN_OR_RETURN(sites[s].a, w->Put(backend, std::move(layer.sites[s].a), /*matrix=*/true));
-        ARACH_ASSIGN_OR_RETURN(sites[s].b, w->Put(backend, std::move(layer.sites[s].b), /*matrix=*/true));
-      }
-    }
+    ARACH_ASSIGN_OR_RETURN(DeviceLoraAdapter device, UploadLora(backend, std::move(lora)));
+    w->loras.push_back(std::move(device));
   }
   ARACH_ASSIGN_OR_RETURN(w->token_embedding, w->Put(backend, std::move(host.token_embedding)));
   ARACH_ASSIGN_OR_RETURN(w->position_embedding, w->Put(backend, std::move(host.position_embedding)));

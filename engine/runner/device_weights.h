@@ -38,9 +38,14 @@ struct DeviceLoraProjection {
   DeviceMatrix b;  // [out, R], scale folded in
 };
 struct DeviceLoraAdapter {
-  std::string name;
+  std::string name;  // empty: the slot of an adapter unloaded at run time (no layers, no memory)
   std::vector<std::array<DeviceLoraProjection, kLoraSites>> layers;  // [num_layers]
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;  // its own memory, freed when it is unloaded
+  size_t bytes = 0;
 };
+
+// Uploads `adapter` (freeing each host tensor once copied) into memory of its own.
+absl::StatusOr<DeviceLoraAdapter> UploadLora(Backend& backend, LoraAdapter&& adapter);
 
 // Weights of the model variants beside the base model.
 struct FeatureWeights {
@@ -63,8 +68,8 @@ class DeviceWeights {
   DeviceMatrix hub_input;           // [1, d]: hub embedding (+ the position-0 embedding for learned positions)
   std::vector<DeviceAdapterLayer> adapter;  // [num_layers], empty without an adapter
   int adapter_expansion = 0;        // E
-  std::vector<DeviceLoraAdapter> loras;  // FeatureWeights::loras, in order
-  size_t total_bytes = 0;
+  std::vector<DeviceLoraAdapter> loras;  // FeatureWeights::loras, in order, then those loaded at run time
+  size_t total_bytes = 0;           // the model's and the adapter's (LoRA adapters count their own)
 
  private:
   DeviceWeights() = default;

@@ -101,8 +101,9 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     if (seq.start_position < 0) return Broken(s, "negative start position");
     const int end = seq.start_position + n;
     if (end > config_.max_positions) return Broken(s, absl::StrCat(end, " tokens exceed the model's context of ", config_.max_positions));
-    if (seq.lora < 0 || seq.lora > static_cast<int>(weights_->loras.size())) {
-      return Broken(s, absl::StrCat("LoRA adapter ", seq.lora, " of ", weights_->loras.size(), " loaded"));
+    if (seq.lora < 0 || seq.lora > static_cast<int>(weights_->loras.size()) ||
+        (seq.lora > 0 && weights_->loras[static_cast<size_t>(seq.lora - 1)].layers.empty())) {
+      return Broken(s, absl::StrCat("LoRA adapter slot ", seq.lora, " of ", weights_->loras.size(), " holds no adapter"));
     }
     if (seq.block_table->capacity() < end) {
       return Broken(s, absl::StrCat("block table holds ", seq.block_table->capacity(), " positions, ", end, " needed"));

@@ -71,8 +71,13 @@ class ModelRunner {
   const StepGraphStats& step_graph_stats() const { return graph_stats_; }
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
-  // The LoRA adapters' names (SequenceInput::lora = index + 1).
+  // The LoRA adapters' slots by name (SequenceInput::lora = index + 1); "" for the slot of one unloaded.
   std::vector<std::string> lora_names() const;
+  // Uploads `adapter` (for this model: LoadLoraAdapter) into a new slot, the last; between steps only (the step
+  // thread's). Errors: the device's, when its memory cannot hold it.
+  absl::Status AddLora(LoraAdapter adapter);
+  // Frees the adapter in slot `index`; the slot stays, empty (a sequence naming it is INTERNAL). Between steps only.
+  void RemoveLora(int index);
   int adapter_expansion() const { return weights_->adapter_expansion; }
   // How the KV pool was sized, for the start-up line: "64.00 MiB of 7.20 GiB available (cgroup memory limit ...)".
   const std::string& kv_memory_note() const { return kv_memory_note_; }

@@ -12,6 +12,18 @@ std::vector<std::string> ModelRunner::lora_names() const {
   return names;
 }
 
+absl::Status ModelRunner::AddLora(LoraAdapter adapter) {
+  ARACH_ASSIGN_OR_RETURN(DeviceLoraAdapter device, UploadLora(*backend_, std::move(adapter)));
+  ARACH_RETURN_IF_ERROR(backend_->Synchronize());  // an upload that failed on the device is reported here
+  weights_->loras.push_back(std::move(device));
+  return absl::OkStatus();
+}
+
+void ModelRunner::RemoveLora(int index) {
+  if (index < 0 || index >= static_cast<int>(weights_->loras.size())) return;
+  weights_->loras[static_cast<size_t>(index)] = DeviceLoraAdapter{};  // its views and memory go together
+}
+
 bool ModelRunner::LoraChanges(int l, LoraSite site, const StepInputs& in) const {
   for (const LoraRows& group : in.lora_groups) {
     if (weights_->loras[group.adapter].layers[l][static_cast<int>(site)].a.data != nullptr) return true;

@@ -24,7 +24,7 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int prompt_len = 0;
   Variant variant;
-  uint64_t cache_namespace = 0;       // prefix-cache namespace (CacheNamespaceOf(EngineRequest::cache_salt, lora))
+  uint64_t cache_namespace = 0;       // prefix-cache namespace (CacheNamespaceOf: the cache salt and the LoRA slot)
   int lora = 0;                       // its LoRA adapter (SequenceInput::lora: 0 none, else the runner's index + 1)
   bool want_prompt_logprobs = false;  // every prompt row is scored on the device; no prefix-cache reuse
   bool want_attention_diagnostics = false;   // prompt chunks return attention-mass sums; no prefix-cache reuse

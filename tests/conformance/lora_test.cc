@@ -220,6 +220,75 @@ TEST(LoraRequests, StatsCountEachAdaptersRunningAndWaitingRequests) {
   EXPECT_EQ(idle.lora_waiting, (std::vector<int>{0, 0}));
 }
 
+// Adapters loaded and unloaded while the engine serves: one loaded at run time gives what one loaded at start-up
+// gives; a name is loaded once; an adapter in use is not unloaded; an unloaded one is refused; one loaded again
+// under the same name is another model, its predecessor's prefix-cache blocks not found.
+TEST(LoraAtRunTime, LoadedWhileServingEqualsLoadedAtStartAndUnloadsOnceIdle) {
+  ARACH_REQUIRE_FIXTURES();
+  const std::string model = "gpt2-tiny";
+  testing::ScopedTempDir dir;
+  testing::RandomLora a, b;
+  a.seed = 21;
+  b.seed = 22;
+  testing::WriteRandomLora(testing::FixturePath(model), a, dir.File("a"));
+  testing::WriteRandomLora(testing::FixturePath(model), b, dir.File("b"));
+  EngineConfig config;
+  config.enable_prefix_caching = true;
+  std::unique_ptr<Engine> at_start = testing::MakeFixtureEngine(model, config, 64, "", {{"a", dir.File("a")}, {"b", dir.File("b")}});
+  std::unique_ptr<Engine> engine = testing::MakeFixtureEngine(model, config, 64);
+  ASSERT_NE(at_start, nullptr);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int32_t> prompt = Prompt(*engine, 40, 0);
+  const auto cacheable = [&](const std::string& lora) {
+    EngineRequest request = Greedy(prompt, lora);
+    request.sampling.prompt_logprobs = false;
+    return request;
+  };
+  const Outcome want_a = RunTogether(*at_start, {cacheable("a")})[0];
+  const Outcome want_b = RunTogether(*at_start, {cacheable("b")})[0];
+  ASSERT_NE(want_a.tokens, want_b.tokens);
+
+  EXPECT_EQ(engine->Submit(cacheable("x"), std::make_shared<CollectingObserver>()).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(engine->LoadLora("x", dir.File("a")).ok());
+  EXPECT_EQ(engine->lora_names(), std::vector<std::string>{"x"});
+  const Outcome first = RunTogether(*engine, {cacheable("x")})[0];
+  EXPECT_EQ(first.tokens, want_a.tokens);
+  EXPECT_LT(MaxDiff(first.logprobs, want_a.logprobs), 1e-5f);
+  EXPECT_EQ(RunTogether(*engine, {cacheable("x")})[0].cached_prompt_tokens, 32) << "its own blocks are found";
+
+  const absl::Status again = engine->LoadLora("x", dir.File("b"));
+  EXPECT_EQ(again.code(), absl::StatusCode::kInvalidArgument) << again;
+  EXPECT_NE(again.message().find("already loaded"), std::string::npos) << again;
+  const absl::Status missing = engine->LoadLora("y", dir.File("nonexistent"));
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("nonexistent/adapter_config.json"), std::string::npos) << missing;
+  EXPECT_EQ(engine->lora_names(), std::vector<std::string>{"x"});
+
+  // In use: a long request of it is queued or running, so it stays.
+  EngineRequest long_request = cacheable("x");
+  long_request.sampling.max_tokens = 500;
+  auto running = std::make_shared<CollectingObserver>();
+  const absl::StatusOr<uint64_t> id = engine->Submit(long_request, running);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const absl::Status busy = engine->UnloadLora("x");
+  EXPECT_EQ(busy.code(), absl::StatusCode::kFailedPrecondition) << busy;
+  engine->Cancel(*id);
+  ASSERT_TRUE(running->Wait());
+  testing::IdleStats(*engine);
+  ASSERT_TRUE(engine->UnloadLora("x").ok());
+  EXPECT_TRUE(engine->lora_names().empty());
+  EXPECT_EQ(engine->Submit(cacheable("x"), std::make_shared<CollectingObserver>()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->UnloadLora("x").code(), absl::StatusCode::kNotFound);
+
+  // Loaded again under the same name with other weights: another model.
+  ASSERT_TRUE(engine->LoadLora("x", dir.File("b")).ok());
+  const Outcome reloaded = RunTogether(*engine, {cacheable("x")})[0];
+  EXPECT_EQ(reloaded.cached_prompt_tokens, 0) << "the blocks of the adapter unloaded under that name are not found";
+  EXPECT_EQ(reloaded.tokens, want_b.tokens);
+  EXPECT_LT(MaxDiff(reloaded.logprobs, want_b.logprobs), 1e-5f);
+  EXPECT_EQ(testing::IdleStats(*engine).lora_slots, (std::vector<std::string>{"", "x"}));
+}
+
 TEST(LoraRequests, AnAdapterNotLoadedIsRefusedNamingTheField) {
   ARACH_REQUIRE_FIXTURES();
   std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", {}, 64);

@@ -1,0 +1,116 @@
+// The engine's LoRA adapters: resolving a request's adapter, and loading and unloading adapters while it serves
+// (their device memory changes on the step thread, between steps).
+#include <algorithm>
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/core/status.h"
+#include "engine/engine.h"
+#include "engine/engine_request_state.h"
+#include "engine/model/lora_adapter.h"
+
+namespace arach {
+
+std::vector<std::string> Engine::lora_names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const std::string& name : lora_names_) {
+    if (!name.empty()) names.push_back(name);
+  }
+  return names;
+}
+
+absl::StatusOr<int> Engine::LoraSlotLocked(const std::string& name, FieldNames names) const {
+  if (name.empty()) return 0;
+  const auto it = std::find(lora_names_.begin(), lora_names_.end(), name);
+  if (it == lora_names_.end()) {
+    std::vector<std::string> loaded;
+    for (const std::string& n : lora_names_) {
+      if (!n.empty()) loaded.push_back(n);
+    }
+    return InvalidField(names, "lora", absl::StrCat("no LoRA adapter '", name, "' is loaded (",
+                                                   loaded.empty() ? "none is" : absl::StrJoin(loaded, ", "), ")"));
+  }
+  return static_cast<int>(it - lora_names_.begin()) + 1;
+}
+
+absl::Status Engine::LoadLora(const std::string& name, const std::string& path) {
+  if (name.empty()) return absl::InvalidArgumentError("lora_name: empty");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(lora_names_.begin(), lora_names_.end(), name) != lora_names_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", name, "' is already loaded"));
+    }
+  }
+  ARACH_ASSIGN_OR_RETURN(LoraAdapter adapter, LoadLoraAdapter(name, path, model_.config));  // read here, off the step thread
+  auto op = std::make_unique<LoraOp>();
+  op->name = name;
+  op->adapter = std::move(adapter);
+  std::future<absl::Status> done = op->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return absl::UnavailableError("the engine is shutting down");
+    lora_ops_.push_back(std::move(op));
+  }
+  wake_.notify_one();
+  return done.get();
+}
+
+absl::Status Engine::UnloadLora(const std::string& name) {
+  auto op = std::make_unique<LoraOp>();
+  op->name = name;
+  std::future<absl::Status> done = op->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return absl::UnavailableError("the engine is shutting down");
+    lora_ops_.push_back(std::move(op));
+  }
+  wake_.notify_one();
+  return done.get();
+}
+
+void Engine::FailLoraOps(std::vector<std::unique_ptr<LoraOp>>& ops) {
+  for (auto& op : ops) op->done.set_value(absl::UnavailableError("the engine shut down"));
+  ops.clear();
+}
+
+void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::unique_ptr<LoraOp>> ops;
+  ops.swap(lora_ops_);
+  for (auto& op : ops) {
+    const auto slot = std::find(lora_names_.begin(), lora_names_.end(), op->name);
+    if (op->adapter.has_value()) {  // load: the name is checked again (another load of it may have come first)
+      if (slot != lora_names_.end()) {
+        op->done.set_value(absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", op->name, "' is already loaded")));
+        continue;
+      }
+      lock.unlock();
+      absl::Status added = model_.runner->AddLora(std::move(*op->adapter));
+      lock.lock();
+      if (added.ok()) lora_names_.push_back(op->name);  // the runner's new last slot
+      op->done.set_value(added);
+      continue;
+    }
+    if (slot == lora_names_.end()) {
+      op->done.set_value(absl::NotFoundError(absl::StrCat("lora_name: no LoRA adapter '", op->name, "' is loaded")));
+      continue;
+    }
+    // Unload: refused while a request that named it is queued or running. Submit resolves names under mutex_,
+    // held here, so none can name it once its slot is emptied.
+    const int index = static_cast<int>(slot - lora_names_.begin());
+    int users = 0;
+    for (const auto& [id, state] : requests_) users += !state->finished && state->seq.lora == index + 1;
+    for (const auto& state : inbox_) users += state->seq.lora == index + 1;
+    if (users > 0) {
+      op->done.set_value(absl::FailedPreconditionError(absl::StrCat("lora_name: ", users, " request(s) of the adapter '", op->name,
+                                                                     "' are queued or running; unload it once they finish")));
+      continue;
+    }
+    *slot = "";
+    model_.runner->RemoveLora(index);
+    op->done.set_value(absl::OkStatus());
+  }
+}
+
+}  // namespace arach
