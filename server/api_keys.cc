@@ -28,7 +28,7 @@ bool ValidName(absl::string_view name) {
   return true;
 }
 
-// `diagnostics,experiment` or `all`.
+// `diagnostics,experiment,adapters` or `all`.
 absl::StatusOr<uint32_t> ParseScopes(absl::string_view text, const std::string& source, int line) {
   uint32_t scopes = 0;
   for (absl::string_view scope : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -39,8 +39,10 @@ absl::StatusOr<uint32_t> ParseScopes(absl::string_view text, const std::string& 
       scopes |= kScopeDiagnostics;
     } else if (scope == ScopeName(kScopeExperiment)) {
       scopes |= kScopeExperiment;
+    } else if (scope == ScopeName(kScopeAdapters)) {
+      scopes |= kScopeAdapters;
     } else {
-      return LineError(source, line, absl::StrCat("unknown scope '", scope, "' (diagnostics, experiment or all)"));
+      return LineError(source, line, absl::StrCat("unknown scope '", scope, "' (diagnostics, experiment, adapters or all)"));
     }
   }
   return scopes;
@@ -77,6 +79,7 @@ const char* ScopeName(Scope scope) {
   switch (scope) {
     case kScopeDiagnostics: return "diagnostics";
     case kScopeExperiment: return "experiment";
+    case kScopeAdapters: return "adapters";
   }
   return "?";
 }

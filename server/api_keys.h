@@ -27,9 +27,10 @@ namespace arach::server {
 enum Scope : uint32_t {
   kScopeDiagnostics = 1u << 0,
   kScopeExperiment = 1u << 1,
+  kScopeAdapters = 1u << 2,  // loading and unloading LoRA adapters at run time (--allow_runtime_lora_updating)
 };
-inline constexpr uint32_t kAllScopes = kScopeDiagnostics | kScopeExperiment;
-// "diagnostics", "experiment".
+inline constexpr uint32_t kAllScopes = kScopeDiagnostics | kScopeExperiment | kScopeAdapters;
+// "diagnostics", "experiment", "adapters".
 const char* ScopeName(Scope scope);
 
 struct KeyLimits {

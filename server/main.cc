@@ -102,6 +102,10 @@ ABSL_FLAG(double, http_request_timeout_seconds, 30,
           "(slowloris) cannot hold the server's connections");
 ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
 ABSL_FLAG(std::vector<std::string>, lora_modules, {}, arach::kLoraModulesFlagHelp);
+ABSL_FLAG(bool, allow_runtime_lora_updating, false,
+          "LoRA adapters may be loaded and unloaded while serving: POST /v1/load_lora_adapter {lora_name, lora_path} and "
+          "/v1/unload_lora_adapter {lora_name} (vLLM's; a key with the scope `adapters` where keys are configured: the path "
+          "is read on the server's file system)");
 ABSL_FLAG(std::string, metrics_listen, "", "a separate HOST:PORT serving only /health, /ready and /metrics, plain HTTP on threads of their own, so that probes "
           "and scrapes are answered however busy the API is (default: none; they are on --http_listen)");
 ABSL_FLAG(int, drain_grace_seconds, 30, "on SIGTERM, how long calls in flight may take to finish");
@@ -218,6 +222,7 @@ ServerOptions OptionsFromFlags() {
   o.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
   o.exclude_tools_when_tool_choice_none = absl::GetFlag(FLAGS_exclude_tools_when_tool_choice_none);
   o.trust_request_chat_template = absl::GetFlag(FLAGS_trust_request_chat_template);
+  o.allow_runtime_lora_updating = absl::GetFlag(FLAGS_allow_runtime_lora_updating);
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.max_request_bytes = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_request_bytes)));
   o.http.threads = absl::GetFlag(FLAGS_http_threads);

@@ -75,6 +75,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   context.replica_name = options.replica_name;
   context.exclude_tools_when_tool_choice_none = options.exclude_tools_when_tool_choice_none;
   context.trust_request_chat_template = options.trust_request_chat_template;
+  context.allow_runtime_lora_updating = options.allow_runtime_lora_updating;
   std::optional<ResponseStore> responses;
   if (options.responses_store_bytes > 0) {
     responses.emplace(static_cast<size_t>(options.responses_store_bytes));

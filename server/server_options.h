@@ -84,6 +84,7 @@ struct ServerOptions {
   std::string tool_call_parser = "auto";  // how chat turns write tool calls: auto (the template's) | hermes | llama3_json | mistral | mistral_v11 | pythonic | none
   std::string reasoning_parser = "auto";  // a reasoning block as reasoning_content: auto (the template's) | qwen3 | mistral | none
   bool exclude_tools_when_tool_choice_none = false;
+  bool allow_runtime_lora_updating = false;  // LoRA adapters may be loaded and unloaded over HTTP (scope `adapters`)
   bool trust_request_chat_template = false;  // a chat request may bring its own chat template (else refused)  // tool_choice none leaves the tools out of the prompt (else they stay in it)
 };
 

@@ -42,6 +42,7 @@ struct ServiceContext {
   std::string replica_name;            // this replica's name in a fleet (--replica_name), in its responses' ids; empty: none
   bool exclude_tools_when_tool_choice_none = false;  // --exclude_tools_when_tool_choice_none: such a turn's prompt has no tools
   bool trust_request_chat_template = false;          // --trust_request_chat_template: chat requests may bring their own template
+  bool allow_runtime_lora_updating = false;          // --allow_runtime_lora_updating: /v1/load_lora_adapter and /v1/unload_lora_adapter
 };
 
 }  // namespace arach::server

@@ -18,6 +18,7 @@
 #include "server/http/cors.h"
 #include "server/http/elastic_thread_pool.h"
 #include "server/http/http_call.h"
+#include "server/http/lora_admin.h"
 #include "server/http/model_ids.h"
 #include "server/http/openai_error.h"
 #include "server/http/request_deadline_server.h"
@@ -34,7 +35,7 @@ using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
                                    "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/score",
-                                   "/v1/score", "/tokenize", "/detokenize"};
+                                   "/v1/score", "/tokenize", "/detokenize", "/v1/load_lora_adapter", "/v1/unload_lora_adapter"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -255,6 +256,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
     if (absl::Status key = CheckKey(context, request); !key.ok()) return SendError(response, key);
     SendJson(response, 200, {{"version", ArachVersion()}, {"git_sha", ArachGitSha()}});
   });
+  ServeLoraAdminRoutes(server, context);
   server.Get("/v1/models", [&context](const httplib::Request& request, httplib::Response& response) {
     ServeModels(request, response, context, "");
   });

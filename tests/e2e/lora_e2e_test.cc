@@ -2,7 +2,9 @@
 // every variant suffix) in /v1/models, and a model id or gRPC's VariantSpec.lora runs the request with it: the
 // same greedy tokens as the engine serving that adapter in process, over HTTP and gRPC alike, under ARACH too;
 // embeddings through it; an adapter not loaded is refused naming the parameter.
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -21,20 +23,45 @@ namespace {
 using json = nlohmann::json;
 using testing::HttpAnswer;
 
-// The adapter the suite's server loads as "tuned": written once per process, before the server starts.
+// The adapter the suites' servers load ("tuned" at start-up; at run time by the admin suite): written once per
+// process, before a server starts, and removed (with the admin suite's key file beside it) when the process ends.
 const std::string& AdapterDir() {
-  static const std::string dir = [] {
-    const std::string path = ::testing::TempDir() + "arach_lora_e2e_" + std::to_string(::getpid());
-    std::filesystem::remove_all(path);
+  static const std::string path = [] {
+    const std::string dir = ::testing::TempDir() + "arach_lora_e2e_" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
     if (testing::HaveFixtures()) {
       testing::RandomLora lora;
       lora.modules = testing::LoraTargetModules(testing::FixturePath("gpt2-tiny"));
       lora.seed = 5;
-      testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, path);
+      testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, dir);
     }
-    return path;
+    return dir;
   }();
-  return dir;
+  struct RemovedAtExit {
+    ~RemovedAtExit() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+      std::filesystem::remove(path + "-keys", ignored);
+    }
+  };
+  static const RemovedAtExit removed;
+  return path;
+}
+
+// Greedy tokens of `prompt` from the engine serving the adapter in process (the fixture's flags, float32).
+std::vector<int32_t> InProcess(const std::vector<int32_t>& prompt, const std::string& lora, bool arach, int max_tokens) {
+  static std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", {}, 256, "", {{"tuned", AdapterDir()}});
+  EngineRequest request;
+  request.prompt = prompt;
+  request.lora = lora;
+  request.variant.arach = arach;
+  request.sampling.temperature = 0;
+  request.sampling.max_tokens = max_tokens;
+  request.sampling.ignore_eos = true;
+  auto observer = std::make_shared<testing::CollectingObserver>();
+  EXPECT_TRUE(engine->Submit(request, observer).ok());
+  EXPECT_TRUE(observer->Wait());
+  return observer->tokens();
 }
 
 class LoraServer : public testing::SharedFixtureServer<LoraServer> {
@@ -42,27 +69,8 @@ class LoraServer : public testing::SharedFixtureServer<LoraServer> {
   static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--lora_modules=tuned=" + AdapterDir()}; }
 
  protected:
-  static void TearDownTestSuite() {
-    SharedFixtureServer<LoraServer>::TearDownTestSuite();
-    std::filesystem::remove_all(AdapterDir());
-  }
   static HttpAnswer Post(const std::string& path, const json& body) {
     return testing::HttpSend(server_->http_address(), "POST", path, body.dump());
-  }
-  // Greedy tokens of `prompt` from the engine serving the adapter in process (the fixture's flags, float32).
-  static std::vector<int32_t> InProcess(const std::vector<int32_t>& prompt, const std::string& lora, bool arach, int max_tokens) {
-    static std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", {}, 256, "", {{"tuned", AdapterDir()}});
-    EngineRequest request;
-    request.prompt = prompt;
-    request.lora = lora;
-    request.variant.arach = arach;
-    request.sampling.temperature = 0;
-    request.sampling.max_tokens = max_tokens;
-    request.sampling.ignore_eos = true;
-    auto observer = std::make_shared<testing::CollectingObserver>();
-    EXPECT_TRUE(engine->Submit(request, observer).ok());
-    EXPECT_TRUE(observer->Wait());
-    return observer->tokens();
   }
   std::vector<int32_t> GrpcTokens(const std::vector<int32_t>& prompt, const std::string& lora, bool arach, int max_tokens,
                                   arach::v1::Finish* finish) {
@@ -177,6 +185,77 @@ TEST_F(LoraServer, AnAdapterNotLoadedIsRefusedNamingTheParameter) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("lora"), std::string::npos) << status.error_message();
   EXPECT_NE(status.error_message().find("'other'"), std::string::npos) << status.error_message();
+}
+
+TEST_F(LoraServer, RuntimeUpdatesAreOffWithoutTheFlag) {
+  const HttpAnswer load = Post("/v1/load_lora_adapter", {{"lora_name", "more"}, {"lora_path", AdapterDir()}});
+  EXPECT_EQ(load.status, 404) << load.body;
+  EXPECT_NE(load.body.dump().find("--allow_runtime_lora_updating"), std::string::npos) << load.body;
+}
+
+// --allow_runtime_lora_updating with API keys: a key with the scope `adapters` loads and unloads adapters over HTTP
+// (vLLM's routes); another key may not.
+class LoraAdminServer : public testing::SharedFixtureServer<LoraAdminServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() {
+    const std::string keys = AdapterDir() + "-keys";
+    std::ofstream(keys) << "admin:secret-admin:adapters\nuser:secret-user\n";
+    return {"--weight_dtype=f32", "--allow_runtime_lora_updating", "--api_key_file=" + keys};
+  }
+
+ protected:
+  static HttpAnswer Call(const std::string& method, const std::string& path, const json& body, const std::string& secret) {
+    return testing::HttpSend(server_->http_address(), method, path, method == "GET" ? "" : body.dump(),
+                             {{"Authorization", "Bearer " + secret}});
+  }
+  static std::vector<std::string> ModelIds() {
+    std::vector<std::string> ids;
+    const HttpAnswer models = Call("GET", "/v1/models", {}, "secret-user");
+    for (const json& model : models.body["data"]) ids.push_back(model["id"]);
+    return ids;
+  }
+};
+
+TEST_F(LoraAdminServer, AKeyWithTheScopeLoadsAndUnloadsAnAdapterWhileServing) {
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  const json completion = {{"model", "hot"}, {"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+  EXPECT_EQ(Call("POST", "/v1/completions", completion, "secret-user").status, 404);
+
+  const HttpAnswer refused = Call("POST", "/v1/load_lora_adapter", {{"lora_name", "hot"}, {"lora_path", AdapterDir()}}, "secret-user");
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_NE(refused.body.dump().find("adapters"), std::string::npos) << refused.body;
+
+  const HttpAnswer loaded = Call("POST", "/v1/load_lora_adapter", {{"lora_name", "hot"}, {"lora_path", AdapterDir()}}, "secret-admin");
+  ASSERT_EQ(loaded.status, 200) << loaded.body;
+  EXPECT_EQ(loaded.body, "Success: LoRA adapter 'hot' added successfully.");
+  const std::vector<std::string> ids = ModelIds();
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "hot:arach"), ids.end());
+  const HttpAnswer answer = Call("POST", "/v1/completions", completion, "secret-user");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok());
+  EXPECT_EQ(answer.body["choices"][0]["text"], *(*tokenizer)->Decode(InProcess(prompt, "tuned", false, 8), false));
+
+  const HttpAnswer twice = Call("POST", "/v1/load_lora_adapter", {{"lora_name", "hot"}, {"lora_path", AdapterDir()}}, "secret-admin");
+  EXPECT_EQ(twice.status, 400) << twice.body;
+  EXPECT_EQ(twice.body["error"]["param"], "lora_name");
+  const HttpAnswer broken = Call("POST", "/v1/load_lora_adapter", {{"lora_name", "cold"}, {"lora_path", "/nonexistent"}}, "secret-admin");
+  EXPECT_NE(broken.status, 200);
+  EXPECT_NE(broken.body.dump().find("/nonexistent/adapter_config.json"), std::string::npos) << broken.body;
+  for (const json& bad : {json{{"lora_path", AdapterDir()}}, json{{"lora_name", "a:b"}, {"lora_path", AdapterDir()}},
+                          json{{"lora_name", "c"}}, json{{"lora_name", "c"}, {"lora_path", AdapterDir()}, {"load_inplace", true}},
+                          json{{"lora_name", "c"}, {"lora_path", AdapterDir()}, {"rank", 8}}}) {
+    const HttpAnswer answer400 = Call("POST", "/v1/load_lora_adapter", bad, "secret-admin");
+    EXPECT_EQ(answer400.status, 400) << bad << " " << answer400.body;
+  }
+
+  const HttpAnswer unloaded = Call("POST", "/v1/unload_lora_adapter", {{"lora_name", "hot"}}, "secret-admin");
+  ASSERT_EQ(unloaded.status, 200) << unloaded.body;
+  EXPECT_EQ(unloaded.body, "Success: LoRA adapter 'hot' removed successfully.");
+  const std::vector<std::string> after = ModelIds();
+  EXPECT_EQ(std::find(after.begin(), after.end(), "hot"), after.end());
+  EXPECT_EQ(Call("POST", "/v1/completions", completion, "secret-user").status, 404);
+  EXPECT_EQ(Call("POST", "/v1/unload_lora_adapter", {{"lora_name", "hot"}}, "secret-admin").status, 404);
 }
 
 }  // namespace

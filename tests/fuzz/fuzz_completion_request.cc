@@ -1,6 +1,6 @@
-// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings, /v1/rerank and /v1/score reach the
-// HTTP API's readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest, ParseSimilarityScoreRequest,
-// which share the prompt and field readers): every outcome
+// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings, /v1/rerank, /v1/score and the LoRA
+// routes reach the HTTP API's readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest,
+// ParseSimilarityScoreRequest, which share the prompt and field readers, and ParseLoraAdminRequest): every outcome
 // is a request or an INVALID_ARGUMENT naming a parameter, and the error renders as OpenAI's error body; never a
 // crash or an exception.
 #include <cstddef>
@@ -10,6 +10,7 @@
 
 #include "server/http/completion_request.h"
 #include "server/http/embedding_request.h"
+#include "server/http/lora_admin.h"
 #include "server/http/similarity_request.h"
 #include "server/http/openai_error.h"
 
@@ -49,6 +50,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckRefusal(score.status());
   } else if (score->text_1.empty() || score->text_2.empty() || (score->text_1.size() > 1 && score->text_1.size() != score->text_2.size())) {
     std::abort();
+  }
+  for (const bool load : {true, false}) {
+    const absl::StatusOr<arach::server::http::LoraAdminRequest> lora = arach::server::http::ParseLoraAdminRequest(body, load);
+    if (!lora.ok()) {
+      CheckRefusal(lora.status());
+    } else if (lora->lora_name.empty() || lora->lora_name.find_first_of(":,") != std::string::npos || load == lora->lora_path.empty()) {
+      std::abort();
+    }
   }
   return 0;
 }

@@ -1,0 +1,28 @@
+// vLLM's routes for LoRA adapters at run time, on with --allow_runtime_lora_updating (else 404 saying so):
+//   POST /v1/load_lora_adapter   {"lora_name": NAME, "lora_path": PEFT folder on the server}  -> Engine::LoadLora
+//   POST /v1/unload_lora_adapter {"lora_name": NAME}                                          -> Engine::UnloadLora
+// A key with the scope `adapters` where keys are configured (the path is read on the server's file system). 200
+// with vLLM's plain-text answer; errors as the API's (400 naming the parameter, 403, 404 for an unknown adapter).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "httplib.h"
+#include "server/service_context.h"
+
+namespace arach::server::http {
+
+struct LoraAdminRequest {
+  std::string lora_name;
+  std::string lora_path;  // load only
+};
+
+// Reads a load (`load`) or unload body: INVALID_ARGUMENT naming the parameter for a missing or empty name (or path),
+// a name with ':' or ',' (NAME:VARIANT and --lora_modules' lists), `load_inplace: true`, or an unknown parameter.
+absl::StatusOr<LoraAdminRequest> ParseLoraAdminRequest(absl::string_view body, bool load);
+
+void ServeLoraAdminRoutes(httplib::Server& server, ServiceContext& context);
+
+}  // namespace arach::server::http
