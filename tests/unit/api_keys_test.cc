@@ -19,7 +19,7 @@ TEST(ApiKeyFile, ReadsNamesScopesLimitsAndPriorities) {
   auto keys = ParseApiKeyFile(R"(# the team keys
 alice:sk-alice-1234
 bob:sk-bob:diagnostics   # one scope
-carol : sk-carol : diagnostics, experiment : rpm=60, tpm=10000, priority=-1
+carol : sk-carol : diagnostics, experiment, adapters : rpm=60, tpm=10000, priority=-1
 
 dave:sk-dave:all:priority=5
 erin:sk-erin::rpm=0
