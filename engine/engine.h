@@ -185,6 +185,8 @@ class Engine {
     std::optional<LoraAdapter> adapter;
     std::promise<absl::Status> done;
   };
+  // Queues `op` for the step thread and waits for its answer.
+  absl::Status RunLoraOp(std::unique_ptr<LoraOp> op);
   // Answers every op of `ops` UNAVAILABLE (the engine shut down) and empties it.
   static void FailLoraOps(std::vector<std::unique_ptr<LoraOp>>& ops);
   // One schedule -> forward -> sample round.

@@ -47,19 +47,16 @@ absl::Status Engine::LoadLora(const std::string& name, const std::string& path) 
   auto op = std::make_unique<LoraOp>();
   op->name = name;
   op->adapter = std::move(adapter);
-  std::future<absl::Status> done = op->done.get_future();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return absl::UnavailableError("the engine is shutting down");
-    lora_ops_.push_back(std::move(op));
-  }
-  wake_.notify_one();
-  return done.get();
+  return RunLoraOp(std::move(op));
 }
 
 absl::Status Engine::UnloadLora(const std::string& name) {
   auto op = std::make_unique<LoraOp>();
   op->name = name;
+  return RunLoraOp(std::move(op));
+}
+
+absl::Status Engine::RunLoraOp(std::unique_ptr<LoraOp> op) {
   std::future<absl::Status> done = op->done.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);

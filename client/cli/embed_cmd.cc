@@ -17,7 +17,7 @@ int RunEmbed(const EmbedOptions& o) {
   arach::v1::EmbedRequest request;
   request.add_inputs()->set_text(*text);
   request.set_dimensions(static_cast<uint32_t>(o.dimensions));
-  if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) {
+  if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request, o.variant.lora); !s.ok()) {
     return ReportError("embed", s);
   }
   absl::StatusOr<std::unique_ptr<ArachClient>> client = Connect(o.connect);

@@ -33,6 +33,7 @@ ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma separated");
 ABSL_FLAG(bool, ignore_eos, false, "do not stop at end-of-sequence");
 ABSL_FLAG(int, top_logprobs, 0, "log-probs of this many alternatives per token");
 ABSL_FLAG(std::string, variant, "", "base | arach | skip | arach+skip, optionally @OFFSET (empty: the server decides)");
+ABSL_FLAG(std::string, lora, "", "a LoRA adapter the server loaded (its --lora_modules NAME; empty: the base model)");
 ABSL_FLAG(double, arach_offset, NAN, "ARACH logit offset b (unset: the variant's or the server's)");
 ABSL_FLAG(std::string, experiment_key, "", "A/B assignment key");
 ABSL_FLAG(double, timeout, 0, "deadline in seconds (0 = none)");
@@ -88,6 +89,7 @@ VariantOptions VariantOptionsFromFlags() {
   v.variant = absl::GetFlag(FLAGS_variant);
   if (!std::isnan(absl::GetFlag(FLAGS_arach_offset))) v.arach_offset = absl::GetFlag(FLAGS_arach_offset);
   v.experiment_key = absl::GetFlag(FLAGS_experiment_key);
+  v.lora = absl::GetFlag(FLAGS_lora);
   return v;
 }
 
@@ -97,11 +99,11 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
   static const std::vector<cmdline::Subcommand> commands = {
       {"generate", "stream a generation", With({"prompt", "ids", "max_tokens", "min_tokens", "temperature", "top_k", "top_p",
                                                 "min_p", "repetition_penalty", "seed", "stop", "ignore_eos", "top_logprobs",
-                                                "variant", "arach_offset", "experiment_key", "timeout", "json", "json_schema", "regex",
+                                                "variant", "arach_offset", "experiment_key", "lora", "timeout", "json", "json_schema", "regex",
                                                 "choice", "grammar", "prediction_file"})},
-      {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "json"})},
+      {"score", "per-token log-probs and perplexity of a text", With({"text", "file", "variant", "arach_offset", "experiment_key", "lora", "json"})},
       {"embed", "an embedding of a text: its hidden states pooled as the model's folder says, at unit length (as /v1/embeddings)",
-       With({"text", "file", "dimensions", "variant", "arach_offset", "experiment_key", "json"})},
+       With({"text", "file", "dimensions", "variant", "arach_offset", "experiment_key", "lora", "json"})},
       {"diagnostics", "attention diagnostics: attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
        With({"text", "variants", "chart", "json"})},
       {"info", "describe the served model", With({})},

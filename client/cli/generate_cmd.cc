@@ -39,7 +39,7 @@ absl::StatusOr<arach::v1::GenerateRequest> BuildRequest(const GenerateOptions& o
   request.set_ignore_eos(o.ignore_eos);
   request.set_top_logprobs(o.top_logprobs);
   request.set_logprobs(o.top_logprobs > 0);
-  if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) return s;
+  if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request, o.variant.lora); !s.ok()) return s;
   if (!o.prediction_file.empty()) {
     absl::StatusOr<std::string> prediction = FlagFile("prediction_file", o.prediction_file);
     if (!prediction.ok()) return prediction.status();

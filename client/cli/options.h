@@ -23,6 +23,7 @@ struct VariantOptions {
   std::string variant;                 // NAME[@OFFSET]; empty = the server decides
   std::optional<double> arach_offset;  // overrides the offset of `variant` (or the server's)
   std::string experiment_key;          // A/B assignment key
+  std::string lora;                    // a LoRA adapter the server loaded (--lora_modules); empty = the base model
 };
 
 struct GenerateOptions {

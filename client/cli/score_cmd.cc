@@ -15,7 +15,7 @@ int RunScore(const ScoreOptions& o) {
   if (!text.ok()) return ReportError("score", text.status());
   arach::v1::ScoreRequest request;
   request.add_inputs()->set_text(*text);
-  if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request); !s.ok()) {
+  if (absl::Status s = ApplyVariant(o.variant.variant, o.variant.arach_offset, o.variant.experiment_key, &request, o.variant.lora); !s.ok()) {
     return ReportError("score", s);
   }
   absl::StatusOr<std::unique_ptr<ArachClient>> client = Connect(o.connect);

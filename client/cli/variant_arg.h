@@ -16,12 +16,14 @@ arach::v1::VariantSpec ToVariantSpec(const VariantChoice& choice);
 // `variant` may be empty (the server decides); `offset` overrides the variant's.
 absl::StatusOr<arach::v1::VariantSpec> ParseVariantSpec(const std::string& variant, std::optional<double> offset = std::nullopt);
 
-// Sets a GenerateRequest's or ScoreRequest's variant and experiment key.
+// Sets a GenerateRequest's, ScoreRequest's or EmbedRequest's variant, experiment key and LoRA adapter (empty: the
+// base model).
 template <typename Request>
 absl::Status ApplyVariant(const std::string& variant, std::optional<double> offset, const std::string& experiment_key,
-                          Request* request) {
+                          Request* request, const std::string& lora = "") {
   absl::StatusOr<arach::v1::VariantSpec> spec = ParseVariantSpec(variant, offset);
   if (!spec.ok()) return spec.status();
+  spec->set_lora(lora);
   *request->mutable_variant() = *spec;
   request->set_experiment_key(experiment_key);
   return absl::OkStatus();

@@ -21,6 +21,7 @@ int ClampToInt(uint32_t value) { return static_cast<int>(std::min<uint32_t>(valu
 std::string GrpcFieldName(absl::string_view engine_field, const std::string& prompt_field) {
   if (engine_field == "prompt") return prompt_field;
   if (engine_field == "arach_offset") return "variant.arach_offset";
+  if (engine_field == "lora") return "variant.lora";
   if (engine_field == "constraint") return "structured_output";
   for (const char* sampling : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "presence_penalty",
                                "frequency_penalty", "logit_bias", "allowed_token_ids", "bad_words"}) {

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -15,6 +18,7 @@
 #include "tests/testing/http_answer.h"
 #include "tests/testing/lora_folders.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/shared_fixture_server.h"
 
 namespace arach {
@@ -185,6 +189,22 @@ TEST_F(LoraServer, AnAdapterNotLoadedIsRefusedNamingTheParameter) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("lora"), std::string::npos) << status.error_message();
   EXPECT_NE(status.error_message().find("'other'"), std::string::npos) << status.error_message();
+}
+
+// arach-cli generate --lora streams what the adapter generates.
+TEST_F(LoraServer, TheCliNamesAnAdapter) {
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  const testing::CommandResult run = testing::RunCommand(absl::StrCat(
+      testing::CliBinary(), " generate --server=", server_->grpc_address(), " --ids=", absl::StrJoin(prompt, ","),
+      " --max_tokens=8 --temperature=0 --ignore_eos --lora=tuned --json"));
+  ASSERT_EQ(run.status, 0) << run.output;
+  std::vector<int32_t> tokens;
+  for (absl::string_view line : absl::StrSplit(run.output, '\n', absl::SkipEmpty())) {
+    const json message = json::parse(line, nullptr, false);
+    ASSERT_FALSE(message.is_discarded()) << line;
+    for (const json& id : message.value("tokenIds", json::array())) tokens.push_back(id.get<int32_t>());
+  }
+  EXPECT_EQ(tokens, InProcess(prompt, "tuned", false, 8));
 }
 
 TEST_F(LoraServer, RuntimeUpdatesAreOffWithoutTheFlag) {
