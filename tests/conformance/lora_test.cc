@@ -200,12 +200,15 @@ TEST(LoraRequests, StatsCountEachAdaptersRunningAndWaitingRequests) {
   ASSERT_NE(engine, nullptr);
   EXPECT_EQ(engine->stats().lora_running, (std::vector<int>{0, 0}));
   std::vector<std::shared_ptr<CollectingObserver>> observers;
+  std::vector<uint64_t> ids;
   for (int i = 0; i < 3; ++i) {
     EngineRequest request = Greedy(Prompt(*engine, 8, 10 * i), "b");
     request.sampling.max_tokens = 200;
     request.sampling.prompt_logprobs = false;
     observers.push_back(std::make_shared<CollectingObserver>());
-    ASSERT_TRUE(engine->Submit(request, observers.back()).ok());
+    const absl::StatusOr<uint64_t> id = engine->Submit(request, observers.back());
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
   }
   bool seen = false;
   for (int i = 0; i < 2000 && !seen; ++i) {
@@ -214,6 +217,7 @@ TEST(LoraRequests, StatsCountEachAdaptersRunningAndWaitingRequests) {
     if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_TRUE(seen) << "never saw b running once and waiting twice";
+  for (uint64_t id : ids) engine->Cancel(id);
   for (auto& observer : observers) EXPECT_TRUE(observer->Wait());
   const EngineStats idle = testing::IdleStats(*engine);
   EXPECT_EQ(idle.lora_running, (std::vector<int>{0, 0}));
