@@ -14,6 +14,11 @@ struct NamedVariant {
 };
 constexpr NamedVariant kVariants[] = {{"base", false, false}, {"arach", true, false}, {"skip", false, true}, {"arach+skip", true, true}};
 
+// Whether `id` is NAME:SUFFIX for `name` (some suffix).
+bool HasSuffixOf(const std::string& id, const std::string& name) {
+  return id.size() > name.size() && id.compare(0, name.size(), name) == 0 && id[name.size()] == ':';
+}
+
 // The base model's name, then each LoRA's: the names an id may start with.
 std::vector<std::string> ModelNames(const ServedModels& served) {
   std::vector<std::string> names = {served.name};
@@ -45,9 +50,7 @@ absl::Status ModelNotServed(const std::string& model, const ServedModels& served
 
 std::string LoraOfModelId(const std::string& model, const ServedModels& served) {
   for (const std::string& lora : served.loras) {
-    if (model == lora || (model.size() > lora.size() && model.compare(0, lora.size(), lora) == 0 && model[lora.size()] == ':')) {
-      return lora;
-    }
+    if (model == lora || HasSuffixOf(model, lora)) return lora;
   }
   return "";
 }
@@ -60,8 +63,7 @@ absl::StatusOr<RequestedVariant> VariantOfModelId(const std::string& model, cons
       if (is_lora) spec.lora = name;
       return spec;
     }
-    const bool named_here = model.size() > name.size() && model.compare(0, name.size(), name) == 0 && model[name.size()] == ':';
-    if (!named_here) continue;
+    if (!HasSuffixOf(model, name)) continue;
     const std::string suffix = model.substr(name.size() + 1);
     for (const NamedVariant& v : kVariants) {
       if (suffix != v.suffix) continue;
