@@ -22,9 +22,6 @@ std::unique_ptr<Checkpoint> OpenOrFail(const std::string& dir) {
   return checkpoint.ok() ? std::move(*checkpoint) : nullptr;
 }
 
-// GPT-2 stores its projections as Conv1D, [in, out].
-bool IsConv1D(const std::string& module) { return absl::StrContains(module, ".attn.c_") || absl::StrContains(module, ".mlp.c_"); }
-
 }  // namespace
 
 std::vector<std::string> LoraTargetModules(const std::string& model_dir) {
@@ -63,15 +60,15 @@ void WriteMergedModel(const std::string& model_dir, const std::string& lora_dir,
     auto info = base->Find(module + ".weight");
     ASSERT_TRUE(info.ok()) << info.status();
     const int64_t rows = (*info)->shape[0], cols = (*info)->shape[1];
-    const int64_t r = static_cast<int64_t>(a->size()) / (IsConv1D(module) ? rows : cols);
+    const int64_t r = static_cast<int64_t>(a->size()) / (IsConv1DModule(module) ? rows : cols);
     const double scale = alpha / (rslora ? std::sqrt(static_cast<double>(r)) : static_cast<double>(r));
     std::vector<float>& w = weights[module + ".weight"];
-    const int64_t out = IsConv1D(module) ? cols : rows, in = IsConv1D(module) ? rows : cols;
+    const int64_t out = IsConv1DModule(module) ? cols : rows, in = IsConv1DModule(module) ? rows : cols;
     for (int64_t o = 0; o < out; ++o) {
       for (int64_t i = 0; i < in; ++i) {
         double delta = 0;
         for (int64_t k = 0; k < r; ++k) delta += static_cast<double>((*b)[o * r + k]) * (*a)[k * in + i];
-        float& cell = IsConv1D(module) ? w[i * out + o] : w[o * in + i];
+        float& cell = IsConv1DModule(module) ? w[i * out + o] : w[o * in + i];
         cell = static_cast<float>(cell + scale * delta);
       }
     }

@@ -22,10 +22,11 @@ constexpr const char* kProjections[] = {".q_proj", ".k_proj", ".v_proj", ".o_pro
                                         ".down_proj", ".c_attn", ".c_proj", ".c_fc", ".query_key_value",
                                         ".attention.dense", ".dense_h_to_4h", ".dense_4h_to_h"};
 
-// GPT-2 stores its projections as Conv1D, [in, out].
-bool IsConv1D(const std::string& module) { return absl::StrContains(module, ".attn.c_") || absl::StrContains(module, ".mlp.c_"); }
-
 }  // namespace
+
+bool IsConv1DModule(const std::string& module) {
+  return absl::StrContains(module, ".attn.c_") || absl::StrContains(module, ".mlp.c_");  // GPT-2's projections
+}
 
 absl::StatusOr<std::vector<std::string>> LoraTargetModules(const std::string& model_dir) {
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
@@ -57,7 +58,7 @@ absl::Status MakeRandomLora(const std::string& model_dir, const RandomLoraOption
     ARACH_ASSIGN_OR_RETURN(const TensorInfo* info, checkpoint->Find(module + ".weight"));
     if (info->shape.size() != 2) return absl::InvalidArgumentError(absl::StrCat(module, ".weight is not a matrix"));
     const int64_t rows = info->shape[0], cols = info->shape[1];
-    const int64_t out = IsConv1D(module) ? cols : rows, in = IsConv1D(module) ? rows : cols;
+    const int64_t out = IsConv1DModule(module) ? cols : rows, in = IsConv1DModule(module) ? rows : cols;
     std::vector<float>& a = storage.emplace_back(static_cast<size_t>(options.r * in));
     for (float& v : a) v = normal(rng) / std::sqrt(static_cast<float>(in));
     std::vector<float>& b = storage.emplace_back(static_cast<size_t>(out * options.r));

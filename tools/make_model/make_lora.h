@@ -14,6 +14,9 @@ namespace arach {
 // (e.g. "model.layers.0.self_attn.q_proj", "transformer.h.1.mlp.c_fc"), sorted.
 absl::StatusOr<std::vector<std::string>> LoraTargetModules(const std::string& model_dir);
 
+// Whether checkpoint module `module` stores its weight as GPT-2's Conv1D, [in, out] (else nn.Linear's [out, in]).
+bool IsConv1DModule(const std::string& module);
+
 struct RandomLoraOptions {
   std::vector<std::string> modules;  // checkpoint module names; empty: LoraTargetModules (every projection)
   int r = 8;
