@@ -1,21 +1,11 @@
 #include "server/json_body.h"
 
-#include <cctype>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 
 namespace arach::server {
-
-absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what) {
-  bool plain = !key.empty() && key.size() <= 64;
-  for (char c : key) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (plain) return absl::InvalidArgumentError(absl::StrCat(parent, parent.empty() ? "" : ".", key, ": ", what));
-  return absl::InvalidArgumentError(absl::StrCat(parent.empty() ? "body" : parent, ": parameter ",
-                                                 nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                                                 " ", what));
-}
 
 namespace {
 

@@ -13,11 +13,6 @@
 
 namespace arach::server {
 
-// INVALID_ARGUMENT about the key `key` of the object at `parent` ("" for the body): "<parent>.<key>: <what>" where
-// the key is a plain name (letters, digits, _ and -), else "<parent or body>: parameter "<key>" <what>", so that the
-// error always names a parameter path a client can read (the key itself may hold any character).
-absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what);
-
 // `text` parsed (nesting checked first); INVALID_ARGUMENT "<field>: is not valid JSON (<where and why>)" otherwise.
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, const std::string& field);
 absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text, const std::string& field);

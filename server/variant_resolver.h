@@ -16,17 +16,17 @@ namespace arach::server {
 
 // The variant fields a request set, each optional.
 struct RequestedVariant {
-  std::optional<bool> arach;
-  std::optional<float> arach_offset;
-  std::optional<bool> skip;
-  std::string experiment_key;  // the A/B key (empty: a random draw per request)
-  std::string lora;            // the LoRA adapter the request named (--lora_modules; empty: the base model)
+  std::optional<bool> arach = std::nullopt;
+  std::optional<float> arach_offset = std::nullopt;
+  std::optional<bool> skip = std::nullopt;
+  std::string experiment_key = "";  // the A/B key (empty: a random draw per request)
+  std::string lora = "";            // the LoRA adapter the request named (--lora_modules; empty: the base model)
 };
 
 struct ResolvedVariant {
   Variant variant;
-  std::string arm;  // experiment arm that assigned it; empty when the default or the request decided
-  std::string lora;  // the LoRA adapter the request named (an experiment never assigns one; empty: the base model)
+  std::string arm;        // experiment arm that assigned it; empty when the default or the request decided
+  std::string lora = "";  // the LoRA adapter the request named (an experiment never assigns one; empty: the base model)
 };
 
 class VariantResolver {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/chat/jinja_interpreter.h"
 #include "engine/chat/jinja_parser.h"
+#include "engine/core/field_error.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
 
@@ -74,7 +75,7 @@ absl::Status CheckDocuments(const nlohmann::ordered_json& documents, absl::strin
     const nlohmann::ordered_json& document = documents[i];
     if (!document.is_object()) return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]: must be an object ({\"title\", \"text\"})"));
     for (const auto& [key, value] : document.items()) {
-      if (!value.is_string()) return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "].", key, ": must be a string"));
+      if (!value.is_string()) return KeyError(absl::StrCat(field, "[", i, "]"), key, "must be a string");
     }
   }
   return absl::OkStatus();

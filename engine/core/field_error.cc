@@ -1,6 +1,9 @@
 #include "engine/core/field_error.h"
 
+#include <cctype>
+
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace arach {
 
@@ -32,6 +35,15 @@ std::string ClipForError(absl::string_view text, size_t max_bytes) {
   size_t cut = max_bytes;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
   return absl::StrCat(text.substr(0, cut), "...");
+}
+
+absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what) {
+  bool plain = !key.empty() && key.size() <= 64;
+  for (char c : key) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (plain) return absl::InvalidArgumentError(absl::StrCat(parent, parent.empty() ? "" : ".", key, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(parent.empty() ? "body" : parent, ": parameter ",
+                                                 nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                                                 " ", what));
 }
 
 }  // namespace arach

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "engine/core/field_error.h"
 #include "engine/core/status.h"
 #include "server/caller.h"
 #include "server/http/http_call.h"

@@ -209,6 +209,8 @@ TEST(ChatTemplate, DocumentsReachTheTemplateAsGiven) {
   EXPECT_EQ(CheckDocuments(ordered_json::parse("{}"), "documents").message(), "documents: must be a list of document objects");
   EXPECT_EQ(CheckDocuments(ordered_json::parse("[[]]"), "documents").message(), R"(documents[0]: must be an object ({"title", "text"}))");
   EXPECT_EQ(CheckDocuments(ordered_json::parse(R"([{}, {"text": null}])"), "d").message(), "d[1].text: must be a string");
+  // A key that is no plain name is quoted, so that the error still begins with the parameter
+  EXPECT_EQ(CheckDocuments(ordered_json::parse(R"([{"a b": 1}])"), "documents").message(), R"(documents[0]: parameter "a b" must be a string)");
 }
 
 TEST(ChatTemplate, ContinueFinalMessageCutsThePromptAfterTheFinalMessage) {
