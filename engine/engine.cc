@@ -31,7 +31,9 @@ Engine::Engine(ModelBundle model, const EngineConfig& config)
                  allocator_),
       constraints_(std::make_unique<ConstraintCompiler>(*model_.tokenizer, model_.config.vocab_size, model_.config.eos_token_ids,
                                                         ConstraintCompiler::Options{config.constraint_compile_timeout})),
-      seeder_(std::random_device{}()) {}
+      seeder_(std::random_device{}()) {
+  for (size_t slot = 0; slot < lora_names_.size(); ++slot) lora_loads_.push_back(++lora_load_count_);  // --lora_modules
+}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {
   if (config.max_num_seqs < 1 || config.max_num_batched_tokens < 1 || config.max_queued_requests < 0 ||
@@ -167,8 +169,10 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
                                                        " waiting); retry later"));
     }
     ARACH_ASSIGN_OR_RETURN(seq.lora, LoraSlotLocked(state->request.lora, names));
-    // The adapter's slot, never reused, keys its blocks: an adapter loaded again under the same name is another model.
-    seq.cache_namespace = CacheNamespaceOf(state->request.cache_salt, seq.lora > 0 ? absl::StrCat("lora-slot:", seq.lora) : "");
+    // The adapter's load keys its blocks: an adapter loaded again under the same name, or into the slot of one
+    // unloaded, is another model.
+    seq.cache_namespace = CacheNamespaceOf(
+        state->request.cache_salt, seq.lora > 0 ? absl::StrCat("lora-load:", lora_loads_[static_cast<size_t>(seq.lora - 1)]) : "");
     id = next_id_++;
     state->seed = state->request.sampling.seed ? *state->request.sampling.seed : seeder_();
     state->id = id;

@@ -147,11 +147,13 @@ class Engine {
   // The model's chat template (or --chat_template's); null when it has none.
   const ChatTemplate* chat_template() const { return model_.chat_template.get(); }
   bool has_adapter() const { return model_.runner->has_adapter(); }
-  // The LoRA adapters a request may name (EngineRequest::lora), in load order. Thread-safe.
+  // The LoRA adapters a request may name (EngineRequest::lora), in slot order. Thread-safe.
   std::vector<std::string> lora_names() const;
   // Loads the PEFT adapter folder `path` (LoadLoraAdapter) under `name` while the engine serves, and returns once
-  // requests may name it. INVALID_ARGUMENT for a name already loaded or an adapter the model cannot take (naming
-  // the file and field or tensor), the device's error where its memory cannot hold it, UNAVAILABLE when shut down.
+  // requests may name it; it takes the slot of one unloaded before, if any. INVALID_ARGUMENT for a name already
+  // loaded or an adapter the model cannot take (naming the file and field or tensor) or above the bundle's rank
+  // limit (LoraLimits); RESOURCE_EXHAUSTED where max_loras adapters are loaded; the device's error where its memory
+  // cannot hold it; UNAVAILABLE when shut down.
   absl::Status LoadLora(const std::string& name, const std::string& path);
   // Unloads adapter `name` and frees its memory. NOT_FOUND when none is loaded under it; FAILED_PRECONDITION while
   // requests that named it are queued or running (nothing changes then: retry once they finish).
@@ -224,6 +226,10 @@ class Engine {
   ModelBundle model_;
   EngineConfig config_;
   std::vector<std::string> lora_names_;  // guarded by mutex_: the runner's LoRA slots (ModelRunner::lora_names)
+  // Guarded by mutex_: per slot, the number of the load that put its adapter there (1, 2, ... over the engine's
+  // life), which keys the adapter's cached blocks: an adapter in a reused slot never finds its predecessor's.
+  std::vector<uint64_t> lora_loads_;
+  uint64_t lora_load_count_ = 0;  // guarded by mutex_
   std::vector<std::unique_ptr<LoraOp>> lora_ops_;  // guarded by mutex_: loads and unloads for the step thread
   BlockAllocator allocator_;
   Scheduler scheduler_;

@@ -44,6 +44,9 @@ absl::Status Engine::LoadLora(const std::string& name, const std::string& path) 
     }
   }
   ARACH_ASSIGN_OR_RETURN(LoraAdapter adapter, LoadLoraAdapter(name, path, model_.config));  // read here, off the step thread
+  if (absl::Status rank = CheckLoraRank(adapter, model_.lora_limits); !rank.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("lora_path: ", rank.message()));
+  }
   auto op = std::make_unique<LoraOp>();
   op->name = name;
   op->adapter = std::move(adapter);
@@ -82,10 +85,26 @@ void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
         op->done.set_value(absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", op->name, "' is already loaded")));
         continue;
       }
+      const int loaded = static_cast<int>(std::count_if(lora_names_.begin(), lora_names_.end(), [](const std::string& n) { return !n.empty(); }));
+      if (model_.lora_limits.max_loras > 0 && loaded >= model_.lora_limits.max_loras) {
+        op->done.set_value(absl::ResourceExhaustedError(absl::StrCat("lora_name: ", loaded, " adapters are loaded, the most --max_loras ",
+                                                                     model_.lora_limits.max_loras, " allows; unload one first")));
+        continue;
+      }
+      // The first slot an unload emptied, else a new one. No request holds an emptied slot (unloads wait for them)
+      // and none can name it while the load runs: its name is still "".
+      const size_t index = static_cast<size_t>(std::find(lora_names_.begin(), lora_names_.end(), "") - lora_names_.begin());
       lock.unlock();
-      absl::Status added = model_.runner->AddLora(std::move(*op->adapter));
+      absl::Status added = model_.runner->AddLora(static_cast<int>(index), std::move(*op->adapter));
       lock.lock();
-      if (added.ok()) lora_names_.push_back(op->name);  // the runner's new last slot
+      if (added.ok()) {
+        if (index == lora_names_.size()) {
+          lora_names_.emplace_back();
+          lora_loads_.emplace_back();
+        }
+        lora_names_[index] = op->name;
+        lora_loads_[index] = ++lora_load_count_;
+      }
       op->done.set_value(added);
       continue;
     }

@@ -102,6 +102,8 @@ ABSL_FLAG(double, http_request_timeout_seconds, 30,
           "(slowloris) cannot hold the server's connections");
 ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (default: the model folder's name)");
 ABSL_FLAG(std::vector<std::string>, lora_modules, {}, arach::kLoraModulesFlagHelp);
+ABSL_FLAG(int, max_loras, 8, arach::kMaxLorasFlagHelp);
+ABSL_FLAG(int, max_lora_rank, 64, arach::kMaxLoraRankFlagHelp);
 ABSL_FLAG(bool, allow_runtime_lora_updating, false,
           "LoRA adapters may be loaded and unloaded while serving: POST /v1/load_lora_adapter {lora_name, lora_path} and "
           "/v1/unload_lora_adapter {lora_name} (vLLM's; a key with the scope `adapters` where keys are configured: the path "
@@ -171,6 +173,8 @@ ServerOptions OptionsFromFlags() {
   o.load.hub_seed = absl::GetFlag(FLAGS_hub_seed);
   o.load.adapter = absl::GetFlag(FLAGS_adapter);
   o.lora_modules = absl::GetFlag(FLAGS_lora_modules);
+  o.max_loras = absl::GetFlag(FLAGS_max_loras);
+  o.max_lora_rank = absl::GetFlag(FLAGS_max_lora_rank);
   o.load.chat_template = absl::GetFlag(FLAGS_chat_template);
   o.default_variant = absl::GetFlag(FLAGS_default_variant);
   o.arach_offset = absl::GetFlag(FLAGS_arach_offset);

@@ -1,7 +1,7 @@
 // One line on stdout per finished request, whatever API it came through, so that a request id seen by a
 // client (x-request-id, Finish.request_id) can be found in the server's log:
 //   request id=ID api=http route=/v1/completions key=team-a variant=arach status=200 prompt_tokens=12
-//           completion_tokens=32 latency_ms=812.4 finish=length
+//           completion_tokens=32 latency_ms=812.4 finish=length lora=-
 // (`key`: the API key's name, "open" on a server without keys, "unknown" when no valid key was presented).
 #pragma once
 
@@ -23,6 +23,7 @@ struct FinishedRequest {
   std::string route;    // "Generate", "Score", "/v1/completions", ...
   std::string key = "unknown";  // the API key's name (never its secret)
   std::string variant;  // the metrics label of the variant that served it
+  std::string lora;     // the LoRA adapter that served it ("" for the base model or a refused request: "-")
   int status = 0;       // HTTP status, or the gRPC status code
   int prompt_tokens = 0;
   int completion_tokens = 0;

@@ -43,6 +43,15 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   }
   ARACH_RETURN_IF_ERROR(ParseStorageDTypeFlags(options.weight_dtype, options.kv_cache_dtype, config.options.load));
   ARACH_RETURN_IF_ERROR(ParseLoraModulesFlag(options.lora_modules, config.options.load));
+  if (options.max_loras < 1) return FlagError("max_loras", "must be 1 or more");
+  if (options.max_lora_rank < 1) return FlagError("max_lora_rank", "must be 1 or more");
+  const LoraLimits lora_limits{options.max_loras, options.max_lora_rank};
+  config.options.load.lora_limits = lora_limits;
+  if (static_cast<int>(config.options.load.lora_modules.size()) > lora_limits.max_loras) {
+    return FlagError("lora_modules", absl::StrCat(config.options.load.lora_modules.size(), " adapters are more than --max_loras ",
+                                                  lora_limits.max_loras));
+  }
+  config.options.load.lora_runtime_loading = options.allow_runtime_lora_updating;
   for (const LoraModule& lora : config.options.load.lora_modules) {
     if (lora.name == config.options.served_model_name) {
       return FlagError("lora_modules", absl::StrCat("the adapter name '", lora.name, "' is the served model's name"));

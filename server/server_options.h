@@ -73,6 +73,8 @@ struct ServerOptions {
   HttpOptions http;                   // the OpenAI API, /health, /ready and /metrics
   std::string metrics_listen;         // HOST:PORT of a separate listener of /health, /ready and /metrics ("" = none)
   std::vector<std::string> lora_modules;  // --lora_modules NAME=PATH entries (resolved into load.lora_modules)
+  int max_loras = 8;       // --max_loras (resolved into load.lora_limits)
+  int max_lora_rank = 64;  // --max_lora_rank (resolved into load.lora_limits)
   std::string weight_dtype = "auto";  // --weight_dtype (resolved into load.weight_dtype)
   std::string kv_cache_dtype = "auto";  // --kv_cache_dtype (resolved into load.kv_cache_dtype)
   int drain_grace_seconds = 30;       // on SIGTERM, how long calls in flight may take

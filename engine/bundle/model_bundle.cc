@@ -1,5 +1,7 @@
 #include "engine/bundle/model_bundle.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "engine/model/adapter.h"
@@ -26,8 +28,14 @@ absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, con
   if (!options.adapter.empty()) {
     ARACH_ASSIGN_OR_RETURN(features.adapter, LoadAdapter(options.adapter, config));
   }
+  const LoraLimits& limits = options.lora_limits;
+  if (limits.max_loras > 0 && static_cast<int>(options.lora_modules.size()) > limits.max_loras) {
+    return absl::InvalidArgumentError(absl::StrCat("--lora_modules: ", options.lora_modules.size(),
+                                                   " adapters are more than --max_loras ", limits.max_loras));
+  }
   for (const LoraModule& module : options.lora_modules) {
     ARACH_ASSIGN_OR_RETURN(LoraAdapter lora, LoadLoraAdapter(module.name, module.path, config));
+    ARACH_RETURN_IF_ERROR(CheckLoraRank(lora, limits));
     features.loras.push_back(std::move(lora));
   }
   return features;
@@ -103,6 +111,15 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
     const int per_sequence = (tokens + kv.block_size - 1) / kv.block_size;
     kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);
   }
+  if (options.lora_runtime_loading) {
+    const LoraLimits& limits = options.lora_limits;
+    if (limits.max_loras <= 0 || limits.max_rank <= 0) {
+      return absl::InvalidArgumentError("loading LoRA adapters while serving needs --max_loras and --max_lora_rank (the memory kept for them)");
+    }
+    const int later = limits.max_loras - static_cast<int>(options.lora_modules.size());
+    kv.keep_free_bytes = static_cast<size_t>(std::max(0, later)) * LoraBytesBound(*backend, model.config, limits.max_rank);
+  }
+  model.lora_limits = options.lora_limits;
   ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights),
                                                            std::move(features), kv));
   model.runner->set_step_graphs(options.step_graphs);

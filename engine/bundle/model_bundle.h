@@ -40,6 +40,10 @@ struct LoadModelOptions {
   uint64_t hub_seed = 0;        // seed of the derived hub embedding (kDefaultHubSeed)
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
   std::vector<LoraModule> lora_modules;  // LoRA adapters requests may name, loaded beside the base model
+  LoraLimits lora_limits;       // how many adapters at once and their largest rank (0: no bound)
+  // Adapters will be loaded while serving (Engine::LoadLora): the KV pool leaves memory for lora_limits.max_loras
+  // adapters (less those of lora_modules) of rank lora_limits.max_rank (both must then be set).
+  bool lora_runtime_loading = false;
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
   // The context served (positions a sequence may reach: prompt and generated tokens), below the model's own
   // max_position_embeddings; 0 = the model's. The RoPE table and the default KV pool follow it.
@@ -64,6 +68,12 @@ inline constexpr char kKvCacheDTypeFlagHelp[] =
 
 absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load);
 
+// The help of --max_loras and --max_lora_rank.
+inline constexpr char kMaxLorasFlagHelp[] =
+    "the most LoRA adapters loaded at once, those of --lora_modules included (with --allow_runtime_lora_updating, "
+    "memory for them is kept from the KV cache at start-up; a load beyond it is refused)";
+inline constexpr char kMaxLoraRankFlagHelp[] =
+    "the largest LoRA rank (r of any module) an adapter may have; one above it is refused when it loads";
 // The help of --lora_modules, for every executable that takes it.
 inline constexpr char kLoraModulesFlagHelp[] =
     "LoRA adapters to serve beside the model, NAME=PATH[,NAME=PATH...]: PEFT folders (adapter_config.json and "
@@ -79,6 +89,7 @@ struct ModelBundle {
   std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none (chat requests are refused)
   EmbeddingConfig embedding_config;                 // how embedding requests pool the prompt's hidden states
   std::unique_ptr<ModelRunner> runner;
+  LoraLimits lora_limits;  // LoadModelOptions::lora_limits, which Engine::LoadLora keeps to
 };
 
 // Loads config.json, the tokenizer and its chat template, the embedding pooling (modules.json), the weights and

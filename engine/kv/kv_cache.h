@@ -19,6 +19,9 @@ struct KvCacheConfig {
   // One more block beyond num_blocks that no sequence owns: the KV slot of the padding sequences that fill a
   // decode step up to its step graph's batch size (ModelRunner). Not counted in num_blocks().
   bool padding_block = false;
+  // Device memory the pool leaves free for what is loaded while serving (LoRA adapters up to --max_loras): taken
+  // from what is available before the pool is sized or checked (ModelRunner::Create).
+  size_t keep_free_bytes = 0;
 };
 
 class KvCache {

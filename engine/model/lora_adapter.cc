@@ -309,4 +309,26 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
   return adapter;
 }
 
+absl::Status CheckLoraRank(const LoraAdapter& adapter, const LoraLimits& limits) {
+  if (limits.max_rank <= 0 || adapter.max_rank <= limits.max_rank) return absl::OkStatus();
+  return Refused(adapter.source, absl::StrCat("rank ", adapter.max_rank, " exceeds --max_lora_rank ", limits.max_rank,
+                                              " (the largest rank this server keeps memory for)"));
+}
+
+std::array<LoraSiteShape, kLoraSites> LoraSiteShapesBound(const ModelConfig& config, int rank) {
+  std::array<LoraSiteShape, kLoraSites> shapes{};
+  for (const SitePart& p : LayerProjections(config.arch)) shapes[static_cast<size_t>(p.site)].rank += rank;
+  for (int s = 0; s < kLoraSites; ++s) {
+    shapes[static_cast<size_t>(s)].in = SiteInput(config, static_cast<LoraSite>(s));
+    shapes[static_cast<size_t>(s)].out = SiteOutput(config, static_cast<LoraSite>(s));
+  }
+  return shapes;
+}
+
+int64_t LoraParameterBound(const ModelConfig& config, int rank) {
+  int64_t per_layer = 0;
+  for (const LoraSiteShape& s : LoraSiteShapesBound(config, rank)) per_layer += s.rank * (s.in + s.out);
+  return per_layer * config.num_layers;
+}
+
 }  // namespace arach

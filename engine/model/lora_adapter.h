@@ -68,4 +68,27 @@ struct LoraAdapter {
 // Loads the PEFT adapter folder `dir` for `config` under `name`.
 absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::string& dir, const ModelConfig& config);
 
+// How many adapters a server keeps loaded at once and how large they may be (--max_loras, --max_lora_rank); 0: no
+// bound. Adapters loaded while serving get memory kept for them before the KV pool is sized (LoraReserveBytes).
+struct LoraLimits {
+  int max_loras = 0;  // adapters loaded at once, those of start-up included
+  int max_rank = 0;   // the largest r of any module of an adapter
+};
+
+// OK where `adapter` is within `limits`' rank; else INVALID_ARGUMENT naming its folder, its rank and the flag.
+absl::Status CheckLoraRank(const LoraAdapter& adapter, const LoraLimits& limits);
+
+// The largest (A, B) pair of one layer and site an adapter of `config` whose modules have r <= `rank` holds: every
+// module of the site adapted at r, A [rank, in] and B [out, rank] with rank = parts * r (q, k, v: 3 parts at the
+// fused QKV), as LoadLoraAdapter lays them out.
+struct LoraSiteShape {
+  int64_t rank = 0;
+  int64_t in = 0;
+  int64_t out = 0;
+};
+std::array<LoraSiteShape, kLoraSites> LoraSiteShapesBound(const ModelConfig& config, int rank);
+
+// The most parameters such an adapter holds (LoraSiteShapesBound over every layer).
+int64_t LoraParameterBound(const ModelConfig& config, int rank);
+
 }  // namespace arach

@@ -9,6 +9,15 @@ namespace arach {
 
 namespace {
 
+// int8 matrices: the codes ([rows, cols]), then at the next 64-byte boundary one float scale per row ([rows]).
+size_t ScalesOffset(size_t codes_bytes) { return (codes_bytes + 63) / 64 * 64; }
+
+// Bytes a [rows, cols] tensor takes in `dtype` (UploadTensor's layout).
+size_t MatrixBytes(DType dtype, int64_t rows, int64_t cols) {
+  const size_t codes_bytes = static_cast<size_t>(rows * cols) * DTypeSize(dtype);
+  return dtype == DType::kI8 ? ScalesOffset(codes_bytes) + static_cast<size_t>(rows) * sizeof(float) : codes_bytes;
+}
+
 // Uploads `tensor` into a buffer that `owner` keeps; adds its size to `bytes`. `matrix`: a 2-D tensor stored in the
 // weight dtype even with one row.
 absl::StatusOr<DeviceMatrix> UploadTensor(Backend& backend, HostTensor&& tensor, bool matrix,
@@ -21,10 +30,9 @@ absl::StatusOr<DeviceMatrix> UploadTensor(Backend& backend, HostTensor&& tensor,
   const size_t count = tensor.data.size();
   const int64_t rows = tensor.shape.size() == 2 ? tensor.shape[0] : 1;
   const int64_t cols = tensor.shape.size() == 2 ? tensor.shape[1] : tensor.shape[0];
-  // int8 matrices: the codes ([rows, cols]), then at the next 64-byte boundary one float scale per row ([rows]).
   const size_t codes_bytes = count * DTypeSize(dtype);
-  const size_t scales_offset = (codes_bytes + 63) / 64 * 64;
-  const size_t bytes = dtype == DType::kI8 ? scales_offset + static_cast<size_t>(rows) * sizeof(float) : codes_bytes;
+  const size_t scales_offset = ScalesOffset(codes_bytes);
+  const size_t bytes = MatrixBytes(dtype, rows, cols);
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer, backend.Allocate(bytes));
   DeviceMatrix view = DeviceMatrix::Dense(buffer->data(), dtype, rows, cols);
   if (dtype == DType::kI8) {
@@ -61,6 +69,15 @@ absl::StatusOr<DeviceLoraAdapter> UploadLora(Backend& backend, LoraAdapter&& lor
     }
   }
   return device;
+}
+
+size_t LoraBytesBound(const Backend& backend, const ModelConfig& config, int rank) {
+  size_t per_layer = 0;
+  for (const LoraSiteShape& s : LoraSiteShapesBound(config, rank)) {
+    if (s.rank == 0) continue;
+    per_layer += MatrixBytes(backend.weight_dtype(), s.rank, s.in) + MatrixBytes(backend.weight_dtype(), s.out, s.rank);
+  }
+  return per_layer * static_cast<size_t>(config.num_layers);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& backend, ModelWeights&& host,

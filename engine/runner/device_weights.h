@@ -46,6 +46,9 @@ struct DeviceLoraAdapter {
 
 // Uploads `adapter` (freeing each host tensor once copied) into memory of its own.
 absl::StatusOr<DeviceLoraAdapter> UploadLora(Backend& backend, LoraAdapter&& adapter);
+// The most device memory UploadLora takes for an adapter of `config` whose modules have r <= `rank`
+// (LoraSiteShapesBound in the backend's weight dtype).
+size_t LoraBytesBound(const Backend& backend, const ModelConfig& config, int rank);
 
 // Weights of the model variants beside the base model.
 struct FeatureWeights {

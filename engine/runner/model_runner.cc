@@ -43,7 +43,15 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   }
   // The pool comes after the weights and the RoPE table, from what the device still has (on the CPU: within a container's
   // memory limit): sized as a fraction of it, or an explicit size checked against it.
-  ARACH_ASSIGN_OR_RETURN(const MemoryBudget available, runner->backend_->AvailableMemory());
+  ARACH_ASSIGN_OR_RETURN(MemoryBudget available, runner->backend_->AvailableMemory());
+  if (kv.keep_free_bytes > 0) {
+    if (kv.keep_free_bytes >= available.bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("KV cache: the ", DescribeBytes(kv.keep_free_bytes), " kept for LoRA adapters loaded while serving (--max_loras, --max_lora_rank) exceed the ",
+                                                       DescribeBytes(available.bytes), " available (", available.source, ")"));
+    }
+    available.bytes -= kv.keep_free_bytes;
+    available.source = absl::StrCat(available.source, ", less ", DescribeBytes(kv.keep_free_bytes), " kept for LoRA adapters");
+  }
   const size_t per_block = KvCache::BytesPerBlock(config, kv.block_size, runner->backend_->kv_cache_dtype());
   KvCacheConfig sized = kv;
   // Where decode steps run as step graphs, they are padded to a batch-size bucket by sequences writing one block

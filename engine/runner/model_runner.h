@@ -73,9 +73,10 @@ class ModelRunner {
   bool has_adapter() const { return !weights_->adapter.empty(); }
   // The LoRA adapters' slots by name (SequenceInput::lora = index + 1); "" for the slot of one unloaded.
   std::vector<std::string> lora_names() const;
-  // Uploads `adapter` (for this model: LoadLoraAdapter) into a new slot, the last; between steps only (the step
-  // thread's). Errors: the device's, when its memory cannot hold it.
-  absl::Status AddLora(LoraAdapter adapter);
+  // Uploads `adapter` (for this model: LoadLoraAdapter) into slot `index`: one RemoveLora emptied, or a new one
+  // (index = the slot count); between steps only (the step thread's). Errors: the device's, when its memory cannot
+  // hold it; INTERNAL for any other index.
+  absl::Status AddLora(int index, LoraAdapter adapter);
   // Frees the adapter in slot `index`; the slot stays, empty (a sequence naming it is INTERNAL). Between steps only.
   void RemoveLora(int index);
   int adapter_expansion() const { return weights_->adapter_expansion; }

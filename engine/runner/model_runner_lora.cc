@@ -1,6 +1,7 @@
 // ModelRunner's LoRA terms (engine/model/lora_adapter.h): each adapter's rows gathered, passed through its A and B,
 // and added back to the projection's output. Built from the backend's ops (GatherRows, Linear, ScatterRows), so every
 // device runs it without a kernel of its own.
+#include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
 #include "engine/runner/model_runner.h"
 
@@ -12,10 +13,18 @@ std::vector<std::string> ModelRunner::lora_names() const {
   return names;
 }
 
-absl::Status ModelRunner::AddLora(LoraAdapter adapter) {
+absl::Status ModelRunner::AddLora(int index, LoraAdapter adapter) {
+  std::vector<DeviceLoraAdapter>& loras = weights_->loras;
+  if (index < 0 || index > static_cast<int>(loras.size()) || (index < static_cast<int>(loras.size()) && !loras[static_cast<size_t>(index)].name.empty())) {
+    return absl::InternalError(absl::StrCat("LoRA slot ", index, " is neither empty nor the next one"));
+  }
   ARACH_ASSIGN_OR_RETURN(DeviceLoraAdapter device, UploadLora(*backend_, std::move(adapter)));
   ARACH_RETURN_IF_ERROR(backend_->Synchronize());  // an upload that failed on the device is reported here
-  weights_->loras.push_back(std::move(device));
+  if (index == static_cast<int>(loras.size())) {
+    loras.push_back(std::move(device));
+  } else {
+    loras[static_cast<size_t>(index)] = std::move(device);
+  }
   return absl::OkStatus();
 }
 

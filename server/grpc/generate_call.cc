@@ -105,6 +105,7 @@ class GenerateStream : public RequestObserver {
   void LogFinished(absl::StatusCode code, const FinishInfo* info) {
     FinishedRequest record(request_id_, "grpc", route_, info ? variant_.variant.Name() : "", static_cast<int>(code));
     record.key = key_;
+    if (info != nullptr) record.lora = variant_.lora;
     if (info != nullptr) {
       record.prompt_tokens = info->usage.prompt_tokens;
       record.completion_tokens = info->usage.completion_tokens;

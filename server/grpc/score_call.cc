@@ -61,9 +61,9 @@ PromptCall PromptCallOf(RequestKind kind, const Request& request) {
 class PromptCallCollector : public std::enable_shared_from_this<PromptCallCollector> {
  public:
   // `usage`: the call's (null when it was refused at the gate); `key`: its API key's name.
-  PromptCallCollector(PromptCallReactor* reactor, ServiceContext& context, const PromptCall& call, Variant variant, int inputs,
+  PromptCallCollector(PromptCallReactor* reactor, ServiceContext& context, const PromptCall& call, ResolvedVariant variant, int inputs,
                  std::string request_id, std::shared_ptr<CallUsage> usage, std::string key)
-      : reactor_(reactor), context_(context), call_(call), variant_(variant), pending_(inputs),
+      : reactor_(reactor), context_(context), call_(call), variant_(std::move(variant)), pending_(inputs),
         request_id_(std::move(request_id)), usage_(std::move(usage)), key_(std::move(key)), started_(Clock::now()) {
     call_.SetRequestId(request_id_);
     for (int i = 0; i < inputs; ++i) {
@@ -91,7 +91,7 @@ class PromptCallCollector : public std::enable_shared_from_this<PromptCallCollec
   PromptCallReactor* reactor_;
   ServiceContext& context_;
   const PromptCall call_;
-  Variant variant_;
+  ResolvedVariant variant_;  // the variant and adapter that serve the call (empty when it was refused)
   int pending_;
   std::string request_id_;
   std::shared_ptr<CallUsage> usage_;  // null: refused before a variant was chosen
@@ -121,7 +121,7 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
     const std::string request_id = chosen_id.ok() ? *chosen_id : NewRequestId();  // a refused id is not logged
     absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*grpc_call));
     if (!ticket.ok()) {
-      collector_ = std::make_shared<PromptCallCollector>(this, context, call, Variant{}, 0, request_id, nullptr, "unknown");
+      collector_ = std::make_shared<PromptCallCollector>(this, context, call, ResolvedVariant{}, 0, request_id, nullptr, "unknown");
       collector_->FinishNow(ToGrpcStatus(ticket.status()));
       return;
     }
@@ -130,7 +130,7 @@ class PromptCallReactor : public grpc::ServerUnaryReactor {
     absl::StatusOr<ResolvedVariant> resolved =
         ResolveVariant(context, ticket_, ToRequestedVariant(call.variant, call.experiment_key), "variant");
     if (resolved.ok()) FillServedVariant(*resolved, call.served_variant());
-    collector_ = std::make_shared<PromptCallCollector>(this, context, call, resolved.ok() ? resolved->variant : Variant{},
+    collector_ = std::make_shared<PromptCallCollector>(this, context, call, resolved.ok() ? *resolved : ResolvedVariant{},
                                                   call.inputs->size(), request_id, ticket_.usage(), key);
     absl::Status status = chosen_id.ok() ? resolved.status() : chosen_id.status();
     if (status.ok()) status = Submit(grpc_call, call, *resolved);
@@ -232,7 +232,7 @@ void PromptCallCollector::Done(int index, const FinishInfo& info, const std::vec
   if (usage_ != nullptr) usage_->AddUsedTokens(static_cast<int64_t>(ids.size()));
   if (--pending_ == 0) {
     const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
-    if (call_.kind == RequestKind::kScore) context_.metrics->RecordScore(variant_, scored_prompt_tokens_, seconds);
+    if (call_.kind == RequestKind::kScore) context_.metrics->RecordScore(variant_.variant, scored_prompt_tokens_, seconds);
     if (call_.embed_response != nullptr) call_.embed_response->set_prompt_tokens(static_cast<uint32_t>(scored_prompt_tokens_));
     FinishLocked(grpc::Status::OK);
   }
@@ -251,7 +251,7 @@ void PromptCallCollector::FillScore(arach::v1::ScoreResult* result, const Finish
   result->set_scored_tokens(static_cast<uint32_t>(info.prompt_logprobs.size()));
   result->set_perplexity(std::exp(-total / std::max<size_t>(1, info.prompt_logprobs.size())));
   if (info.attention) {
-    context_.metrics->RecordAttention(variant_, *info.attention);
+    context_.metrics->RecordAttention(variant_.variant, *info.attention);
     // Sampled by --diagnostics_sample_rate but not asked for: recorded, not returned.
     if (call_.diagnostics) FillAttentionDiagnostics(*info.attention, result->mutable_attention());
   }
@@ -260,8 +260,8 @@ void PromptCallCollector::FillScore(arach::v1::ScoreResult* result, const Finish
 void PromptCallCollector::FillEmbedding(arach::v1::Embedding* embedding, const FinishInfo& info, const std::vector<int32_t>& ids) {
   for (float v : AnsweredEmbedding(info.embedding, call_.dimensions, call_.normalize)) embedding->add_values(v);
   embedding->set_prompt_tokens(static_cast<uint32_t>(ids.size()));
-  context_.metrics->RecordEmbedding(variant_, static_cast<int64_t>(ids.size()), info.timings.total_seconds);
-  if (info.attention) context_.metrics->RecordAttention(variant_, *info.attention);
+  context_.metrics->RecordEmbedding(variant_.variant, static_cast<int64_t>(ids.size()), info.timings.total_seconds);
+  if (info.attention) context_.metrics->RecordAttention(variant_.variant, *info.attention);
 }
 
 void PromptCallCollector::FinishNow(const grpc::Status& status) {
@@ -272,8 +272,9 @@ void PromptCallCollector::FinishNow(const grpc::Status& status) {
 void PromptCallCollector::FinishLocked(const grpc::Status& status) {
   if (finished_) return;
   finished_ = true;
-  FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.Name() : "", static_cast<int>(status.error_code()));
+  FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.variant.Name() : "", static_cast<int>(status.error_code()));
   record.key = key_;
+  if (usage_ != nullptr) record.lora = variant_.lora;
   record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   record.finish = status.ok() ? "length" : "error";

@@ -315,6 +315,7 @@ void GenerationCall::End(int http_status) {
   }
   FinishedRequest record(identity_.request_id, "http", identity_.route, variant_.variant.Name(), http_status);
   record.key = ticket_.caller().key;
+  record.lora = variant_.lora;
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   for (size_t c = 0; c < choices_.size(); ++c) {
     const Choice& choice = choices_[c];

@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "engine/core/byte_size.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collecting_observer.h"
@@ -290,7 +291,93 @@ TEST(LoraAtRunTime, LoadedWhileServingEqualsLoadedAtStartAndUnloadsOnceIdle) {
   EXPECT_EQ(reloaded.cached_prompt_tokens, 0) << "the blocks of the adapter unloaded under that name are not found";
   EXPECT_EQ(reloaded.tokens, want_b.tokens);
   EXPECT_LT(MaxDiff(reloaded.logprobs, want_b.logprobs), 1e-5f);
-  EXPECT_EQ(testing::IdleStats(*engine).lora_slots, (std::vector<std::string>{"", "x"}));
+  EXPECT_EQ(testing::IdleStats(*engine).lora_slots, (std::vector<std::string>{"x"})) << "the emptied slot is taken again";
+}
+
+// gpt2-tiny's bundle with `limits` (its KV pool: 64 blocks, or a fraction of the memory when `fraction` > 0).
+absl::StatusOr<ModelBundle> LimitedBundle(const LoraLimits& limits, bool runtime_loading, double fraction = 0,
+                                          const std::vector<LoraModule>& loras = {}) {
+  LoadModelOptions load;
+  if (fraction > 0) {
+    load.kv_memory_fraction = fraction;
+  } else {
+    load.kv_blocks = 64;
+  }
+  load.lora_limits = limits;
+  load.lora_runtime_loading = runtime_loading;
+  load.lora_modules = loras;
+  return LoadModelBundle(testing::FixturePath("gpt2-tiny"), load);
+}
+
+testing::RandomLora RandomOfRank(int r, uint64_t seed) {
+  testing::RandomLora lora;
+  lora.r = r;
+  lora.seed = seed;
+  return lora;
+}
+
+TEST(LoraLimits, ALoadBeyondMaxLorasOrMaxRankIsRefusedAndAnUnloadedSlotIsTakenAgain) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  uint64_t seed = 30;
+  for (const char* name : {"a", "b", "c"}) testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(8, ++seed), dir.File(name));
+  testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(16, ++seed), dir.File("wide"));
+  absl::StatusOr<ModelBundle> bundle = LimitedBundle(LoraLimits{.max_loras = 2, .max_rank = 8}, true, 0, {{"a", dir.File("a")}});
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*bundle), EngineConfig{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Engine& e = **engine;
+
+  const absl::Status wide = e.LoadLora("wide", dir.File("wide"));
+  EXPECT_EQ(wide.code(), absl::StatusCode::kInvalidArgument) << wide;
+  EXPECT_EQ(wide.message(), "lora_path: " + dir.File("wide") + ": rank 16 exceeds --max_lora_rank 8 (the largest rank this server keeps memory for)");
+  ASSERT_TRUE(e.LoadLora("b", dir.File("b")).ok());
+  const absl::Status full = e.LoadLora("c", dir.File("c"));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_EQ(full.message(), "lora_name: 2 adapters are loaded, the most --max_loras 2 allows; unload one first");
+  EXPECT_EQ(e.lora_names(), (std::vector<std::string>{"a", "b"}));
+
+  ASSERT_TRUE(e.UnloadLora("a").ok());
+  ASSERT_TRUE(e.LoadLora("c", dir.File("c")).ok());
+  EXPECT_EQ(testing::IdleStats(e).lora_slots, (std::vector<std::string>{"c", "b"})) << "c takes a's slot";
+  // Every request of c is served by c's weights, not a's that held the slot before.
+  const std::vector<int32_t> prompt = Prompt(e, 20, 0);
+  const Outcome served = RunTogether(e, {Greedy(prompt, "c")})[0];
+  ASSERT_TRUE(e.UnloadLora("b").ok());
+  ASSERT_TRUE(e.LoadLora("a", dir.File("a")).ok());  // in b's slot
+  EXPECT_NE(RunTogether(e, {Greedy(prompt, "a")})[0].logprobs, served.logprobs);
+  EXPECT_EQ(RunTogether(e, {Greedy(prompt, "c")})[0].tokens, served.tokens);
+}
+
+TEST(LoraLimits, TheKvPoolLeavesMemoryForTheAdaptersLoadedWhileServing) {
+  ARACH_REQUIRE_FIXTURES();
+  const LoraLimits limits{.max_loras = 4, .max_rank = 64};
+  absl::StatusOr<ModelBundle> plain = LimitedBundle(limits, false, 0.001);
+  absl::StatusOr<ModelBundle> kept = LimitedBundle(limits, true, 0.001);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const ModelRunner& runner = *kept->runner;
+  // 4 adapters of rank 64 on every projection, none loaded at start-up.
+  const size_t bound = LoraBytesBound(runner.backend(), kept->config, 64);
+  EXPECT_GT(bound, 0u);
+  EXPECT_NE(runner.kv_memory_note().find(", less " + DescribeBytes(static_cast<int64_t>(4 * bound)) + " kept for LoRA adapters"), std::string::npos)
+      << runner.kv_memory_note();
+  EXPECT_LE(runner.kv_cache().num_blocks(), plain->runner->kv_cache().num_blocks());
+  EXPECT_EQ(plain->runner->kv_memory_note().find("LoRA"), std::string::npos) << plain->runner->kv_memory_note();
+
+  // Memory for more adapters than the device has: refused at start-up, naming the flags.
+  const absl::StatusOr<ModelBundle> too_many = LimitedBundle(LoraLimits{.max_loras = 1000000, .max_rank = 512}, true, 0.001);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(too_many.status().message().find("--max_loras"), std::string::npos) << too_many.status();
+  // Start-up adapters beyond the bound or above the rank: refused naming the flag.
+  testing::ScopedTempDir dir;
+  testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(16, 40), dir.File("wide"));
+  const absl::StatusOr<ModelBundle> wide = LimitedBundle(LoraLimits{.max_loras = 4, .max_rank = 8}, false, 0, {{"w", dir.File("wide")}});
+  EXPECT_NE(wide.status().message().find("--max_lora_rank 8"), std::string::npos) << wide.status();
+  const absl::StatusOr<ModelBundle> many =
+      LimitedBundle(LoraLimits{.max_loras = 1, .max_rank = 64}, false, 0, {{"w", dir.File("wide")}, {"v", dir.File("wide")}});
+  EXPECT_EQ(many.status().message(), "--lora_modules: 2 adapters are more than --max_loras 1");
 }
 
 TEST(LoraRequests, AnAdapterNotLoadedIsRefusedNamingTheField) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/collecting_observer.h"
@@ -156,6 +157,41 @@ TEST_F(LoraServer, HttpAndGrpcGenerateWhatTheEngineGivesWithTheAdapter) {
             64);
 }
 
+// The server's log line of the request `id`, once written (or "" after 5 s).
+std::string LogLineOf(testing::ServerProcess& server, const std::string& id) {
+  for (int i = 0; i < 250; ++i) {
+    const std::string output = server.Output();
+    const size_t at = output.find("request id=" + id + " ");
+    if (at != std::string::npos) return output.substr(at, output.find('\n', at) - at);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
+TEST_F(LoraServer, TheLogLineNamesTheAdapter) {
+  const json body = {{"model", "tuned:arach"}, {"prompt", "Hello"}, {"max_tokens", 2}};
+  ASSERT_EQ(testing::HttpSend(server_->http_address(), "POST", "/v1/completions", body.dump(), {{"x-request-id", "lora-log-http"}}).status, 200);
+  json base = body;
+  base["model"] = "gpt2-tiny";
+  ASSERT_EQ(testing::HttpSend(server_->http_address(), "POST", "/v1/completions", base.dump(), {{"x-request-id", "lora-log-base"}}).status, 200);
+  arach::v1::GenerateRequest request;
+  request.set_text("Hello");
+  request.set_max_tokens(2);
+  request.set_request_id("lora-log-grpc");
+  request.mutable_variant()->set_lora("tuned");
+  ASSERT_TRUE(client_->Generate(request, [](const auto&) {}).ok());
+  arach::v1::ScoreRequest score;
+  score.add_inputs()->set_text("Hello there");
+  score.set_request_id("lora-log-score");
+  score.mutable_variant()->set_lora("tuned");
+  arach::v1::ScoreResponse scored;
+  ASSERT_TRUE(client_->Score(score, &scored).ok());
+  EXPECT_THAT(LogLineOf(*server_, "lora-log-http"), ::testing::EndsWith(" lora=tuned"));
+  EXPECT_THAT(LogLineOf(*server_, "lora-log-base"), ::testing::EndsWith(" lora=-"));
+  EXPECT_THAT(LogLineOf(*server_, "lora-log-grpc"), ::testing::EndsWith(" lora=tuned"));
+  EXPECT_THAT(LogLineOf(*server_, "lora-log-score"), ::testing::EndsWith(" lora=tuned"));
+}
+
 TEST_F(LoraServer, EmbeddingsRunThroughTheAdapter) {
   const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
   const HttpAnswer tuned = Post("/v1/embeddings", {{"model", "tuned"}, {"input", prompt}, {"normalize", false}});
@@ -220,7 +256,7 @@ class LoraAdminServer : public testing::SharedFixtureServer<LoraAdminServer> {
   static std::vector<std::string> ExtraFlags() {
     const std::string keys = AdapterDir() + "-keys";
     std::ofstream(keys) << "admin:secret-admin:adapters\nuser:secret-user\n";
-    return {"--weight_dtype=f32", "--allow_runtime_lora_updating", "--api_key_file=" + keys};
+    return {"--weight_dtype=f32", "--allow_runtime_lora_updating", "--api_key_file=" + keys, "--max_loras=1", "--max_lora_rank=8"};
   }
 
  protected:
@@ -255,6 +291,12 @@ TEST_F(LoraAdminServer, AKeyWithTheScopeLoadsAndUnloadsAnAdapterWhileServing) {
   auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
   ASSERT_TRUE(tokenizer.ok());
   EXPECT_EQ(answer.body["choices"][0]["text"], *(*tokenizer)->Decode(InProcess(prompt, "tuned", false, 8), false));
+
+  // --max_loras=1: no second adapter while this one is loaded (429: the server is full of adapters).
+  const HttpAnswer full = Call("POST", "/v1/load_lora_adapter", {{"lora_name", "warm"}, {"lora_path", AdapterDir()}}, "secret-admin");
+  EXPECT_EQ(full.status, 429) << full.body;
+  EXPECT_NE(full.body.dump().find("--max_loras 1"), std::string::npos) << full.body;
+  EXPECT_NE(server_->Output().find(" kept for LoRA adapters"), std::string::npos) << "the start-up line says what the KV pool left";
 
   const HttpAnswer twice = Call("POST", "/v1/load_lora_adapter", {{"lora_name", "hot"}, {"lora_path", AdapterDir()}}, "secret-admin");
   EXPECT_EQ(twice.status, 400) << twice.body;

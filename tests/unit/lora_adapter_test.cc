@@ -178,6 +178,38 @@ TEST_F(LoraFolder, APickledAdapterIsRefusedSayingHowToSaveIt) {
   EXPECT_NE(adapter.status().message().find("safe_serialization"), std::string::npos) << adapter.status();
 }
 
+TEST_F(LoraFolder, TheParameterBoundIsWhatAnAdapterOfEveryModuleAtThatRankHolds) {
+  // SmallLlama at r = 2, every projection of both layers: q 8->8, k 8->4, v 8->4, o 8->8, gate and up 8->12, down 12->8.
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string at = "model.layers." + std::to_string(layer) + ".";
+    AddModule(at + "self_attn.q_proj", 2, 8, 8);
+    AddModule(at + "self_attn.k_proj", 2, 8, 4);
+    AddModule(at + "self_attn.v_proj", 2, 8, 4);
+    AddModule(at + "self_attn.o_proj", 2, 8, 8);
+    AddModule(at + "mlp.gate_proj", 2, 8, 12);
+    AddModule(at + "mlp.up_proj", 2, 8, 12);
+    AddModule(at + "mlp.down_proj", 2, 12, 8);
+  }
+  const absl::StatusOr<LoraAdapter> adapter = Load(R"({"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": "all-linear"})");
+  ASSERT_TRUE(adapter.ok()) << adapter.status();
+  // Per layer: QKV A [6, 8] + B [16, 6], out [2, 8] + [8, 2], MLP in [4, 8] + [24, 4], MLP out [2, 12] + [8, 2]:
+  // 144 + 32 + 128 + 40 = 344.
+  EXPECT_EQ(LoraParameterBound(SmallLlama(), 2), 2 * 344);
+  EXPECT_EQ(static_cast<int64_t>(adapter->parameter_count()), LoraParameterBound(SmallLlama(), 2));
+  EXPECT_EQ(LoraParameterBound(SmallLlama(), 4), 2 * LoraParameterBound(SmallLlama(), 2));
+}
+
+TEST_F(LoraFolder, AnAdapterAboveTheRankLimitIsRefusedNamingItsFolderAndTheFlag) {
+  AddModule("model.layers.0.self_attn.q_proj", 2, 8, 8);
+  const absl::StatusOr<LoraAdapter> adapter = Load();
+  ASSERT_TRUE(adapter.ok()) << adapter.status();
+  EXPECT_TRUE(CheckLoraRank(*adapter, LoraLimits{}).ok()) << "0: no bound";
+  EXPECT_TRUE(CheckLoraRank(*adapter, LoraLimits{.max_rank = 2}).ok());
+  const absl::Status refused = CheckLoraRank(*adapter, LoraLimits{.max_rank = 1});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), dir_.path() + ": rank 2 exceeds --max_lora_rank 1 (the largest rank this server keeps memory for)");
+}
+
 TEST(LoraFolderMissing, NamesTheFileItLacks) {
   const absl::StatusOr<LoraAdapter> adapter = LoadLoraAdapter("tuned", "/nonexistent/adapter", SmallLlama());
   ASSERT_FALSE(adapter.ok());

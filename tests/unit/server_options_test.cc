@@ -172,5 +172,28 @@ TEST(ServerOptions, LoraModulesResolveIntoTheLoadOptionsAndMayNotTakeTheModelsNa
   EXPECT_THAT(ErrorOf(o), HasSubstr("--lora_modules"));
 }
 
+TEST(ServerOptions, LoraLimitsResolveIntoTheLoadOptionsAndBoundTheStartUpAdapters) {
+  ServerOptions o = Valid();
+  o.lora_modules = {"sql=/adapters/sql", "chat=/adapters/chat"};
+  auto config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->options.load.lora_limits.max_loras, 8) << "the flag's default";
+  EXPECT_EQ(config->options.load.lora_limits.max_rank, 64);
+  EXPECT_FALSE(config->options.load.lora_runtime_loading) << "no memory kept without --allow_runtime_lora_updating";
+  o.allow_runtime_lora_updating = true;
+  o.max_lora_rank = 16;
+  config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->options.load.lora_runtime_loading);
+  EXPECT_EQ(config->options.load.lora_limits.max_rank, 16);
+  o.max_loras = 1;
+  EXPECT_EQ(ErrorOf(o), "--lora_modules: 2 adapters are more than --max_loras 1");
+  o.max_loras = 0;
+  EXPECT_EQ(ErrorOf(o), "--max_loras: must be 1 or more");
+  o = Valid();
+  o.max_lora_rank = 0;
+  EXPECT_EQ(ErrorOf(o), "--max_lora_rank: must be 1 or more");
+}
+
 }  // namespace
 }  // namespace arach::server
