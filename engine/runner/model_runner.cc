@@ -192,15 +192,22 @@ absl::StatusOr<ModelRunner::FlatBatch> ModelRunner::Flatten(const ForwardBatch& 
     for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.skip_rows.push_back(r);
     for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.skip_rows.push_back(num_verbal + h);
   }
-  for (int adapter = 1; adapter <= static_cast<int>(weights_->loras.size()); ++adapter) {  // every row, grouped by adapter
-    const int start = static_cast<int>(flat.lora_rows.size());
-    for (size_t s = 0; s < batch.sequences.size(); ++s) {
-      if (batch.sequences[s].lora != adapter) continue;
-      for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.lora_rows.push_back(r);
-      for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.lora_rows.push_back(num_verbal + h);
+  // Every row (verbal and hub) of the LoRA sequences, grouped by adapter: the sequences ordered by adapter (batch
+  // order within one), one group per run.
+  std::vector<size_t> lora_sequences;
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    if (batch.sequences[s].lora > 0) lora_sequences.push_back(s);
+  }
+  std::stable_sort(lora_sequences.begin(), lora_sequences.end(),
+                   [&](size_t a, size_t b) { return batch.sequences[a].lora < batch.sequences[b].lora; });
+  for (const size_t s : lora_sequences) {
+    const int adapter = batch.sequences[s].lora - 1;
+    if (flat.lora_groups.empty() || flat.lora_groups.back().adapter != adapter) {
+      flat.lora_groups.push_back({adapter, static_cast<int>(flat.lora_rows.size()), 0});
     }
-    const int count = static_cast<int>(flat.lora_rows.size()) - start;
-    if (count > 0) flat.lora_groups.push_back({adapter - 1, start, count});
+    for (int r = flat.query_start[s]; r < flat.query_start[s + 1]; ++r) flat.lora_rows.push_back(r);
+    for (int h = flat.hub_start[s]; h < flat.hub_start[s + 1]; ++h) flat.lora_rows.push_back(num_verbal + h);
+    flat.lora_groups.back().count = static_cast<int>(flat.lora_rows.size()) - flat.lora_groups.back().start;
   }
   if (bucketed_rows) {
     // Skip rows filled up to their bucket with kNoRow (the adapter reads zeros there, its result goes nowhere).
