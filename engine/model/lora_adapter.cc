@@ -11,9 +11,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/core/field_error.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
 #include "engine/model/checkpoint.h"
+#include "engine/model/json_object.h"
 #include "engine/model/weight_reader.h"
 #include "nlohmann/json.hpp"
 
@@ -25,10 +27,6 @@ using json = nlohmann::json;
 constexpr char kConfigFile[] = "adapter_config.json";
 constexpr char kWeightsFile[] = "adapter_model.safetensors";
 constexpr char kNamePrefix[] = "base_model.model.";
-
-absl::Status Refused(const std::string& source, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
-}
 
 // Where one checkpoint module's output lands in the engine's fused projections.
 struct ModulePart {
@@ -149,9 +147,7 @@ struct ModuleTensors {
 }  // namespace
 
 absl::StatusOr<LoraConfig> ParseLoraConfig(const std::string& text, const std::string& source) {
-  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return Refused(source, "not valid JSON");
-  if (!root.is_object()) return Refused(source, "not a JSON object");
+  ARACH_ASSIGN_OR_RETURN(const json root, ParseJsonObject(text, source));
   const auto field = [&](const char* name) -> const json* {
     const auto it = root.find(name);
     return it == root.end() || it->is_null() ? nullptr : &*it;
@@ -159,7 +155,7 @@ absl::StatusOr<LoraConfig> ParseLoraConfig(const std::string& text, const std::s
   const auto flag = [&](const char* name) -> absl::StatusOr<bool> {
     const json* v = field(name);
     if (v == nullptr) return false;
-    if (!v->is_boolean()) return Refused(source, absl::StrCat("field \"", name, "\" must be true or false"));
+    if (!v->is_boolean()) return InvalidField(source, absl::StrCat("field \"", name, "\" must be true or false"));
     return v->get<bool>();
   };
   const auto nonempty = [&](const char* name) {
@@ -168,33 +164,33 @@ absl::StatusOr<LoraConfig> ParseLoraConfig(const std::string& text, const std::s
   };
   LoraConfig config;
   if (const json* type = field("peft_type"); type != nullptr && (!type->is_string() || type->get<std::string>() != "LORA")) {
-    return Refused(source, absl::StrCat("field \"peft_type\" is ", type->dump(), ": only LORA adapters are served"));
+    return InvalidField(source, absl::StrCat("field \"peft_type\" is ", type->dump(), ": only LORA adapters are served"));
   }
   const json* r = field("r");
   if (r == nullptr || !r->is_number_integer() || r->get<int64_t>() < 1 || r->get<int64_t>() > 65536) {
-    return Refused(source, "field \"r\" must be a positive integer (the adapter's rank)");
+    return InvalidField(source, "field \"r\" must be a positive integer (the adapter's rank)");
   }
   config.r = static_cast<int>(r->get<int64_t>());
   const json* alpha = field("lora_alpha");
   if (alpha == nullptr) {
     config.lora_alpha = 8;  // PEFT's default
   } else if (!alpha->is_number() || !std::isfinite(alpha->get<double>())) {
-    return Refused(source, "field \"lora_alpha\" must be a number");
+    return InvalidField(source, "field \"lora_alpha\" must be a number");
   } else {
     config.lora_alpha = alpha->get<double>();
   }
   ARACH_ASSIGN_OR_RETURN(config.use_rslora, flag("use_rslora"));
   ARACH_ASSIGN_OR_RETURN(const bool dora, flag("use_dora"));
-  if (dora) return Refused(source, "field \"use_dora\": DoRA adapters are not supported");
+  if (dora) return InvalidField(source, "field \"use_dora\": DoRA adapters are not supported");
   ARACH_ASSIGN_OR_RETURN(const bool lora_bias, flag("lora_bias"));
-  if (lora_bias) return Refused(source, "field \"lora_bias\": LoRA biases are not supported");
+  if (lora_bias) return InvalidField(source, "field \"lora_bias\": LoRA biases are not supported");
   if (const json* bias = field("bias"); bias != nullptr && (!bias->is_string() || bias->get<std::string>() != "none")) {
-    return Refused(source, absl::StrCat("field \"bias\" is ", bias->dump(), ": only \"none\" is supported (the base biases stay)"));
+    return InvalidField(source, absl::StrCat("field \"bias\" is ", bias->dump(), ": only \"none\" is supported (the base biases stay)"));
   }
   if (nonempty("modules_to_save")) {
-    return Refused(source, "field \"modules_to_save\": adapters that replace whole modules are not supported");
+    return InvalidField(source, "field \"modules_to_save\": adapters that replace whole modules are not supported");
   }
-  if (nonempty("alpha_pattern")) return Refused(source, "field \"alpha_pattern\": per-module alphas are not supported");
+  if (nonempty("alpha_pattern")) return InvalidField(source, "field \"alpha_pattern\": per-module alphas are not supported");
   return config;
 }
 
@@ -223,7 +219,7 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
   std::map<std::string, ModuleTensors> modules;
   for (const std::string& tensor : file->Names()) {
     const auto refuse = [&](absl::string_view why) {
-      return Refused(weights_path, absl::StrCat("tensor \"", tensor, "\": ", why));
+      return InvalidField(weights_path, absl::StrCat("tensor \"", tensor, "\": ", why));
     };
     std::string module;
     bool is_a = false;
@@ -251,7 +247,7 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
     m.part = *part;
     (is_a ? m.a : m.b) = tensor;
   }
-  if (modules.empty()) return Refused(weights_path, "holds no LoRA weights");
+  if (modules.empty()) return InvalidField(weights_path, "holds no LoRA weights");
 
   // Per layer and site, the parts that fill it, in row order.
   LoraAdapter adapter;
@@ -261,7 +257,7 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
   std::map<std::pair<int, LoraSite>, std::vector<const ModuleTensors*>> sites;
   for (const auto& [module, m] : modules) {
     if (m.a.empty() || m.b.empty()) {
-      return Refused(weights_path, absl::StrCat("module \"", module, "\" has ", m.a.empty() ? "lora_B but no lora_A" : "lora_A but no lora_B"));
+      return InvalidField(weights_path, absl::StrCat("module \"", module, "\" has ", m.a.empty() ? "lora_B but no lora_A" : "lora_A but no lora_B"));
     }
     adapter.modules.push_back(module);
     sites[{m.part.layer, m.part.site}].push_back(&m);
@@ -274,7 +270,7 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
     for (const ModuleTensors* m : parts) {
       ARACH_ASSIGN_OR_RETURN(const TensorInfo* a_info, file->Find(m->a));
       if (a_info->shape.size() != 2 || a_info->shape[0] < 1 || a_info->shape[1] != in) {
-        return Refused(weights_path, absl::StrCat("tensor \"", m->a, "\" has shape ", a_info->ShapeString(), ", expected [r, ", in, "]"));
+        return InvalidField(weights_path, absl::StrCat("tensor \"", m->a, "\" has shape ", a_info->ShapeString(), ", expected [r, ", in, "]"));
       }
       ranks.push_back(a_info->shape[0]);
     }
@@ -311,7 +307,7 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
 
 absl::Status CheckLoraRank(const LoraAdapter& adapter, const LoraLimits& limits) {
   if (limits.max_rank <= 0 || adapter.max_rank <= limits.max_rank) return absl::OkStatus();
-  return Refused(adapter.source, absl::StrCat("rank ", adapter.max_rank, " exceeds --max_lora_rank ", limits.max_rank,
+  return InvalidField(adapter.source, absl::StrCat("rank ", adapter.max_rank, " exceeds --max_lora_rank ", limits.max_rank,
                                               " (the largest rank this server keeps memory for)"));
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/core/mapped_file.h"
 #include "engine/core/status.h"
+#include "engine/model/json_object.h"
 #include "nlohmann/json.hpp"
 
 namespace arach {
@@ -355,12 +356,12 @@ float ModelConfig::AttentionScale(int layer) const {
 }
 
 absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source) {
-  const json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
-  }
+  ARACH_ASSIGN_OR_RETURN(const json root, ParseJsonObject(json_text, source));
   ConfigReader reader(root, source);
-  ARACH_ASSIGN_OR_RETURN(std::string model_type, reader.String({"model_type"}));
+  // (not ARACH_ASSIGN_OR_RETURN: g++ 12 takes the moved-from string for uninitialised there, -Wmaybe-uninitialized)
+  const absl::StatusOr<std::string> model_type_read = reader.String({"model_type"});
+  if (!model_type_read.ok()) return model_type_read.status();
+  const std::string& model_type = *model_type_read;
   ModelConfig config;
   if (model_type == "gpt2") {
     ARACH_RETURN_IF_ERROR(ParseGpt2(reader, config));
@@ -395,8 +396,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text, const
 }
 
 absl::Status MergeGenerationConfig(const std::string& json_text, const std::string& source, ModelConfig& config) {
-  const json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
+  ARACH_ASSIGN_OR_RETURN(const json root, ParseJsonObject(json_text, source));
   ConfigReader reader(root, source);
   ARACH_ASSIGN_OR_RETURN(std::vector<int> eos, reader.IntList("eos_token_id"));
   for (int id : eos) {

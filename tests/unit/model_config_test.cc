@@ -120,7 +120,8 @@ TEST(ModelConfig, ErrorsNameTheField) {
            {R"({"model_type":"gpt2","n_embd":8,"n_layer":1,"n_head":2,"n_positions":8,"vocab_size":10,"eos_token_id":10})", "field \"eos_token_id\""},
            {R"({"model_type":"gpt_neox","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10,"max_position_embeddings":8,"rope_parameters":{"partial_rotary_factor":"half"}})", "field \"partial_rotary_factor\" must be a number"},
            {R"({"model_type":"gpt_neox","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":10,"max_position_embeddings":8,"partial_rotary_factor":true})", "field \"partial_rotary_factor\" must be a number"},
-           {"not json", "not a JSON object"},
+           {"not json", "not valid JSON"},
+           {"[1, 2]", "dir/config.json: not a JSON object"},
        }) {
     auto config = ParseModelConfig(c.json, "dir/config.json");
     ASSERT_FALSE(config.ok()) << c.json;
