@@ -51,7 +51,9 @@ std::string Label(const Sample& s, const std::string& key) {
 // the window).
 std::string Cell(const json& entry, const std::string& key, int decimals, double scale = 1, bool sign = false) {
   if (!entry.contains(key) || !entry[key].is_number()) return "-";
-  return absl::StrFormat(sign ? "%+.*f" : "%.*f", decimals, scale * entry[key].get<double>());
+  const double value = scale * entry[key].get<double>();
+  // (two calls: absl::StrFormat checks a constant format at compile time, which clang insists on)
+  return sign ? absl::StrFormat("%+.*f", decimals, value) : absl::StrFormat("%.*f", decimals, value);
 }
 
 }  // namespace
