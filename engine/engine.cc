@@ -33,6 +33,7 @@ Engine::Engine(ModelBundle model, const EngineConfig& config)
                                                         ConstraintCompiler::Options{config.constraint_compile_timeout})),
       seeder_(std::random_device{}()) {
   for (size_t slot = 0; slot < lora_names_.size(); ++slot) lora_loads_.push_back(++lora_load_count_);  // --lora_modules
+  lora_replaced_.assign(lora_names_.size(), false);
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {
@@ -583,6 +584,7 @@ void Engine::Loop() {
     }
     PublishStats();
     lock.lock();
+    FreeReplacedLorasLocked();
     round_start_.reset();
   }
   // Shutdown: everything still here ends as cancelled.

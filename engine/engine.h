@@ -154,7 +154,11 @@ class Engine {
   // loaded or an adapter the model cannot take (naming the file and field or tensor) or above the bundle's rank
   // limit (LoraLimits); RESOURCE_EXHAUSTED where max_loras adapters are loaded; the device's error where its memory
   // cannot hold it; UNAVAILABLE when shut down.
-  absl::Status LoadLora(const std::string& name, const std::string& path);
+  // `replace` (vLLM's load_inplace), where `name` is loaded: the new weights take the name. Requests submitted once
+  // this returns run with them; those queued or running keep the old weights, whose slot is freed when the last of
+  // them finishes (until then it counts toward max_loras; where that leaves no slot for the new weights and no request
+  // holds the old ones, the old adapter is unloaded first).
+  absl::Status LoadLora(const std::string& name, const std::string& path, bool replace = false);
   // Unloads adapter `name` and frees its memory. NOT_FOUND when none is loaded under it; FAILED_PRECONDITION while
   // requests that named it are queued or running (nothing changes then: retry once they finish).
   absl::Status UnloadLora(const std::string& name);
@@ -184,9 +188,14 @@ class Engine {
   // A load (with its adapter, read from disk by the caller) or an unload (without), answered through `done`.
   struct LoraOp {
     std::string name;
-    std::optional<LoraAdapter> adapter;
+    std::optional<LoraAdapter> adapter;  // a load; none: an unload
+    bool replace = false;                // a load that may replace the adapter of that name (LoadLora)
     std::promise<absl::Status> done;
   };
+  // Requests queued or running that hold LoRA slot `index` (SequenceInput::lora = index + 1). Step thread, mutex_ held.
+  int LoraUsersLocked(size_t index) const;
+  // Frees the slots of replaced adapters whose last request finished. Step thread, between steps, mutex_ held.
+  void FreeReplacedLorasLocked();
   // Queues `op` for the step thread and waits for its answer.
   absl::Status RunLoraOp(std::unique_ptr<LoraOp> op);
   // Answers every op of `ops` UNAVAILABLE (the engine shut down) and empties it.
@@ -229,6 +238,9 @@ class Engine {
   // Guarded by mutex_: per slot, the number of the load that put its adapter there (1, 2, ... over the engine's
   // life), which keys the adapter's cached blocks: an adapter in a reused slot never finds its predecessor's.
   std::vector<uint64_t> lora_loads_;
+  // Guarded by mutex_: per slot, whether it holds an adapter that a replacement took the name of (its name is "";
+  // its requests finish on it, then FreeReplacedLorasLocked empties it).
+  std::vector<bool> lora_replaced_;
   uint64_t lora_load_count_ = 0;  // guarded by mutex_
   std::vector<std::unique_ptr<LoraOp>> lora_ops_;  // guarded by mutex_: loads and unloads for the step thread
   BlockAllocator allocator_;

@@ -35,9 +35,9 @@ absl::StatusOr<int> Engine::LoraSlotLocked(const std::string& name, FieldNames n
   return static_cast<int>(it - lora_names_.begin()) + 1;
 }
 
-absl::Status Engine::LoadLora(const std::string& name, const std::string& path) {
+absl::Status Engine::LoadLora(const std::string& name, const std::string& path, bool replace) {
   if (name.empty()) return absl::InvalidArgumentError("lora_name: empty");
-  {
+  if (!replace) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::find(lora_names_.begin(), lora_names_.end(), name) != lora_names_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", name, "' is already loaded"));
@@ -50,6 +50,7 @@ absl::Status Engine::LoadLora(const std::string& name, const std::string& path) 
   auto op = std::make_unique<LoraOp>();
   op->name = name;
   op->adapter = std::move(adapter);
+  op->replace = replace;
   return RunLoraOp(std::move(op));
 }
 
@@ -75,25 +76,56 @@ void Engine::FailLoraOps(std::vector<std::unique_ptr<LoraOp>>& ops) {
   ops.clear();
 }
 
+int Engine::LoraUsersLocked(size_t index) const {
+  const int lora = static_cast<int>(index) + 1;
+  int users = 0;
+  for (const auto& [id, state] : requests_) users += !state->finished && state->seq.lora == lora;
+  for (const auto& state : inbox_) users += state->seq.lora == lora;
+  return users;
+}
+
+void Engine::FreeReplacedLorasLocked() {
+  for (size_t i = 0; i < lora_replaced_.size(); ++i) {
+    if (!lora_replaced_[i] || LoraUsersLocked(i) > 0) continue;
+    model_.runner->RemoveLora(static_cast<int>(i));
+    lora_replaced_[i] = false;  // an empty slot now, for the next load
+  }
+}
+
 void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
   std::vector<std::unique_ptr<LoraOp>> ops;
   ops.swap(lora_ops_);
   for (auto& op : ops) {
-    const auto slot = std::find(lora_names_.begin(), lora_names_.end(), op->name);
+    const auto named = std::find(lora_names_.begin(), lora_names_.end(), op->name);
+    const int slot = named == lora_names_.end() ? -1 : static_cast<int>(named - lora_names_.begin());  // -1: not loaded
     if (op->adapter.has_value()) {  // load: the name is checked again (another load of it may have come first)
-      if (slot != lora_names_.end()) {
+      if (slot >= 0 && !op->replace) {
         op->done.set_value(absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", op->name, "' is already loaded")));
         continue;
       }
-      const int loaded = static_cast<int>(std::count_if(lora_names_.begin(), lora_names_.end(), [](const std::string& n) { return !n.empty(); }));
-      if (model_.lora_limits.max_loras > 0 && loaded >= model_.lora_limits.max_loras) {
-        op->done.set_value(absl::ResourceExhaustedError(absl::StrCat("lora_name: ", loaded, " adapters are loaded, the most --max_loras ",
-                                                                     model_.lora_limits.max_loras, " allows; unload one first")));
+      int replaced = slot;  // the slot whose adapter the load replaces; -1: none
+      int held = static_cast<int>(std::count_if(lora_names_.begin(), lora_names_.end(), [](const std::string& n) { return !n.empty(); }) +
+                                  std::count(lora_replaced_.begin(), lora_replaced_.end(), true));
+      const auto full = [&] { return model_.lora_limits.max_loras > 0 && held >= model_.lora_limits.max_loras; };
+      if (full() && replaced >= 0 && LoraUsersLocked(static_cast<size_t>(replaced)) == 0) {
+        // No slot beside it and no request on it: the adapter replaced is unloaded first (a failed load then leaves
+        // the name unloaded).
+        lora_names_[static_cast<size_t>(replaced)] = "";
+        model_.runner->RemoveLora(replaced);
+        replaced = -1;
+        --held;
+      }
+      if (full()) {
+        op->done.set_value(absl::ResourceExhaustedError(absl::StrCat(
+            "lora_name: ", held, " adapters are loaded, the most --max_loras ", model_.lora_limits.max_loras, " allows; ",
+            replaced >= 0 ? "the replacement needs a slot while requests of the adapter it replaces run; retry once they finish"
+                                 : "unload one first")));
         continue;
       }
-      // The first slot an unload emptied, else a new one. No request holds an emptied slot (unloads wait for them)
-      // and none can name it while the load runs: its name is still "".
-      const size_t index = static_cast<size_t>(std::find(lora_names_.begin(), lora_names_.end(), "") - lora_names_.begin());
+      // The first empty slot, else a new one. No request holds an empty slot (unloads wait for them, replaced
+      // adapters are freed after theirs) and none can name it while the load runs: its name is still "".
+      size_t index = 0;
+      while (index < lora_names_.size() && (!lora_names_[index].empty() || lora_replaced_[index])) ++index;
       lock.unlock();
       absl::Status added = model_.runner->AddLora(static_cast<int>(index), std::move(*op->adapter));
       lock.lock();
@@ -101,6 +133,11 @@ void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
         if (index == lora_names_.size()) {
           lora_names_.emplace_back();
           lora_loads_.emplace_back();
+          lora_replaced_.push_back(false);
+        }
+        if (replaced >= 0) {  // its requests finish on it (freed once they have); new ones get the new weights
+          lora_names_[static_cast<size_t>(replaced)] = "";
+          lora_replaced_[static_cast<size_t>(replaced)] = true;
         }
         lora_names_[index] = op->name;
         lora_loads_[index] = ++lora_load_count_;
@@ -108,23 +145,20 @@ void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
       op->done.set_value(added);
       continue;
     }
-    if (slot == lora_names_.end()) {
+    if (slot < 0) {
       op->done.set_value(absl::NotFoundError(absl::StrCat("lora_name: no LoRA adapter '", op->name, "' is loaded")));
       continue;
     }
     // Unload: refused while a request that named it is queued or running. Submit resolves names under mutex_,
     // held here, so none can name it once its slot is emptied.
-    const int index = static_cast<int>(slot - lora_names_.begin());
-    int users = 0;
-    for (const auto& [id, state] : requests_) users += !state->finished && state->seq.lora == index + 1;
-    for (const auto& state : inbox_) users += state->seq.lora == index + 1;
+    const int users = LoraUsersLocked(static_cast<size_t>(slot));
     if (users > 0) {
       op->done.set_value(absl::FailedPreconditionError(absl::StrCat("lora_name: ", users, " request(s) of the adapter '", op->name,
                                                                      "' are queued or running; unload it once they finish")));
       continue;
     }
-    *slot = "";
-    model_.runner->RemoveLora(index);
+    lora_names_[static_cast<size_t>(slot)] = "";
+    model_.runner->RemoveLora(slot);
     op->done.set_value(absl::OkStatus());
   }
 }

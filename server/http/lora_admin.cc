@@ -41,9 +41,10 @@ void Serve(const httplib::Request& request, httplib::Response& response, Service
   if (parsed->lora_name == context.served_model_name) {
     return SendError(response, absl::InvalidArgumentError("lora_name: is the served model's name"));
   }
-  const absl::Status done = load ? engine->LoadLora(parsed->lora_name, parsed->lora_path) : engine->UnloadLora(parsed->lora_name);
+  const absl::Status done =
+      load ? engine->LoadLora(parsed->lora_name, parsed->lora_path, parsed->load_inplace) : engine->UnloadLora(parsed->lora_name);
   if (!done.ok()) return SendError(response, done);
-  const std::string what = load ? absl::StrCat("loaded from ", parsed->lora_path) : "unloaded";
+  const std::string what = load ? absl::StrCat(parsed->load_inplace ? "loaded in place from " : "loaded from ", parsed->lora_path) : "unloaded";
   std::printf("arach-server LoRA adapter '%s' %s (key %s)\n", parsed->lora_name.c_str(), what.c_str(), caller->key.c_str());
   std::fflush(stdout);
   response.status = 200;
@@ -68,9 +69,7 @@ absl::StatusOr<LoraAdminRequest> ParseLoraAdminRequest(absl::string_view body, b
   if (!load) return request;
   ARACH_ASSIGN_OR_RETURN(request.lora_path, NonEmptyString(root, "lora_path"));
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> inplace, OptionalBoolAt(root, "load_inplace"));
-  if (inplace.value_or(false)) {
-    return absl::InvalidArgumentError("load_inplace: an adapter is not replaced in place here; unload it, then load the new one");
-  }
+  request.load_inplace = inplace.value_or(false);
   return request;
 }
 

@@ -1,5 +1,6 @@
 // vLLM's routes for LoRA adapters at run time, on with --allow_runtime_lora_updating (else 404 saying so):
-//   POST /v1/load_lora_adapter   {"lora_name": NAME, "lora_path": PEFT folder on the server}  -> Engine::LoadLora
+//   POST /v1/load_lora_adapter   {"lora_name": NAME, "lora_path": PEFT folder on the server,
+//                                 "load_inplace": replace the adapter of that name (default false)}  -> Engine::LoadLora
 //   POST /v1/unload_lora_adapter {"lora_name": NAME}                                          -> Engine::UnloadLora
 // A key with the scope `adapters` where keys are configured (the path is read on the server's file system). 200
 // with vLLM's plain-text answer; errors as the API's (400 naming the parameter, 403, 404 for an unknown adapter).
@@ -17,10 +18,12 @@ namespace arach::server::http {
 struct LoraAdminRequest {
   std::string lora_name;
   std::string lora_path;  // load only
+  bool load_inplace = false;  // load only: the new weights take the name where it is loaded (Engine::LoadLora's replace)
 };
 
 // Reads a load (`load`) or unload body: INVALID_ARGUMENT naming the parameter for a missing or empty name (or path),
-// a name with ':' or ',' (NAME:VARIANT and --lora_modules' lists), `load_inplace: true`, or an unknown parameter.
+// a name with ':' or ',' (NAME:VARIANT and --lora_modules' lists), `load_inplace` other than true or false, or an
+// unknown parameter.
 absl::StatusOr<LoraAdminRequest> ParseLoraAdminRequest(absl::string_view body, bool load);
 
 void ServeLoraAdminRoutes(httplib::Server& server, ServiceContext& context);

@@ -339,14 +339,65 @@ TEST(LoraLimits, ALoadBeyondMaxLorasOrMaxRankIsRefusedAndAnUnloadedSlotIsTakenAg
 
   ASSERT_TRUE(e.UnloadLora("a").ok());
   ASSERT_TRUE(e.LoadLora("c", dir.File("c")).ok());
-  EXPECT_EQ(testing::IdleStats(e).lora_slots, (std::vector<std::string>{"c", "b"})) << "c takes a's slot";
   // Every request of c is served by c's weights, not a's that held the slot before.
   const std::vector<int32_t> prompt = Prompt(e, 20, 0);
   const Outcome served = RunTogether(e, {Greedy(prompt, "c")})[0];
+  // (stats read after a step: a load is answered before the stats that show it are published)
+  EXPECT_EQ(testing::IdleStats(e).lora_slots, (std::vector<std::string>{"c", "b"})) << "c takes a's slot";
   ASSERT_TRUE(e.UnloadLora("b").ok());
   ASSERT_TRUE(e.LoadLora("a", dir.File("a")).ok());  // in b's slot
   EXPECT_NE(RunTogether(e, {Greedy(prompt, "a")})[0].logprobs, served.logprobs);
   EXPECT_EQ(RunTogether(e, {Greedy(prompt, "c")})[0].tokens, served.tokens);
+}
+
+TEST(LoraLimits, AReplacementTakesTheNameWhileTheRequestsInFlightFinishOnTheOldWeights) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(8, 51), dir.File("a"));
+  testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(8, 52), dir.File("b"));
+  EngineConfig config;
+  config.enable_prefix_caching = true;
+  std::unique_ptr<Engine> reference = testing::MakeFixtureEngine("gpt2-tiny", config, 64, "", {{"a", dir.File("a")}, {"b", dir.File("b")}});
+  ASSERT_NE(reference, nullptr);
+  absl::StatusOr<ModelBundle> bundle = LimitedBundle(LoraLimits{.max_loras = 2, .max_rank = 8}, true, 0, {{"x", dir.File("a")}});
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*bundle), config);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Engine& e = **engine;
+  const std::vector<int32_t> prompt = Prompt(e, 40, 0);
+  const auto request = [&](const std::string& lora, int max_tokens) {
+    EngineRequest r = Greedy(prompt, lora);
+    r.sampling.prompt_logprobs = false;
+    r.sampling.max_tokens = max_tokens;
+    return r;
+  };
+  const Outcome long_a = RunTogether(*reference, {request("a", 150)})[0];
+  const Outcome want_b = RunTogether(*reference, {request("b", 12)})[0];
+  ASSERT_EQ(RunTogether(e, {request("x", 12)})[0].cached_prompt_tokens, 0);
+
+  // A long request of x runs while x is replaced by b's weights: it finishes on a's, a new one gets b's.
+  auto in_flight = std::make_shared<CollectingObserver>();
+  ASSERT_TRUE(e.Submit(request("x", 150), in_flight).ok());
+  ASSERT_TRUE(e.LoadLora("x", dir.File("b"), /*replace=*/true).ok());
+  const Outcome replaced = RunTogether(e, {request("x", 12)})[0];
+  EXPECT_EQ(replaced.tokens, want_b.tokens);
+  EXPECT_LT(MaxDiff(replaced.logprobs, want_b.logprobs), 1e-5f);
+  EXPECT_EQ(replaced.cached_prompt_tokens, 0) << "the blocks computed with the old weights are not found";
+  EXPECT_EQ(Collect(*in_flight).tokens, long_a.tokens) << "the request in flight kept the weights it started with";
+  EXPECT_EQ(testing::IdleStats(e).lora_slots, (std::vector<std::string>{"", "x"})) << "the old slot is freed once idle";
+
+  // Without `replace` the name is taken; with it, an idle adapter at the --max_loras bound is unloaded first.
+  EXPECT_EQ(e.LoadLora("x", dir.File("a")).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(e.LoadLora("y", dir.File("a")).ok());  // 2 of 2 slots
+  ASSERT_TRUE(e.LoadLora("x", dir.File("a"), /*replace=*/true).ok());
+  EXPECT_EQ(RunTogether(e, {request("x", 150)})[0].tokens, long_a.tokens);
+  // At the bound with a request of it in flight: no slot for the replacement.
+  auto busy = std::make_shared<CollectingObserver>();
+  ASSERT_TRUE(e.Submit(request("x", 200), busy).ok());  // (40 + 200 tokens: within gpt2-tiny's 256 positions)
+  const absl::Status full = e.LoadLora("x", dir.File("b"), /*replace=*/true);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("the replacement needs a slot"), std::string::npos) << full;
+  EXPECT_EQ(Collect(*busy).tokens.size(), 200u);
 }
 
 TEST(LoraLimits, TheKvPoolLeavesMemoryForTheAdaptersLoadedWhileServing) {

@@ -29,7 +29,8 @@ using json = nlohmann::json;
 using testing::HttpAnswer;
 
 // The adapter the suites' servers load ("tuned" at start-up; at run time by the admin suite): written once per
-// process, before a server starts, and removed (with the admin suite's key file beside it) when the process ends.
+// process, before a server starts, and removed (with the admin suite's key file and other adapter beside it) when
+// the process ends.
 const std::string& AdapterDir() {
   static const std::string path = [] {
     const std::string dir = ::testing::TempDir() + "arach_lora_e2e_" + std::to_string(::getpid());
@@ -47,9 +48,23 @@ const std::string& AdapterDir() {
       std::error_code ignored;
       std::filesystem::remove_all(path, ignored);
       std::filesystem::remove(path + "-keys", ignored);
+      std::filesystem::remove_all(path + "-other", ignored);
     }
   };
   static const RemovedAtExit removed;
+  return path;
+}
+
+// Another adapter of the same modules (the admin suite loads it in place of the first), beside AdapterDir().
+const std::string& OtherAdapterDir() {
+  static const std::string path = [] {
+    const std::string dir = AdapterDir() + "-other";
+    testing::RandomLora lora;
+    lora.modules = testing::LoraTargetModules(testing::FixturePath("gpt2-tiny"));
+    lora.seed = 6;
+    testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, dir);
+    return dir;
+  }();
   return path;
 }
 
@@ -305,11 +320,19 @@ TEST_F(LoraAdminServer, AKeyWithTheScopeLoadsAndUnloadsAnAdapterWhileServing) {
   EXPECT_NE(broken.status, 200);
   EXPECT_NE(broken.body.dump().find("/nonexistent/adapter_config.json"), std::string::npos) << broken.body;
   for (const json& bad : {json{{"lora_path", AdapterDir()}}, json{{"lora_name", "a:b"}, {"lora_path", AdapterDir()}},
-                          json{{"lora_name", "c"}}, json{{"lora_name", "c"}, {"lora_path", AdapterDir()}, {"load_inplace", true}},
+                          json{{"lora_name", "c"}}, json{{"lora_name", "c"}, {"lora_path", AdapterDir()}, {"load_inplace", "yes"}},
                           json{{"lora_name", "c"}, {"lora_path", AdapterDir()}, {"rank", 8}}}) {
     const HttpAnswer answer400 = Call("POST", "/v1/load_lora_adapter", bad, "secret-admin");
     EXPECT_EQ(answer400.status, 400) << bad << " " << answer400.body;
   }
+
+  // vLLM's load_inplace: the name's new weights (at --max_loras=1 with no request of it running, the old ones go first).
+  const HttpAnswer in_place =
+      Call("POST", "/v1/load_lora_adapter", {{"lora_name", "hot"}, {"lora_path", OtherAdapterDir()}, {"load_inplace", true}}, "secret-admin");
+  ASSERT_EQ(in_place.status, 200) << in_place.body;
+  const HttpAnswer replaced = Call("POST", "/v1/completions", completion, "secret-user");
+  ASSERT_EQ(replaced.status, 200) << replaced.body;
+  EXPECT_NE(replaced.body["choices"][0]["text"], answer.body["choices"][0]["text"]) << "the other adapter's weights answer";
 
   const HttpAnswer unloaded = Call("POST", "/v1/unload_lora_adapter", {{"lora_name", "hot"}}, "secret-admin");
   ASSERT_EQ(unloaded.status, 200) << unloaded.body;
