@@ -95,6 +95,7 @@ void Engine::FreeReplacedLorasLocked() {
 void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
   std::vector<std::unique_ptr<LoraOp>> ops;
   ops.swap(lora_ops_);
+  if (!ops.empty()) FreeReplacedLorasLocked();  // requests that ended since the last step (cancelled) hold no slot
   for (auto& op : ops) {
     const auto named = std::find(lora_names_.begin(), lora_names_.end(), op->name);
     const int slot = named == lora_names_.end() ? -1 : static_cast<int>(named - lora_names_.begin());  // -1: not loaded

@@ -2,6 +2,7 @@
 // into the model's weights in the checkpoint's own layout (tests/testing/lora_folders.h). On every fixture family
 // (GPT-2's Conv1D, NeoX's interleaved QKV, Llama's GQA, Qwen2's biases, Qwen3's q/k norms), under every variant,
 // alone and batched with other adapters and the base model, and with the prefix cache kept apart per adapter.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -371,33 +372,47 @@ TEST(LoraLimits, AReplacementTakesTheNameWhileTheRequestsInFlightFinishOnTheOldW
     r.sampling.max_tokens = max_tokens;
     return r;
   };
-  const Outcome long_a = RunTogether(*reference, {request("a", 150)})[0];
+  const Outcome long_a = RunTogether(*reference, {request("a", 60)})[0];
   const Outcome want_b = RunTogether(*reference, {request("b", 12)})[0];
   ASSERT_EQ(RunTogether(e, {request("x", 12)})[0].cached_prompt_tokens, 0);
+  // The tokens `observer` saw, its request cancelled: a prefix of long_a's where it ran on a's weights throughout.
+  const auto cancelled_tokens = [&](uint64_t id, CollectingObserver& observer) {
+    e.Cancel(id);
+    EXPECT_TRUE(observer.Wait());
+    std::vector<int32_t> tokens = observer.tokens();
+    tokens.resize(std::min(tokens.size(), long_a.tokens.size()));
+    return tokens;
+  };
 
-  // A long request of x runs while x is replaced by b's weights: it finishes on a's, a new one gets b's.
+  // A long request of x runs while x is replaced by b's weights: it goes on with a's, a new one gets b's.
   auto in_flight = std::make_shared<CollectingObserver>();
-  ASSERT_TRUE(e.Submit(request("x", 150), in_flight).ok());
+  const absl::StatusOr<uint64_t> in_flight_id = e.Submit(request("x", 200), in_flight);  // (40 + 200 of 256 positions)
+  ASSERT_TRUE(in_flight_id.ok()) << in_flight_id.status();
   ASSERT_TRUE(e.LoadLora("x", dir.File("b"), /*replace=*/true).ok());
   const Outcome replaced = RunTogether(e, {request("x", 12)})[0];
   EXPECT_EQ(replaced.tokens, want_b.tokens);
   EXPECT_LT(MaxDiff(replaced.logprobs, want_b.logprobs), 1e-5f);
   EXPECT_EQ(replaced.cached_prompt_tokens, 0) << "the blocks computed with the old weights are not found";
-  EXPECT_EQ(Collect(*in_flight).tokens, long_a.tokens) << "the request in flight kept the weights it started with";
-  EXPECT_EQ(testing::IdleStats(e).lora_slots, (std::vector<std::string>{"", "x"})) << "the old slot is freed once idle";
+  const std::vector<int32_t> kept = cancelled_tokens(*in_flight_id, *in_flight);
+  EXPECT_GE(kept.size(), 13u) << "it ran beside the 12 tokens of the new weights";
+  EXPECT_EQ(kept, std::vector<int32_t>(long_a.tokens.begin(), long_a.tokens.begin() + static_cast<std::ptrdiff_t>(kept.size())))
+      << "the request in flight kept the weights it started with";
 
-  // Without `replace` the name is taken; with it, an idle adapter at the --max_loras bound is unloaded first.
+  // Without `replace` the name is taken. The old slot was freed once its request ended: a second adapter fits.
   EXPECT_EQ(e.LoadLora("x", dir.File("a")).code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(e.LoadLora("y", dir.File("a")).ok());  // 2 of 2 slots
+  const absl::Status second = e.LoadLora("y", dir.File("a"));  // 2 of 2 slots
+  ASSERT_TRUE(second.ok()) << second;
+  // At the bound with none of its requests running, the replaced adapter is unloaded first.
   ASSERT_TRUE(e.LoadLora("x", dir.File("a"), /*replace=*/true).ok());
-  EXPECT_EQ(RunTogether(e, {request("x", 150)})[0].tokens, long_a.tokens);
+  EXPECT_EQ(RunTogether(e, {request("x", 60)})[0].tokens, long_a.tokens);
   // At the bound with a request of it in flight: no slot for the replacement.
   auto busy = std::make_shared<CollectingObserver>();
-  ASSERT_TRUE(e.Submit(request("x", 200), busy).ok());  // (40 + 200 tokens: within gpt2-tiny's 256 positions)
+  const absl::StatusOr<uint64_t> busy_id = e.Submit(request("x", 200), busy);
+  ASSERT_TRUE(busy_id.ok()) << busy_id.status();
   const absl::Status full = e.LoadLora("x", dir.File("b"), /*replace=*/true);
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_NE(full.message().find("the replacement needs a slot"), std::string::npos) << full;
-  EXPECT_EQ(Collect(*busy).tokens.size(), 200u);
+  EXPECT_FALSE(cancelled_tokens(*busy_id, *busy).empty());
 }
 
 TEST(LoraLimits, TheKvPoolLeavesMemoryForTheAdaptersLoadedWhileServing) {
