@@ -7,6 +7,7 @@
 #include "server/admission.h"
 #include "server/grpc/call_credentials.h"
 #include "server/grpc/generate_call.h"
+#include "server/grpc/lora_admin_call.h"
 #include "server/grpc/request_mapping.h"
 #include "server/grpc/score_call.h"
 #include "server/grpc/status_mapping.h"
@@ -148,6 +149,18 @@ grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerConte
   context_.metrics->RecordTokenizerCall("Detokenize", std::chrono::duration<double>(Clock::now() - start).count());
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::LoadLoraAdapter(grpc::CallbackServerContext* call,
+                                                            const arach::v1::LoadLoraAdapterRequest* request,
+                                                            arach::v1::LoraAdaptersResponse* response) {
+  return StartLoadLoraAdapter(context_, call, request, response);
+}
+
+grpc::ServerUnaryReactor* InferenceService::UnloadLoraAdapter(grpc::CallbackServerContext* call,
+                                                              const arach::v1::UnloadLoraAdapterRequest* request,
+                                                              arach::v1::LoraAdaptersResponse* response) {
+  return StartUnloadLoraAdapter(context_, call, request, response);
 }
 
 }  // namespace arach::server

@@ -26,6 +26,10 @@ class InferenceService final : public arach::v1::Inference::CallbackService {
                                      arach::v1::TokenizeResponse* response) override;
   grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* call, const arach::v1::DetokenizeRequest* request,
                                        arach::v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* LoadLoraAdapter(grpc::CallbackServerContext* call, const arach::v1::LoadLoraAdapterRequest* request,
+                                            arach::v1::LoraAdaptersResponse* response) override;
+  grpc::ServerUnaryReactor* UnloadLoraAdapter(grpc::CallbackServerContext* call, const arach::v1::UnloadLoraAdapterRequest* request,
+                                              arach::v1::LoraAdaptersResponse* response) override;
 
  private:
   ServiceContext& context_;

@@ -1,7 +1,5 @@
 #include "server/http/lora_admin.h"
 
-#include <cstdio>
-
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
 #include "engine/core/status.h"
@@ -14,39 +12,26 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::StatusOr<std::string> NonEmptyString(const json& body, const char* key) {
+absl::StatusOr<std::string> StringAt(const json& body, const char* key) {
   const auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return absl::InvalidArgumentError(absl::StrCat(key, ": required"));
-  if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(key, ": must be a non-empty string"));
-  }
+  if (it == body.end() || it->is_null()) return std::string();  // (CheckLoraAdminRequest names what is required)
+  if (!it->is_string()) return absl::InvalidArgumentError(absl::StrCat(key, ": must be a string"));
   return it->get<std::string>();
 }
 
-// One route: the flag, the key's scope, the body, then `act` on the engine.
+// One route: the flag and the key's scope, the body, then the change on the engine.
 void Serve(const httplib::Request& request, httplib::Response& response, ServiceContext& context, bool load) {
-  if (!context.allow_runtime_lora_updating) {
-    return SendError(response, absl::NotFoundError("LoRA adapters are not loaded or unloaded at run time here (start the server "
-                                                   "with --allow_runtime_lora_updating)"));
-  }
+  if (absl::Status enabled = CheckLoraAdminEnabled(context); !enabled.ok()) return SendError(response, enabled);
   absl::StatusOr<Caller> caller = Authenticate(*context.keys, request.get_header_value("Authorization"));
   if (!caller.ok()) return SendError(response, caller.status());
-  if (absl::Status allowed = RequireScope(*caller, kScopeAdapters, "lora_name"); !allowed.ok()) return SendError(response, allowed);
+  if (absl::Status allowed = CheckLoraAdminAllowed(context, *caller); !allowed.ok()) return SendError(response, allowed);
   absl::StatusOr<LoraAdminRequest> parsed = ParseLoraAdminRequest(request.body, load);
   if (!parsed.ok()) return SendError(response, parsed.status());
   Engine* engine = context.engine.load();
   if (engine == nullptr || context.state.phase() != Phase::kServing) {
     return SendError(response, absl::UnavailableError("the server is not serving (loading or draining)"));
   }
-  if (parsed->lora_name == context.served_model_name) {
-    return SendError(response, absl::InvalidArgumentError("lora_name: is the served model's name"));
-  }
-  const absl::Status done =
-      load ? engine->LoadLora(parsed->lora_name, parsed->lora_path, parsed->load_inplace) : engine->UnloadLora(parsed->lora_name);
-  if (!done.ok()) return SendError(response, done);
-  const std::string what = load ? absl::StrCat(parsed->load_inplace ? "loaded in place from " : "loaded from ", parsed->lora_path) : "unloaded";
-  std::printf("arach-server LoRA adapter '%s' %s (key %s)\n", parsed->lora_name.c_str(), what.c_str(), caller->key.c_str());
-  std::fflush(stdout);
+  if (absl::Status done = ApplyLoraAdmin(context, *engine, *caller, *parsed, load); !done.ok()) return SendError(response, done);
   response.status = 200;
   response.set_content(absl::StrCat("Success: LoRA adapter '", parsed->lora_name, "' ", load ? "added" : "removed", " successfully."),
                        "text/plain; charset=utf-8");
@@ -62,12 +47,9 @@ absl::StatusOr<LoraAdminRequest> ParseLoraAdminRequest(absl::string_view body, b
     if (!known) return KeyError("", key, "is not a parameter of this route");
   }
   LoraAdminRequest request;
-  ARACH_ASSIGN_OR_RETURN(request.lora_name, NonEmptyString(root, "lora_name"));
-  if (request.lora_name.find_first_of(":,") != std::string::npos) {
-    return absl::InvalidArgumentError("lora_name: must not contain ':' (NAME:VARIANT names a variant) or ','");
-  }
+  ARACH_ASSIGN_OR_RETURN(request.lora_name, StringAt(root, "lora_name"));
   if (!load) return request;
-  ARACH_ASSIGN_OR_RETURN(request.lora_path, NonEmptyString(root, "lora_path"));
+  ARACH_ASSIGN_OR_RETURN(request.lora_path, StringAt(root, "lora_path"));
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> inplace, OptionalBoolAt(root, "load_inplace"));
   request.load_inplace = inplace.value_or(false);
   return request;

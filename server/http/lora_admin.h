@@ -11,19 +11,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "httplib.h"
+#include "server/lora_admin.h"
 #include "server/service_context.h"
 
 namespace arach::server::http {
 
-struct LoraAdminRequest {
-  std::string lora_name;
-  std::string lora_path;  // load only
-  bool load_inplace = false;  // load only: the new weights take the name where it is loaded (Engine::LoadLora's replace)
-};
-
-// Reads a load (`load`) or unload body: INVALID_ARGUMENT naming the parameter for a missing or empty name (or path),
-// a name with ':' or ',' (NAME:VARIANT and --lora_modules' lists), `load_inplace` other than true or false, or an
-// unknown parameter.
+// Reads a load (`load`) or unload body into a request (CheckLoraAdminRequest checks its values): INVALID_ARGUMENT
+// naming the parameter for a body that is no JSON object, a name or path that is no string, `load_inplace` other
+// than true or false, or an unknown parameter.
 absl::StatusOr<LoraAdminRequest> ParseLoraAdminRequest(absl::string_view body, bool load);
 
 void ServeLoraAdminRoutes(httplib::Server& server, ServiceContext& context);

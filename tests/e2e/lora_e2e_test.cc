@@ -258,10 +258,36 @@ TEST_F(LoraServer, TheCliNamesAnAdapter) {
   EXPECT_EQ(tokens, InProcess(prompt, "tuned", false, 8));
 }
 
+// gRPC's LoadLoraAdapter (`path` given) or UnloadLoraAdapter through `client` (its key); the adapters after it in `loaded`.
+grpc::Status ChangeOverGrpc(client::ArachClient& client, const std::string& name, const std::string& path, bool inplace = false,
+                            std::vector<std::string>* loaded = nullptr) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  client.Authorize(&context);
+  arach::v1::LoraAdaptersResponse response;
+  grpc::Status status;
+  if (path.empty()) {
+    arach::v1::UnloadLoraAdapterRequest request;
+    request.set_lora_name(name);
+    status = client.inference().UnloadLoraAdapter(&context, request, &response);
+  } else {
+    arach::v1::LoadLoraAdapterRequest request;
+    request.set_lora_name(name);
+    request.set_lora_path(path);
+    request.set_load_inplace(inplace);
+    status = client.inference().LoadLoraAdapter(&context, request, &response);
+  }
+  if (loaded != nullptr) loaded->assign(response.lora_adapters().begin(), response.lora_adapters().end());
+  return status;
+}
+
 TEST_F(LoraServer, RuntimeUpdatesAreOffWithoutTheFlag) {
   const HttpAnswer load = Post("/v1/load_lora_adapter", {{"lora_name", "more"}, {"lora_path", AdapterDir()}});
   EXPECT_EQ(load.status, 404) << load.body;
   EXPECT_NE(load.body.dump().find("--allow_runtime_lora_updating"), std::string::npos) << load.body;
+  const grpc::Status over_grpc = ChangeOverGrpc(*client_, "more", AdapterDir());
+  EXPECT_EQ(over_grpc.error_code(), grpc::StatusCode::NOT_FOUND) << over_grpc.error_message();
+  EXPECT_EQ(ChangeOverGrpc(*client_, "tuned", "").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // --allow_runtime_lora_updating with API keys: a key with the scope `adapters` loads and unloads adapters over HTTP
@@ -341,6 +367,43 @@ TEST_F(LoraAdminServer, AKeyWithTheScopeLoadsAndUnloadsAnAdapterWhileServing) {
   EXPECT_EQ(std::find(after.begin(), after.end(), "hot"), after.end());
   EXPECT_EQ(Call("POST", "/v1/completions", completion, "secret-user").status, 404);
   EXPECT_EQ(Call("POST", "/v1/unload_lora_adapter", {{"lora_name", "hot"}}, "secret-admin").status, 404);
+}
+
+TEST_F(LoraAdminServer, GrpcLoadsAndUnloadsAnAdapterWithTheScope) {
+  const auto admin = client::ArachClient::Connect(server_->grpc_address(), {}, "secret-admin");
+  const auto user = client::ArachClient::Connect(server_->grpc_address(), {}, "secret-user");
+  const grpc::Status refused = ChangeOverGrpc(*user, "rpc", AdapterDir());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << refused.error_message();
+  const grpc::Status bad_name = ChangeOverGrpc(*admin, "rpc:arach", AdapterDir());
+  EXPECT_EQ(bad_name.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(bad_name.error_message(), "lora_name: must not contain ':' (NAME:VARIANT names a variant) or ','");
+  const grpc::Status broken = ChangeOverGrpc(*admin, "rpc", "/nonexistent");
+  EXPECT_NE(broken.error_message().find("/nonexistent/adapter_config.json"), std::string::npos) << broken.error_message();
+
+  std::vector<std::string> loaded;
+  const grpc::Status load = ChangeOverGrpc(*admin, "rpc", AdapterDir(), false, &loaded);
+  ASSERT_TRUE(load.ok()) << load.error_message();
+  EXPECT_EQ(loaded, std::vector<std::string>{"rpc"});
+  // Served to every key over both APIs.
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  arach::v1::GenerateRequest request;
+  for (int32_t id : prompt) request.mutable_token_ids()->add_ids(id);
+  request.set_max_tokens(8);
+  request.set_ignore_eos(true);
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_variant()->set_lora("rpc");
+  std::vector<int32_t> tokens;
+  ASSERT_TRUE(user->Generate(request, [&](const arach::v1::GenerateResponse& r) {
+                    tokens.insert(tokens.end(), r.token_ids().begin(), r.token_ids().end());
+                  }).ok());
+  EXPECT_EQ(tokens, InProcess(prompt, "tuned", false, 8));
+  const grpc::Status full = ChangeOverGrpc(*admin, "more", AdapterDir());
+  EXPECT_EQ(full.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << full.error_message();
+
+  ASSERT_TRUE(ChangeOverGrpc(*admin, "rpc", "", false, &loaded).ok());
+  EXPECT_TRUE(loaded.empty());
+  EXPECT_EQ(ChangeOverGrpc(*admin, "rpc", "").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(server_->Output().find("arach-server LoRA adapter 'rpc' unloaded (key admin)"), std::string::npos);
 }
 
 }  // namespace

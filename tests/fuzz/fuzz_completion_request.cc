@@ -52,10 +52,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   for (const bool load : {true, false}) {
-    const absl::StatusOr<arach::server::http::LoraAdminRequest> lora = arach::server::http::ParseLoraAdminRequest(body, load);
+    const absl::StatusOr<arach::server::LoraAdminRequest> lora = arach::server::http::ParseLoraAdminRequest(body, load);
     if (!lora.ok()) {
       CheckRefusal(lora.status());
-    } else if (lora->lora_name.empty() || lora->lora_name.find_first_of(":,") != std::string::npos || load == lora->lora_path.empty()) {
+      continue;
+    }
+    const absl::Status checked = arach::server::CheckLoraAdminRequest(*lora, load, "served");
+    if (!checked.ok()) {
+      CheckRefusal(checked);
+    } else if (lora->lora_name.empty() || lora->lora_name.find_first_of(":,") != std::string::npos || lora->lora_name == "served" ||
+               (load && lora->lora_path.empty())) {
       std::abort();
     }
   }
