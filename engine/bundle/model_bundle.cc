@@ -114,7 +114,8 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   if (options.lora_runtime_loading) {
     const LoraLimits& limits = options.lora_limits;
     if (limits.max_loras <= 0 || limits.max_rank <= 0) {
-      return absl::InvalidArgumentError("loading LoRA adapters while serving needs --max_loras and --max_lora_rank (the memory kept for them)");
+      return absl::InvalidArgumentError(
+          "loading LoRA adapters while serving needs --max_loras and --max_lora_rank (the memory kept for them)");
     }
     const int later = limits.max_loras - static_cast<int>(options.lora_modules.size());
     kv.keep_free_bytes = static_cast<size_t>(std::max(0, later)) * LoraBytesBound(*backend, model.config, limits.max_rank);

@@ -321,10 +321,4 @@ std::array<LoraSiteShape, kLoraSites> LoraSiteShapesBound(const ModelConfig& con
   return shapes;
 }
 
-int64_t LoraParameterBound(const ModelConfig& config, int rank) {
-  int64_t per_layer = 0;
-  for (const LoraSiteShape& s : LoraSiteShapesBound(config, rank)) per_layer += s.rank * (s.in + s.out);
-  return per_layer * config.num_layers;
-}
-
 }  // namespace arach

@@ -88,7 +88,4 @@ struct LoraSiteShape {
 };
 std::array<LoraSiteShape, kLoraSites> LoraSiteShapesBound(const ModelConfig& config, int rank);
 
-// The most parameters such an adapter holds (LoraSiteShapesBound over every layer).
-int64_t LoraParameterBound(const ModelConfig& config, int rank);
-
 }  // namespace arach

@@ -46,8 +46,9 @@ absl::StatusOr<std::unique_ptr<ModelRunner>> ModelRunner::Create(std::unique_ptr
   ARACH_ASSIGN_OR_RETURN(MemoryBudget available, runner->backend_->AvailableMemory());
   if (kv.keep_free_bytes > 0) {
     if (kv.keep_free_bytes >= available.bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("KV cache: the ", DescribeBytes(kv.keep_free_bytes), " kept for LoRA adapters loaded while serving (--max_loras, --max_lora_rank) exceed the ",
-                                                       DescribeBytes(available.bytes), " available (", available.source, ")"));
+      return absl::ResourceExhaustedError(absl::StrCat("KV cache: the ", DescribeBytes(kv.keep_free_bytes),
+                                                       " kept for LoRA adapters loaded while serving (--max_loras, --max_lora_rank) "
+                                                       "exceed the ", DescribeBytes(available.bytes), " available (", available.source, ")"));
     }
     available.bytes -= kv.keep_free_bytes;
     available.source = absl::StrCat(available.source, ", less ", DescribeBytes(kv.keep_free_bytes), " kept for LoRA adapters");

@@ -15,7 +15,8 @@ std::vector<std::string> ModelRunner::lora_names() const {
 
 absl::Status ModelRunner::AddLora(int index, LoraAdapter adapter) {
   std::vector<DeviceLoraAdapter>& loras = weights_->loras;
-  if (index < 0 || index > static_cast<int>(loras.size()) || (index < static_cast<int>(loras.size()) && !loras[static_cast<size_t>(index)].name.empty())) {
+  const int slots = static_cast<int>(loras.size());
+  if (index < 0 || index > slots || (index < slots && !loras[static_cast<size_t>(index)].name.empty())) {
     return absl::InternalError(absl::StrCat("LoRA slot ", index, " is neither empty nor the next one"));
   }
   ARACH_ASSIGN_OR_RETURN(DeviceLoraAdapter device, UploadLora(*backend_, std::move(adapter)));

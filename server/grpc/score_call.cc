@@ -272,7 +272,8 @@ void PromptCallCollector::FinishNow(const grpc::Status& status) {
 void PromptCallCollector::FinishLocked(const grpc::Status& status) {
   if (finished_) return;
   finished_ = true;
-  FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.variant.Name() : "", static_cast<int>(status.error_code()));
+  FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.variant.Name() : "",
+                         static_cast<int>(status.error_code()));
   record.key = key_;
   if (usage_ != nullptr) record.lora = variant_.lora;
   record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);

@@ -321,7 +321,9 @@ TEST(LoraLimits, ALoadBeyondMaxLorasOrMaxRankIsRefusedAndAnUnloadedSlotIsTakenAg
   ARACH_REQUIRE_FIXTURES();
   testing::ScopedTempDir dir;
   uint64_t seed = 30;
-  for (const char* name : {"a", "b", "c"}) testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(8, ++seed), dir.File(name));
+  for (const char* name : {"a", "b", "c"}) {
+    testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(8, ++seed), dir.File(name));
+  }
   testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(16, ++seed), dir.File("wide"));
   absl::StatusOr<ModelBundle> bundle = LimitedBundle(LoraLimits{.max_loras = 2, .max_rank = 8}, true, 0, {{"a", dir.File("a")}});
   ASSERT_TRUE(bundle.ok()) << bundle.status();
@@ -331,7 +333,8 @@ TEST(LoraLimits, ALoadBeyondMaxLorasOrMaxRankIsRefusedAndAnUnloadedSlotIsTakenAg
 
   const absl::Status wide = e.LoadLora("wide", dir.File("wide"));
   EXPECT_EQ(wide.code(), absl::StatusCode::kInvalidArgument) << wide;
-  EXPECT_EQ(wide.message(), "lora_path: " + dir.File("wide") + ": rank 16 exceeds --max_lora_rank 8 (the largest rank this server keeps memory for)");
+  EXPECT_EQ(wide.message(),
+            "lora_path: " + dir.File("wide") + ": rank 16 exceeds --max_lora_rank 8 (the largest rank this server keeps memory for)");
   ASSERT_TRUE(e.LoadLora("b", dir.File("b")).ok());
   const absl::Status full = e.LoadLora("c", dir.File("c"));
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;

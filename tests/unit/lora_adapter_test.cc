@@ -178,7 +178,7 @@ TEST_F(LoraFolder, APickledAdapterIsRefusedSayingHowToSaveIt) {
   EXPECT_NE(adapter.status().message().find("safe_serialization"), std::string::npos) << adapter.status();
 }
 
-TEST_F(LoraFolder, TheParameterBoundIsWhatAnAdapterOfEveryModuleAtThatRankHolds) {
+TEST_F(LoraFolder, TheShapeBoundIsWhatAnAdapterOfEveryModuleAtThatRankHolds) {
   // SmallLlama at r = 2, every projection of both layers: q 8->8, k 8->4, v 8->4, o 8->8, gate and up 8->12, down 12->8.
   for (int layer = 0; layer < 2; ++layer) {
     const std::string at = "model.layers." + std::to_string(layer) + ".";
@@ -192,11 +192,15 @@ TEST_F(LoraFolder, TheParameterBoundIsWhatAnAdapterOfEveryModuleAtThatRankHolds)
   }
   const absl::StatusOr<LoraAdapter> adapter = Load(R"({"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": "all-linear"})");
   ASSERT_TRUE(adapter.ok()) << adapter.status();
-  // Per layer: QKV A [6, 8] + B [16, 6], out [2, 8] + [8, 2], MLP in [4, 8] + [24, 4], MLP out [2, 12] + [8, 2]:
-  // 144 + 32 + 128 + 40 = 344.
-  EXPECT_EQ(LoraParameterBound(SmallLlama(), 2), 2 * 344);
-  EXPECT_EQ(static_cast<int64_t>(adapter->parameter_count()), LoraParameterBound(SmallLlama(), 2));
-  EXPECT_EQ(LoraParameterBound(SmallLlama(), 4), 2 * LoraParameterBound(SmallLlama(), 2));
+  // Per layer: QKV A [6, 8] + B [16, 6], out [2, 8] + [8, 2], MLP in [4, 8] + [24, 4], MLP out [2, 12] + [8, 2].
+  const auto parameters = [](int rank) {
+    int64_t per_layer = 0;
+    for (const LoraSiteShape& s : LoraSiteShapesBound(SmallLlama(), rank)) per_layer += s.rank * (s.in + s.out);
+    return 2 * per_layer;
+  };
+  EXPECT_EQ(parameters(2), 2 * (144 + 32 + 128 + 40));
+  EXPECT_EQ(static_cast<int64_t>(adapter->parameter_count()), parameters(2));
+  EXPECT_EQ(parameters(4), 2 * parameters(2));
 }
 
 TEST_F(LoraFolder, AnAdapterAboveTheRankLimitIsRefusedNamingItsFolderAndTheFlag) {
