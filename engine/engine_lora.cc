@@ -36,7 +36,7 @@ absl::StatusOr<int> Engine::LoraSlotLocked(const std::string& name, FieldNames n
 }
 
 absl::Status Engine::LoadLora(const std::string& name, const std::string& path, bool replace) {
-  if (name.empty()) return absl::InvalidArgumentError("lora_name: empty");
+  if (absl::Status valid = CheckLoraName(name); !valid.ok()) return absl::InvalidArgumentError(absl::StrCat("lora_name: ", valid.message()));
   if (!replace) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::find(lora_names_.begin(), lora_names_.end(), name) != lora_names_.end()) {

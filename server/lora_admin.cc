@@ -20,10 +20,7 @@ absl::Status CheckLoraAdminAllowed(const ServiceContext& context, const Caller& 
 }
 
 absl::Status CheckLoraAdminRequest(const LoraAdminRequest& request, bool load, absl::string_view served_model_name) {
-  if (request.lora_name.empty()) return InvalidField("lora_name", "required (a non-empty string)");
-  if (request.lora_name.find_first_of(":,") != std::string::npos) {
-    return InvalidField("lora_name", "must not contain ':' (NAME:VARIANT names a variant) or ','");
-  }
+  if (absl::Status name = CheckLoraName(request.lora_name); !name.ok()) return InvalidField("lora_name", name.message());
   if (request.lora_name == served_model_name) return InvalidField("lora_name", "is the served model's name");
   if (load && request.lora_path.empty()) return InvalidField("lora_path", "required (a non-empty string)");
   return absl::OkStatus();

@@ -51,8 +51,8 @@ absl::Status ParseLoraModulesFlag(const std::vector<std::string>& entries, LoadM
     };
     if (eq == std::string::npos) return refuse("expected NAME=PATH");
     LoraModule module{entry.substr(0, eq), entry.substr(eq + 1)};
-    if (module.name.empty() || module.path.empty()) return refuse("expected NAME=PATH, both non-empty");
-    if (module.name.find(':') != std::string::npos) return refuse("a name must not contain ':' (NAME:VARIANT names a variant)");
+    if (module.path.empty()) return refuse("expected NAME=PATH, both non-empty");
+    if (absl::Status name = CheckLoraName(module.name); !name.ok()) return refuse(absl::StrCat("the name ", name.message()));
     for (const LoraModule& earlier : load.lora_modules) {
       if (earlier.name == module.name) return refuse("the name is given twice");
     }

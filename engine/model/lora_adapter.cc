@@ -305,6 +305,14 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::
   return adapter;
 }
 
+absl::Status CheckLoraName(absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("required (a non-empty name)");
+  if (name.find_first_of(":,") != absl::string_view::npos) {
+    return absl::InvalidArgumentError("must not contain ':' (NAME:VARIANT names a variant) or ','");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckLoraRank(const LoraAdapter& adapter, const LoraLimits& limits) {
   if (limits.max_rank <= 0 || adapter.max_rank <= limits.max_rank) return absl::OkStatus();
   return InvalidField(adapter.source, absl::StrCat("rank ", adapter.max_rank, " exceeds --max_lora_rank ", limits.max_rank,

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 
@@ -64,6 +65,10 @@ struct LoraAdapter {
   std::vector<LoraLayer> layers;     // [num_layers]
   size_t parameter_count() const;
 };
+
+// OK where `name` may name an adapter: non-empty, with no ':' (NAME:VARIANT names a variant) and no ',' (lists of
+// adapters are comma-separated); else INVALID_ARGUMENT saying why (the caller names its flag or field).
+absl::Status CheckLoraName(absl::string_view name);
 
 // Loads the PEFT adapter folder `dir` for `config` under `name`.
 absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::string& dir, const ModelConfig& config);

@@ -19,12 +19,12 @@ grpc::ServerUnaryReactor* StartChange(ServiceContext& context, grpc::CallbackSer
     return reactor;
   }
   absl::StatusOr<CallTicket> ticket = AdmitCall(context, AuthorizationOf(*call));
-  absl::Status status = ticket.ok() ? CheckLoraAdminAllowed(context, ticket->caller()) : ticket.status();
-  if (status.ok()) status = CheckLoraAdminRequest(change, load, context.served_model_name);
+  const absl::Status status = ticket.ok() ? CheckLoraAdminAllowed(context, ticket->caller()) : ticket.status();
   if (!status.ok()) {
     reactor->Finish(ToGrpcStatus(status));
     return reactor;
   }
+  // The request's values are checked there too (ApplyLoraAdmin).
   std::thread([&context, reactor, response, load, change = std::move(change), ticket = std::move(*ticket)]() mutable {
     const absl::Status done = ApplyLoraAdmin(context, ticket.engine(), ticket.caller(), change, load);
     if (done.ok()) {

@@ -275,7 +275,7 @@ void PromptCallCollector::FinishLocked(const grpc::Status& status) {
   FinishedRequest record(request_id_, "grpc", call_.rpc(), usage_ != nullptr ? variant_.variant.Name() : "",
                          static_cast<int>(status.error_code()));
   record.key = key_;
-  if (usage_ != nullptr) record.lora = variant_.lora;
+  record.lora = variant_.lora;  // (empty where the call never resolved its variant)
   record.prompt_tokens = static_cast<int>(scored_prompt_tokens_);
   record.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   record.finish = status.ok() ? "length" : "error";

@@ -220,6 +220,14 @@ TEST(LoraFolderMissing, NamesTheFileItLacks) {
   EXPECT_NE(adapter.status().message().find("/nonexistent/adapter/adapter_config.json"), std::string::npos) << adapter.status();
 }
 
+TEST(LoraName, RefusesEmptyNamesAndTheSeparators) {
+  EXPECT_TRUE(CheckLoraName("sql-v2_b.1").ok());
+  EXPECT_EQ(CheckLoraName("").message(), "required (a non-empty name)");
+  for (const char* name : {"a:arach", "a,b", ":", ","}) {
+    EXPECT_EQ(CheckLoraName(name).message(), "must not contain ':' (NAME:VARIANT names a variant) or ','") << name;
+  }
+}
+
 TEST(LoraModulesFlag, ReadsNamesAndPathsAndRefusesWhatItCannot) {
   LoadModelOptions load;
   ASSERT_TRUE(ParseLoraModulesFlag({"sql=/adapters/sql", "chat=/a=b"}, load).ok());

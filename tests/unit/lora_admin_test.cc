@@ -11,7 +11,7 @@ namespace {
 TEST(LoraAdminRequest, ANameAndForALoadAPathAreRequiredNamingTheField) {
   EXPECT_TRUE(CheckLoraAdminRequest({"sql", "/adapters/sql", false}, /*load=*/true, "gpt2").ok());
   EXPECT_TRUE(CheckLoraAdminRequest({"sql", "", false}, /*load=*/false, "gpt2").ok()) << "an unload names no path";
-  EXPECT_EQ(CheckLoraAdminRequest({"", "/a", false}, true, "gpt2").message(), "lora_name: required (a non-empty string)");
+  EXPECT_EQ(CheckLoraAdminRequest({"", "/a", false}, true, "gpt2").message(), "lora_name: required (a non-empty name)");
   EXPECT_EQ(CheckLoraAdminRequest({"sql", "", false}, true, "gpt2").message(), "lora_path: required (a non-empty string)");
   for (const char* name : {"sql:arach", "a,b"}) {
     const absl::Status refused = CheckLoraAdminRequest({name, "/a", false}, true, "gpt2");
