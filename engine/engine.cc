@@ -23,17 +23,23 @@ constexpr auto kDeadlineCancelSlack = std::chrono::milliseconds(50);
 Engine::Engine(ModelBundle model, const EngineConfig& config)
     : model_(std::move(model)),
       config_(config),
-      lora_names_(model_.runner->lora_names()),
       allocator_(model_.runner->kv_cache().num_blocks()),
       scheduler_(SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, config.enable_prefix_caching,
                                  model_.config.UniformSlidingWindow(), config.background_tokens_beside_live,
-                                 config.background_tokens_per_step, config.priority_aging_seconds},
+                                 config.background_tokens_per_step, config.priority_aging_seconds,
+                                 model_.lora_limits.swaps() ? model_.lora_limits.max_loras : 0},
                  allocator_),
       constraints_(std::make_unique<ConstraintCompiler>(*model_.tokenizer, model_.config.vocab_size, model_.config.eos_token_ids,
                                                         ConstraintCompiler::Options{config.constraint_compile_timeout})),
       seeder_(std::random_device{}()) {
-  for (size_t slot = 0; slot < lora_names_.size(); ++slot) lora_loads_.push_back(++lora_load_count_);  // --lora_modules
-  lora_replaced_.assign(lora_names_.size(), false);
+  for (ModelBundle::StartupLora& startup : model_.startup_loras) {  // --lora_modules: the runner holds the first max_loras
+    LoraEntry& entry = loras_.emplace_back();
+    entry.name = startup.name;
+    entry.load = ++lora_load_count_;
+    entry.host = std::move(startup.host);
+    entry.on_device = !model_.lora_limits.swaps() || static_cast<int>(loras_.size()) <= model_.lora_limits.max_loras;
+  }
+  model_.startup_loras.clear();
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ModelBundle model, const EngineConfig& config) {
@@ -84,7 +90,7 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
   ARACH_RETURN_IF_ERROR(ValidateRequest(request, c, has_adapter(), max_embedding_tokens(), names));
   {  // refused before any work; resolved again where the request is queued (an unload may come between)
     std::lock_guard<std::mutex> lock(mutex_);
-    ARACH_RETURN_IF_ERROR(LoraSlotLocked(request.lora, names).status());
+    ARACH_RETURN_IF_ERROR(LoraIndexLocked(request.lora, names).status());
   }
   const SamplingParams& sp = request.sampling;
   const int prompt_len = static_cast<int>(request.prompt.size());
@@ -169,11 +175,11 @@ absl::StatusOr<uint64_t> Engine::Submit(EngineRequest request, std::shared_ptr<R
       return absl::ResourceExhaustedError(absl::StrCat("the request queue is full (", config_.max_queued_requests,
                                                        " waiting); retry later"));
     }
-    ARACH_ASSIGN_OR_RETURN(seq.lora, LoraSlotLocked(state->request.lora, names));
-    // The adapter's load keys its blocks: an adapter loaded again under the same name, or into the slot of one
+    ARACH_ASSIGN_OR_RETURN(seq.lora, LoraIndexLocked(state->request.lora, names));
+    // The adapter's load keys its blocks: an adapter loaded again under the same name, or at the index of one
     // unloaded, is another model.
     seq.cache_namespace = CacheNamespaceOf(
-        state->request.cache_salt, seq.lora > 0 ? absl::StrCat("lora-load:", lora_loads_[static_cast<size_t>(seq.lora - 1)]) : "");
+        state->request.cache_salt, seq.lora > 0 ? absl::StrCat("lora-load:", loras_[static_cast<size_t>(seq.lora - 1)].load) : "");
     id = next_id_++;
     state->seed = state->request.sampling.seed ? *state->request.sampling.seed : seeder_();
     state->id = id;
@@ -231,10 +237,18 @@ void Engine::PublishStats() {
   stats_.prefix_cache_hits = scheduler_.prefix_cache_hits();
   stats_.deferred_admissions = scheduler_.deferred_admissions();
   stats_.preemptions = scheduler_.num_preemptions();
-  stats_.lora_slots = lora_names_;
-  stats_.lora_running.assign(lora_names_.size(), 0);
-  stats_.lora_waiting.assign(lora_names_.size(), 0);
-  if (!lora_names_.empty()) {
+  stats_.lora_adapters.clear();
+  stats_.lora_on_device = 0;
+  for (const LoraEntry& entry : loras_) {
+    stats_.lora_adapters.push_back(entry.name);
+    stats_.lora_on_device += entry.on_device ? 1 : 0;
+  }
+  stats_.lora_max_on_device = model_.lora_limits.max_loras;
+  stats_.lora_swap_ins = lora_swap_ins_;
+  stats_.lora_deferred_admissions = scheduler_.lora_deferred_admissions();
+  stats_.lora_running.assign(loras_.size(), 0);
+  stats_.lora_waiting.assign(loras_.size(), 0);
+  if (!loras_.empty()) {
     const auto count = [](std::vector<int>& counts, const Sequence& seq) {
       if (seq.lora > 0) ++counts[static_cast<size_t>(seq.lora - 1)];
     };
@@ -442,6 +456,16 @@ void Engine::Step() {
   ProposeDrafts();
   const ScheduledBatch batch = scheduler_.Schedule();
   if (batch.empty()) return;
+  // A step that fails ends its requests with the error (the engine goes on with the next).
+  const auto fail_step = [&](const absl::Status& error) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.failed_steps;
+      ++consecutive_failed_steps_;
+      last_step_error_ = error.ToString();
+    }
+    for (const ScheduledChunk& chunk : batch.chunks) Finish(*requests_.at(chunk.seq->id), FinishReason::kError, error);
+  };
   const Clock::time_point now = step_start;
   for (Sequence* seq : batch.admitted) {
     RequestState& r = *requests_.at(seq->id);
@@ -498,18 +522,14 @@ void Engine::Step() {
     }
     forward.sequences.push_back(input);
   }
+  if (absl::Status loras = PutRunningLorasOnDevice(); !loras.ok()) {
+    fail_step(loras);
+    return;
+  }
   absl::Status fault = config_.forward_fault ? config_.forward_fault() : absl::OkStatus();
   const absl::Status executed = fault.ok() ? model_.runner->Execute(forward, step_output_) : fault;
   if (!executed.ok()) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++stats_.failed_steps;
-      ++consecutive_failed_steps_;
-      last_step_error_ = executed.ToString();
-    }
-    for (const ScheduledChunk& chunk : batch.chunks) {
-      Finish(*requests_.at(chunk.seq->id), FinishReason::kError, executed);
-    }
+    fail_step(executed);
     return;
   }
   scheduler_.CompleteStep(batch);

@@ -101,11 +101,15 @@ struct EngineStats {
   int64_t failed_steps = 0;         // steps whose forward failed (their requests ended with the error)
   int64_t draft_tokens = 0;         // speculative drafts computed and verified
   int64_t accepted_draft_tokens = 0;  // of which kept (each one a generated token that took no step of its own)
-  // Per LoRA adapter slot: its name ("" for a slot whose adapter was unloaded) and its requests running, and
-  // waiting (queued, preempted or just arrived), background work included.
-  std::vector<std::string> lora_slots;
+  // Per registered LoRA adapter (by index; "" for an index free to take, or of an adapter replaced): its name and its
+  // requests running, and waiting (queued, preempted or just arrived), background work included.
+  std::vector<std::string> lora_adapters;
   std::vector<int> lora_running;
   std::vector<int> lora_waiting;
+  int lora_max_on_device = 0;     // LoraLimits::max_loras: adapters a batch may hold (0: every one registered)
+  int lora_on_device = 0;         // adapters on the device now
+  int64_t lora_swap_ins = 0;      // adapters put on the device from the host for a request (LoraLimits::swaps)
+  int64_t lora_deferred_admissions = 0;  // admissions put off by a step for want of a place for the request's adapter
 };
 
 class Engine {
@@ -147,16 +151,17 @@ class Engine {
   // The model's chat template (or --chat_template's); null when it has none.
   const ChatTemplate* chat_template() const { return model_.chat_template.get(); }
   bool has_adapter() const { return model_.runner->has_adapter(); }
-  // The LoRA adapters a request may name (EngineRequest::lora), in slot order. Thread-safe.
+  // The LoRA adapters a request may name (EngineRequest::lora), in index order. Thread-safe.
   std::vector<std::string> lora_names() const;
   // Loads the PEFT adapter folder `path` (LoadLoraAdapter) under `name` while the engine serves, and returns once
-  // requests may name it; it takes the slot of one unloaded before, if any. INVALID_ARGUMENT for a name already
-  // loaded or an adapter the model cannot take (naming the file and field or tensor) or above the bundle's rank
-  // limit (LoraLimits); RESOURCE_EXHAUSTED where max_loras adapters are loaded; the device's error where its memory
-  // cannot hold it; UNAVAILABLE when shut down.
+  // requests may name it; it takes the index of one unloaded before, if any. It goes onto the device now where
+  // fewer than LoraLimits::max_loras are there, else (adapters swap: LoraLimits::swaps) when a request needs it.
+  // INVALID_ARGUMENT for a name already loaded or an adapter the model cannot take (naming the file and field or
+  // tensor) or above the bundle's rank limit; RESOURCE_EXHAUSTED where LoraLimits::max_registered adapters are
+  // registered; the device's error where its memory cannot hold it; UNAVAILABLE when shut down.
   // `replace` (vLLM's load_inplace), where `name` is loaded: the new weights take the name. Requests submitted once
-  // this returns run with them; those queued or running keep the old weights, whose slot is freed when the last of
-  // them finishes (until then it counts toward max_loras; where that leaves no slot for the new weights and no request
+  // this returns run with them; those queued or running keep the old weights, which stay registered until the last
+  // of them finishes (counting toward the bound; where that leaves no room for the new weights and no request
   // holds the old ones, the old adapter is unloaded first).
   absl::Status LoadLora(const std::string& name, const std::string& path, bool replace = false);
   // Unloads adapter `name` and frees its memory. NOT_FOUND when none is loaded under it; FAILED_PRECONDITION while
@@ -179,9 +184,12 @@ class Engine {
   struct RequestState;
   Engine(ModelBundle model, const EngineConfig& config);
   void Loop();
-  // SequenceInput::lora of the adapter `name` names (0 for none); INVALID_ARGUMENT naming the field "lora" for an
-  // adapter not loaded. Called with mutex_ held.
-  absl::StatusOr<int> LoraSlotLocked(const std::string& name, FieldNames names) const;
+  // SequenceInput::lora of the adapter `name` names (its index + 1; 0 for none); INVALID_ARGUMENT naming the field
+  // "lora" for an adapter not loaded. Called with mutex_ held.
+  absl::StatusOr<int> LoraIndexLocked(const std::string& name, FieldNames names) const;
+  // Before a step's forward: puts the adapters of the running sequences (at most max_loras: the scheduler sees to
+  // it) onto the device, each in place of the one least recently used that no running sequence needs. Step thread.
+  absl::Status PutRunningLorasOnDevice();
   // Runs the LoRA loads and unloads asked for since the last round (the step thread's, between steps; `lock`
   // holds mutex_ on entry and on return).
   void RunLoraOps(std::unique_lock<std::mutex>& lock);
@@ -192,9 +200,11 @@ class Engine {
     bool replace = false;                // a load that may replace the adapter of that name (LoadLora)
     std::promise<absl::Status> done;
   };
-  // Requests queued or running that hold LoRA slot `index` (SequenceInput::lora = index + 1). Step thread, mutex_ held.
+  // Requests queued or running of LoRA adapter `index` (SequenceInput::lora = index + 1). Step thread, mutex_ held.
   int LoraUsersLocked(size_t index) const;
-  // Frees the slots of replaced adapters whose last request finished. Step thread, between steps, mutex_ held.
+  // Empties LoRA index `index`: off the device, off the host, nameless. Step thread, mutex_ held.
+  void DropLoraLocked(size_t index);
+  // Drops replaced adapters whose last request finished. Step thread, between steps, mutex_ held.
   void FreeReplacedLorasLocked();
   // Queues `op` for the step thread and waits for its answer.
   absl::Status RunLoraOp(std::unique_ptr<LoraOp> op);
@@ -234,14 +244,24 @@ class Engine {
 
   ModelBundle model_;
   EngineConfig config_;
-  std::vector<std::string> lora_names_;  // guarded by mutex_: the runner's LoRA slots (ModelRunner::lora_names)
-  // Guarded by mutex_: per slot, the number of the load that put its adapter there (1, 2, ... over the engine's
-  // life), which keys the adapter's cached blocks: an adapter in a reused slot never finds its predecessor's.
-  std::vector<uint64_t> lora_loads_;
-  // Guarded by mutex_: per slot, whether it holds an adapter that a replacement took the name of (its name is "";
-  // its requests finish on it, then FreeReplacedLorasLocked empties it).
-  std::vector<bool> lora_replaced_;
+  // A registered LoRA adapter, by index (SequenceInput::lora = index + 1, the runner's index too).
+  struct LoraEntry {
+    std::string name;       // "" at an index free to take, or of an adapter replaced
+    bool replaced = false;  // a replacement took its name: its requests finish on it, then FreeReplacedLorasLocked drops it
+    // The number of the load that registered it (1, 2, ... over the engine's life), which keys its cached blocks:
+    // an adapter at a reused index never finds its predecessor's.
+    uint64_t load = 0;
+    std::shared_ptr<const LoraAdapter> host;  // its weights on the host where adapters swap (LoraLimits::swaps)
+    bool on_device = false;  // the runner holds it
+    int64_t last_used = 0;   // the last round a running request needed it (the least recent goes first)
+    bool taken() const { return !name.empty() || replaced; }
+  };
+  // Written by the step thread with mutex_ held, read by others with it held; on_device and last_used are the step
+  // thread's alone.
+  std::vector<LoraEntry> loras_;
   uint64_t lora_load_count_ = 0;  // guarded by mutex_
+  int64_t lora_round_ = 0;        // step thread: rounds that ran LoRA requests (LoraEntry::last_used)
+  int64_t lora_swap_ins_ = 0;     // step thread (published in EngineStats)
   std::vector<std::unique_ptr<LoraOp>> lora_ops_;  // guarded by mutex_: loads and unloads for the step thread
   BlockAllocator allocator_;
   Scheduler scheduler_;

@@ -1,5 +1,6 @@
-// The engine's LoRA adapters: resolving a request's adapter, and loading and unloading adapters while it serves
-// (their device memory changes on the step thread, between steps).
+// The engine's LoRA adapters: resolving a request's adapter, loading and unloading adapters while it serves, and
+// swapping them between host and device where more are registered than the device holds (their device memory
+// changes on the step thread, between steps).
 #include <algorithm>
 #include <future>
 
@@ -15,31 +16,31 @@ namespace arach {
 std::vector<std::string> Engine::lora_names() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> names;
-  for (const std::string& name : lora_names_) {
-    if (!name.empty()) names.push_back(name);
+  for (const LoraEntry& entry : loras_) {
+    if (!entry.name.empty()) names.push_back(entry.name);
   }
   return names;
 }
 
-absl::StatusOr<int> Engine::LoraSlotLocked(const std::string& name, FieldNames names) const {
+absl::StatusOr<int> Engine::LoraIndexLocked(const std::string& name, FieldNames names) const {
   if (name.empty()) return 0;
-  const auto it = std::find(lora_names_.begin(), lora_names_.end(), name);
-  if (it == lora_names_.end()) {
+  const auto it = std::find_if(loras_.begin(), loras_.end(), [&](const LoraEntry& entry) { return entry.name == name; });
+  if (it == loras_.end()) {
     std::vector<std::string> loaded;
-    for (const std::string& n : lora_names_) {
-      if (!n.empty()) loaded.push_back(n);
+    for (const LoraEntry& entry : loras_) {
+      if (!entry.name.empty()) loaded.push_back(entry.name);
     }
     return InvalidField(names, "lora", absl::StrCat("no LoRA adapter '", name, "' is loaded (",
                                                    loaded.empty() ? "none is" : absl::StrJoin(loaded, ", "), ")"));
   }
-  return static_cast<int>(it - lora_names_.begin()) + 1;
+  return static_cast<int>(it - loras_.begin()) + 1;
 }
 
 absl::Status Engine::LoadLora(const std::string& name, const std::string& path, bool replace) {
   if (absl::Status valid = CheckLoraName(name); !valid.ok()) return absl::InvalidArgumentError(absl::StrCat("lora_name: ", valid.message()));
   if (!replace) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (std::find(lora_names_.begin(), lora_names_.end(), name) != lora_names_.end()) {
+    if (std::any_of(loras_.begin(), loras_.end(), [&](const LoraEntry& entry) { return entry.name == name; })) {
       return absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", name, "' is already loaded"));
     }
   }
@@ -84,82 +85,122 @@ int Engine::LoraUsersLocked(size_t index) const {
   return users;
 }
 
+void Engine::DropLoraLocked(size_t index) {
+  if (loras_[index].on_device) model_.runner->RemoveLora(static_cast<int>(index));
+  loras_[index] = LoraEntry{};
+}
+
 void Engine::FreeReplacedLorasLocked() {
-  for (size_t i = 0; i < lora_replaced_.size(); ++i) {
-    if (!lora_replaced_[i] || LoraUsersLocked(i) > 0) continue;
-    model_.runner->RemoveLora(static_cast<int>(i));
-    lora_replaced_[i] = false;  // an empty slot now, for the next load
+  for (size_t i = 0; i < loras_.size(); ++i) {
+    if (loras_[i].replaced && LoraUsersLocked(i) == 0) DropLoraLocked(i);  // an index free to take now
   }
+}
+
+absl::Status Engine::PutRunningLorasOnDevice() {
+  std::vector<size_t> needed;  // the running sequences' adapters (at most max_loras where adapters swap)
+  for (const Sequence* seq : scheduler_.running()) {
+    const size_t index = static_cast<size_t>(seq->lora - 1);
+    if (seq->lora > 0 && std::find(needed.begin(), needed.end(), index) == needed.end()) needed.push_back(index);
+  }
+  if (needed.empty()) return absl::OkStatus();
+  ++lora_round_;
+  for (const size_t index : needed) loras_[index].last_used = lora_round_;
+  for (const size_t index : needed) {
+    LoraEntry& entry = loras_[index];
+    if (entry.on_device) continue;
+    if (entry.host == nullptr) return absl::InternalError(absl::StrCat("LoRA adapter ", index, " is neither on the device nor on the host"));
+    const auto on_device = std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.on_device; });
+    if (on_device >= model_.lora_limits.max_loras) {  // the least recently used that no running sequence needs goes
+      LoraEntry* victim = nullptr;
+      for (LoraEntry& other : loras_) {
+        if (other.on_device && other.last_used != lora_round_ && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
+      }
+      if (victim == nullptr) return absl::InternalError("no LoRA adapter on the device can make room (more in use than --max_loras)");
+      model_.runner->RemoveLora(static_cast<int>(victim - loras_.data()));
+      victim->on_device = false;
+    }
+    ARACH_RETURN_IF_ERROR(model_.runner->AddLora(static_cast<int>(index), LoraAdapter(*entry.host)));
+    entry.on_device = true;
+    ++lora_swap_ins_;
+  }
+  return absl::OkStatus();
 }
 
 void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
   std::vector<std::unique_ptr<LoraOp>> ops;
   ops.swap(lora_ops_);
-  if (!ops.empty()) FreeReplacedLorasLocked();  // requests that ended since the last step (cancelled) hold no slot
+  if (!ops.empty()) FreeReplacedLorasLocked();  // requests that ended since the last step (cancelled) hold no adapter
+  const LoraLimits& limits = model_.lora_limits;
   for (auto& op : ops) {
-    const auto named = std::find(lora_names_.begin(), lora_names_.end(), op->name);
-    const int slot = named == lora_names_.end() ? -1 : static_cast<int>(named - lora_names_.begin());  // -1: not loaded
+    const auto named = std::find_if(loras_.begin(), loras_.end(), [&](const LoraEntry& entry) { return entry.name == op->name; });
+    const int found = named == loras_.end() ? -1 : static_cast<int>(named - loras_.begin());  // -1: not loaded
     if (op->adapter.has_value()) {  // load: the name is checked again (another load of it may have come first)
-      if (slot >= 0 && !op->replace) {
+      if (found >= 0 && !op->replace) {
         op->done.set_value(absl::InvalidArgumentError(absl::StrCat("lora_name: the adapter '", op->name, "' is already loaded")));
         continue;
       }
-      int replaced = slot;  // the slot whose adapter the load replaces; -1: none
-      int held = static_cast<int>(std::count_if(lora_names_.begin(), lora_names_.end(), [](const std::string& n) { return !n.empty(); }) +
-                                  std::count(lora_replaced_.begin(), lora_replaced_.end(), true));
-      const auto full = [&] { return model_.lora_limits.max_loras > 0 && held >= model_.lora_limits.max_loras; };
+      int replaced = found;  // the index whose adapter the load replaces; -1: none
+      int held = static_cast<int>(std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.taken(); }));
+      const auto full = [&] { return limits.max_registered() > 0 && held >= limits.max_registered(); };
       if (full() && replaced >= 0 && LoraUsersLocked(static_cast<size_t>(replaced)) == 0) {
-        // No slot beside it and no request on it: the adapter replaced is unloaded first (a failed load then leaves
+        // No room beside it and no request on it: the adapter replaced is unloaded first (a failed load then leaves
         // the name unloaded).
-        lora_names_[static_cast<size_t>(replaced)] = "";
-        model_.runner->RemoveLora(replaced);
+        DropLoraLocked(static_cast<size_t>(replaced));
         replaced = -1;
         --held;
       }
       if (full()) {
         op->done.set_value(absl::ResourceExhaustedError(absl::StrCat(
-            "lora_name: ", held, " adapters are loaded, the most --max_loras ", model_.lora_limits.max_loras, " allows; ",
-            replaced >= 0 ? "the replacement needs a slot while requests of the adapter it replaces run; retry once they finish"
-                                 : "unload one first")));
+            "lora_name: ", held, " adapters are loaded, the most ", limits.registered_flag(), " ", limits.max_registered(),
+            " allows; ",
+            replaced >= 0 ? "the replacement needs room while requests of the adapter it replaces run; retry once they finish"
+                          : "unload one first")));
         continue;
       }
-      // The first empty slot, else a new one. No request holds an empty slot (unloads wait for them, replaced
-      // adapters are freed after theirs) and none can name it while the load runs: its name is still "".
+      // The first free index, else a new one. No request holds a free index (unloads wait for them, replaced
+      // adapters are dropped after theirs) and none can name it while the load runs: its name is still "".
       size_t index = 0;
-      while (index < lora_names_.size() && (!lora_names_[index].empty() || lora_replaced_[index])) ++index;
-      lock.unlock();
-      absl::Status added = model_.runner->AddLora(static_cast<int>(index), std::move(*op->adapter));
-      lock.lock();
+      while (index < loras_.size() && loras_[index].taken()) ++index;
+      const auto on_device = std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.on_device; });
+      // Onto the device now where there is room (always where adapters do not swap: the bound is the device's).
+      const bool upload = !limits.swaps() || on_device < limits.max_loras;
+      std::shared_ptr<const LoraAdapter> host;
+      absl::Status added = absl::OkStatus();
+      if (limits.swaps()) host = std::make_shared<const LoraAdapter>(std::move(*op->adapter));
+      if (upload) {
+        lock.unlock();
+        added = model_.runner->AddLora(static_cast<int>(index), host != nullptr ? LoraAdapter(*host) : std::move(*op->adapter));
+        lock.lock();
+      }
       if (added.ok()) {
-        if (index == lora_names_.size()) {
-          lora_names_.emplace_back();
-          lora_loads_.emplace_back();
-          lora_replaced_.push_back(false);
+        if (index == loras_.size()) loras_.emplace_back();
+        if (replaced >= 0) {  // its requests finish on it (dropped once they have); new ones get the new weights
+          loras_[static_cast<size_t>(replaced)].name = "";
+          loras_[static_cast<size_t>(replaced)].replaced = true;
         }
-        if (replaced >= 0) {  // its requests finish on it (freed once they have); new ones get the new weights
-          lora_names_[static_cast<size_t>(replaced)] = "";
-          lora_replaced_[static_cast<size_t>(replaced)] = true;
-        }
-        lora_names_[index] = op->name;
-        lora_loads_[index] = ++lora_load_count_;
+        LoraEntry& entry = loras_[index];
+        entry.name = op->name;
+        entry.load = ++lora_load_count_;
+        entry.host = std::move(host);
+        entry.on_device = upload;
+        entry.last_used = 0;
       }
       op->done.set_value(added);
       continue;
     }
-    if (slot < 0) {
+    if (found < 0) {
       op->done.set_value(absl::NotFoundError(absl::StrCat("lora_name: no LoRA adapter '", op->name, "' is loaded")));
       continue;
     }
     // Unload: refused while a request that named it is queued or running. Submit resolves names under mutex_,
-    // held here, so none can name it once its slot is emptied.
-    const int users = LoraUsersLocked(static_cast<size_t>(slot));
+    // held here, so none can name it once its entry is emptied.
+    const int users = LoraUsersLocked(static_cast<size_t>(found));
     if (users > 0) {
       op->done.set_value(absl::FailedPreconditionError(absl::StrCat("lora_name: ", users, " request(s) of the adapter '", op->name,
                                                                      "' are queued or running; unload it once they finish")));
       continue;
     }
-    lora_names_[static_cast<size_t>(slot)] = "";
-    model_.runner->RemoveLora(slot);
+    DropLoraLocked(static_cast<size_t>(found));
     op->done.set_value(absl::OkStatus());
   }
 }

@@ -92,16 +92,16 @@ class EngineCollector : public prometheus::Collectable {
       f.metric.push_back(m);
       out.push_back(std::move(f));
     }
-    const auto loaded = std::count_if(s.lora_slots.begin(), s.lora_slots.end(), [](const std::string& n) { return !n.empty(); });
+    const auto loaded = std::count_if(s.lora_adapters.begin(), s.lora_adapters.end(), [](const std::string& n) { return !n.empty(); });
     if (loaded > 0) {
       // The model server protocol's LoRA info (vLLM's lora_requests_info labels), for an endpoint picker's adapter
-      // affinity: the adapters of running and of waiting requests, and how many adapters a batch may hold (every
-      // loaded one: they stay in device memory); the value is the time it was read (the picker keeps the latest).
+      // affinity: the adapters of running and of waiting requests, and how many adapters a batch may hold
+      // (--max_loras); the value is the time it was read (the picker keeps the latest).
       std::vector<std::string> running, waiting;
-      for (size_t i = 0; i < s.lora_slots.size(); ++i) {
-        if (s.lora_slots[i].empty()) continue;
-        if (i < s.lora_running.size() && s.lora_running[i] > 0) running.push_back(s.lora_slots[i]);
-        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) waiting.push_back(s.lora_slots[i]);
+      for (size_t i = 0; i < s.lora_adapters.size(); ++i) {
+        if (s.lora_adapters[i].empty()) continue;
+        if (i < s.lora_running.size() && s.lora_running[i] > 0) running.push_back(s.lora_adapters[i]);
+        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) waiting.push_back(s.lora_adapters[i]);
       }
       prometheus::MetricFamily f{"arach_lora_requests_info",
                                  "LoRA adapters of running and waiting requests and the adapters a batch may hold, as labels "
@@ -110,10 +110,18 @@ class EngineCollector : public prometheus::Collectable {
       prometheus::ClientMetric m;
       m.label = {{"running_lora_adapters", absl::StrJoin(running, ",")},
                  {"waiting_lora_adapters", absl::StrJoin(waiting, ",")},
-                 {"max_lora", std::to_string(loaded)}};
+                 {"max_lora", std::to_string(s.lora_max_on_device > 0 ? s.lora_max_on_device : loaded)}};
       m.gauge.value = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       f.metric.push_back(m);
       out.push_back(std::move(f));
+      gauge("arach_lora_adapters_loaded", "LoRA adapters registered (requests may name them).", static_cast<double>(loaded));
+      gauge("arach_lora_adapters_on_device", "LoRA adapters in device memory (at most --max_loras).", s.lora_on_device);
+      counter("arach_lora_swap_ins_total",
+              "LoRA adapters put on the device from host memory because a request needed them (--max_cpu_loras above --max_loras).",
+              static_cast<double>(s.lora_swap_ins));
+      counter("arach_lora_deferred_admissions_total",
+              "Admissions put off by a step because the request's LoRA adapter had no place beside those in use (--max_loras).",
+              static_cast<double>(s.lora_deferred_admissions));
     }
     counter("arach_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache (in full blocks).",
             static_cast<double>(s.prefix_cache_queries) * block_tokens);

@@ -45,12 +45,12 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(const ServerOptions& options) {
   ARACH_RETURN_IF_ERROR(ParseLoraModulesFlag(options.lora_modules, config.options.load));
   if (options.max_loras < 1) return FlagError("max_loras", "must be 1 or more");
   if (options.max_lora_rank < 1) return FlagError("max_lora_rank", "must be 1 or more");
-  const LoraLimits lora_limits{options.max_loras, options.max_lora_rank};
-  config.options.load.lora_limits = lora_limits;
-  if (static_cast<int>(config.options.load.lora_modules.size()) > lora_limits.max_loras) {
-    return FlagError("lora_modules", absl::StrCat(config.options.load.lora_modules.size(), " adapters are more than --max_loras ",
-                                                  lora_limits.max_loras));
+  if (options.max_cpu_loras != 0 && options.max_cpu_loras < options.max_loras) {
+    return FlagError("max_cpu_loras", absl::StrCat("must be 0 (--max_loras) or at least --max_loras ", options.max_loras));
   }
+  config.options.load.lora_limits =
+      LoraLimits{.max_loras = options.max_loras, .max_cpu_loras = options.max_cpu_loras, .max_rank = options.max_lora_rank};
+  ARACH_RETURN_IF_ERROR(CheckLoraModuleCount(config.options.load));
   config.options.load.lora_runtime_loading = options.allow_runtime_lora_updating;
   for (const LoraModule& lora : config.options.load.lora_modules) {
     if (lora.name == config.options.served_model_name) {

@@ -74,6 +74,7 @@ struct ServerOptions {
   std::string metrics_listen;         // HOST:PORT of a separate listener of /health, /ready and /metrics ("" = none)
   std::vector<std::string> lora_modules;  // --lora_modules NAME=PATH entries (resolved into load.lora_modules)
   int max_loras = 8;       // --max_loras (resolved into load.lora_limits)
+  int max_cpu_loras = 0;   // --max_cpu_loras (resolved into load.lora_limits; 0: max_loras)
   int max_lora_rank = 64;  // --max_lora_rank (resolved into load.lora_limits)
   std::string weight_dtype = "auto";  // --weight_dtype (resolved into load.weight_dtype)
   std::string kv_cache_dtype = "auto";  // --kv_cache_dtype (resolved into load.kv_cache_dtype)

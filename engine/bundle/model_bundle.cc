@@ -29,10 +29,7 @@ absl::StatusOr<FeatureWeights> LoadFeatureWeights(const ModelConfig& config, con
     ARACH_ASSIGN_OR_RETURN(features.adapter, LoadAdapter(options.adapter, config));
   }
   const LoraLimits& limits = options.lora_limits;
-  if (limits.max_loras > 0 && static_cast<int>(options.lora_modules.size()) > limits.max_loras) {
-    return absl::InvalidArgumentError(absl::StrCat("--lora_modules: ", options.lora_modules.size(),
-                                                   " adapters are more than --max_loras ", limits.max_loras));
-  }
+  ARACH_RETURN_IF_ERROR(CheckLoraModuleCount(options));
   for (const LoraModule& module : options.lora_modules) {
     ARACH_ASSIGN_OR_RETURN(LoraAdapter lora, LoadLoraAdapter(module.name, module.path, config));
     ARACH_RETURN_IF_ERROR(CheckLoraRank(lora, limits));
@@ -57,6 +54,15 @@ absl::Status ParseLoraModulesFlag(const std::vector<std::string>& entries, LoadM
       if (earlier.name == module.name) return refuse("the name is given twice");
     }
     load.lora_modules.push_back(std::move(module));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLoraModuleCount(const LoadModelOptions& load) {
+  const LoraLimits& limits = load.lora_limits;
+  if (limits.max_registered() > 0 && static_cast<int>(load.lora_modules.size()) > limits.max_registered()) {
+    return absl::InvalidArgumentError(absl::StrCat("--lora_modules: ", load.lora_modules.size(), " adapters are more than ",
+                                                   limits.registered_flag(), " ", limits.max_registered()));
   }
   return absl::OkStatus();
 }
@@ -111,14 +117,28 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
     const int per_sequence = (tokens + kv.block_size - 1) / kv.block_size;
     kv.num_blocks = per_sequence * std::max(1, options.default_kv_sequences);
   }
-  if (options.lora_runtime_loading) {
-    const LoraLimits& limits = options.lora_limits;
+  const LoraLimits& limits = options.lora_limits;
+  for (LoraAdapter& lora : features.loras) {
+    ModelBundle::StartupLora& startup = model.startup_loras.emplace_back();
+    startup.name = lora.name;
+    if (limits.swaps()) startup.host = std::make_shared<const LoraAdapter>(std::move(lora));
+  }
+  if (limits.swaps()) {  // the device starts with the first max_loras; the rest come when requests need them
+    features.loras.clear();
+    for (size_t i = 0; i < model.startup_loras.size() && static_cast<int>(i) < limits.max_loras; ++i) {
+      features.loras.push_back(*model.startup_loras[i].host);
+    }
+  }
+  if (options.lora_runtime_loading || limits.swaps()) {
     if (limits.max_loras <= 0 || limits.max_rank <= 0) {
       return absl::InvalidArgumentError(
           "loading LoRA adapters while serving needs --max_loras and --max_lora_rank (the memory kept for them)");
     }
-    const int later = limits.max_loras - static_cast<int>(options.lora_modules.size());
-    kv.keep_free_bytes = static_cast<size_t>(std::max(0, later)) * LoraBytesBound(*backend, model.config, limits.max_rank);
+    // The adapters on the device never take more than max_loras at the largest rank, whichever they are.
+    size_t on_device = 0;
+    for (const LoraAdapter& lora : features.loras) on_device += LoraBytes(*backend, lora);
+    const size_t bound = static_cast<size_t>(limits.max_loras) * LoraBytesBound(*backend, model.config, limits.max_rank);
+    kv.keep_free_bytes = bound > on_device ? bound - on_device : 0;
   }
   model.lora_limits = options.lora_limits;
   ARACH_ASSIGN_OR_RETURN(model.runner, ModelRunner::Create(std::move(backend), model.config, std::move(weights),

@@ -41,8 +41,9 @@ struct LoadModelOptions {
   std::string adapter;          // pre-projection + skip adapter (safetensors); empty = none
   std::vector<LoraModule> lora_modules;  // LoRA adapters requests may name, loaded beside the base model
   LoraLimits lora_limits;       // how many adapters at once and their largest rank (0: no bound)
-  // Adapters will be loaded while serving (Engine::LoadLora): the KV pool leaves memory for lora_limits.max_loras
-  // adapters (less those of lora_modules) of rank lora_limits.max_rank (both must then be set).
+  // Adapters will be loaded while serving (Engine::LoadLora). Then, and where adapters are swapped
+  // (LoraLimits::swaps), the KV pool leaves memory for lora_limits.max_loras adapters of rank lora_limits.max_rank
+  // (both must then be set), less what the start-up adapters on the device take.
   bool lora_runtime_loading = false;
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
   // The context served (positions a sequence may reach: prompt and generated tokens), below the model's own
@@ -68,10 +69,15 @@ inline constexpr char kKvCacheDTypeFlagHelp[] =
 
 absl::Status ParseStorageDTypeFlags(absl::string_view weight_dtype, absl::string_view kv_cache_dtype, LoadModelOptions& load);
 
-// The help of --max_loras and --max_lora_rank.
+// The help of --max_loras, --max_cpu_loras and --max_lora_rank.
 inline constexpr char kMaxLorasFlagHelp[] =
-    "the most LoRA adapters loaded at once, those of --lora_modules included (with --allow_runtime_lora_updating, "
-    "memory for them is kept from the KV cache at start-up; a load beyond it is refused)";
+    "the most LoRA adapters on the device at once, so in one batch, those of --lora_modules included (with "
+    "--allow_runtime_lora_updating or --max_cpu_loras, memory for them is kept from the KV cache at start-up)";
+inline constexpr char kMaxCpuLorasFlagHelp[] =
+    "the most LoRA adapters registered at once (start-up and loaded ones; a load beyond it is refused); 0: "
+    "--max_loras. Above --max_loras, adapters wait in host memory and are swapped onto the device, in place of the "
+    "least recently used, when a request needs them; requests of at most --max_loras adapters run at a time (the "
+    "others wait their turn in arrival order)";
 inline constexpr char kMaxLoraRankFlagHelp[] =
     "the largest LoRA rank (r of any module) an adapter may have; one above it is refused when it loads";
 // The help of --lora_modules, for every executable that takes it.
@@ -81,6 +87,9 @@ inline constexpr char kLoraModulesFlagHelp[] =
 // The --lora_modules entries ("NAME=PATH") into `load`: INVALID_ARGUMENT naming the flag for an entry without
 // "=", an empty name or path, a name with ':' or ',' or one given twice.
 absl::Status ParseLoraModulesFlag(const std::vector<std::string>& entries, LoadModelOptions& load);
+// OK where `load`'s lora_modules are within its lora_limits (LoraLimits::max_registered); else INVALID_ARGUMENT
+// naming --lora_modules and the bounding flag. LoadFeatureWeights checks it; a server checks before loading anything.
+absl::Status CheckLoraModuleCount(const LoadModelOptions& load);
 
 struct ModelBundle {
   std::string dir;
@@ -90,6 +99,13 @@ struct ModelBundle {
   EmbeddingConfig embedding_config;                 // how embedding requests pool the prompt's hidden states
   std::unique_ptr<ModelRunner> runner;
   LoraLimits lora_limits;  // LoadModelOptions::lora_limits, which Engine::LoadLora keeps to
+  // The --lora_modules adapters, in order. The runner holds the first lora_limits.max_loras of them (all where
+  // adapters are not swapped); `host` keeps each one's weights on the host where they are (LoraLimits::swaps), else null.
+  struct StartupLora {
+    std::string name;
+    std::shared_ptr<const LoraAdapter> host;
+  };
+  std::vector<StartupLora> startup_loras;
 };
 
 // Loads config.json, the tokenizer and its chat template, the embedding pooling (modules.json), the weights and

@@ -73,11 +73,22 @@ absl::Status CheckLoraName(absl::string_view name);
 // Loads the PEFT adapter folder `dir` for `config` under `name`.
 absl::StatusOr<LoraAdapter> LoadLoraAdapter(const std::string& name, const std::string& dir, const ModelConfig& config);
 
-// How many adapters a server keeps loaded at once and how large they may be (--max_loras, --max_lora_rank); 0: no
-// bound. Adapters loaded while serving get memory kept for them before the KV pool is sized (LoraReserveBytes).
+// How many adapters a server holds and how large they may be (--max_loras, --max_cpu_loras, --max_lora_rank); 0: no
+// bound. Where adapters may come or change while serving (loads, or swaps), device memory for max_loras of them at
+// max_rank is kept before the KV pool is sized.
 struct LoraLimits {
-  int max_loras = 0;  // adapters loaded at once, those of start-up included
-  int max_rank = 0;   // the largest r of any module of an adapter
+  int max_loras = 0;      // adapters on the device at once (so in one batch), those of start-up included
+  // Adapters registered at once (vLLM's --max_cpu_loras; at most max_loras where 0 or less). Those beyond max_loras
+  // wait in host memory and are swapped onto the device, in place of the one least recently used, when a request
+  // needs them (the scheduler admits requests of at most max_loras adapters at a time).
+  int max_cpu_loras = 0;
+  int max_rank = 0;       // the largest r of any module of an adapter
+  // Whether adapters are swapped between host and device (more may be registered than the device holds).
+  bool swaps() const { return max_loras > 0 && max_cpu_loras > max_loras; }
+  // The most adapters registered at once (0: no bound).
+  int max_registered() const { return swaps() ? max_cpu_loras : max_loras; }
+  // The flag that bounds the adapters registered, for messages.
+  const char* registered_flag() const { return swaps() ? "--max_cpu_loras" : "--max_loras"; }
 };
 
 // OK where `adapter` is within `limits`' rank; else INVALID_ARGUMENT naming its folder, its rank and the flag.

@@ -80,6 +80,17 @@ size_t LoraBytesBound(const Backend& backend, const ModelConfig& config, int ran
   return per_layer * static_cast<size_t>(config.num_layers);
 }
 
+size_t LoraBytes(const Backend& backend, const LoraAdapter& adapter) {
+  size_t bytes = 0;
+  for (const LoraLayer& layer : adapter.layers) {
+    for (const LoraProjection& p : layer.sites) {
+      if (p.empty()) continue;
+      bytes += MatrixBytes(backend.weight_dtype(), p.a.rows(), p.a.cols()) + MatrixBytes(backend.weight_dtype(), p.b.rows(), p.b.cols());
+    }
+  }
+  return bytes;
+}
+
 absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Upload(Backend& backend, ModelWeights&& host,
                                                                      FeatureWeights&& features) {
   std::unique_ptr<DeviceWeights> w(new DeviceWeights());

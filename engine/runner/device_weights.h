@@ -38,7 +38,7 @@ struct DeviceLoraProjection {
   DeviceMatrix b;  // [out, R], scale folded in
 };
 struct DeviceLoraAdapter {
-  std::string name;  // empty: the slot of an adapter unloaded at run time (no layers, no memory)
+  std::string name;  // (empty, like layers, at an index that holds no adapter)
   std::vector<std::array<DeviceLoraProjection, kLoraSites>> layers;  // [num_layers]
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;  // its own memory, freed when it is unloaded
   size_t bytes = 0;
@@ -49,6 +49,8 @@ absl::StatusOr<DeviceLoraAdapter> UploadLora(Backend& backend, LoraAdapter&& ada
 // The most device memory UploadLora takes for an adapter of `config` whose modules have r <= `rank`
 // (LoraSiteShapesBound in the backend's weight dtype).
 size_t LoraBytesBound(const Backend& backend, const ModelConfig& config, int rank);
+// The device memory UploadLora takes for `adapter`.
+size_t LoraBytes(const Backend& backend, const LoraAdapter& adapter);
 
 // Weights of the model variants beside the base model.
 struct FeatureWeights {

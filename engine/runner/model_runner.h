@@ -71,11 +71,11 @@ class ModelRunner {
   const StepGraphStats& step_graph_stats() const { return graph_stats_; }
   size_t weight_bytes() const { return weights_->total_bytes; }
   bool has_adapter() const { return !weights_->adapter.empty(); }
-  // The LoRA adapters' slots by name (SequenceInput::lora = index + 1); "" for the slot of one unloaded.
-  std::vector<std::string> lora_names() const;
-  // Uploads `adapter` (for this model: LoadLoraAdapter) into slot `index`: one RemoveLora emptied, or a new one
-  // (index = the slot count); between steps only (the step thread's). Errors: the device's, when its memory cannot
-  // hold it; INTERNAL for any other index.
+  // LoRA adapters on the device by index (SequenceInput::lora = index + 1), in FeatureWeights::loras' order, then
+  // where AddLora puts them; an index may be empty (never filled, or emptied by RemoveLora).
+  // Uploads `adapter` (for this model: LoadLoraAdapter) at `index`, which must be empty (any index past the last is);
+  // between steps only (the step thread's). Errors: the device's, when its memory cannot hold it; INTERNAL for an
+  // index that holds an adapter.
   absl::Status AddLora(int index, LoraAdapter adapter);
   // Frees the adapter in slot `index`; the slot stays, empty (a sequence naming it is INTERNAL). Between steps only.
   void RemoveLora(int index);

@@ -7,25 +7,15 @@
 
 namespace arach {
 
-std::vector<std::string> ModelRunner::lora_names() const {
-  std::vector<std::string> names;
-  for (const DeviceLoraAdapter& lora : weights_->loras) names.push_back(lora.name);
-  return names;
-}
-
 absl::Status ModelRunner::AddLora(int index, LoraAdapter adapter) {
   std::vector<DeviceLoraAdapter>& loras = weights_->loras;
-  const int slots = static_cast<int>(loras.size());
-  if (index < 0 || index > slots || (index < slots && !loras[static_cast<size_t>(index)].name.empty())) {
-    return absl::InternalError(absl::StrCat("LoRA slot ", index, " is neither empty nor the next one"));
+  if (index < 0 || (index < static_cast<int>(loras.size()) && !loras[static_cast<size_t>(index)].layers.empty())) {
+    return absl::InternalError(absl::StrCat("LoRA index ", index, " is taken"));
   }
   ARACH_ASSIGN_OR_RETURN(DeviceLoraAdapter device, UploadLora(*backend_, std::move(adapter)));
   ARACH_RETURN_IF_ERROR(backend_->Synchronize());  // an upload that failed on the device is reported here
-  if (index == static_cast<int>(loras.size())) {
-    loras.push_back(std::move(device));
-  } else {
-    loras[static_cast<size_t>(index)] = std::move(device);
-  }
+  if (index >= static_cast<int>(loras.size())) loras.resize(static_cast<size_t>(index) + 1);
+  loras[static_cast<size_t>(index)] = std::move(device);
   return absl::OkStatus();
 }
 

@@ -98,11 +98,12 @@ ScheduledBatch Scheduler::Schedule(std::chrono::steady_clock::time_point now) {
   const int preempted_for_priority = batch.num_live_preempted;  // these made room on purpose: admission goes on
   // Live work first; background work only with the budget, sequence slots and blocks live work leaves.
   ScheduleRunning(/*background=*/false, batch, budget);
-  if (batch.num_live_preempted == preempted_for_priority) AdmitWaiting(/*background=*/false, batch, budget, now);
+  bool lora_held_back = false;
+  if (batch.num_live_preempted == preempted_for_priority) AdmitWaiting(/*background=*/false, batch, budget, now, lora_held_back);
   const bool live_work = !batch.chunks.empty() || !waiting_.empty();
   int background_budget = std::min(budget, live_work ? config_.background_tokens_beside_live : config_.background_tokens_per_step);
   ScheduleRunning(/*background=*/true, batch, background_budget);
-  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, background_budget, now);
+  if (batch.preempted.empty()) AdmitWaiting(/*background=*/true, batch, background_budget, now, lora_held_back);
   return batch;
 }
 
@@ -210,9 +211,22 @@ void Scheduler::ScheduleRunning(bool background, ScheduledBatch& batch, int& bud
   }
 }
 
-void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now) {
+bool Scheduler::LoraFits(const Sequence& seq, bool& held_back) const {
+  if (config_.max_loras <= 0 || seq.lora == 0) return true;
+  if (held_back) return false;
+  std::vector<int> in_use;
+  for (const Sequence* running : running_) {
+    if (running->lora == seq.lora) return true;
+    if (running->lora != 0 && std::find(in_use.begin(), in_use.end(), running->lora) == in_use.end()) in_use.push_back(running->lora);
+  }
+  held_back = static_cast<int>(in_use.size()) >= config_.max_loras;
+  return !held_back;
+}
+
+void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now,
+                             bool& lora_held_back) {
   std::deque<Sequence*>& queue = background ? background_waiting_ : waiting_;
-  std::vector<const Sequence*> waiting_for_blocks;  // deferred in this step (NextBlockIsBeingComputed)
+  std::vector<const Sequence*> passed_over;  // in this step: waiting for a block being computed, or for a LoRA place
   while (!queue.empty() && budget > 0) {
     if (static_cast<int>(running_.size()) >= config_.max_num_seqs) {
       Sequence* victim = background ? nullptr : PickVictim(/*for_background=*/true);  // a live request takes a background slot
@@ -220,14 +234,19 @@ void Scheduler::AdmitWaiting(bool background, ScheduledBatch& batch, int& budget
       PreemptForStep(*victim, batch);
       continue;
     }
-    const auto next = NextWaiting(queue, now, waiting_for_blocks);
-    if (next == queue.end()) break;  // each one left waits for a block a running sequence is computing
+    const auto next = NextWaiting(queue, now, passed_over);
+    if (next == queue.end()) break;  // each one left waits for a block a running sequence is computing, or a LoRA place
     Sequence& seq = **next;
+    if (!LoraFits(seq, lora_held_back)) {
+      passed_over.push_back(&seq);
+      ++lora_deferred_admissions_;
+      continue;
+    }
     const PrefixMatch match = MatchPrefix(seq);
     seq.num_cached_prompt_tokens = match.tokens;
     if (NextBlockIsBeingComputed(seq)) {
       ForgetPrefixHits(seq);
-      waiting_for_blocks.push_back(&seq);
+      passed_over.push_back(&seq);
       ++deferred_admissions_;
       continue;
     }

@@ -18,6 +18,10 @@
 // On admission, full prompt blocks found in the prefix cache (same tokens, same variant) are reused; a waiting
 // sequence whose next block a running sequence is computing right now waits for it (admitted in a later step, it
 // reuses the block instead of computing it too), while those behind it may go first.
+// LoRA (max_loras > 0): the running sequences use at most max_loras adapters (those the device holds at once). A
+// waiting sequence of another adapter, when that many are in use, waits, and so do the LoRA sequences behind it (by
+// priority and arrival) until an adapter's last sequence ends and it can go in: the adapters in use cannot keep it
+// out by admitting more of their own. Sequences without an adapter are admitted around it.
 #pragma once
 
 #include <chrono>
@@ -45,6 +49,8 @@ struct SchedulerConfig {
   int background_tokens_per_step = 8;
   // A waiting sequence's priority improves by one per this many seconds of waiting (0: no aging).
   double priority_aging_seconds = 0;
+  // LoRA adapters (Sequence::lora) the running sequences may use at once (0: any number).
+  int max_loras = 0;
 };
 
 // Tokens [start, start + num_tokens) of `seq` in this step.
@@ -88,6 +94,8 @@ class Scheduler {
   int64_t prefix_cache_hits() const { return prefix_hits_; }        // of which found
   // Admissions put off by a step because the next prompt block was being computed by a running sequence.
   int64_t deferred_admissions() const { return deferred_admissions_; }
+  // Admissions put off by a step because the sequence's LoRA adapter had no place beside those in use (max_loras).
+  int64_t lora_deferred_admissions() const { return lora_deferred_admissions_; }
 
  private:
   // Blocks so that positions [0, num_tokens) of seq are covered; false when the pool cannot.
@@ -109,7 +117,9 @@ class Scheduler {
   void PreemptForPriority(ScheduledBatch& batch, std::chrono::steady_clock::time_point now);
   // Steps 1 and 2 for one class (live or background).
   void ScheduleRunning(bool background, ScheduledBatch& batch, int& budget);
-  void AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now);
+  // `lora_held_back`: LoraFits' flag, shared by both classes' admissions in a step.
+  void AdmitWaiting(bool background, ScheduledBatch& batch, int& budget, std::chrono::steady_clock::time_point now,
+                    bool& lora_held_back);
   struct PrefixMatch {
     int tokens = 0;   // prompt tokens covered by the blocks found
     int queried = 0;  // blocks looked up
@@ -125,6 +135,9 @@ class Scheduler {
   bool NextBlockIsBeingComputed(const Sequence& seq) const;
   // Under a sliding window: gives back the blocks no query after num_computed will read.
   void ReleaseOutOfWindow(Sequence& seq);
+  // Whether `seq`'s LoRA adapter may run beside the running sequences' (config_.max_loras). `held_back`: set once
+  // a LoRA sequence had to wait in this round of admissions; every LoRA sequence after it waits too.
+  bool LoraFits(const Sequence& seq, bool& held_back) const;
 
   SchedulerConfig config_;
   BlockAllocator& allocator_;
@@ -135,6 +148,7 @@ class Scheduler {
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
   int64_t deferred_admissions_ = 0;
+  int64_t lora_deferred_admissions_ = 0;
 };
 
 }  // namespace arach

@@ -292,7 +292,7 @@ TEST(LoraAtRunTime, LoadedWhileServingEqualsLoadedAtStartAndUnloadsOnceIdle) {
   EXPECT_EQ(reloaded.cached_prompt_tokens, 0) << "the blocks of the adapter unloaded under that name are not found";
   EXPECT_EQ(reloaded.tokens, want_b.tokens);
   EXPECT_LT(MaxDiff(reloaded.logprobs, want_b.logprobs), 1e-5f);
-  EXPECT_EQ(testing::IdleStats(*engine).lora_slots, (std::vector<std::string>{"x"})) << "the emptied slot is taken again";
+  EXPECT_EQ(testing::IdleStats(*engine).lora_adapters, (std::vector<std::string>{"x"})) << "the emptied slot is taken again";
 }
 
 // gpt2-tiny's bundle with `limits` (its KV pool: 64 blocks, or a fraction of the memory when `fraction` > 0).
@@ -347,7 +347,7 @@ TEST(LoraLimits, ALoadBeyondMaxLorasOrMaxRankIsRefusedAndAnUnloadedSlotIsTakenAg
   const std::vector<int32_t> prompt = Prompt(e, 20, 0);
   const Outcome served = RunTogether(e, {Greedy(prompt, "c")})[0];
   // (stats read after a step: a load is answered before the stats that show it are published)
-  EXPECT_EQ(testing::IdleStats(e).lora_slots, (std::vector<std::string>{"c", "b"})) << "c takes a's slot";
+  EXPECT_EQ(testing::IdleStats(e).lora_adapters, (std::vector<std::string>{"c", "b"})) << "c takes a's slot";
   ASSERT_TRUE(e.UnloadLora("b").ok());
   ASSERT_TRUE(e.LoadLora("a", dir.File("a")).ok());  // in b's slot
   EXPECT_NE(RunTogether(e, {Greedy(prompt, "a")})[0].logprobs, served.logprobs);
@@ -414,7 +414,7 @@ TEST(LoraLimits, AReplacementTakesTheNameWhileTheRequestsInFlightFinishOnTheOldW
   ASSERT_TRUE(busy_id.ok()) << busy_id.status();
   const absl::Status full = e.LoadLora("x", dir.File("b"), /*replace=*/true);
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
-  EXPECT_NE(full.message().find("the replacement needs a slot"), std::string::npos) << full;
+  EXPECT_NE(full.message().find("the replacement needs room"), std::string::npos) << full;
   EXPECT_FALSE(cancelled_tokens(*busy_id, *busy).empty());
 }
 
@@ -447,6 +447,95 @@ TEST(LoraLimits, TheKvPoolLeavesMemoryForTheAdaptersLoadedWhileServing) {
   const absl::StatusOr<ModelBundle> many =
       LimitedBundle(LoraLimits{.max_loras = 1, .max_rank = 64}, false, 0, {{"w", dir.File("wide")}, {"v", dir.File("wide")}});
   EXPECT_EQ(many.status().message(), "--lora_modules: 2 adapters are more than --max_loras 1");
+}
+
+// More adapters registered than the device holds (--max_cpu_loras above --max_loras): requests of every adapter,
+// submitted together, each get their own adapter's tokens; the device never holds more than max_loras.
+TEST(LoraSwapping, MoreAdaptersThanTheDeviceHoldsAreEachServedWithTheirOwnWeights) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  std::vector<LoraModule> modules;
+  uint64_t seed = 60;
+  for (const std::string name : {"a", "b", "c"}) {
+    testing::RandomLora lora = RandomOfRank(8, ++seed);
+    if (name == "a") lora.modules = {"transformer.h.0.attn.c_attn"};  // smaller than the bound
+    testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), lora, dir.File(name));
+    modules.push_back({name, dir.File(name)});
+  }
+  std::unique_ptr<Engine> reference = testing::MakeFixtureEngine("gpt2-tiny", {}, 64, "", modules);
+  ASSERT_NE(reference, nullptr);
+  absl::StatusOr<ModelBundle> bundle = LimitedBundle(LoraLimits{.max_loras = 1, .max_cpu_loras = 3, .max_rank = 8}, false, 0, modules);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  // Memory for one adapter of rank 8 is kept, less what a (on the device from the start) takes.
+  const absl::StatusOr<LoraAdapter> a = LoadLoraAdapter("a", dir.File("a"), bundle->config);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const size_t kept = LoraBytesBound(bundle->runner->backend(), bundle->config, 8) - LoraBytes(bundle->runner->backend(), *a);
+  EXPECT_GT(kept, 0u);
+  EXPECT_NE(bundle->runner->kv_memory_note().find(", less " + DescribeBytes(static_cast<int64_t>(kept)) + " kept for LoRA adapters"),
+            std::string::npos)
+      << bundle->runner->kv_memory_note();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*bundle), EngineConfig{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Engine& e = **engine;
+  EXPECT_EQ(e.lora_names(), (std::vector<std::string>{"a", "b", "c"}));
+
+  std::vector<EngineRequest> requests;
+  int shift = 0;
+  for (const char* lora : {"a", "b", "c", "a", "", "c"}) requests.push_back(Greedy(Prompt(e, 12, shift += 3), lora));
+  const std::vector<Outcome> want = RunTogether(*reference, requests);
+  const std::vector<Outcome> got = RunTogether(e, requests);
+  for (size_t i = 0; i < requests.size(); ++i) ExpectSame(got[i], want[i], 1e-5f, "request " + std::to_string(i) + " of '" + requests[i].lora + "'");
+  const EngineStats stats = testing::IdleStats(e);
+  EXPECT_EQ(stats.lora_on_device, 1);
+  EXPECT_EQ(stats.lora_max_on_device, 1);
+  EXPECT_GE(stats.lora_swap_ins, 2) << "b and c at least";
+  EXPECT_GT(stats.lora_deferred_admissions, 0);
+  EXPECT_EQ(stats.lora_adapters, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// Loads while serving with swapping: beyond the device's adapters a load waits on the host; beyond --max_cpu_loras
+// it is refused naming that flag; an adapter on the host only is unloaded or replaced like any other.
+TEST(LoraSwapping, AdaptersLoadedWhileServingWaitOnTheHostUntilARequestNeedsThem) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  std::vector<LoraModule> modules;
+  uint64_t seed = 70;
+  for (const char* name : {"a", "b", "c"}) {
+    testing::WriteRandomLora(testing::FixturePath("gpt2-tiny"), RandomOfRank(8, ++seed), dir.File(name));
+    modules.push_back({name, dir.File(name)});
+  }
+  std::unique_ptr<Engine> reference = testing::MakeFixtureEngine("gpt2-tiny", {}, 64, "", modules);
+  ASSERT_NE(reference, nullptr);
+  absl::StatusOr<ModelBundle> bundle = LimitedBundle(LoraLimits{.max_loras = 1, .max_cpu_loras = 2, .max_rank = 8}, true);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(std::move(*bundle), EngineConfig{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Engine& e = **engine;
+  const std::vector<int32_t> prompt = Prompt(e, 20, 0);
+  const auto want = [&](const std::string& lora) { return RunTogether(*reference, {Greedy(prompt, lora)})[0]; };
+  const auto served = [&](const std::string& lora) { return RunTogether(e, {Greedy(prompt, lora)})[0]; };
+
+  ASSERT_TRUE(e.LoadLora("x", dir.File("a")).ok());
+  ASSERT_TRUE(e.LoadLora("y", dir.File("b")).ok());
+  EngineStats stats = testing::IdleStats(e);
+  EXPECT_EQ(stats.lora_on_device, 1) << "y waits on the host";
+  EXPECT_EQ(stats.lora_swap_ins, 0);
+  const absl::Status full = e.LoadLora("z", dir.File("c"));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_EQ(full.message(), "lora_name: 2 adapters are loaded, the most --max_cpu_loras 2 allows; unload one first");
+
+  ExpectSame(served("y"), want("b"), 1e-5f, "y, swapped in");
+  ExpectSame(served("x"), want("a"), 1e-5f, "x, swapped back");
+  stats = testing::IdleStats(e);
+  EXPECT_EQ(stats.lora_swap_ins, 2);
+  EXPECT_EQ(stats.lora_on_device, 1);
+
+  ASSERT_TRUE(e.UnloadLora("y").ok());  // on the host only
+  ASSERT_TRUE(e.LoadLora("z", dir.File("c")).ok());
+  ASSERT_TRUE(e.LoadLora("x", dir.File("b"), /*replace=*/true).ok());
+  ExpectSame(served("x"), want("b"), 1e-5f, "x replaced by b's weights");
+  ExpectSame(served("z"), want("c"), 1e-5f, "z");
+  EXPECT_EQ(e.lora_names(), (std::vector<std::string>{"x", "z"}));
 }
 
 TEST(LoraRequests, AnAdapterNotLoadedIsRefusedNamingTheField) {

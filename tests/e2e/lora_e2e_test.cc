@@ -70,7 +70,8 @@ const std::string& OtherAdapterDir() {
 
 // Greedy tokens of `prompt` from the engine serving the adapter in process (the fixture's flags, float32).
 std::vector<int32_t> InProcess(const std::vector<int32_t>& prompt, const std::string& lora, bool arach, int max_tokens) {
-  static std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny", {}, 256, "", {{"tuned", AdapterDir()}});
+  static std::unique_ptr<Engine> engine =
+      testing::MakeFixtureEngine("gpt2-tiny", {}, 256, "", {{"tuned", AdapterDir()}, {"other", OtherAdapterDir()}});
   EngineRequest request;
   request.prompt = prompt;
   request.lora = lora;
@@ -86,7 +87,7 @@ std::vector<int32_t> InProcess(const std::vector<int32_t>& prompt, const std::st
 
 class LoraServer : public testing::SharedFixtureServer<LoraServer> {
  public:
-  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--lora_modules=tuned=" + AdapterDir()}; }
+  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--lora_modules=tuned=" + AdapterDir(), "--max_loras=2"}; }
 
  protected:
   static HttpAnswer Post(const std::string& path, const json& body) {
@@ -133,10 +134,14 @@ TEST_F(LoraServer, EachAdapterIsAModelIdWithEveryVariant) {
   ASSERT_TRUE(client_->GetModelInfo(&info).ok());
   ASSERT_EQ(info.lora_adapters_size(), 1);
   EXPECT_EQ(info.lora_adapters(0), "tuned");
-  // The model server protocol's LoRA info for an endpoint picker: one adapter a batch may hold, read just now.
+  // The model server protocol's LoRA info for an endpoint picker: the adapters a batch may hold (--max_loras), read
+  // just now; one adapter registered, on the device.
   const auto metrics = testing::ScrapeMetrics(*server_);
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_GT(metrics->Sum("arach_lora_requests_info", {{"max_lora", "1"}}), 1.7e9);
+  EXPECT_GT(metrics->Sum("arach_lora_requests_info", {{"max_lora", "2"}}), 1.7e9);
+  EXPECT_EQ(metrics->Sum("arach_lora_adapters_loaded", {}), 1);
+  EXPECT_EQ(metrics->Sum("arach_lora_adapters_on_device", {}), 1);
+  EXPECT_EQ(metrics->Sum("arach_lora_swap_ins_total", {}), 0);
 }
 
 TEST_F(LoraServer, HttpAndGrpcGenerateWhatTheEngineGivesWithTheAdapter) {
@@ -404,6 +409,34 @@ TEST_F(LoraAdminServer, GrpcLoadsAndUnloadsAnAdapterWithTheScope) {
   EXPECT_TRUE(loaded.empty());
   EXPECT_EQ(ChangeOverGrpc(*admin, "rpc", "").error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(server_->Output().find("arach-server LoRA adapter 'rpc' unloaded (key admin)"), std::string::npos);
+}
+
+// --max_cpu_loras above --max_loras: two adapters registered, one on the device at a time; requests of each, one after
+// the other, are answered with their own adapter (swapped in), as the engine serving both on the device answers.
+class LoraSwapServer : public testing::SharedFixtureServer<LoraSwapServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() {
+    return {"--weight_dtype=f32", "--lora_modules=tuned=" + AdapterDir() + ",other=" + OtherAdapterDir(), "--max_loras=1",
+            "--max_cpu_loras=2", "--max_lora_rank=8"};
+  }
+};
+
+TEST_F(LoraSwapServer, EachAdapterAnswersWithItsOwnWeightsOneOnTheDeviceAtATime) {
+  const std::vector<int32_t> prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok());
+  for (const char* lora : {"other", "tuned", "other"}) {
+    const json completion = {{"model", lora}, {"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+    const HttpAnswer answer = testing::HttpSend(server_->http_address(), "POST", "/v1/completions", completion.dump());
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    EXPECT_EQ(answer.body["choices"][0]["text"], *(*tokenizer)->Decode(InProcess(prompt, lora, false, 8), false)) << lora;
+  }
+  const auto metrics = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->Sum("arach_lora_adapters_loaded", {}), 2);
+  EXPECT_EQ(metrics->Sum("arach_lora_adapters_on_device", {}), 1);
+  EXPECT_EQ(metrics->Sum("arach_lora_swap_ins_total", {}), 3) << "tuned went first at start-up: other, tuned, other swapped in";
+  EXPECT_GT(metrics->Sum("arach_lora_requests_info", {{"max_lora", "1"}}), 1.7e9);
 }
 
 }  // namespace

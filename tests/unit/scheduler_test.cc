@@ -284,6 +284,31 @@ TEST(Scheduler, CancelledSequencesLeaveAndFreeTheirBlocks) {
   CheckTable(h, {{"B5+1", "B", "", 14}, {"B6+1", "B", "", 14}});
 }
 
+// Sequences of at most max_loras adapters run at once. The first LoRA sequence that must wait holds back the LoRA
+// sequences behind it (C, of the adapter in use, does not join A), so the adapter in use drains and B gets its turn;
+// a sequence without an adapter (D) goes around it.
+TEST(Scheduler, SequencesOfAtMostMaxLorasAdaptersRunAndTheFirstToWaitHoldsBackLaterOnes) {
+  Harness h(SchedulerConfig{.max_num_seqs = 8, .max_num_batched_tokens = 64, .enable_prefix_caching = false, .max_loras = 1}, 64, 4);
+  h.Add('A', 2, 3)->lora = 1;
+  h.Add('B', 2, 1)->lora = 2;
+  h.Add('C', 2, 1)->lora = 1;
+  h.Add('D', 2, 1);
+  CheckTable(h, {
+      {"A0+2 D0+2", "A", "BC", 63},  // D finishes at once
+      {"A2+1", "A", "BC", 63},
+      {"A3+1", "", "BC", 64},  // A finishes: adapter 1 is out of use
+      {"B0+2", "", "C", 64},   // B's adapter now; C waits for it to drain
+      {"C0+2", "", "", 64},
+  });
+  EXPECT_EQ(h.scheduler().lora_deferred_admissions(), 7);  // B three times, C four
+
+  // Without a bound, every adapter runs at once.
+  Harness unbounded(SchedulerConfig{.max_num_seqs = 8, .max_num_batched_tokens = 64, .enable_prefix_caching = false}, 64, 4);
+  unbounded.Add('A', 2, 3)->lora = 1;
+  unbounded.Add('B', 2, 1)->lora = 2;
+  EXPECT_EQ(unbounded.Step(), "A0+2 B0+2");
+}
+
 TEST(Scheduler, PrefixCacheReusesFullBlocksOfTheSameVariantOnly) {
   Harness h({4, 64, true}, 32, 4);
   h.Add('A', 10, 1, /*first_token=*/100);

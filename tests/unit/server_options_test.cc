@@ -188,6 +188,17 @@ TEST(ServerOptions, LoraLimitsResolveIntoTheLoadOptionsAndBoundTheStartUpAdapter
   EXPECT_EQ(config->options.load.lora_limits.max_rank, 16);
   o.max_loras = 1;
   EXPECT_EQ(ErrorOf(o), "--lora_modules: 2 adapters are more than --max_loras 1");
+  o.max_cpu_loras = 2;  // more registered than the device holds: they swap
+  config = ResolveServerConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->options.load.lora_limits.max_cpu_loras, 2);
+  EXPECT_TRUE(config->options.load.lora_limits.swaps());
+  EXPECT_EQ(config->options.load.lora_limits.max_rank, 16);
+  o.lora_modules.push_back("third=/adapters/third");
+  EXPECT_EQ(ErrorOf(o), "--lora_modules: 3 adapters are more than --max_cpu_loras 2");
+  o.max_loras = 3;
+  EXPECT_EQ(ErrorOf(o), "--max_cpu_loras: must be 0 (--max_loras) or at least --max_loras 3");
+  o.max_cpu_loras = 0;
   o.max_loras = 0;
   EXPECT_EQ(ErrorOf(o), "--max_loras: must be 1 or more");
   o = Valid();
