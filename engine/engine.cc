@@ -338,6 +338,7 @@ void Engine::Finish(RequestState& r, FinishReason reason, absl::Status status) {
   info.prompt_argmax = std::move(r.prompt_argmax);
   info.prompt_ranks = std::move(r.prompt_ranks);
   info.embedding = std::move(r.embedding);
+  info.class_logits = std::move(r.class_logits);
   if (r.generated) {
     r.generated->sequence = r.seq.tokens;
     r.generated->prompt_len = r.seq.prompt_len;
@@ -498,7 +499,8 @@ void Engine::Step() {
     input.lora = seq.lora;
     const RequestState& r = *requests_.at(seq.id);
     const bool generates = r.request.kind == RequestKind::kGenerate;
-    input.logits = chunk.completes && generates ? LogitsMode::kLast : LogitsMode::kNone;
+    const bool classifies = r.request.kind == RequestKind::kClassify;
+    input.logits = chunk.completes && (generates || classifies) ? LogitsMode::kLast : LogitsMode::kNone;
     if (seq.num_draft > 0) input.logits = LogitsMode::kAll;  // the chunk is the last token and its drafts: each row verifies one
     if (r.embedding_pooler) input.return_hidden = r.embedding_pooler->RowsOf(chunk.start, chunk.completes);
     if (seq.want_prompt_logprobs && chunk.start < seq.prompt_len) {
@@ -564,6 +566,16 @@ void Engine::Step() {
     }
     if (r.embedding_pooler) {
       r.embedding = r.embedding_pooler->Result(r.seq.prompt_len);
+      Finish(r, FinishReason::kLength);
+      continue;
+    }
+    if (r.request.kind == RequestKind::kClassify) {  // the last row's logits: one per class token
+      if (rows == 0) {
+        Finish(r, FinishReason::kError, absl::InternalError("the step returned no logits to classify"));
+        continue;
+      }
+      const std::span<const float> logits = out.Row(static_cast<int>(i), rows - 1);
+      for (const int32_t token : r.request.class_token_ids) r.class_logits.push_back(logits[static_cast<size_t>(token)]);
       Finish(r, FinishReason::kLength);
       continue;
     }

@@ -142,6 +142,8 @@ class Engine {
   absl::Status Health() const;
   const ModelConfig& model_config() const { return model_.config; }
   const EmbeddingConfig& embedding_config() const { return model_.embedding_config; }
+  // The tokens whose logits score a pair where the model serves as a cross-encoder (ModelBundle); empty: it does not.
+  const std::vector<int32_t>& classifier_token_ids() const { return model_.classifier_token_ids; }
   // The most tokens an input to embed may have: the model's context, or less where its sentence_bert_config.json
   // says so (EmbeddingConfig::max_tokens).
   int max_embedding_tokens() const {

@@ -45,6 +45,7 @@ struct Engine::RequestState {
   std::vector<std::vector<TokenLogprob>> prompt_top_logprobs;
   std::optional<EmbeddingPooler> embedding_pooler;  // kEmbed: pools the prompt's hidden states as they are computed
   std::vector<float> embedding;             // kEmbed: the pooled embedding, once the prompt is computed
+  std::vector<float> class_logits;          // kClassify: the class tokens' logits, once the prompt is computed
   std::optional<KeptGeneration> generated;  // when the request keeps it
   double generated_logprob_sum = 0.0;
   int generated_logprobs = 0;

@@ -16,6 +16,20 @@ const char* FinishReasonName(FinishReason reason) {
   return "?";
 }
 
+const char* RequestKindName(RequestKind kind) {
+  switch (kind) {
+    case RequestKind::kGenerate:
+      return "generate";
+    case RequestKind::kScore:
+      return "score";
+    case RequestKind::kEmbed:
+      return "embed";
+    case RequestKind::kClassify:
+      return "classify";
+  }
+  return "?";
+}
+
 absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& config, bool has_adapter, int max_embedding_tokens,
                              FieldNames names) {
   const int prompt_len = static_cast<int>(request.prompt.size());
@@ -23,6 +37,11 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
   ARACH_RETURN_IF_ERROR(CheckTokenIds(request.prompt, config.vocab_size, "prompt", names));
   if (request.kind == RequestKind::kScore) {
     if (prompt_len < 2) return InvalidField(names, "prompt", "at least two tokens are needed to score");
+  } else if (request.kind == RequestKind::kClassify) {
+    if (request.class_token_ids.empty() || request.class_token_ids.size() > EngineRequest::kMaxClassTokens) {
+      return InvalidField(names, "class_token_ids", absl::StrCat("1 to ", EngineRequest::kMaxClassTokens, " tokens are needed to classify"));
+    }
+    ARACH_RETURN_IF_ERROR(CheckTokenIds(request.class_token_ids, config.vocab_size, "class_token_ids", names));
   } else if (request.kind == RequestKind::kGenerate) {
     ARACH_RETURN_IF_ERROR(request.sampling.Validate(config.vocab_size, names));
   }
@@ -30,6 +49,9 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
   if (request.kind == RequestKind::kEmbed && prompt_len > max_embedding_tokens) {
     return InvalidField(names, "prompt", absl::StrCat("the input's ", prompt_len, " tokens exceed the ", max_embedding_tokens,
                                                       " the embedding model takes (max_seq_length in its sentence_bert_config.json)"));
+  }
+  if (request.kind != RequestKind::kClassify && !request.class_token_ids.empty()) {
+    return InvalidField(names, "class_token_ids", "only a request to classify returns tokens' logits");
   }
   if (!request.prediction.empty()) {
     if (request.kind != RequestKind::kGenerate) return InvalidField(names, "prediction", "only a generation has an output to predict");

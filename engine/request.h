@@ -25,7 +25,11 @@ enum class RequestKind {
   kGenerate,  // generate tokens after the prompt (SamplingParams apply)
   kScore,     // only the prompt's own log-probs: FinishInfo::prompt_logprobs, no token is generated
   kEmbed,     // only the prompt's pooled hidden states (EmbeddingConfig): FinishInfo::embedding, no token is generated
+  // Only the logits of EngineRequest::class_token_ids at the prompt's last position: FinishInfo::class_logits (a
+  // causal LM as a classifier or cross-encoder, e.g. Qwen3-Reranker's "no" and "yes"); no token is generated.
+  kClassify,
 };
+const char* RequestKindName(RequestKind kind);  // "generate", "score", "embed", "classify"
 
 // How a request competes for the engine: live requests first; background ones (shadow scoring) only use
 // what live requests leave in a step, are preempted first, and do not count against the queue bound
@@ -67,6 +71,9 @@ struct EngineRequest {
   // The LoRA adapter the request runs with (Engine::lora_names(); empty: the base model). Its prefix-cache blocks are
   // those of that adapter alone.
   std::string lora;
+  // kClassify: the tokens whose logits the request returns (1 to kMaxClassTokens).
+  std::vector<int32_t> class_token_ids;
+  static constexpr int kMaxClassTokens = 16;
 
   // Whether the forward must return the log-probs of the prompt's tokens.
   bool wants_prompt_logprobs() const { return kind == RequestKind::kScore || sampling.prompt_logprobs; }
@@ -156,6 +163,9 @@ struct FinishInfo {
   // kEmbed: [hidden_size] the final norm's output at the prompt's last position (the row the LM head would read),
   // as the model computed it (not normalized to unit length).
   std::vector<float> embedding;
+  // kClassify: [class_token_ids.size()] the model's logits of EngineRequest::class_token_ids at the prompt's last
+  // position (raw: before any sampling parameter).
+  std::vector<float> class_logits;
 };
 
 // Receives a request's results on the engine's step thread. Implementations must not block: queue the

@@ -104,6 +104,7 @@ ABSL_FLAG(std::string, served_model_name, "", "the model's name in the APIs (def
 ABSL_FLAG(std::vector<std::string>, lora_modules, {}, arach::kLoraModulesFlagHelp);
 ABSL_FLAG(int, max_loras, 8, arach::kMaxLorasFlagHelp);
 ABSL_FLAG(int, max_cpu_loras, 0, arach::kMaxCpuLorasFlagHelp);
+ABSL_FLAG(std::vector<std::string>, classifier_from_token, {}, arach::kClassifierFromTokenFlagHelp);
 ABSL_FLAG(int, max_lora_rank, 64, arach::kMaxLoraRankFlagHelp);
 ABSL_FLAG(bool, allow_runtime_lora_updating, false,
           "LoRA adapters may be loaded and unloaded while serving: POST /v1/load_lora_adapter {lora_name, lora_path} and "
@@ -176,6 +177,7 @@ ServerOptions OptionsFromFlags() {
   o.lora_modules = absl::GetFlag(FLAGS_lora_modules);
   o.max_loras = absl::GetFlag(FLAGS_max_loras);
   o.max_cpu_loras = absl::GetFlag(FLAGS_max_cpu_loras);
+  o.load.classifier_from_token = absl::GetFlag(FLAGS_classifier_from_token);
   o.max_lora_rank = absl::GetFlag(FLAGS_max_lora_rank);
   o.load.chat_template = absl::GetFlag(FLAGS_chat_template);
   o.default_variant = absl::GetFlag(FLAGS_default_variant);

@@ -172,6 +172,8 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                          .Help("Tokens generated, by variant.").Register(r);
   auto& score = BuildCounter().Name("arach_score_requests_total").Help("Score requests answered, by variant.").Register(r);
   auto& embedding = BuildCounter().Name("arach_embedding_inputs_total").Help("Inputs embedded (/v1/embeddings, gRPC Embed; each text of /v1/rerank and /v1/score), by variant.").Register(r);
+  auto& classified = BuildCounter().Name("arach_classified_pairs_total")
+                         .Help("Pairs a cross-encoder scored (/v1/rerank and /v1/score with --classifier_from_token), by variant.").Register(r);
   auto& generated_logprob = BuildHistogram().Name("arach_generated_token_logprob")
                                 .Help("Mean log-prob of the tokens a request generated (raw model distribution), by variant: "
                                       "a quality signal, higher is more confident.")
@@ -272,6 +274,7 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
     pv.generation_tokens = &generation.Add({{"variant", v}});
     pv.score_requests = &score.Add({{"variant", v}});
     pv.embedding_inputs = &embedding.Add({{"variant", v}});
+    pv.classified_pairs = &classified.Add({{"variant", v}});
     pv.embedding_latency = &embedding_latency.Add({{"variant", v}}, Exponential(0.001, 2, 24));
     pv.generated_logprob = &generated_logprob.Add({{"variant", v}}, Histogram::BucketBoundaries{
                                                       -12, -10, -8, -7, -6, -5, -4.5, -4, -3.5, -3, -2.5, -2, -1.5, -1,
@@ -340,8 +343,7 @@ void ServerMetrics::RecordGenerate(const Variant& variant, const FinishInfo& inf
 
 void ServerMetrics::RecordLora(RequestKind kind, const FinishInfo& info) {
   if (info.lora.empty()) return;
-  const char* kind_name = kind == RequestKind::kGenerate ? "generate" : kind == RequestKind::kScore ? "score" : "embed";
-  lora_requests_->Add({{"lora", info.lora}, {"kind", kind_name}, {"finish_reason", FinishReasonName(info.reason)}}).Increment();
+  lora_requests_->Add({{"lora", info.lora}, {"kind", RequestKindName(kind)}, {"finish_reason", FinishReasonName(info.reason)}}).Increment();
   lora_tokens_->Add({{"lora", info.lora}, {"type", "prompt"}}).Increment(info.usage.prompt_tokens);
   lora_tokens_->Add({{"lora", info.lora}, {"type", "generation"}}).Increment(info.usage.completion_tokens);
 }
@@ -378,6 +380,13 @@ void ServerMetrics::RecordEmbedding(const Variant& variant, int64_t prompt_token
   pv.embedding_inputs->Increment();
   pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
   pv.embedding_latency->Observe(seconds);
+}
+
+void ServerMetrics::RecordClassification(const Variant& variant, int64_t prompt_tokens, double seconds) {
+  PerVariant& pv = For(variant);
+  pv.classified_pairs->Increment();
+  pv.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
+  pv.score_latency->Observe(seconds);
 }
 
 void ServerMetrics::RecordHttpRequest(const std::string& route, int status, const std::string& variant) {

@@ -46,6 +46,8 @@ class ServerMetrics {
   void RecordScore(const Variant& variant, int64_t prompt_tokens, double seconds);
   // A finished embedding request (one input of /v1/embeddings) of `prompt_tokens` that took `seconds`.
   void RecordEmbedding(const Variant& variant, int64_t prompt_tokens, double seconds);
+  // A pair a cross-encoder scored (RequestKind::kClassify) of `prompt_tokens` that took `seconds`.
+  void RecordClassification(const Variant& variant, int64_t prompt_tokens, double seconds);
   // A finished request of `kind` that ran with a LoRA adapter (FinishInfo::lora; nothing for the base model): its
   // requests by adapter, kind and finish reason, and its tokens by adapter.
   void RecordLora(RequestKind kind, const FinishInfo& info);
@@ -83,6 +85,7 @@ class ServerMetrics {
     prometheus::Counter* generation_tokens;
     prometheus::Counter* score_requests;
     prometheus::Counter* embedding_inputs;
+    prometheus::Counter* classified_pairs;
     prometheus::Histogram* generated_logprob;
     prometheus::Histogram* prompt_perplexity;
     prometheus::Histogram* sink_mass;

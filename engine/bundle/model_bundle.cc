@@ -58,6 +58,24 @@ absl::Status ParseLoraModulesFlag(const std::vector<std::string>& entries, LoadM
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<int32_t>> ResolveClassifierTokens(const Tokenizer& tokenizer, const std::vector<std::string>& tokens) {
+  const auto refuse = [](absl::string_view why) { return absl::InvalidArgumentError(absl::StrCat("--classifier_from_token: ", why)); };
+  if (tokens.empty() || tokens.size() > 2) return refuse(absl::StrCat(tokens.size(), " tokens given; 1 or 2 are scored"));
+  std::vector<int32_t> ids;
+  for (const std::string& token : tokens) {
+    const std::optional<int32_t> id = tokenizer.TokenToId(token);
+    if (!id) return refuse(absl::StrCat("'", token, "' is no token of the vocabulary of ", tokenizer.Describe()));
+    ids.push_back(*id);
+  }
+  const absl::StatusOr<std::vector<int32_t>> plain = tokenizer.Encode("a", false);
+  const absl::StatusOr<std::vector<int32_t>> special = tokenizer.Encode("a", true);
+  if (!plain.ok() || !special.ok() || *plain != *special) {
+    return refuse(absl::StrCat(tokenizer.Describe(), " adds special tokens to a sequence, and pairs are encoded here as "
+                               "two texts' tokens one after the other, not by its pair template"));
+  }
+  return ids;
+}
+
 absl::Status CheckLoraModuleCount(const LoadModelOptions& load) {
   const LoraLimits& limits = load.lora_limits;
   if (limits.max_registered() > 0 && static_cast<int>(load.lora_modules.size()) > limits.max_registered()) {
@@ -88,6 +106,9 @@ absl::StatusOr<ModelBundle> LoadModelBundle(const std::string& dir, const LoadMo
   }
   ARACH_ASSIGN_OR_RETURN(model.chat_template, LoadChatTemplate(dir, model.tokenizer->config(), options.chat_template));
   ARACH_ASSIGN_OR_RETURN(model.embedding_config, LoadEmbeddingConfig(dir, model.config.hidden_size));
+  if (!options.classifier_from_token.empty()) {
+    ARACH_ASSIGN_OR_RETURN(model.classifier_token_ids, ResolveClassifierTokens(*model.tokenizer, options.classifier_from_token));
+  }
   ARACH_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
   ARACH_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(*checkpoint, model.config));
   const DType checkpoint_dtype = checkpoint->MatrixDType();

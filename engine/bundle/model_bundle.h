@@ -46,6 +46,9 @@ struct LoadModelOptions {
   // (both must then be set), less what the start-up adapters on the device take.
   bool lora_runtime_loading = false;
   std::string chat_template;    // a Jinja file that replaces the model's chat template; empty = the model's own
+  // The model as a cross-encoder (vLLM's classifier_from_token): one or two tokens of its vocabulary whose logits at
+  // a pair's last position score it (ModelBundle::classifier_token_ids); empty: none.
+  std::vector<std::string> classifier_from_token;
   // The context served (positions a sequence may reach: prompt and generated tokens), below the model's own
   // max_position_embeddings; 0 = the model's. The RoPE table and the default KV pool follow it.
   int max_model_len = 0;
@@ -106,7 +109,21 @@ struct ModelBundle {
     std::shared_ptr<const LoraAdapter> host;
   };
   std::vector<StartupLora> startup_loras;
+  // LoadModelOptions::classifier_from_token's ids (ResolveClassifierTokens); empty: not a cross-encoder.
+  std::vector<int32_t> classifier_token_ids;
 };
+
+// The help of --classifier_from_token.
+inline constexpr char kClassifierFromTokenFlagHelp[] =
+    "serve the model as a cross-encoder (vLLM's classifier_from_token, e.g. no,yes for Qwen3-Reranker): /v1/rerank and "
+    "/v1/score then score each pair (query or text_1, then the document or text_2, their tokens one after the other) by "
+    "the logits of these tokens at its last position: two tokens, sigmoid(logit[2nd] - logit[1st]); one, "
+    "sigmoid(logit); each must be one token of the vocabulary. Empty: they compare embeddings";
+// The ids of `tokens` (1 or 2 tokens of the vocabulary) for a cross-encoder; INVALID_ARGUMENT naming
+// --classifier_from_token for another count, a token the vocabulary lacks, or a tokenizer that adds special tokens
+// to a sequence (a pair is encoded as its two texts' tokens one after the other, which such a tokenizer's pair
+// template may not be).
+absl::StatusOr<std::vector<int32_t>> ResolveClassifierTokens(const Tokenizer& tokenizer, const std::vector<std::string>& tokens);
 
 // Loads config.json, the tokenizer and its chat template, the embedding pooling (modules.json), the weights and
 // the variant features of `dir` and builds the runner.

@@ -19,6 +19,8 @@ class GenerationRun::ChoiceObserver : public RequestObserver {
     } else if (answered) {
       if (kind_ == RequestKind::kEmbed) {
         run_->metrics_.RecordEmbedding(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
+      } else if (kind_ == RequestKind::kClassify) {
+        run_->metrics_.RecordClassification(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
       } else {
         run_->metrics_.RecordScore(run_->variant_, info.usage.prompt_tokens, info.timings.total_seconds);
       }

@@ -14,6 +14,7 @@
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
 #include "server/http/similarity_request.h"
+#include "server/request_limits.h"
 
 namespace arach::server::http {
 namespace {
@@ -26,7 +27,25 @@ struct NamedText {
   std::string field;
 };
 
-// Embeds its texts (one engine request each, in order) and scores pairs of them by the cosine of their embeddings;
+// A cross-encoder's request for the pair (first, second): their tokens one after the other, classified by the
+// engine's classifier tokens. Errors name `first_field` or `second_field`.
+absl::StatusOr<EngineRequest> PairEngineRequest(const Engine& engine, const RequestLimits& limits, const NamedText& first,
+                                                const NamedText& second, std::optional<int> truncate_prompt_tokens,
+                                                const Variant& variant) {
+  EngineRequest r;
+  r.kind = RequestKind::kClassify;
+  r.class_token_ids = engine.classifier_token_ids();
+  ARACH_ASSIGN_OR_RETURN(r.prompt, EncodeTextPrompt(engine, limits, first.field, first.text));
+  ARACH_ASSIGN_OR_RETURN(const std::vector<int32_t> second_ids, EncodeTextPrompt(engine, limits, second.field, second.text));
+  r.prompt.insert(r.prompt.end(), second_ids.begin(), second_ids.end());
+  ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, second.field, r.prompt.size()));
+  ARACH_RETURN_IF_ERROR(TruncatePrompt(truncate_prompt_tokens, engine.model_config().max_positions, r.prompt).status());
+  r.variant = variant;
+  return r;
+}
+
+// Scores pairs of its texts: by the cosine of their embeddings (one engine request per text, in order), or where the
+// model serves as a cross-encoder (Engine::classifier_token_ids), by classifying each pair (one request per pair);
 // the answer's shape is the route's (WholeAnswer).
 class SimilarityCall : public GenerationCall {
  public:
@@ -34,15 +53,25 @@ class SimilarityCall : public GenerationCall {
                  std::vector<NamedText> texts, std::vector<std::pair<size_t, size_t>> pairs)
       : GenerationCall(context, std::move(ticket), std::move(fields), std::move(variant), std::move(identity)),
         texts_(std::move(texts)),
-        pairs_(std::move(pairs)) {}
+        pairs_(std::move(pairs)),
+        cross_encoder_(!engine().classifier_token_ids().empty()) {}
 
-  // Tokenizes the texts and submits one embedding request each; too many texts for one call is a 400 naming
-  // `count_field`.
+  // Tokenizes the texts and submits one embedding request each (or one request per pair to classify); more
+  // requests than one call may make is a 400 naming `count_field`.
   absl::Status Start(const std::string& count_field) {
     Engine& e = engine();
-    ARACH_RETURN_IF_ERROR(CheckEmbeddingRequest(e, texts_.size(), count_field, std::nullopt));
     std::vector<EngineRequest> requests;
     std::vector<std::string> text_fields;
+    if (cross_encoder_) {
+      ARACH_RETURN_IF_ERROR(CheckEmbeddingRequest(e, pairs_.size(), count_field, std::nullopt));
+      for (const auto& [a, b] : pairs_) {
+        ARACH_ASSIGN_OR_RETURN(EngineRequest r, PairEngineRequest(e, limits(), texts_[a], texts_[b], fields().truncate_prompt_tokens, variant()));
+        requests.push_back(std::move(r));
+        text_fields.push_back(texts_[b].field);
+      }
+      return Submit(std::move(requests), text_fields);
+    }
+    ARACH_RETURN_IF_ERROR(CheckEmbeddingRequest(e, texts_.size(), count_field, std::nullopt));
     for (const NamedText& text : texts_) {
       PromptInput input;
       input.text = text.text;
@@ -57,8 +86,21 @@ class SimilarityCall : public GenerationCall {
   std::string ObjectName() const override { return "list"; }
   json ChoiceJson(int /*index*/, Choice& /*choice*/, bool /*final*/) override { return json::object(); }  // (WholeAnswer's own)
 
-  // Each pair's cosine similarity, in order, once every text has its embedding (RespondWhole); nullopt after Fail.
+  // Each pair's score, in order, once every request has answered (RespondWhole): the cosine similarity of its
+  // texts' embeddings, or the cross-encoder's ClassifierScore; nullopt after Fail.
   std::optional<std::vector<double>> PairScores() {
+    if (cross_encoder_) {
+      std::vector<double> scores;
+      for (size_t c = 0; c < choices().size(); ++c) {
+        const std::vector<float>& logits = choices()[c].finish->class_logits;
+        if (logits.size() != engine().classifier_token_ids().size()) {
+          Fail(absl::InternalError(absl::StrCat(texts_[pairs_[c].second].field, ": the engine returned no class logits")));
+          return std::nullopt;
+        }
+        scores.push_back(ClassifierScore(logits));
+      }
+      return scores;
+    }
     for (size_t c = 0; c < choices().size(); ++c) {
       if (choices()[c].finish->embedding.empty()) {
         Fail(absl::InternalError(absl::StrCat(texts_[c].field, ": the engine returned no hidden state")));
@@ -82,6 +124,7 @@ class SimilarityCall : public GenerationCall {
  private:
   std::vector<NamedText> texts_;
   std::vector<std::pair<size_t, size_t>> pairs_;  // indices into texts_
+  bool cross_encoder_;  // pairs are classified, not embedded
 };
 
 // The query is text 0, document i text i + 1.
@@ -167,6 +210,12 @@ class ScoreCall : public SimilarityCall {
 };
 
 }  // namespace
+
+double ClassifierScore(std::span<const float> class_logits) {
+  const double logit = class_logits.size() == 2 ? static_cast<double>(class_logits[1]) - class_logits[0]
+                                                : class_logits.empty() ? 0.0 : static_cast<double>(class_logits[0]);
+  return 1.0 / (1.0 + std::exp(-logit));
+}
 
 double CosineSimilarity(std::span<const float> a, std::span<const float> b) {
   double dot = 0, norm_a = 0, norm_b = 0;

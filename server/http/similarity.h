@@ -1,6 +1,9 @@
-// The embedding-similarity routes, on the embedding model: each text is embedded as /v1/embeddings embeds a text
-// input (one engine request each, pooled as the model's folder says, under the request's variant) and a pair of
-// texts scores the cosine similarity of their embeddings (as vLLM scores with an embedding model).
+// The similarity routes. On an embedding model each text is embedded as /v1/embeddings embeds a text input (one
+// engine request each, pooled as the model's folder says, under the request's variant) and a pair of texts scores the
+// cosine similarity of their embeddings (as vLLM scores with an embedding model). On a cross-encoder
+// (--classifier_from_token: Engine::classifier_token_ids) each pair is one engine request, its two texts' tokens one
+// after the other, scored by ClassifierScore of the class tokens' logits at its last position (as vLLM scores with
+// Qwen3-Reranker's classifier_from_token).
 //  - POST /rerank, /v1/rerank, /v2/rerank (vLLM's rerank API, Jina's and Cohere's shape): the documents ranked by
 //    their similarity to the query, best first.
 //  - POST /score, /v1/score (vLLM's score API): text_1 against each text_2, or pairwise.
@@ -18,6 +21,10 @@ namespace arach::server::http {
 void HandleRerank(ServiceContext& context, const httplib::Request& request, httplib::Response& response, const ClientConnection& client);
 void HandleSimilarityScore(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
                            const ClientConnection& client);
+
+// A cross-encoder's score of a pair from its class tokens' logits: two, sigmoid(logit[1] - logit[0]) (the second
+// token's probability between the two); one, sigmoid(logit[0]).
+double ClassifierScore(std::span<const float> class_logits);
 
 // The cosine similarity of two embeddings of one length (0 where either is all zeros), accumulated in double.
 double CosineSimilarity(std::span<const float> a, std::span<const float> b);

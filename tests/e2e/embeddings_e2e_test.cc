@@ -2,7 +2,9 @@
 // an input's hidden state (normalize false) through the model's own output projection gives the references'
 // last-position logits (../shared/fixtures/refs: an independent PyTorch forward) under each variant the model id
 // names; the default answer is that vector at unit length; text and its token ids answer alike; the inputs are
-// counted per variant in the metrics; bad input is a 400 naming the parameter.
+// counted per variant in the metrics; bad input is a 400 naming the parameter. Rerank and score on the embeddings,
+// and on the model as a cross-encoder (--classifier_from_token).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/collecting_observer.h"
 #include "tests/testing/fixture_engine.h"
 #include "tests/testing/http_answer.h"
 #include "tests/testing/output_projection.h"
@@ -419,6 +422,77 @@ TEST(SentenceTransformersFolder, TextGetsThePromptAndIsLowerCasedAndInputsAreBou
   const HttpAnswer completion = testing::HttpSend(server->http_address(), "POST", "/v1/completions",
                                                   json{{"model", "st"}, {"prompt", long_ids}, {"max_tokens", 2}}.dump());
   EXPECT_EQ(completion.status, 200) << completion.body;
+}
+
+// --classifier_from_token=no,yes: /v1/rerank and /v1/score score each pair as a cross-encoder (Qwen3-Reranker's way,
+// vLLM's classifier_from_token): the query's tokens then the document's, sigmoid(logit(yes) - logit(no)) at the last
+// position, as the engine in process classifies the same tokens.
+class CrossEncoderServer : public testing::SharedFixtureServer<CrossEncoderServer> {
+ public:
+  static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--classifier_from_token=no,yes"}; }
+
+ protected:
+  // The in-process engine's score of the pair (first, second) under ARACH.
+  static double InProcessScore(const std::string& first, const std::string& second) {
+    static std::unique_ptr<Engine> engine = testing::MakeFixtureEngine("gpt2-tiny");
+    const Tokenizer& tokenizer = engine->tokenizer();
+    EngineRequest request;
+    request.kind = RequestKind::kClassify;
+    request.prompt = *tokenizer.Encode(first, true);
+    const std::vector<int32_t> tail = *tokenizer.Encode(second, true);
+    request.prompt.insert(request.prompt.end(), tail.begin(), tail.end());
+    request.class_token_ids = {*tokenizer.TokenToId("no"), *tokenizer.TokenToId("yes")};
+    request.variant.arach = true;
+    auto observer = std::make_shared<testing::CollectingObserver>();
+    EXPECT_TRUE(engine->Submit(request, observer).ok());
+    EXPECT_TRUE(observer->Wait());
+    const std::vector<float> logits = observer->finish().class_logits;
+    EXPECT_EQ(logits.size(), 2u);
+    return logits.size() == 2 ? 1.0 / (1.0 + std::exp(-(static_cast<double>(logits[1]) - logits[0]))) : NAN;
+  }
+};
+
+TEST_F(CrossEncoderServer, RerankAndScoreClassifyEachPair) {
+  const std::string query = "Who is the prince of Denmark?";
+  const std::vector<std::string> documents = {"Hamlet, the prince of Denmark.", "A horse, a horse!", "Denmark's prince", "Out, damned spot!"};
+  std::vector<double> expected;
+  for (const std::string& document : documents) expected.push_back(InProcessScore(query, document));
+  std::vector<size_t> best_first = {0, 1, 2, 3};
+  std::sort(best_first.begin(), best_first.end(), [&](size_t a, size_t b) { return expected[a] > expected[b]; });
+  ASSERT_GT(expected[best_first[0]] - expected[best_first[3]], 1e-4) << "the test needs documents the model tells apart";
+  const HttpAnswer ranked = testing::HttpSend(server_->http_address(), "POST", "/v1/rerank",
+                                              json{{"model", "gpt2-tiny:arach"}, {"query", query}, {"documents", documents}}.dump());
+  ASSERT_EQ(ranked.status, 200) << ranked.body;
+  ASSERT_EQ(ranked.body["results"].size(), documents.size()) << ranked.body;
+  for (size_t k = 0; k < documents.size(); ++k) {
+    EXPECT_EQ(ranked.body["results"][k]["index"], best_first[k]) << k;
+    EXPECT_NEAR(ranked.body["results"][k]["relevance_score"].get<double>(), expected[best_first[k]], 1e-6) << k;
+  }
+  const HttpAnswer scored = testing::HttpSend(server_->http_address(), "POST", "/v1/score",
+                                              json{{"model", "gpt2-tiny:arach"}, {"text_1", query}, {"text_2", documents}}.dump());
+  ASSERT_EQ(scored.status, 200) << scored.body;
+  ASSERT_EQ(scored.body["data"].size(), documents.size());
+  int prompt_tokens = 0;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    EXPECT_NEAR(scored.body["data"][i]["score"].get<double>(), expected[i], 1e-6) << i;
+  }
+  for (const std::string& document : documents) {
+    auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+    prompt_tokens += static_cast<int>((*tokenizer)->Encode(query, true)->size() + (*tokenizer)->Encode(document, true)->size());
+  }
+  EXPECT_EQ(scored.body["usage"]["prompt_tokens"], prompt_tokens) << "each pair's tokens, the query's counted with each";
+  const auto metrics = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->Sum("arach_classified_pairs_total", {{"variant", "arach"}}), 8);
+  EXPECT_EQ(metrics->Sum("arach_embedding_inputs_total", {}), 0) << "nothing was embedded";
+}
+
+TEST_F(CrossEncoderServer, AClassifierTokenTheVocabularyLacksIsRefusedAtStartUp) {
+  const testing::CommandResult refused = testing::RunCommand(absl::StrCat(
+      "timeout -s KILL 60 ", testing::ServerBinary(), " --model=", testing::FixturePath("gpt2-tiny"),
+      " --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 --classifier_from_token=no,not-a-token"));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("--classifier_from_token: 'not-a-token' is no token of the vocabulary"), std::string::npos) << refused.output;
 }
 
 }  // namespace
