@@ -72,6 +72,20 @@ grpc::Status ArachClient::GetModelInfo(arach::v1::ModelInfo* info) {
   return inference_->GetModelInfo(&ctx, arach::v1::GetModelInfoRequest(), info);
 }
 
+grpc::Status ArachClient::LoadLoraAdapter(const arach::v1::LoadLoraAdapterRequest& request, arach::v1::LoraAdaptersResponse* response) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  Authorize(&ctx);
+  return inference_->LoadLoraAdapter(&ctx, request, response);
+}
+
+grpc::Status ArachClient::UnloadLoraAdapter(const arach::v1::UnloadLoraAdapterRequest& request, arach::v1::LoraAdaptersResponse* response) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  Authorize(&ctx);
+  return inference_->UnloadLoraAdapter(&ctx, request, response);
+}
+
 void ArachClient::Authorize(grpc::ClientContext* context) const {
   if (!api_key_.empty()) context->AddMetadata("authorization", "Bearer " + api_key_);
 }

@@ -43,6 +43,10 @@ class ArachClient {
   grpc::Status Embed(const arach::v1::EmbedRequest& request, arach::v1::EmbedResponse* response,
                      Deadline deadline = std::nullopt);
   grpc::Status GetModelInfo(arach::v1::ModelInfo* info);
+  // Loads or replaces (load_inplace) a LoRA adapter on a server run with --allow_runtime_lora_updating; `response`:
+  // the adapters loaded after the change. The server reads the folder and uploads it: up to a minute.
+  grpc::Status LoadLoraAdapter(const arach::v1::LoadLoraAdapterRequest& request, arach::v1::LoraAdaptersResponse* response);
+  grpc::Status UnloadLoraAdapter(const arach::v1::UnloadLoraAdapterRequest& request, arach::v1::LoraAdaptersResponse* response);
   // The health of `service` ("" = the whole server).
   grpc::Status Health(const std::string& service, grpc::health::v1::HealthCheckResponse::ServingStatus* status);
   // Waits until the server reports SERVING or `timeout` passes.

@@ -11,6 +11,8 @@ int RunScore(const ScoreOptions& options);
 int RunEmbed(const EmbedOptions& options);
 int RunDiagnostics(const DiagnosticsOptions& options);
 int RunInfo(const ConnectOptions& options);
+int RunLoadLora(const LoraAdminOptions& options);
+int RunUnloadLora(const LoraAdminOptions& options);
 int RunHealth(const ConnectOptions& options);
 int RunBench(const BenchOptions& options);
 int RunEval(const EvalOptions& options);

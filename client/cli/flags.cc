@@ -33,7 +33,11 @@ ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma separated");
 ABSL_FLAG(bool, ignore_eos, false, "do not stop at end-of-sequence");
 ABSL_FLAG(int, top_logprobs, 0, "log-probs of this many alternatives per token");
 ABSL_FLAG(std::string, variant, "", "base | arach | skip | arach+skip, optionally @OFFSET (empty: the server decides)");
-ABSL_FLAG(std::string, lora, "", "a LoRA adapter the server loaded (its --lora_modules NAME; empty: the base model)");
+ABSL_FLAG(std::string, lora, "",
+          "a LoRA adapter by name: the one a request runs with (generate, score, embed; empty: the base model), or the one "
+          "to load or unload (load-lora, unload-lora)");
+ABSL_FLAG(std::string, lora_path, "", "the PEFT folder of the adapter to load, on the server's file system");
+ABSL_FLAG(bool, load_inplace, false, "replace the adapter loaded under --lora (requests in flight finish on the old weights)");
 ABSL_FLAG(double, arach_offset, NAN, "ARACH logit offset b (unset: the variant's or the server's)");
 ABSL_FLAG(std::string, experiment_key, "", "A/B assignment key");
 ABSL_FLAG(double, timeout, 0, "deadline in seconds (0 = none)");
@@ -107,6 +111,9 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
       {"diagnostics", "attention diagnostics: attention on the first token (sink) and on the hub, per layer, by variant; SVG chart",
        With({"text", "variants", "chart", "json"})},
       {"info", "describe the served model", With({})},
+      {"load-lora", "load a LoRA adapter into a server run with --allow_runtime_lora_updating",
+       With({"lora", "lora_path", "load_inplace"})},
+      {"unload-lora", "unload a LoRA adapter loaded while serving or at start-up", With({"lora"})},
       {"health", "the server's health (exit 0 when SERVING)", With({})},
       {"bench", "load generator: throughput, TTFT, TPOT per variant",
        With({"rate", "concurrency", "num_requests", "prompt_len", "output_len", "variant_mix", "bench_seed", "http", "json"})},
@@ -125,6 +132,10 @@ ConnectOptions ConnectOptionsFromFlags() {
   if (const char* env = std::getenv("ARACH_API_KEY"); api_key.empty() && env != nullptr) api_key = env;
   return {absl::GetFlag(FLAGS_server), absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
           absl::GetFlag(FLAGS_tls_server_name), std::move(api_key)};
+}
+
+LoraAdminOptions LoraAdminOptionsFromFlags() {
+  return {ConnectOptionsFromFlags(), absl::GetFlag(FLAGS_lora), absl::GetFlag(FLAGS_lora_path), absl::GetFlag(FLAGS_load_inplace)};
 }
 
 absl::StatusOr<GenerateOptions> GenerateOptionsFromFlags() {

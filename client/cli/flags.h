@@ -18,6 +18,7 @@ ScoreOptions ScoreOptionsFromFlags();
 EmbedOptions EmbedOptionsFromFlags();
 DiagnosticsOptions DiagnosticsOptionsFromFlags();
 ConnectOptions ConnectOptionsFromFlags();
+LoraAdminOptions LoraAdminOptionsFromFlags();
 BenchOptions BenchOptionsFromFlags();
 EvalOptions EvalOptionsFromFlags();
 AbOptions AbOptionsFromFlags();

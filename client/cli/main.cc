@@ -5,6 +5,7 @@
 //   arach-cli embed    --server HOST:PORT (--text TEXT | --file F) [--dimensions N] [--variant arach] [--json]
 //   arach-cli diagnostics --server HOST:PORT --text FILE [--variants base,arach] [--chart diagnostics.svg] [--json]
 //   arach-cli info | health --server HOST:PORT
+//   arach-cli load-lora --server HOST:PORT --lora NAME --lora_path PATH [--load_inplace] | unload-lora --lora NAME
 //   arach-cli bench    --server HOST:PORT (--rate R | --concurrency C) --num_requests N [--variant_mix base=1,arach=1]
 //   arach-cli eval     --server HOST:PORT --a base --b arach [--lambada F] [--text F --window W] [--json_out F]
 //   arach-cli ab       --server HOST:PORT --prompts F [--split base=50,arach=50] [--json_out F]
@@ -35,6 +36,8 @@ int Dispatch(const std::string& command) {
   if (command == "diagnostics") return RunDiagnostics(DiagnosticsOptionsFromFlags());
   if (command == "info") return RunInfo(ConnectOptionsFromFlags());
   if (command == "health") return RunHealth(ConnectOptionsFromFlags());
+  if (command == "load-lora") return RunLoadLora(LoraAdminOptionsFromFlags());
+  if (command == "unload-lora") return RunUnloadLora(LoraAdminOptionsFromFlags());
   if (command == "bench") return RunBench(BenchOptionsFromFlags());
   if (command == "eval") return RunEval(EvalOptionsFromFlags());
   if (command == "ab") return RunAb(AbOptionsFromFlags());

@@ -18,6 +18,14 @@ struct ConnectOptions {
   std::string api_key;                     // sent as "Authorization: Bearer KEY" (gRPC metadata, HTTP header)
 };
 
+// load-lora / unload-lora.
+struct LoraAdminOptions {
+  ConnectOptions connect;
+  std::string name;           // --lora
+  std::string path;           // --lora_path (load-lora)
+  bool load_inplace = false;  // --load_inplace (load-lora)
+};
+
 // The variant fields of a request: unset ones are the server's choice.
 struct VariantOptions {
   std::string variant;                 // NAME[@OFFSET]; empty = the server decides

@@ -266,21 +266,18 @@ TEST_F(LoraServer, TheCliNamesAnAdapter) {
 // gRPC's LoadLoraAdapter (`path` given) or UnloadLoraAdapter through `client` (its key); the adapters after it in `loaded`.
 grpc::Status ChangeOverGrpc(client::ArachClient& client, const std::string& name, const std::string& path, bool inplace = false,
                             std::vector<std::string>* loaded = nullptr) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  client.Authorize(&context);
   arach::v1::LoraAdaptersResponse response;
   grpc::Status status;
   if (path.empty()) {
     arach::v1::UnloadLoraAdapterRequest request;
     request.set_lora_name(name);
-    status = client.inference().UnloadLoraAdapter(&context, request, &response);
+    status = client.UnloadLoraAdapter(request, &response);
   } else {
     arach::v1::LoadLoraAdapterRequest request;
     request.set_lora_name(name);
     request.set_lora_path(path);
     request.set_load_inplace(inplace);
-    status = client.inference().LoadLoraAdapter(&context, request, &response);
+    status = client.LoadLoraAdapter(request, &response);
   }
   if (loaded != nullptr) loaded->assign(response.lora_adapters().begin(), response.lora_adapters().end());
   return status;
@@ -409,6 +406,28 @@ TEST_F(LoraAdminServer, GrpcLoadsAndUnloadsAnAdapterWithTheScope) {
   EXPECT_TRUE(loaded.empty());
   EXPECT_EQ(ChangeOverGrpc(*admin, "rpc", "").error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(server_->Output().find("arach-server LoRA adapter 'rpc' unloaded (key admin)"), std::string::npos);
+}
+
+// arach-cli load-lora / unload-lora: the admin RPCs from the command line, with the key's scope.
+TEST_F(LoraAdminServer, TheCliLoadsAndUnloadsAnAdapter) {
+  const std::string cli = absl::StrCat(testing::CliBinary(), " --server=", server_->grpc_address());
+  const testing::CommandResult refused = testing::RunCommand(
+      absl::StrCat(cli, " load-lora --api_key=secret-user --lora=cli --lora_path=", AdapterDir(), " 2>&1"));
+  EXPECT_EQ(refused.status, 1) << refused.output;
+  EXPECT_NE(refused.output.find("PERMISSION_DENIED"), std::string::npos) << refused.output;
+  const testing::CommandResult loaded = testing::RunCommand(
+      absl::StrCat(cli, " load-lora --api_key=secret-admin --lora=cli --lora_path=", AdapterDir()));
+  ASSERT_EQ(loaded.status, 0) << loaded.output;
+  const json adapters = json::parse(loaded.output, nullptr, false);
+  ASSERT_FALSE(adapters.is_discarded()) << loaded.output;
+  EXPECT_EQ(adapters["loraAdapters"], json::array({"cli"})) << loaded.output;
+  const testing::CommandResult missing = testing::RunCommand(absl::StrCat(cli, " load-lora --api_key=secret-admin --lora=x 2>&1"));
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  const testing::CommandResult unloaded = testing::RunCommand(absl::StrCat(cli, " unload-lora --api_key=secret-admin --lora=cli"));
+  ASSERT_EQ(unloaded.status, 0) << unloaded.output;
+  const testing::CommandResult again = testing::RunCommand(absl::StrCat(cli, " unload-lora --api_key=secret-admin --lora=cli 2>&1"));
+  EXPECT_EQ(again.status, 1) << again.output;
+  EXPECT_NE(again.output.find("NOT_FOUND"), std::string::npos) << "it is gone: " << again.output;
 }
 
 // --max_cpu_loras above --max_loras: two adapters registered, one on the device at a time; requests of each, one after
