@@ -37,7 +37,9 @@ absl::StatusOr<int> Engine::LoraIndexLocked(const std::string& name, FieldNames 
 }
 
 absl::Status Engine::LoadLora(const std::string& name, const std::string& path, bool replace) {
-  if (absl::Status valid = CheckLoraName(name); !valid.ok()) return absl::InvalidArgumentError(absl::StrCat("lora_name: ", valid.message()));
+  if (absl::Status valid = CheckLoraName(name); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("lora_name: ", valid.message()));
+  }
   if (!replace) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::any_of(loras_.begin(), loras_.end(), [&](const LoraEntry& entry) { return entry.name == name; })) {
@@ -108,12 +110,15 @@ absl::Status Engine::PutRunningLorasOnDevice() {
   for (const size_t index : needed) {
     LoraEntry& entry = loras_[index];
     if (entry.on_device) continue;
-    if (entry.host == nullptr) return absl::InternalError(absl::StrCat("LoRA adapter ", index, " is neither on the device nor on the host"));
+    if (entry.host == nullptr) {
+      return absl::InternalError(absl::StrCat("LoRA adapter ", index, " is neither on the device nor on the host"));
+    }
     const auto on_device = std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.on_device; });
     if (on_device >= model_.lora_limits.max_loras) {  // the least recently used that no running sequence needs goes
       LoraEntry* victim = nullptr;
       for (LoraEntry& other : loras_) {
-        if (other.on_device && other.last_used != lora_round_ && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
+        const bool needed_now = other.last_used == lora_round_;
+        if (other.on_device && !needed_now && (victim == nullptr || other.last_used < victim->last_used)) victim = &other;
       }
       if (victim == nullptr) return absl::InternalError("no LoRA adapter on the device can make room (more in use than --max_loras)");
       model_.runner->RemoveLora(static_cast<int>(victim - loras_.data()));

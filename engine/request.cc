@@ -39,7 +39,8 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
     if (prompt_len < 2) return InvalidField(names, "prompt", "at least two tokens are needed to score");
   } else if (request.kind == RequestKind::kClassify) {
     if (request.class_token_ids.empty() || request.class_token_ids.size() > EngineRequest::kMaxClassTokens) {
-      return InvalidField(names, "class_token_ids", absl::StrCat("1 to ", EngineRequest::kMaxClassTokens, " tokens are needed to classify"));
+      return InvalidField(names, "class_token_ids",
+                          absl::StrCat("1 to ", EngineRequest::kMaxClassTokens, " tokens are needed to classify"));
     }
     ARACH_RETURN_IF_ERROR(CheckTokenIds(request.class_token_ids, config.vocab_size, "class_token_ids", names));
   } else if (request.kind == RequestKind::kGenerate) {

@@ -65,7 +65,8 @@ class SimilarityCall : public GenerationCall {
     if (cross_encoder_) {
       ARACH_RETURN_IF_ERROR(CheckEmbeddingRequest(e, pairs_.size(), count_field, std::nullopt));
       for (const auto& [a, b] : pairs_) {
-        ARACH_ASSIGN_OR_RETURN(EngineRequest r, PairEngineRequest(e, limits(), texts_[a], texts_[b], fields().truncate_prompt_tokens, variant()));
+        ARACH_ASSIGN_OR_RETURN(EngineRequest r,
+                               PairEngineRequest(e, limits(), texts_[a], texts_[b], fields().truncate_prompt_tokens, variant()));
         requests.push_back(std::move(r));
         text_fields.push_back(texts_[b].field);
       }

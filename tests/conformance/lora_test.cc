@@ -484,7 +484,9 @@ TEST(LoraSwapping, MoreAdaptersThanTheDeviceHoldsAreEachServedWithTheirOwnWeight
   for (const char* lora : {"a", "b", "c", "a", "", "c"}) requests.push_back(Greedy(Prompt(e, 12, shift += 3), lora));
   const std::vector<Outcome> want = RunTogether(*reference, requests);
   const std::vector<Outcome> got = RunTogether(e, requests);
-  for (size_t i = 0; i < requests.size(); ++i) ExpectSame(got[i], want[i], 1e-5f, "request " + std::to_string(i) + " of '" + requests[i].lora + "'");
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ExpectSame(got[i], want[i], 1e-5f, "request " + std::to_string(i) + " of '" + requests[i].lora + "'");
+  }
   const EngineStats stats = testing::IdleStats(e);
   EXPECT_EQ(stats.lora_on_device, 1);
   EXPECT_EQ(stats.lora_max_on_device, 1);

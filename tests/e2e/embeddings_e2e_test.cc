@@ -492,7 +492,8 @@ TEST_F(CrossEncoderServer, AClassifierTokenTheVocabularyLacksIsRefusedAtStartUp)
       "timeout -s KILL 60 ", testing::ServerBinary(), " --model=", testing::FixturePath("gpt2-tiny"),
       " --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 --classifier_from_token=no,not-a-token"));
   EXPECT_NE(refused.status, 0);
-  EXPECT_NE(refused.output.find("--classifier_from_token: 'not-a-token' is no token of the vocabulary"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("--classifier_from_token: 'not-a-token' is no token of the vocabulary"), std::string::npos)
+      << refused.output;
 }
 
 }  // namespace
