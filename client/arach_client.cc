@@ -65,6 +65,14 @@ grpc::Status ArachClient::Embed(const arach::v1::EmbedRequest& request, arach::v
   return inference_->Embed(&ctx, request, response);
 }
 
+grpc::Status ArachClient::Rerank(const arach::v1::RerankRequest& request, arach::v1::RerankResponse* response,
+                                 Deadline deadline) {
+  grpc::ClientContext ctx;
+  if (deadline) ctx.set_deadline(*deadline);
+  Authorize(&ctx);
+  return inference_->Rerank(&ctx, request, response);
+}
+
 grpc::Status ArachClient::GetModelInfo(arach::v1::ModelInfo* info) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -42,6 +42,8 @@ class ArachClient {
                      Deadline deadline = std::nullopt);
   grpc::Status Embed(const arach::v1::EmbedRequest& request, arach::v1::EmbedResponse* response,
                      Deadline deadline = std::nullopt);
+  grpc::Status Rerank(const arach::v1::RerankRequest& request, arach::v1::RerankResponse* response,
+                      Deadline deadline = std::nullopt);
   grpc::Status GetModelInfo(arach::v1::ModelInfo* info);
   // Loads or replaces (load_inplace) a LoRA adapter on a server run with --allow_runtime_lora_updating; `response`:
   // the adapters loaded after the change. The server reads the folder and uploads it: up to a minute.

@@ -48,6 +48,11 @@ grpc::ServerUnaryReactor* InferenceService::Embed(grpc::CallbackServerContext* c
   return StartEmbed(context_, call, request, response);
 }
 
+grpc::ServerUnaryReactor* InferenceService::Rerank(grpc::CallbackServerContext* call, const arach::v1::RerankRequest* request,
+                                                   arach::v1::RerankResponse* response) {
+  return StartRerank(context_, call, request, response);
+}
+
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* call,
                                                          const arach::v1::GetModelInfoRequest* /*request*/,
                                                          arach::v1::ModelInfo* info) {

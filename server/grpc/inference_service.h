@@ -20,6 +20,8 @@ class InferenceService final : public arach::v1::Inference::CallbackService {
                                   arach::v1::ScoreResponse* response) override;
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* call, const arach::v1::EmbedRequest* request,
                                   arach::v1::EmbedResponse* response) override;
+  grpc::ServerUnaryReactor* Rerank(grpc::CallbackServerContext* call, const arach::v1::RerankRequest* request,
+                                   arach::v1::RerankResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* call, const arach::v1::GetModelInfoRequest* request,
                                          arach::v1::ModelInfo* response) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* call, const arach::v1::TokenizeRequest* request,

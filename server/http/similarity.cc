@@ -15,34 +15,12 @@
 #include "server/http/http_call.h"
 #include "server/http/similarity_request.h"
 #include "server/request_limits.h"
+#include "server/similarity_scores.h"
 
 namespace arach::server::http {
 namespace {
 
 using json = nlohmann::json;
-
-// A text to embed and the parameter it came from ("query", "documents[2]", "text_1").
-struct NamedText {
-  std::string text;
-  std::string field;
-};
-
-// A cross-encoder's request for the pair (first, second): their tokens one after the other, classified by the
-// engine's classifier tokens. Errors name `first_field` or `second_field`.
-absl::StatusOr<EngineRequest> PairEngineRequest(const Engine& engine, const RequestLimits& limits, const NamedText& first,
-                                                const NamedText& second, std::optional<int> truncate_prompt_tokens,
-                                                const Variant& variant) {
-  EngineRequest r;
-  r.kind = RequestKind::kClassify;
-  r.class_token_ids = engine.classifier_token_ids();
-  ARACH_ASSIGN_OR_RETURN(r.prompt, EncodeTextPrompt(engine, limits, first.field, first.text));
-  ARACH_ASSIGN_OR_RETURN(const std::vector<int32_t> second_ids, EncodeTextPrompt(engine, limits, second.field, second.text));
-  r.prompt.insert(r.prompt.end(), second_ids.begin(), second_ids.end());
-  ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, second.field, r.prompt.size()));
-  ARACH_RETURN_IF_ERROR(TruncatePrompt(truncate_prompt_tokens, engine.model_config().max_positions, r.prompt).status());
-  r.variant = variant;
-  return r;
-}
 
 // Scores pairs of its texts: by the cosine of their embeddings (one engine request per text, in order), or where the
 // model serves as a cross-encoder (Engine::classifier_token_ids), by classifying each pair (one request per pair);
@@ -141,13 +119,8 @@ class RerankCall : public SimilarityCall {
   json WholeAnswer() override {
     const std::optional<std::vector<double>> scores = PairScores();
     if (!scores) return json();
-    std::vector<size_t> order(scores->size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*scores)[a] > (*scores)[b]; });
-    const size_t kept = request_.top_n && *request_.top_n > 0 ? std::min(order.size(), static_cast<size_t>(*request_.top_n)) : order.size();
     json results = json::array();
-    for (size_t k = 0; k < kept; ++k) {
-      const size_t i = order[k];
+    for (const size_t i : RankBestFirst(*scores, request_.top_n)) {
       json result = {{"index", i}, {"relevance_score", (*scores)[i]}};
       if (request_.return_documents) result["document"] = {{"text", request_.documents[i]}};
       results.push_back(std::move(result));
@@ -211,22 +184,6 @@ class ScoreCall : public SimilarityCall {
 };
 
 }  // namespace
-
-double ClassifierScore(std::span<const float> class_logits) {
-  const double logit = class_logits.size() == 2 ? static_cast<double>(class_logits[1]) - class_logits[0]
-                                                : class_logits.empty() ? 0.0 : static_cast<double>(class_logits[0]);
-  return 1.0 / (1.0 + std::exp(-logit));
-}
-
-double CosineSimilarity(std::span<const float> a, std::span<const float> b) {
-  double dot = 0, norm_a = 0, norm_b = 0;
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
-    dot += static_cast<double>(a[k]) * b[k];
-    norm_a += static_cast<double>(a[k]) * a[k];
-    norm_b += static_cast<double>(b[k]) * b[k];
-  }
-  return norm_a > 0 && norm_b > 0 ? dot / std::sqrt(norm_a * norm_b) : 0.0;
-}
 
 void HandleRerank(ServiceContext& context, const httplib::Request& request, httplib::Response& response, const ClientConnection& client) {
   ServeGeneration(context, request, response, client, "/v1/rerank",

@@ -11,8 +11,6 @@
 
 #include <httplib.h>
 
-#include <span>
-
 #include "server/http/client_connection.h"
 #include "server/service_context.h"
 
@@ -21,12 +19,5 @@ namespace arach::server::http {
 void HandleRerank(ServiceContext& context, const httplib::Request& request, httplib::Response& response, const ClientConnection& client);
 void HandleSimilarityScore(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
                            const ClientConnection& client);
-
-// A cross-encoder's score of a pair from its class tokens' logits: two, sigmoid(logit[1] - logit[0]) (the second
-// token's probability between the two); one, sigmoid(logit[0]).
-double ClassifierScore(std::span<const float> class_logits);
-
-// The cosine similarity of two embeddings of one length (0 where either is all zeros), accumulated in double.
-double CosineSimilarity(std::span<const float> a, std::span<const float> b);
 
 }  // namespace arach::server::http

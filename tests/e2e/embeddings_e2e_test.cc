@@ -253,6 +253,48 @@ TEST_F(EmbeddingsServer, RerankOrdersDocumentsByTheCosineOfTheirEmbeddingsToTheQ
   }
 }
 
+// gRPC Rerank answers as HTTP /v1/rerank: the same scores in the same order, top_n, the usage; bad input is
+// INVALID_ARGUMENT naming the field.
+TEST_F(EmbeddingsServer, GrpcRerankAnswersAsHttp) {
+  const std::string query = "Who is the prince of Denmark?";
+  const std::vector<std::string> documents = {"Hamlet, the prince of Denmark.", "A horse, a horse!", "Denmark's prince"};
+  const HttpAnswer http = testing::HttpSend(server_->http_address(), "POST", "/v1/rerank",
+                                            json{{"model", "gpt2-tiny:arach"}, {"query", query}, {"documents", documents}}.dump());
+  ASSERT_EQ(http.status, 200) << http.body;
+  arach::v1::RerankRequest request;
+  request.set_query(query);
+  for (const std::string& document : documents) request.add_documents(document);
+  request.mutable_variant()->set_arach(true);
+  request.mutable_variant()->set_skip(false);
+  arach::v1::RerankResponse response;
+  const grpc::Status status = client_->Rerank(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.variant().name(), "arach");
+  EXPECT_EQ(response.prompt_tokens(), http.body["usage"]["prompt_tokens"].get<uint32_t>());
+  ASSERT_EQ(response.results_size(), 3);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(response.results(k).index(), http.body["results"][k]["index"].get<uint32_t>()) << k;
+    EXPECT_NEAR(response.results(k).relevance_score(), http.body["results"][k]["relevance_score"].get<double>(), 1e-6) << k;
+  }
+  request.set_top_n(1);
+  arach::v1::RerankResponse top;
+  ASSERT_TRUE(client_->Rerank(request, &top).ok());
+  ASSERT_EQ(top.results_size(), 1);
+  EXPECT_EQ(top.results(0).index(), response.results(0).index());
+
+  arach::v1::RerankRequest empty;
+  empty.set_query(query);
+  arach::v1::RerankResponse refused;
+  const grpc::Status none = client_->Rerank(empty, &refused);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(none.error_message(), "documents: empty");
+  arach::v1::RerankRequest blank = request;
+  blank.set_documents(1, "");
+  const grpc::Status blank_status = client_->Rerank(blank, &refused);
+  EXPECT_EQ(blank_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(blank_status.error_message().rfind("documents[1]", 0), 0u) << blank_status.error_message();
+}
+
 // /v1/score (and /score): vLLM's score API on the embedding model: one text_1 against each text_2, or pairwise, each
 // score the cosine of the two texts' embeddings as /v1/embeddings answers them.
 TEST_F(EmbeddingsServer, ScoreIsTheCosineOfEachPairsEmbeddings) {
@@ -481,9 +523,23 @@ TEST_F(CrossEncoderServer, RerankAndScoreClassifyEachPair) {
     prompt_tokens += static_cast<int>((*tokenizer)->Encode(query, true)->size() + (*tokenizer)->Encode(document, true)->size());
   }
   EXPECT_EQ(scored.body["usage"]["prompt_tokens"], prompt_tokens) << "each pair's tokens, the query's counted with each";
+  arach::v1::RerankRequest request;
+  request.set_query(query);
+  for (const std::string& document : documents) request.add_documents(document);
+  request.mutable_variant()->set_arach(true);
+  request.mutable_variant()->set_skip(false);
+  arach::v1::RerankResponse response;
+  const grpc::Status status = client_->Rerank(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.results_size(), 4);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(response.results(k).index(), best_first[static_cast<size_t>(k)]) << "gRPC " << k;
+    EXPECT_NEAR(response.results(k).relevance_score(), expected[best_first[static_cast<size_t>(k)]], 1e-6) << "gRPC " << k;
+  }
+  EXPECT_EQ(response.prompt_tokens(), static_cast<uint32_t>(prompt_tokens));
   const auto metrics = testing::ScrapeMetrics(*server_);
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_EQ(metrics->Sum("arach_classified_pairs_total", {{"variant", "arach"}}), 8);
+  EXPECT_EQ(metrics->Sum("arach_classified_pairs_total", {{"variant", "arach"}}), 12);
   EXPECT_EQ(metrics->Sum("arach_embedding_inputs_total", {}), 0) << "nothing was embedded";
 }
 

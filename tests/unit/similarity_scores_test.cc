@@ -1,0 +1,38 @@
+// The similarity routes' shared arithmetic (server/similarity_scores.h): a cross-encoder's score from its class
+// tokens' logits, the cosine of two embeddings, and the ranking with top_n.
+#include "server/similarity_scores.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace arach::server {
+namespace {
+
+TEST(ClassifierScore, TwoTokensGiveTheSecondsProbabilityBetweenThemOneItsSigmoid) {
+  EXPECT_DOUBLE_EQ(ClassifierScore(std::vector<float>{1.5f, 1.5f}), 0.5);
+  const double yes = std::exp(2.0), no = std::exp(-1.0);
+  EXPECT_NEAR(ClassifierScore(std::vector<float>{-1.0f, 2.0f}), yes / (yes + no), 1e-12);
+  EXPECT_NEAR(ClassifierScore(std::vector<float>{2.0f, -1.0f}), no / (yes + no), 1e-12);
+  EXPECT_NEAR(ClassifierScore(std::vector<float>{-3.0f}), 1.0 / (1.0 + std::exp(3.0)), 1e-12);
+}
+
+TEST(CosineSimilarity, IsScaleFreeAndZeroForAZeroVector) {
+  EXPECT_NEAR(CosineSimilarity(std::vector<float>{1, 2, 3}, std::vector<float>{2, 4, 6}), 1.0, 1e-12);
+  EXPECT_NEAR(CosineSimilarity(std::vector<float>{1, 0}, std::vector<float>{0, 5}), 0.0, 1e-12);
+  EXPECT_NEAR(CosineSimilarity(std::vector<float>{1, 0}, std::vector<float>{-2, 0}), -1.0, 1e-12);
+  EXPECT_EQ(CosineSimilarity(std::vector<float>{0, 0}, std::vector<float>{1, 1}), 0.0);
+}
+
+TEST(RankBestFirst, BestFirstTiesInIndexOrderCutToTopN) {
+  const std::vector<double> scores = {0.2, 0.9, 0.5, 0.9, -1.0};
+  EXPECT_EQ(RankBestFirst(scores, std::nullopt), (std::vector<size_t>{1, 3, 2, 0, 4}));
+  EXPECT_EQ(RankBestFirst(scores, 0), (std::vector<size_t>{1, 3, 2, 0, 4}));
+  EXPECT_EQ(RankBestFirst(scores, 2), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(RankBestFirst(scores, 10), (std::vector<size_t>{1, 3, 2, 0, 4}));
+  EXPECT_TRUE(RankBestFirst({}, 3).empty());
+}
+
+}  // namespace
+}  // namespace arach::server
