@@ -41,6 +41,12 @@ ABSL_FLAG(std::string, pooling, "",
 ABSL_FLAG(int, lora_rank, 0,
           "engine: every request runs with a random LoRA adapter of this rank on every projection of the model (written "
           "under --scratch with tools/make_model's make_lora); 0: the base model");
+ABSL_FLAG(int, lora_adapters, 1,
+          "engine, with --lora_rank: this many random adapters, request i naming adapter i mod N (the mix a multi-tenant "
+          "server sees)");
+ABSL_FLAG(int, lora_slots, 0,
+          "engine, with --lora_adapters: adapters on the device at once (the server's --max_loras); fewer than "
+          "--lora_adapters swaps them between host and device (--max_cpu_loras); 0: every one on the device");
 ABSL_FLAG(int, prompt_top_logprobs, 0,
           "engine: with --score, also each position's N most likely tokens (as echo with logprobs N and "
           "prompt_logprobs N ask; at most 20)");

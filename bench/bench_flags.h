@@ -37,6 +37,8 @@ ABSL_DECLARE_FLAG(bool, score);
 ABSL_DECLARE_FLAG(bool, embed);
 ABSL_DECLARE_FLAG(std::string, pooling);
 ABSL_DECLARE_FLAG(int, lora_rank);
+ABSL_DECLARE_FLAG(int, lora_adapters);
+ABSL_DECLARE_FLAG(int, lora_slots);
 ABSL_DECLARE_FLAG(bool, predict);
 ABSL_DECLARE_FLAG(int, prediction_edits);
 ABSL_DECLARE_FLAG(int, prediction_draft_tokens);
@@ -66,7 +68,7 @@ inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "s
                                                            "json_schema", "weight_dtype", "kv_cache_dtype", "shared_prefix", "score", "embed", "pooling",
                                                            "predict", "prediction_edits", "prediction_draft_tokens", "prompt_lookup_tokens",
                                                            "speculative_disable_by_batch_size", "prompt_top_logprobs", "temperature", "top_k", "top_p",
-                                                           "lora_rank"};
+                                                           "lora_rank", "lora_adapters", "lora_slots"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
 inline const std::vector<std::string> kDraftLookupBenchFlags = {"vocab", "contexts", "steps", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};

@@ -16,9 +16,12 @@
 //   build/bench/engine_bench [--device cpu|cuda] [--preset gpt2/124m] [--concurrency 1,4,16] [--prompt_len 128] [--max_tokens 32]
 //                            [--json_schema bench/schemas/nested.json] [--shared_prefix 1024] [--score] [--prompt_top_logprobs 20]
 //                            [--embed [--pooling mean]] [--temperature 1 --top_p 0.9] [--predict] [--prompt_lookup_tokens 4]
-//                            [--lora_rank 16]
+//                            [--lora_rank 16 [--lora_adapters 8 [--lora_slots 2]]]
 // With --lora_rank every request runs with a random LoRA adapter of that rank on every projection (the cost of
-// serving an adapter unmerged: two more GEMMs per projection on its rows, no step graph on a GPU).
+// serving an adapter unmerged: two more GEMMs per projection on its rows, no step graph on a GPU); --lora_adapters N
+// spreads the requests over N adapters, and --lora_slots M < N keeps only M on the device (the server's --max_loras
+// below --max_cpu_loras): the figures then include the swaps and the requests kept waiting for an adapter's turn,
+// and each row says how many of each there were.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -162,17 +165,27 @@ int Run() {
   LoadModelOptions load = *base_load;
   load.default_kv_sequences = *std::max_element(levels.begin(), levels.end());
   const int lora_rank = absl::GetFlag(FLAGS_lora_rank);
-  if (lora_rank > 0) {  // a random adapter on every projection, which every request names
+  const int lora_adapters = lora_rank > 0 ? absl::GetFlag(FLAGS_lora_adapters) : 0;
+  const int lora_slots = absl::GetFlag(FLAGS_lora_slots);
+  if (lora_rank > 0 && (lora_adapters < 1 || lora_slots < 0)) {
+    std::fprintf(stderr, "--lora_adapters must be 1 or more and --lora_slots 0 or more\n");
+    return 2;
+  }
+  for (int a = 0; a < lora_adapters; ++a) {  // random adapters on every projection, which the requests name in turn
     RandomLoraOptions lora;
     lora.r = lora_rank;
     lora.alpha = 2.0 * lora_rank;
-    const std::string lora_dir = absl::StrCat(absl::GetFlag(FLAGS_scratch), "/lora-r", lora_rank, "-",
+    lora.seed = static_cast<uint64_t>(a) + 1;
+    const std::string lora_dir = absl::StrCat(absl::GetFlag(FLAGS_scratch), "/lora-r", lora_rank, "-s", a + 1, "-",
                                               std::filesystem::path(dir).filename().string());
     if (absl::Status written = MakeRandomLora(dir, lora, lora_dir); !written.ok()) {
       std::fprintf(stderr, "--lora_rank: %s\n", written.ToString().c_str());
       return 1;
     }
-    load.lora_modules = {{"bench", lora_dir}};
+    load.lora_modules.push_back({absl::StrCat("bench", a), lora_dir});
+  }
+  if (lora_slots > 0 && lora_slots < lora_adapters) {
+    load.lora_limits = LoraLimits{.max_loras = lora_slots, .max_cpu_loras = lora_adapters, .max_rank = lora_rank};
   }
   auto model = LoadModelBundle(dir, load);
   if (!model.ok()) {
@@ -216,8 +229,9 @@ int Run() {
   EngineRequest request;
   for (int i = 0; i < absl::GetFlag(FLAGS_prompt_len); ++i) request.prompt.push_back((i * 7919 + 17) % vocab);
   // Request i: the shared prefix, then tokens of its own (all of them the same when there is no shared prefix).
-  auto request_number = [&request, shared_prefix, vocab](int i) {
+  auto request_number = [&request, shared_prefix, vocab, lora_adapters](int i) {
     EngineRequest r = request;
+    if (lora_adapters > 0) r.lora = absl::StrCat("bench", ((i % lora_adapters) + lora_adapters) % lora_adapters);
     if (shared_prefix > 0) {
       for (size_t t = static_cast<size_t>(shared_prefix); t < r.prompt.size(); ++t) {
         r.prompt[t] = static_cast<int32_t>((static_cast<int64_t>(i + 1) * 104729 + static_cast<int64_t>(t) * 7919) % vocab);
@@ -232,7 +246,6 @@ int Run() {
   request.sampling.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   request.sampling.ignore_eos = true;
   request.variant = *variant;
-  if (lora_rank > 0) request.lora = "bench";
   const bool score = absl::GetFlag(FLAGS_score), embed = absl::GetFlag(FLAGS_embed);
   if (score && embed) {
     std::fprintf(stderr, "--score and --embed: give one\n");
@@ -279,7 +292,11 @@ int Run() {
                                : absl::StrCat("score requests with ", request.prompt_top_logprobs, " alternatives");
   std::printf("# engine_bench: %s on %s; variant %s%s, %s, prompt %d (%d shared), %d new tokens, %d requests per client, output %s\n",
               dir.c_str(), device.c_str(), variant->Name().c_str(),
-              lora_rank > 0 ? absl::StrCat(" with a rank-", lora_rank, " LoRA on every projection").c_str() : "", kind.c_str(),
+              lora_rank == 0 ? ""
+                             : absl::StrCat(" with rank-", lora_rank, " LoRAs on every projection (", lora_adapters, " adapters, ",
+                                            lora_slots > 0 && lora_slots < lora_adapters ? lora_slots : lora_adapters,
+                                            " on the device)").c_str(),
+              kind.c_str(),
               absl::GetFlag(FLAGS_prompt_len), shared_prefix, score || embed ? 0 : absl::GetFlag(FLAGS_max_tokens),
               absl::GetFlag(FLAGS_requests_per_client), schema_file.empty() ? "free" : ("held to " + schema_file).c_str());
   if (predict || config.prompt_lookup_tokens > 0) {
@@ -296,6 +313,7 @@ int Run() {
               "out tok/s", prompt_only ? "lat p50" : "TTFT p50", prompt_only ? "lat p90" : "TTFT p90", prompt_only ? "lat p99" : "TTFT p99",
               "TPOT p50", "TPOT p90", "TPOT p99");
   for (int clients : levels) {
+    const EngineStats before = (*engine)->stats();
     auto driver = std::make_shared<Driver>(**engine, clients, absl::GetFlag(FLAGS_requests_per_client), request_number);
     const Driver::Result result = driver->Run(clients);
     std::vector<double> ttft, tpot;
@@ -311,6 +329,12 @@ int Run() {
                 tokens / result.seconds, Percentile(ttft, 0.5),
                 Percentile(ttft, 0.9), Percentile(ttft, 0.99), Percentile(tpot, 0.5), Percentile(tpot, 0.9),
                 Percentile(tpot, 0.99));
+    if (lora_slots > 0 && lora_slots < lora_adapters) {
+      const EngineStats after = (*engine)->stats();  // (published after each step: the last step's may be missing)
+      std::printf("%11s %lld adapter swaps, %lld admissions put off for an adapter's turn\n", "",
+                  static_cast<long long>(after.lora_swap_ins - before.lora_swap_ins),
+                  static_cast<long long>(after.lora_deferred_admissions - before.lora_deferred_admissions));
+    }
     if (predict || config.prompt_lookup_tokens > 0) {
       int64_t drafted = 0, kept = 0;
       for (const FinishInfo& f : result.finished) {
