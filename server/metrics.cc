@@ -172,8 +172,9 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                          .Help("Tokens generated, by variant.").Register(r);
   auto& score = BuildCounter().Name("arach_score_requests_total").Help("Score requests answered, by variant.").Register(r);
   auto& embedding = BuildCounter().Name("arach_embedding_inputs_total").Help("Inputs embedded (/v1/embeddings, gRPC Embed; each text of /v1/rerank and /v1/score), by variant.").Register(r);
-  auto& classified = BuildCounter().Name("arach_classified_pairs_total")
-                         .Help("Pairs a cross-encoder scored (/v1/rerank and /v1/score with --classifier_from_token), by variant.")
+  auto& classified = BuildCounter().Name("arach_classifier_inputs_total")
+                         .Help("Inputs a classifier scored (--classifier_from_token: each pair of /v1/rerank and /v1/score, each input of "
+                               "/v1/classify), by variant.")
                          .Register(r);
   auto& generated_logprob = BuildHistogram().Name("arach_generated_token_logprob")
                                 .Help("Mean log-prob of the tokens a request generated (raw model distribution), by variant: "

@@ -44,4 +44,14 @@ absl::StatusOr<EmbeddingRequest> ParseEmbeddingRequest(const std::string& body_t
   return request;
 }
 
+absl::StatusOr<ClassifyRequest> ParseClassifyRequest(const std::string& body_text) {
+  ARACH_ASSIGN_OR_RETURN(const json body, ParseJson(body_text, "body"));
+  if (!body.is_object()) return InvalidField("body", "must be a JSON object");
+  ARACH_RETURN_IF_ERROR(CheckRequestParameters(body, OpenAiRoute::kClassify));
+  ClassifyRequest request;
+  ARACH_ASSIGN_OR_RETURN(request.fields, ParseGenerationFields(body, /*max_tokens_keys=*/{}));
+  ARACH_ASSIGN_OR_RETURN(request.inputs, ReadPromptInputs(body, "input"));
+  return request;
+}
+
 }  // namespace arach::server::http

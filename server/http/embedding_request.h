@@ -1,6 +1,7 @@
-// The body of an OpenAI embeddings request (POST /v1/embeddings), read field by field: every error is
-// INVALID_ARGUMENT "<param>: <what>" naming the parameter. The inputs' lengths and the dimensions' range are
-// checked against the served model later (embeddings.h).
+// The bodies of the routes that take a list of inputs, read field by field: an OpenAI embeddings request (POST
+// /v1/embeddings) and vLLM's classify request (POST /v1/classify). Every error is INVALID_ARGUMENT "<param>: <what>"
+// naming the parameter. The inputs' lengths and the dimensions' range are checked against the served model later
+// (embeddings.h, classify.h).
 #pragma once
 
 #include <optional>
@@ -24,5 +25,14 @@ struct EmbeddingRequest {
 
 // Parses an embeddings body; parameters the route does not know are refused (request_fields.h).
 absl::StatusOr<EmbeddingRequest> ParseEmbeddingRequest(const std::string& body);
+
+struct ClassifyRequest {
+  // model, the variant fields, user / experiment_key, priority, cache_salt, truncate_prompt_tokens
+  GenerationFields fields;
+  std::vector<PromptInput> inputs;  // `input`: a string, token ids, or a list of either: one classification each
+};
+
+// Parses a classify body; parameters the route does not know are refused (request_fields.h).
+absl::StatusOr<ClassifyRequest> ParseClassifyRequest(const std::string& body);
 
 }  // namespace arach::server::http

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/build_info.h"
 #include "server/http/chat_completions.h"
+#include "server/http/classify.h"
 #include "server/http/completions.h"
 #include "server/http/cors.h"
 #include "server/http/elastic_thread_pool.h"
@@ -35,7 +36,7 @@ using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
                                    "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/score",
-                                   "/v1/score", "/tokenize", "/detokenize", "/v1/load_lora_adapter", "/v1/unload_lora_adapter"};
+                                   "/v1/score", "/classify", "/v1/classify", "/tokenize", "/detokenize", "/v1/load_lora_adapter", "/v1/unload_lora_adapter"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -280,6 +281,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   for (const char* route : {"/score", "/v1/score"}) {  // vLLM's score API (similarity of embeddings here)
     server.Post(route, [&context, connections](const httplib::Request& request, httplib::Response& response) {
       HandleSimilarityScore(context, request, response, connections->Of(request));
+    });
+  }
+  for (const char* route : {"/classify", "/v1/classify"}) {  // vLLM's classify API (a model served as a classifier)
+    server.Post(route, [&context, connections](const httplib::Request& request, httplib::Response& response) {
+      HandleClassify(context, request, response, connections->Of(request));
     });
   }
   server.Post("/tokenize", [&context](const httplib::Request& request, httplib::Response& response) {

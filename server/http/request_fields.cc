@@ -69,6 +69,12 @@ constexpr std::string_view kScore[] = {
     // arach-serve: the variant and the experiment assignment
     "arach", "arach_offset", "skip", "experiment_key"};
 
+// The classify API (/classify, /v1/classify): vLLM's and ours.
+constexpr std::string_view kClassify[] = {
+    "model", "input", "user", "truncate_prompt_tokens", "priority", "cache_salt",
+    // arach-serve: the variant and the experiment assignment
+    "arach", "arach_offset", "skip", "experiment_key"};
+
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
@@ -129,7 +135,8 @@ absl::Status CheckResponsesParameters(const json& body) {
 
 absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
   if (route == OpenAiRoute::kResponses) return CheckResponsesParameters(body);
-  if (route == OpenAiRoute::kEmbeddings || route == OpenAiRoute::kRerank || route == OpenAiRoute::kScore) {
+  if (route == OpenAiRoute::kEmbeddings || route == OpenAiRoute::kRerank || route == OpenAiRoute::kScore ||
+      route == OpenAiRoute::kClassify) {
     // The embedding routes: their own parameters; another route's is named as such.
     struct Own {
       OpenAiRoute route;
@@ -137,7 +144,7 @@ absl::Status CheckRequestParameters(const json& body, OpenAiRoute route) {
       const char* path;
     };
     const Own routes[] = {{OpenAiRoute::kEmbeddings, kEmbeddings, "/v1/embeddings"}, {OpenAiRoute::kRerank, kRerank, "/v1/rerank"},
-                          {OpenAiRoute::kScore, kScore, "/v1/score"}};
+                          {OpenAiRoute::kScore, kScore, "/v1/score"}, {OpenAiRoute::kClassify, kClassify, "/v1/classify"}};
     const Own& own = *std::find_if(std::begin(routes), std::end(routes), [&](const Own& r) { return r.route == route; });
     for (const auto& item : body.items()) {
       if (item.value().is_null() || Contains(own.parameters, item.key())) continue;

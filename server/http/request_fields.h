@@ -11,7 +11,7 @@
 
 namespace arach::server::http {
 
-enum class OpenAiRoute { kCompletions, kChatCompletions, kResponses, kEmbeddings, kRerank, kScore };
+enum class OpenAiRoute { kCompletions, kChatCompletions, kResponses, kEmbeddings, kRerank, kScore, kClassify };
 
 // OK, or INVALID_ARGUMENT "<param>: ..." for the first parameter of `body` (an object) that is unknown or
 // not implemented on `route`.

@@ -295,6 +295,14 @@ TEST_F(EmbeddingsServer, GrpcRerankAnswersAsHttp) {
   EXPECT_EQ(blank_status.error_message().rfind("documents[1]", 0), 0u) << blank_status.error_message();
 }
 
+// /v1/classify on a server without --classifier_from_token: a 400 naming the model.
+TEST_F(EmbeddingsServer, ClassifyNeedsAClassifier) {
+  const HttpAnswer refused = testing::HttpSend(server_->http_address(), "POST", "/v1/classify",
+                                               json{{"model", "gpt2-tiny"}, {"input", "a"}}.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.body["error"]["param"], "model") << refused.body;
+}
+
 // /v1/score (and /score): vLLM's score API on the embedding model: one text_1 against each text_2, or pairwise, each
 // score the cosine of the two texts' embeddings as /v1/embeddings answers them.
 TEST_F(EmbeddingsServer, ScoreIsTheCosineOfEachPairsEmbeddings) {
@@ -539,8 +547,47 @@ TEST_F(CrossEncoderServer, RerankAndScoreClassifyEachPair) {
   EXPECT_EQ(response.prompt_tokens(), static_cast<uint32_t>(prompt_tokens));
   const auto metrics = testing::ScrapeMetrics(*server_);
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_EQ(metrics->Sum("arach_classified_pairs_total", {{"variant", "arach"}}), 12);
+  EXPECT_EQ(metrics->Sum("arach_classifier_inputs_total", {{"variant", "arach"}}), 12);
   EXPECT_EQ(metrics->Sum("arach_embedding_inputs_total", {}), 0) << "nothing was embedded";
+}
+
+// /v1/classify (and /classify): each input's class-token probabilities, the softmax of the logits the engine in
+// process gives, and the label of the more likely token; bad input is a 400 naming the parameter.
+TEST_F(CrossEncoderServer, ClassifyAnswersEachInputsClassProbabilities) {
+  auto tokenizer = LoadTokenizer(testing::FixturePath("gpt2-tiny"));
+  ASSERT_TRUE(tokenizer.ok());
+  const std::vector<std::string> inputs = {"Is the prince of Denmark Hamlet? Answer:", "A horse, a horse!"};
+  for (const char* route : {"/v1/classify", "/classify"}) {
+    SCOPED_TRACE(route);
+    const HttpAnswer answer = testing::HttpSend(server_->http_address(), "POST", route,
+                                                json{{"model", "gpt2-tiny:arach"}, {"input", inputs}}.dump());
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    EXPECT_EQ(answer.body["object"], "list");
+    EXPECT_EQ(answer.body["id"].get<std::string>().rfind("classify-", 0), 0u) << answer.body;
+    ASSERT_EQ(answer.body["data"].size(), 2u) << answer.body;
+    int prompt_tokens = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const double yes = InProcessScore(inputs[i], "");  // p(yes) between no and yes
+      const json& item = answer.body["data"][i];
+      EXPECT_EQ(item["index"], i);
+      EXPECT_EQ(item["num_classes"], 2);
+      ASSERT_EQ(item["probs"].size(), 2u);
+      EXPECT_NEAR(item["probs"][1].get<double>(), yes, 1e-6) << i;
+      EXPECT_NEAR(item["probs"][0].get<double>(), 1 - yes, 1e-6) << i;
+      EXPECT_EQ(item["label"], yes >= 0.5 ? "yes" : "no") << i;
+      prompt_tokens += static_cast<int>((*tokenizer)->Encode(inputs[i], true)->size());
+    }
+    EXPECT_EQ(answer.body["usage"]["prompt_tokens"], prompt_tokens);
+  }
+  for (const auto& [body, param] : std::vector<std::pair<json, std::string>>{
+           {{{"model", "gpt2-tiny"}}, "input"},
+           {{{"model", "gpt2-tiny"}, {"input", json::array()}}, "input"},
+           {{{"model", "gpt2-tiny"}, {"input", "a"}, {"documents", json::array({"b"})}}, "documents"},
+           {{{"model", "gpt2-tiny"}, {"input", "a"}, {"max_tokens", 3}}, "max_tokens"}}) {
+    const HttpAnswer refused = testing::HttpSend(server_->http_address(), "POST", "/v1/classify", body.dump());
+    EXPECT_EQ(refused.status, 400) << body << " -> " << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], param) << body << " -> " << refused.body;
+  }
 }
 
 TEST_F(CrossEncoderServer, AClassifierTokenTheVocabularyLacksIsRefusedAtStartUp) {

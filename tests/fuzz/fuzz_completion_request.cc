@@ -1,6 +1,7 @@
-// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings, /v1/rerank, /v1/score and the LoRA
-// routes reach the HTTP API's readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest,
-// ParseSimilarityScoreRequest, which share the prompt and field readers, and ParseLoraAdminRequest): every outcome
+// libFuzzer: arbitrary bytes as the body of POST /v1/completions, /v1/embeddings, /v1/rerank, /v1/score, /v1/classify
+// and the LoRA routes reach the HTTP API's readers (ParseCompletionRequest, ParseEmbeddingRequest, ParseRerankRequest,
+// ParseSimilarityScoreRequest, ParseClassifyRequest, which share the prompt and field readers, and
+// ParseLoraAdminRequest): every outcome
 // is a request or an INVALID_ARGUMENT naming a parameter, and the error renders as OpenAI's error body; never a
 // crash or an exception.
 #include <cstddef>
@@ -37,6 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!embedding.ok()) {
     CheckRefusal(embedding.status());
   } else if (embedding->inputs.empty() || (embedding->dimensions && *embedding->dimensions < 1)) {
+    std::abort();
+  }
+  const absl::StatusOr<arach::server::http::ClassifyRequest> classify = arach::server::http::ParseClassifyRequest(body);
+  if (!classify.ok()) {
+    CheckRefusal(classify.status());
+  } else if (classify->inputs.empty()) {
     std::abort();
   }
   const absl::StatusOr<arach::server::http::RerankRequest> rerank = arach::server::http::ParseRerankRequest(body);
