@@ -1,6 +1,7 @@
 #include "engine/sched/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace arach {
 
@@ -149,9 +150,50 @@ std::deque<Sequence*>::iterator Scheduler::NextWaiting(std::deque<Sequence*>& qu
   return best;
 }
 
+bool Scheduler::PreemptAdapterFor(const Sequence& next, ScheduledBatch& batch) {
+  struct InUse {
+    int lora = 0;
+    int best_priority = 0;  // of its running sequences (background ones: the worst)
+    int sequences = 0;
+  };
+  std::vector<InUse> in_use;
+  for (const Sequence* seq : running_) {
+    if (seq->lora == 0) continue;
+    auto it = std::find_if(in_use.begin(), in_use.end(), [&](const InUse& u) { return u.lora == seq->lora; });
+    const int priority = seq->background ? std::numeric_limits<int>::max() : seq->priority;
+    if (it == in_use.end()) {
+      in_use.push_back({seq->lora, priority, 1});
+    } else {
+      it->best_priority = std::min(it->best_priority, priority);
+      ++it->sequences;
+    }
+  }
+  const InUse* victim = nullptr;
+  for (const InUse& u : in_use) {
+    if (u.best_priority <= next.priority) continue;  // one of its sequences is as urgent: it keeps its place
+    if (victim == nullptr || u.best_priority > victim->best_priority ||
+        (u.best_priority == victim->best_priority && u.sequences < victim->sequences)) {
+      victim = &u;
+    }
+  }
+  if (victim == nullptr) return false;
+  const int lora = victim->lora;
+  std::vector<Sequence*> preempted;
+  for (Sequence* seq : running_) {
+    if (seq->lora == lora) preempted.push_back(seq);
+  }
+  // The newest first: each goes to the front of the queue, so they come back in their order.
+  for (auto it = preempted.rbegin(); it != preempted.rend(); ++it) PreemptForStep(**it, batch);
+  return true;
+}
+
 void Scheduler::PreemptForPriority(ScheduledBatch& batch, std::chrono::steady_clock::time_point now) {
   while (!waiting_.empty()) {
     Sequence& next = **NextWaiting(waiting_, now);
+    if (bool held_back = false; !LoraFits(next, held_back)) {
+      if (!PreemptAdapterFor(next, batch)) return;
+      continue;
+    }
     Sequence* lowest = LowestPriorityLive();
     if (lowest == nullptr || lowest->priority <= next.priority) return;  // base priorities: aging never preempts
     const int first_chunk = std::min(next.num_uncomputed(), config_.max_num_batched_tokens);

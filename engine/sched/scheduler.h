@@ -21,7 +21,8 @@
 // LoRA (max_loras > 0): the running sequences use at most max_loras adapters (those the device holds at once). A
 // waiting sequence of another adapter, when that many are in use, waits, and so do the LoRA sequences behind it (by
 // priority and arrival) until an adapter's last sequence ends and it can go in: the adapters in use cannot keep it
-// out by admitting more of their own. Sequences without an adapter are admitted around it.
+// out by admitting more of their own. Sequences without an adapter are admitted around it. A live sequence of strictly
+// better priority than every running sequence of an adapter takes that adapter's place: they are preempted.
 #pragma once
 
 #include <chrono>
@@ -113,8 +114,13 @@ class Scheduler {
   std::deque<Sequence*>::iterator NextWaiting(std::deque<Sequence*>& queue, std::chrono::steady_clock::time_point now,
                                               const std::vector<const Sequence*>& skip = {});
   // Before a step: while the best waiting live sequence has a strictly better priority than the lowest running
-  // one and the batch is full for it (no slot, or not the blocks of its first chunk), preempts that one.
+  // one and the batch is full for it (no slot, or not the blocks of its first chunk), preempts that one. Where its
+  // LoRA adapter has no place (max_loras in use), PreemptAdapterFor makes one.
   void PreemptForPriority(ScheduledBatch& batch, std::chrono::steady_clock::time_point now);
+  // Preempts every running sequence of one adapter in use whose sequences all have a strictly worse priority than
+  // `next` (background ones count as the worst): of those, the adapter whose best sequence is the least urgent,
+  // then the one with the fewest. False where there is none.
+  bool PreemptAdapterFor(const Sequence& next, ScheduledBatch& batch);
   // Steps 1 and 2 for one class (live or background).
   void ScheduleRunning(bool background, ScheduledBatch& batch, int& budget);
   // `lora_held_back`: LoraFits' flag, shared by both classes' admissions in a step.

@@ -309,6 +309,20 @@ TEST(Scheduler, SequencesOfAtMostMaxLorasAdaptersRunAndTheFirstToWaitHoldsBackLa
   EXPECT_EQ(unbounded.Step(), "A0+2 B0+2");
 }
 
+// A live sequence of strictly better priority than every running sequence of an adapter takes that adapter's place
+// (its sequences preempted, first in line to come back); one of equal priority waits.
+TEST(Scheduler, ABetterPriorityTakesThePlaceOfAnAdapterInUse) {
+  Harness h(SchedulerConfig{.max_num_seqs = 8, .max_num_batched_tokens = 64, .enable_prefix_caching = false, .max_loras = 1}, 64, 4);
+  h.Add('A', 2, 4)->lora = 1;
+  h.Add('B', 2, 4)->lora = 1;
+  CheckTable(h, {{"A0+2 B0+2", "AB", "", 62}});
+  h.AddWithPriority('C', 2, 1, 0)->lora = 2;  // as urgent as A and B: it waits for adapter 1 to drain
+  CheckTable(h, {{"A2+1 B2+1", "AB", "C", 62}});
+  h.AddWithPriority('X', 2, 1, -1)->lora = 3;  // more urgent than both: adapter 1's sequences make way
+  CheckTable(h, {{"X0+2 !B !A", "", "ABC", 64},  // X finishes at once (the newest preempted first)
+                 {"A0+4 B0+4", "AB", "C", 62}});
+}
+
 TEST(Scheduler, PrefixCacheReusesFullBlocksOfTheSameVariantOnly) {
   Harness h({4, 64, true}, 32, 4);
   h.Add('A', 10, 1, /*first_token=*/100);
