@@ -36,7 +36,8 @@ using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
                                    "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/score",
-                                   "/v1/score", "/classify", "/v1/classify", "/tokenize", "/detokenize", "/v1/load_lora_adapter", "/v1/unload_lora_adapter"};
+                                   "/v1/score", "/classify", "/v1/classify", "/tokenize", "/detokenize", "/v1/load_lora_adapter",
+                                   "/v1/unload_lora_adapter"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 

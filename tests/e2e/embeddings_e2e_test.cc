@@ -30,6 +30,16 @@ namespace {
 using json = nlohmann::json;
 using testing::HttpAnswer;
 
+// A gRPC Rerank of `documents` against `query` under ARACH (as the model id "gpt2-tiny:arach" asks over HTTP).
+arach::v1::RerankRequest ArachRerankRequest(const std::string& query, const std::vector<std::string>& documents) {
+  arach::v1::RerankRequest request;
+  request.set_query(query);
+  for (const std::string& document : documents) request.add_documents(document);
+  request.mutable_variant()->set_arach(true);
+  request.mutable_variant()->set_skip(false);
+  return request;
+}
+
 class EmbeddingsServer : public testing::SharedFixtureServer<EmbeddingsServer> {
  public:
   static std::vector<std::string> ExtraFlags() { return {"--weight_dtype=f32", "--diagnostics_sample_rate=1"}; }
@@ -261,11 +271,7 @@ TEST_F(EmbeddingsServer, GrpcRerankAnswersAsHttp) {
   const HttpAnswer http = testing::HttpSend(server_->http_address(), "POST", "/v1/rerank",
                                             json{{"model", "gpt2-tiny:arach"}, {"query", query}, {"documents", documents}}.dump());
   ASSERT_EQ(http.status, 200) << http.body;
-  arach::v1::RerankRequest request;
-  request.set_query(query);
-  for (const std::string& document : documents) request.add_documents(document);
-  request.mutable_variant()->set_arach(true);
-  request.mutable_variant()->set_skip(false);
+  arach::v1::RerankRequest request = ArachRerankRequest(query, documents);
   arach::v1::RerankResponse response;
   const grpc::Status status = client_->Rerank(request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -504,7 +510,8 @@ class CrossEncoderServer : public testing::SharedFixtureServer<CrossEncoderServe
 
 TEST_F(CrossEncoderServer, RerankAndScoreClassifyEachPair) {
   const std::string query = "Who is the prince of Denmark?";
-  const std::vector<std::string> documents = {"Hamlet, the prince of Denmark.", "A horse, a horse!", "Denmark's prince", "Out, damned spot!"};
+  const std::vector<std::string> documents = {"Hamlet, the prince of Denmark.", "A horse, a horse!", "Denmark's prince",
+                                              "Out, damned spot!"};
   std::vector<double> expected;
   for (const std::string& document : documents) expected.push_back(InProcessScore(query, document));
   std::vector<size_t> best_first = {0, 1, 2, 3};
@@ -531,11 +538,7 @@ TEST_F(CrossEncoderServer, RerankAndScoreClassifyEachPair) {
     prompt_tokens += static_cast<int>((*tokenizer)->Encode(query, true)->size() + (*tokenizer)->Encode(document, true)->size());
   }
   EXPECT_EQ(scored.body["usage"]["prompt_tokens"], prompt_tokens) << "each pair's tokens, the query's counted with each";
-  arach::v1::RerankRequest request;
-  request.set_query(query);
-  for (const std::string& document : documents) request.add_documents(document);
-  request.mutable_variant()->set_arach(true);
-  request.mutable_variant()->set_skip(false);
+  arach::v1::RerankRequest request = ArachRerankRequest(query, documents);
   arach::v1::RerankResponse response;
   const grpc::Status status = client_->Rerank(request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
