@@ -204,6 +204,8 @@ class Engine {
   };
   // Requests queued or running of LoRA adapter `index` (SequenceInput::lora = index + 1). Step thread, mutex_ held.
   int LoraUsersLocked(size_t index) const;
+  // The registered adapters the runner holds now. Step thread.
+  int LorasOnDevice() const;
   // Empties LoRA index `index`: off the device, off the host, nameless. Step thread, mutex_ held.
   void DropLoraLocked(size_t index);
   // Drops replaced adapters whose last request finished. Step thread, between steps, mutex_ held.

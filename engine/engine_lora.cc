@@ -87,6 +87,10 @@ int Engine::LoraUsersLocked(size_t index) const {
   return users;
 }
 
+int Engine::LorasOnDevice() const {
+  return static_cast<int>(std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.on_device; }));
+}
+
 void Engine::DropLoraLocked(size_t index) {
   if (loras_[index].on_device) model_.runner->RemoveLora(static_cast<int>(index));
   loras_[index] = LoraEntry{};
@@ -113,8 +117,7 @@ absl::Status Engine::PutRunningLorasOnDevice() {
     if (entry.host == nullptr) {
       return absl::InternalError(absl::StrCat("LoRA adapter ", index, " is neither on the device nor on the host"));
     }
-    const auto on_device = std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.on_device; });
-    if (on_device >= model_.lora_limits.max_loras) {  // the least recently used that no running sequence needs goes
+    if (LorasOnDevice() >= model_.lora_limits.max_loras) {  // the least recently used that no running sequence needs goes
       LoraEntry* victim = nullptr;
       for (LoraEntry& other : loras_) {
         const bool needed_now = other.last_used == lora_round_;
@@ -166,9 +169,8 @@ void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
       // adapters are dropped after theirs) and none can name it while the load runs: its name is still "".
       size_t index = 0;
       while (index < loras_.size() && loras_[index].taken()) ++index;
-      const auto on_device = std::count_if(loras_.begin(), loras_.end(), [](const LoraEntry& e) { return e.on_device; });
       // Onto the device now where there is room (always where adapters do not swap: the bound is the device's).
-      const bool upload = !limits.swaps() || on_device < limits.max_loras;
+      const bool upload = !limits.swaps() || LorasOnDevice() < limits.max_loras;
       std::shared_ptr<const LoraAdapter> host;
       absl::Status added = absl::OkStatus();
       if (limits.swaps()) host = std::make_shared<const LoraAdapter>(std::move(*op->adapter));

@@ -23,10 +23,19 @@ absl::StatusOr<EngineRequest> PairEngineRequest(const Engine& engine, const Requ
   return r;
 }
 
+std::vector<double> ClassProbabilities(std::span<const float> class_logits) {
+  if (class_logits.size() == 1) return {1.0 / (1.0 + std::exp(-static_cast<double>(class_logits[0])))};
+  double top = -INFINITY;
+  for (const float logit : class_logits) top = std::max(top, static_cast<double>(logit));
+  std::vector<double> probs;
+  double sum = 0;
+  for (const float logit : class_logits) sum += probs.emplace_back(std::exp(static_cast<double>(logit) - top));
+  for (double& p : probs) p /= sum;
+  return probs;
+}
+
 double ClassifierScore(std::span<const float> class_logits) {
-  const double logit = class_logits.size() == 2 ? static_cast<double>(class_logits[1]) - class_logits[0]
-                                                : class_logits.empty() ? 0.0 : static_cast<double>(class_logits[0]);
-  return 1.0 / (1.0 + std::exp(-logit));
+  return class_logits.empty() ? 0.5 : ClassProbabilities(class_logits).back();
 }
 
 double CosineSimilarity(std::span<const float> a, std::span<const float> b) {

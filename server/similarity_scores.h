@@ -28,8 +28,12 @@ absl::StatusOr<EngineRequest> PairEngineRequest(const Engine& engine, const Requ
                                                 const NamedText& second, std::optional<int> truncate_prompt_tokens,
                                                 const Variant& variant);
 
-// A cross-encoder's score of a pair from its class tokens' logits: two, sigmoid(logit[1] - logit[0]) (the second
-// token's probability between the two); one, sigmoid(logit[0]).
+// The class probabilities of a classifier's class-token logits: their softmax (accumulated in double), or for one
+// class its sigmoid.
+std::vector<double> ClassProbabilities(std::span<const float> class_logits);
+
+// A cross-encoder's score of a pair from its class tokens' logits: the last class's probability (ClassProbabilities):
+// two, sigmoid(logit[1] - logit[0]) (the second token's probability between the two); one, sigmoid(logit[0]).
 double ClassifierScore(std::span<const float> class_logits);
 
 // The cosine similarity of two embeddings of one length (0 where either is all zeros), accumulated in double.

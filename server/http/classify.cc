@@ -1,7 +1,6 @@
 #include "server/http/classify.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <utility>
 
@@ -10,9 +9,11 @@
 #include "engine/core/status.h"
 #include "server/embedding_answer.h"
 #include "server/http/embedding_request.h"
+#include "server/http/embeddings.h"
 #include "server/http/generation_call.h"
 #include "server/http/http_call.h"
 #include "server/request_limits.h"
+#include "server/similarity_scores.h"
 
 namespace arach::server::http {
 namespace {
@@ -38,17 +39,11 @@ class ClassifyCall : public GenerationCall {
     std::vector<std::string> input_fields;
     for (size_t i = 0; i < inputs; ++i) {
       const std::string field = inputs == 1 ? "input" : absl::StrCat("input[", i, "]");
-      const PromptInput& input = request_.inputs[i];
       EngineRequest& r = requests.emplace_back();
       r.kind = RequestKind::kClassify;
       r.class_token_ids = e.classifier_token_ids();
-      if (input.text) {
-        ARACH_ASSIGN_OR_RETURN(r.prompt, EncodeTextPrompt(e, limits(), field, *input.text));
-      } else {
-        ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
-        r.prompt = input.ids;
-      }
-      ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, r.prompt).status());
+      ARACH_ASSIGN_OR_RETURN(r.prompt, InputPromptIds(e, limits(), request_.inputs[i], fields().truncate_prompt_tokens,
+                                                      e.model_config().max_positions, field));
       r.variant = variant();
       input_fields.push_back(field);
     }
@@ -89,17 +84,6 @@ class ClassifyCall : public GenerationCall {
 };
 
 }  // namespace
-
-std::vector<double> ClassProbabilities(std::span<const float> class_logits) {
-  if (class_logits.size() == 1) return {1.0 / (1.0 + std::exp(-static_cast<double>(class_logits[0])))};
-  double top = -INFINITY;
-  for (const float logit : class_logits) top = std::max(top, static_cast<double>(logit));
-  std::vector<double> probs;
-  double sum = 0;
-  for (const float logit : class_logits) sum += probs.emplace_back(std::exp(static_cast<double>(logit) - top));
-  for (double& p : probs) p /= sum;
-  return probs;
-}
 
 void HandleClassify(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
                     const ClientConnection& client) {

@@ -6,9 +6,6 @@
 
 #include <httplib.h>
 
-#include <span>
-#include <vector>
-
 #include "server/http/client_connection.h"
 #include "server/service_context.h"
 
@@ -16,8 +13,5 @@ namespace arach::server::http {
 
 void HandleClassify(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
                     const ClientConnection& client);
-
-// The class probabilities of `class_logits`: their softmax (accumulated in double), or for one class its sigmoid.
-std::vector<double> ClassProbabilities(std::span<const float> class_logits);
 
 }  // namespace arach::server::http

@@ -82,15 +82,25 @@ absl::StatusOr<EngineRequest> EmbeddingEngineRequest(const Engine& engine, const
                                                      const std::string& field) {
   EngineRequest r;
   r.kind = RequestKind::kEmbed;
-  if (input.text) {
-    ARACH_ASSIGN_OR_RETURN(r.prompt, EncodeTextPrompt(engine, limits, field, EmbeddingInputText(engine, *input.text)));
-  } else {
-    ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, field, input.ids.size()));
-    r.prompt = input.ids;
-  }
-  ARACH_RETURN_IF_ERROR(TruncatePrompt(truncate_prompt_tokens, engine.max_embedding_tokens(), r.prompt).status());
+  PromptInput embedded = input;
+  if (input.text) embedded.text = EmbeddingInputText(engine, *input.text);
+  ARACH_ASSIGN_OR_RETURN(r.prompt, InputPromptIds(engine, limits, embedded, truncate_prompt_tokens, engine.max_embedding_tokens(), field));
   r.variant = variant;
   return r;
+}
+
+absl::StatusOr<std::vector<int32_t>> InputPromptIds(const Engine& engine, const RequestLimits& limits, const PromptInput& input,
+                                                    std::optional<int> truncate_prompt_tokens, int max_tokens,
+                                                    const std::string& field) {
+  std::vector<int32_t> ids;
+  if (input.text) {
+    ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(engine, limits, field, *input.text));
+  } else {
+    ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits, field, input.ids.size()));
+    ids = input.ids;
+  }
+  ARACH_RETURN_IF_ERROR(TruncatePrompt(truncate_prompt_tokens, max_tokens, ids).status());
+  return ids;
 }
 
 std::string Base64OfFloats(std::span<const float> values) {

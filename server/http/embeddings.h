@@ -31,6 +31,13 @@ absl::StatusOr<EngineRequest> EmbeddingEngineRequest(const Engine& engine, const
                                                      std::optional<int> truncate_prompt_tokens, const Variant& variant,
                                                      const std::string& field);
 
+// The token ids of an input of a prompt-only route: its text tokenized as a prompt (EncodeTextPrompt), or its ids
+// within the API's limits; kept to their last `truncate_prompt_tokens` (TruncatePrompt, against `max_tokens`).
+// INVALID_ARGUMENT naming `field`.
+absl::StatusOr<std::vector<int32_t>> InputPromptIds(const Engine& engine, const RequestLimits& limits, const PromptInput& input,
+                                                    std::optional<int> truncate_prompt_tokens, int max_tokens,
+                                                    const std::string& field);
+
 // encoding_format "base64": the values as little-endian float32 bytes, in base64 (as OpenAI's clients decode them).
 std::string Base64OfFloats(std::span<const float> values);
 

@@ -1,12 +1,11 @@
 // The similarity routes' shared arithmetic (server/similarity_scores.h): a cross-encoder's score from its class
-// tokens' logits, the cosine of two embeddings, and the ranking with top_n; and /v1/classify's class probabilities.
+// tokens' logits and /v1/classify's class probabilities, the cosine of two embeddings, and the ranking with top_n.
 #include "server/similarity_scores.h"
 
 #include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/http/classify.h"
 
 namespace arach::server {
 namespace {
@@ -36,15 +35,15 @@ TEST(RankBestFirst, BestFirstTiesInIndexOrderCutToTopN) {
 }
 
 TEST(ClassProbabilities, SoftmaxOfTheClassLogitsOrOneClassesSigmoid) {
-  const std::vector<double> three = http::ClassProbabilities(std::vector<float>{1000.0f, 1001.0f, 998.0f});  // (no overflow)
+  const std::vector<double> three = ClassProbabilities(std::vector<float>{1000.0f, 1001.0f, 998.0f});  // (no overflow)
   const double sum = 1 + std::exp(1.0) + std::exp(-2.0);
   ASSERT_EQ(three.size(), 3u);
   EXPECT_NEAR(three[0], 1 / sum, 1e-12);
   EXPECT_NEAR(three[1], std::exp(1.0) / sum, 1e-12);
   EXPECT_NEAR(three[2], std::exp(-2.0) / sum, 1e-12);
-  const std::vector<double> two = http::ClassProbabilities(std::vector<float>{-1.0f, 2.0f});
+  const std::vector<double> two = ClassProbabilities(std::vector<float>{-1.0f, 2.0f});
   EXPECT_NEAR(two[1], ClassifierScore(std::vector<float>{-1.0f, 2.0f}), 1e-12) << "the rerank score is the second's probability";
-  EXPECT_NEAR(http::ClassProbabilities(std::vector<float>{0.5f})[0], 1 / (1 + std::exp(-0.5)), 1e-12);
+  EXPECT_NEAR(ClassProbabilities(std::vector<float>{0.5f})[0], 1 / (1 + std::exp(-0.5)), 1e-12);
 }
 
 }  // namespace
