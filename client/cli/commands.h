@@ -17,5 +17,6 @@ int RunHealth(const ConnectOptions& options);
 int RunBench(const BenchOptions& options);
 int RunEval(const EvalOptions& options);
 int RunAb(const AbOptions& options);
+int RunBatch(const BatchOptions& options);
 
 }  // namespace arach::client

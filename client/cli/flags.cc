@@ -43,12 +43,17 @@ ABSL_FLAG(std::string, experiment_key, "", "A/B assignment key");
 ABSL_FLAG(double, timeout, 0, "deadline in seconds (0 = none)");
 ABSL_FLAG(bool, json, false, "print JSON");
 ABSL_FLAG(double, rate, 0, "Poisson arrival rate in requests/s (0 = closed loop with --concurrency)");
-ABSL_FLAG(int, concurrency, 4, "requests in flight (closed loop)");
+ABSL_FLAG(int, concurrency, 4, "requests in flight (bench: closed loop)");
 ABSL_FLAG(int, num_requests, 32, "requests to send (ab: 0 = one per prompt)");
 ABSL_FLAG(std::string, prompt_len, "128", "prompt tokens, N or LOW:HIGH");
 ABSL_FLAG(std::string, output_len, "64", "generated tokens, N or LOW:HIGH");
 ABSL_FLAG(std::string, variant_mix, "base=1", "variants and weights, VARIANT[=WEIGHT],... e.g. base=1,arach=1");
-ABSL_FLAG(std::string, http, "", "bench: send the requests to the OpenAI HTTP API at HOST:PORT (streamed /v1/completions) instead of gRPC");
+ABSL_FLAG(std::string, http, "",
+          "the OpenAI HTTP API's address, HOST:PORT (batch: also http:// or https://URL; default 127.0.0.1:8000); bench: "
+          "send the requests there (streamed /v1/completions) instead of gRPC");
+ABSL_FLAG(std::string, input, "", "batch: the OpenAI Batch API input file (JSON Lines: custom_id, method, url, body)");
+ABSL_FLAG(std::string, output, "", "batch: the output file, one line per request in input order (empty or -: stdout)");
+ABSL_FLAG(int, max_attempts, 5, "batch: tries of a request answered 429, 502 or 503 or not answered at all");
 ABSL_FLAG(uint64_t, bench_seed, 1, "seed of the generated prompts, lengths and variant draws");
 ABSL_FLAG(uint64_t, bootstrap_seed, 1, "seed of the bootstrap resamples");
 ABSL_FLAG(std::string, a, "base", "the reference variant, VARIANT[@OFFSET]");
@@ -123,6 +128,8 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
       {"ab", "replay prompts under a variant split and compare the variants",
        With({"prompts", "split", "num_requests", "concurrency", "max_tokens", "temperature", "bench_seed", "bootstrap",
              "bootstrap_seed", "json_out", "paired", "prometheus"})},
+      {"batch", "run an OpenAI Batch API file (JSON Lines) against the HTTP API; one output line per request, in order",
+       {"input", "output", "http", "concurrency", "max_attempts", "api_key", "tls_ca", "tls_cert", "tls_key"}},
   };
   return commands;
 }
@@ -234,6 +241,20 @@ DiagnosticsOptions DiagnosticsOptionsFromFlags() {
   o.variants = absl::GetFlag(FLAGS_variants);
   o.chart = absl::GetFlag(FLAGS_chart);
   o.json = absl::GetFlag(FLAGS_json);
+  return o;
+}
+
+absl::StatusOr<BatchOptions> BatchOptionsFromFlags() {
+  BatchOptions o;
+  o.connect = ConnectOptionsFromFlags();
+  o.input = absl::GetFlag(FLAGS_input);
+  o.output = absl::GetFlag(FLAGS_output);
+  if (!absl::GetFlag(FLAGS_http).empty()) o.http = absl::GetFlag(FLAGS_http);
+  o.concurrency = absl::GetFlag(FLAGS_concurrency);
+  o.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  if (o.input.empty()) return absl::InvalidArgumentError("--input: give the batch file");
+  if (o.concurrency < 1 || o.concurrency > 1024) return absl::InvalidArgumentError("--concurrency: must be 1..1024");
+  if (o.max_attempts < 1 || o.max_attempts > 100) return absl::InvalidArgumentError("--max_attempts: must be 1..100");
   return o;
 }
 

@@ -22,5 +22,6 @@ LoraAdminOptions LoraAdminOptionsFromFlags();
 BenchOptions BenchOptionsFromFlags();
 EvalOptions EvalOptionsFromFlags();
 AbOptions AbOptionsFromFlags();
+absl::StatusOr<BatchOptions> BatchOptionsFromFlags();  // --input given; --concurrency, --max_attempts in range
 
 }  // namespace arach::client

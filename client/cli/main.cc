@@ -10,6 +10,7 @@
 //   arach-cli eval     --server HOST:PORT --a base --b arach [--lambada F] [--text F --window W] [--json_out F]
 //   arach-cli ab       --server HOST:PORT --prompts F [--split base=50,arach=50] [--json_out F]
 //   arach-cli ab       --prometheus http://HOST:PORT   (the fleet's A/B from the recording rules)
+//   arach-cli batch    --http HOST:PORT --input requests.jsonl [--output results.jsonl] [--concurrency C]
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -41,6 +42,14 @@ int Dispatch(const std::string& command) {
   if (command == "bench") return RunBench(BenchOptionsFromFlags());
   if (command == "eval") return RunEval(EvalOptionsFromFlags());
   if (command == "ab") return RunAb(AbOptionsFromFlags());
+  if (command == "batch") {
+    absl::StatusOr<BatchOptions> options = BatchOptionsFromFlags();
+    if (!options.ok()) {
+      std::fprintf(stderr, "arach-cli batch: %s\n", std::string(options.status().message()).c_str());
+      return 2;
+    }
+    return RunBatch(*options);
+  }
   return 2;  // not reached: ReadInvocation knows the commands
 }
 
