@@ -76,6 +76,7 @@ absl::StatusOr<std::vector<BatchRequest>> ParseBatchInput(std::string_view text)
     if (!ids.insert(request->custom_id).second) {
       return LineError(line, "custom_id", absl::StrCat("\"", request->custom_id, "\" is used by an earlier line"));
     }
+    request->index = requests.size();
     requests.push_back(*std::move(request));
   }
   if (requests.empty()) return absl::InvalidArgumentError("the file holds no request");

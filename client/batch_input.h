@@ -14,6 +14,7 @@ namespace arach::client {
 
 struct BatchRequest {
   int line = 0;            // 1-based line of the input file
+  size_t index = 0;        // 0-based among the file's requests (its output line's id is "batch_req_<index>")
   std::string custom_id;   // the caller's id, unique in the file; copied to the output line
   std::string url;         // one of BatchUrls()
   std::string body;        // the JSON object sent as it was written (compact)

@@ -14,23 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
-#include "nlohmann/json.hpp"
 
 namespace arach::client {
 namespace {
-
-using json = nlohmann::ordered_json;  // the output keeps OpenAI's key order and the answer's own
-
-// What became of one request after its tries.
-struct BatchResult {
-  int status_code = 0;     // the answer's HTTP status; 0 when none came
-  std::string request_id;  // the server's x-request-id
-  std::string body;        // the answer's body
-  std::string error;       // why no answer came (status_code 0)
-  int attempts = 0;
-};
-
-bool WorthAnotherTry(int status_code) { return status_code == 0 || status_code == 429 || status_code == 502 || status_code == 503; }
 
 // The wait before try `attempt + 1`: the answer's Retry-After (seconds) when it gave one, else the back-off.
 std::chrono::duration<double> WaitBefore(int attempt, const httplib::Result& answer, const BatchRunOptions& options) {
@@ -71,20 +57,6 @@ BatchResult Send(httplib::Client& client, const BatchRequest& request, const htt
     if (!WorthAnotherTry(result.status_code) || attempt >= options.max_attempts || stopping) return result;
     std::this_thread::sleep_for(WaitBefore(attempt, answer, options));
   }
-}
-
-std::string OutputLine(size_t index, const BatchRequest& request, const BatchResult& result) {
-  json line = {{"id", absl::StrCat("batch_req_", index)}, {"custom_id", request.custom_id}, {"response", nullptr}, {"error", nullptr}};
-  if (result.status_code == 0) {
-    line["error"] = {{"code", "connection_error"},
-                     {"message", absl::StrCat("no answer (", result.error, ") after ", result.attempts,
-                                              result.attempts == 1 ? " try" : " tries")}};
-  } else {
-    json body = json::parse(result.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) body = result.body;  // not JSON (a proxy's page): kept as text
-    line["response"] = {{"status_code", result.status_code}, {"request_id", result.request_id}, {"body", std::move(body)}};
-  }
-  return line.dump();
 }
 
 // The target's URL with its scheme: HOST:PORT alone is https when TLS files are given, else http.
@@ -138,7 +110,7 @@ absl::StatusOr<BatchSummary> SendBatch(const std::vector<BatchRequest>& requests
       result = *std::move(results[i]);
       results[i].reset();
     }
-    output << OutputLine(i, requests[i], result) << '\n' << std::flush;
+    output << BatchOutputLine(requests[i], result) << '\n' << std::flush;
     if (!output) {
       written = absl::UnavailableError(absl::StrCat("the output could not be written after ", i, " lines"));
       stopping = true;

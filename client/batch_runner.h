@@ -1,11 +1,8 @@
 // Runs a batch file's requests against arach-server's OpenAI HTTP API, a bounded number at a time, and writes
-// one output line per request in OpenAI's Batch output format, in the input's order:
-//   {"id": "batch_req_0", "custom_id": "request-1",
-//    "response": {"status_code": 200, "request_id": "...", "body": {...}}, "error": null}
-// A request the server answered (any status) has its answer in `response`; one that got no answer after every
-// attempt has `response: null` and `error: {"code": "connection_error", "message": ...}`. Answers the server
-// may give differently later (429 full or rate-limited, 503 draining or loading, 502 from a proxy whose replica
-// went away) and lost connections are tried again after Retry-After or a doubling back-off.
+// one output line per request (batch_output.h) in the order of `requests`. A request the server answered (any
+// status) has its answer in `response`; one that got no answer after every attempt has `response: null` and an
+// `error`. Answers the server may give differently later (WorthAnotherTry: 429, 503, 502) and lost connections are
+// tried again after Retry-After or a doubling back-off.
 #pragma once
 
 #include <functional>
@@ -15,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/batch_input.h"
+#include "client/batch_output.h"
 
 namespace arach::client {
 
@@ -41,7 +39,7 @@ struct BatchSummary {
   int retries = 0;    // tries beyond the first, over all requests
 };
 
-// Answers `requests` and writes their output lines to `output` in input order, each as soon as it and the ones
+// Answers `requests` and writes their output lines to `output` in their order, each as soon as it and the ones
 // before it are answered (so a run cut short keeps what it wrote). `on_answered(done, total)` is called (from the
 // writing thread, under no lock of the caller's) after each line written. Fails only when `output` cannot be
 // written (then no further request is sent) or `target.url` is not a URL; a request's failure is its line.

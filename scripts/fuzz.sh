@@ -17,7 +17,7 @@ CC=clang CXX=clang++ stage "fuzz configure" cmake -S . -B "$build" -G Ninja -DCM
   -DARACH_BUILD_TESTS=OFF -DARACH_BUILD_BENCH=OFF -DARACH_CPU_NATIVE=OFF -DARACH_XGRAMMAR=OFF >/dev/null
 targets=(fuzz_safetensors fuzz_model_config fuzz_embedding_config fuzz_lora_adapter fuzz_tokenizer fuzz_tokenizer_json fuzz_request fuzz_completion_request fuzz_chat_request
          fuzz_responses_request fuzz_tokenize_request
-         fuzz_chat_output fuzz_chat_template fuzz_api_keys fuzz_batch_input)
+         fuzz_chat_output fuzz_chat_template fuzz_api_keys fuzz_batch_files)
 stage "fuzz build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 rm -rf "$build/fuzz-artifacts" "$build/fuzz-logs"  # findings of this run only
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"

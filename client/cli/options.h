@@ -140,6 +140,7 @@ struct BatchOptions {
   std::string http = "127.0.0.1:8000";  // http://HOST:PORT or https://HOST:PORT (HOST:PORT: http)
   int concurrency = 4;               // requests in flight
   int max_attempts = 5;              // tries of a request the server may answer later (429, 502, 503, no answer)
+  bool resume = false;               // go on from `output`: keep its final answers, send only the other requests
 };
 
 }  // namespace arach::client

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -122,6 +123,65 @@ TEST_F(BatchServer, ABadLineIsRefusedBeforeAnyRequestIsSent) {
   const testing::CommandResult no_input = testing::RunCommand(absl::StrCat(Cli(), " 2>&1"));
   EXPECT_EQ(no_input.status, 2) << no_input.output;
   EXPECT_NE(no_input.output.find("--input: give the batch file"), std::string::npos) << no_input.output;
+}
+
+// --resume: a run that got no answers, then one answered line and a line cut short, go on to every request answered
+// once; the kept line stays as it was, and a second --resume sends nothing.
+TEST_F(BatchServer, AResumedRunSendsOnlyTheRequestsWithoutAFinalAnswer) {
+  std::vector<json> lines;
+  for (int i = 0; i < 3; ++i) {
+    lines.push_back(Line(absl::StrCat("r", i), "/v1/completions",
+                         {{"model", "qwen3-tiny"}, {"prompt", absl::StrCat("Count to ", i + 2)}, {"max_tokens", 3}, {"temperature", 0}}));
+  }
+  auto write = [&](const std::string& name, const std::vector<json>& which) {
+    std::ofstream out(dir_.File(name));
+    for (const json& line : which) out << line.dump() << "\n";
+  };
+  write("in.jsonl", lines);
+  write("one.jsonl", {lines[1]});
+  const std::string out = dir_.File("out.jsonl");
+  const testing::CommandResult unanswered = testing::RunCommand(absl::StrCat(
+      testing::CliBinary(), " batch --http=127.0.0.1:1 --max_attempts=1 --input=", dir_.File("in.jsonl"), " --output=", out, " 2>&1"));
+  EXPECT_EQ(unanswered.status, 1) << unanswered.output;
+  EXPECT_NE(unanswered.output.find("0 succeeded, 0 failed (answered 4xx/5xx), 3 without an answer"), std::string::npos)
+      << unanswered.output;
+  // The second request answered by a run of its own; the third's line cut short, as by a stop while writing it.
+  const testing::CommandResult one = testing::RunCommand(
+      absl::StrCat(Cli(), " --input=", dir_.File("one.jsonl"), " --output=", dir_.File("one.out.jsonl"), " 2>&1"));
+  ASSERT_EQ(one.status, 0) << one.output;
+  std::vector<std::string> previous = absl::StrSplit(ReadFile(out), '\n', absl::SkipEmpty());
+  ASSERT_EQ(previous.size(), 3u);
+  const std::vector<std::string> answered_alone = absl::StrSplit(ReadFile(dir_.File("one.out.jsonl")), '\n', absl::SkipEmpty());
+  ASSERT_EQ(answered_alone.size(), 1u);
+  const std::string kept = answered_alone[0];
+  ASSERT_NE(kept.find("\"custom_id\":\"r1\""), std::string::npos) << kept;
+  std::ofstream(out) << previous[0] << "\n" << kept << "\n" << previous[2].substr(0, 20);
+
+  const double served = RequestsServed();
+  const testing::CommandResult resumed = testing::RunCommand(
+      absl::StrCat(Cli(), " --resume --input=", dir_.File("in.jsonl"), " --output=", out, " 2>&1"));
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("1 answers kept from " + out + ", 2 requests to send (2 lines dropped to be sent again)"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(RequestsServed(), served + 2) << "only the two without an answer were sent";
+  const std::vector<std::string> now = absl::StrSplit(ReadFile(out), '\n', absl::SkipEmpty());
+  ASSERT_EQ(now.size(), 3u) << ReadFile(out);
+  EXPECT_EQ(now[0], kept) << "the kept line first, as it was";
+  for (size_t i = 1; i < 3; ++i) {
+    const json line = json::parse(now[i]);
+    const size_t request = i == 1 ? 0 : 2;
+    EXPECT_EQ(line["custom_id"], absl::StrCat("r", request));
+    EXPECT_EQ(line["id"], absl::StrCat("batch_req_", request)) << "its place in the input file";
+    ASSERT_EQ(line["response"]["status_code"], 200) << line;
+    EXPECT_EQ(line["response"]["body"]["choices"][0]["text"],
+              Direct("/v1/completions", lines[request]["body"])["choices"][0]["text"]);
+  }
+  const testing::CommandResult again = testing::RunCommand(
+      absl::StrCat(Cli(), " --resume --input=", dir_.File("in.jsonl"), " --output=", out, " 2>&1"));
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("3 answers kept from " + out + ", 0 requests to send"), std::string::npos) << again.output;
+  EXPECT_EQ(absl::StrJoin(now, "\n") + "\n", ReadFile(out));
 }
 
 }  // namespace

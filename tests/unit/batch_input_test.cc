@@ -46,6 +46,7 @@ TEST(BatchInput, ReadsEachRouteSkipsBlankLinesAndKeepsLineNumbers) {
   EXPECT_EQ(json::parse((*parsed)[1].body), json({{"prompt", "Hello"}, {"max_tokens", 4}, {"stream", false}}));
   EXPECT_EQ((*parsed)[2].line, 5) << "a \\r\\n line end is one line end";
   EXPECT_EQ((*parsed)[6].url, "/v1/classify");
+  for (size_t i = 0; i < parsed->size(); ++i) EXPECT_EQ((*parsed)[i].index, i) << "the request's place among the file's requests";
   EXPECT_EQ((*parsed)[6].line, 9);
 }
 

@@ -87,7 +87,11 @@ class ScriptedServer {
 };
 
 BatchRequest Request(const std::string& custom_id, const json& body, const std::string& url = "/v1/completions") {
-  return {0, custom_id, url, body.dump()};
+  BatchRequest request;
+  request.custom_id = custom_id;
+  request.url = url;
+  request.body = body.dump();
+  return request;
 }
 
 std::vector<json> Lines(const std::string& output) {
@@ -123,6 +127,7 @@ TEST(SendBatch, WritesEachAnswerInInputOrderWhateverOrderTheyComeIn) {
   for (int i = 0; i < 6; ++i) {  // the first sleeps longest: the later ones are answered before it
     requests.push_back(Request(absl::StrCat("id-", i), {{"key", absl::StrCat("k", i)}, {"sleep_ms", 300 - 50 * i}},
                                i == 4 ? "/v1/embeddings" : "/v1/completions"));
+    requests.back().index = static_cast<size_t>(i) + 10;  // the output line's id says the request's place in its file
   }
   std::ostringstream output;
   std::vector<size_t> progress;
@@ -139,7 +144,7 @@ TEST(SendBatch, WritesEachAnswerInInputOrderWhateverOrderTheyComeIn) {
   ASSERT_EQ(lines.size(), 6u);
   for (int i = 0; i < 6; ++i) {
     const json& line = lines[static_cast<size_t>(i)];
-    EXPECT_EQ(line.dump(), json({{"id", absl::StrCat("batch_req_", i)},
+    EXPECT_EQ(line.dump(), json({{"id", absl::StrCat("batch_req_", i + 10)},
                                  {"custom_id", absl::StrCat("id-", i)},
                                  {"error", nullptr},
                                  {"response",
@@ -154,7 +159,7 @@ TEST(SendBatch, WritesEachAnswerInInputOrderWhateverOrderTheyComeIn) {
   EXPECT_LE(server.most_in_flight(), 3);
   EXPECT_GE(server.most_in_flight(), 2) << "requests are sent side by side";
   // OpenAI's key order: id, custom_id, response, error.
-  EXPECT_EQ(output.str().rfind("{\"id\":\"batch_req_0\",\"custom_id\":\"id-0\",\"response\":{\"status_code\":200,", 0), 0u);
+  EXPECT_EQ(output.str().rfind("{\"id\":\"batch_req_10\",\"custom_id\":\"id-0\",\"response\":{\"status_code\":200,", 0), 0u);
 }
 
 TEST(SendBatch, TriesABusyOrDrainingServerAgainButNotARefusal) {

@@ -1,18 +1,42 @@
 // libFuzzer: arbitrary bytes as an OpenAI Batch API input file reach its one reader (ParseBatchInput, arach-cli
-// batch): every outcome is a list of requests that keep the format's rules or an INVALID_ARGUMENT naming a line;
-// never a crash or an exception.
+// batch), and as a previous run's output the reader of --resume (ReadFinishedLines): every outcome is what the
+// format's rules allow (requests with unique ids, known routes and object bodies; kept lines of known, unique ids) or
+// an INVALID_ARGUMENT naming a line; never a crash or an exception.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "client/batch_input.h"
+#include "client/batch_output.h"
 #include "nlohmann/json.hpp"
+
+namespace {
+
+void CheckOutputReader(const std::string& text) {
+  std::vector<arach::client::BatchRequest> requests(3);
+  for (size_t i = 0; i < requests.size(); ++i) requests[i].custom_id = "r" + std::to_string(i);
+  const auto finished = arach::client::ReadFinishedLines(text, requests);
+  if (!finished.ok()) {
+    if (finished.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
+    if (std::string(finished.status().message()).rfind("line ", 0) != 0) std::abort();
+    return;
+  }
+  if (finished->lines.size() != finished->custom_ids.size()) std::abort();  // one kept line per request at most
+  for (const std::string& id : finished->custom_ids) {
+    if (id != "r0" && id != "r1" && id != "r2") std::abort();
+  }
+  if (finished->not_2xx > static_cast<int>(finished->lines.size())) std::abort();
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  CheckOutputReader(text);
   const auto requests = arach::client::ParseBatchInput(text);
   if (!requests.ok()) {
     if (requests.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
