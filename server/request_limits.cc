@@ -38,27 +38,27 @@ absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<
                                           "tokens or prompts", scores_prompts ? "" : ", or stream it"));
 }
 
-absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp) {
+absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp, FieldNames names) {
   if (sp.max_tokens > limits.max_tokens) {
-    return InvalidField("max_tokens", absl::StrCat(sp.max_tokens, " exceeds the limit of ", limits.max_tokens));
+    return InvalidField(names, "max_tokens", absl::StrCat(sp.max_tokens, " exceeds the limit of ", limits.max_tokens));
   }
   if (sp.stop.size() > static_cast<size_t>(limits.max_stop_strings)) {
-    return InvalidField("stop", absl::StrCat(sp.stop.size(), " stop strings exceed the limit of ", limits.max_stop_strings));
+    return InvalidField(names, "stop", absl::StrCat(sp.stop.size(), " stop strings exceed the limit of ", limits.max_stop_strings));
   }
   for (size_t i = 0; i < sp.stop.size(); ++i) {
     if (sp.stop[i].size() > limits.max_stop_bytes) {
-      return InvalidField(absl::StrCat("stop[", i, "]"), absl::StrCat("longer than ", limits.max_stop_bytes, " bytes"));
+      return InvalidFieldAt(names, "stop", i, absl::StrCat("longer than ", limits.max_stop_bytes, " bytes"));
     }
   }
   if (sp.stop_token_ids.size() > static_cast<size_t>(limits.max_stop_token_ids)) {
-    return InvalidField("stop_token_ids", absl::StrCat("more than ", limits.max_stop_token_ids, " ids"));
+    return InvalidField(names, "stop_token_ids", absl::StrCat("more than ", limits.max_stop_token_ids, " ids"));
   }
   if (sp.bad_words.size() > static_cast<size_t>(limits.max_bad_words)) {
-    return InvalidField("bad_words", absl::StrCat(sp.bad_words.size(), " words exceed the limit of ", limits.max_bad_words));
+    return InvalidField(names, "bad_words", absl::StrCat(sp.bad_words.size(), " words exceed the limit of ", limits.max_bad_words));
   }
   for (size_t i = 0; i < sp.bad_words.size(); ++i) {
     if (sp.bad_words[i].size() > limits.max_bad_word_bytes) {
-      return InvalidField(absl::StrCat("bad_words[", i, "]"), absl::StrCat("longer than ", limits.max_bad_word_bytes, " bytes"));
+      return InvalidFieldAt(names, "bad_words", i, absl::StrCat("longer than ", limits.max_bad_word_bytes, " bytes"));
     }
   }
   return absl::OkStatus();

@@ -36,7 +36,7 @@ struct RequestLimits {
 absl::Status CheckPromptTokens(const RequestLimits& limits, const std::string& field, size_t count);
 
 // The API's limits on max_tokens, stop strings, stop token ids and bad words (INVALID_ARGUMENT naming the field).
-absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling);
+absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sampling, FieldNames names = EngineFieldName);
 
 // A non-streamed answer is built whole in memory: INVALID_ARGUMENT naming `field` when the log-probs that
 // `requests` ask for (each prompt's, when scored, and each generated token's, with their alternatives) would

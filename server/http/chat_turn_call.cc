@@ -15,7 +15,7 @@ ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatReque
 
 absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
-  ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling));
+  ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling, [this](absl::string_view field) { return ParameterName(field); }));
   std::shared_ptr<const ChatTemplate> own_template;
   if (request_.chat_template) {
     ARACH_ASSIGN_OR_RETURN(own_template, ParseRequestChatTemplate(*request_.chat_template, context().trust_request_chat_template, e,

@@ -229,14 +229,33 @@ void GenerationCall::RespondWhole(httplib::Response& response, const std::functi
     End(kClientClosedRequest);
     return;
   }
-  for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) Apply(event);
-  json body = failure_.ok() ? WholeAnswer() : json();  // (a failure found while the answer is built counts too)
-  if (!failure_.ok()) {
-    SendError(response, failure_);
+  absl::StatusOr<json> answer = TakeWholeAnswer();
+  if (!answer.ok()) {
+    SendError(response, answer.status());
   } else {
-    SendJson(response, 200, body);
+    SendJson(response, 200, *answer);
   }
   End(response.status);
+}
+
+absl::StatusOr<json> GenerationCall::TakeWholeAnswer() {
+  for (ChoiceEvent& event : run_->Take(std::chrono::milliseconds(0))) Apply(event);
+  json body = failure_.ok() ? WholeAnswer() : json();  // (a failure found while the answer is built counts too)
+  if (!failure_.ok()) return failure_;
+  return body;
+}
+
+absl::StatusOr<json> GenerationCall::FinishUnattended(const std::function<void()>& on_begun) {
+  bool begun = false;
+  while (!run_->WaitFinishedFor(kClientCheckInterval)) {
+    if (begun || !run_->begun()) continue;
+    begun = true;
+    on_begun();
+  }
+  absl::StatusOr<json> answer = TakeWholeAnswer();
+  // (A cancelled one was cancelled by its client: logged as a client that went away is.)
+  End(answer.ok() ? 200 : absl::IsCancelled(answer.status()) ? kClientClosedRequest : HttpStatusOf(answer.status()));
+  return answer;
 }
 
 bool GenerationCall::StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) {
@@ -362,6 +381,7 @@ void ServeGeneration(ServiceContext& context, const httplib::Request& request, h
     context.request_log->Write(record);
     return;
   }
+  if ((*call)->AnsweredInBackground(response)) return;  // (a background response: its answer is polled for)
   if ((*call)->streaming()) {
     (*call)->RespondStream(response);
   } else {

@@ -75,6 +75,15 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   // Server-sent events as tokens arrive, then the usage (when asked) and [DONE].
   void RespondStream(httplib::Response& response);
   bool streaming() const { return fields_.stream; }
+  // Answers the request at once, before the choices have run, when the call runs in the background (the Responses
+  // API's background mode; its answer is fetched later): whether it did. The default runs nothing in the background.
+  virtual bool AnsweredInBackground(httplib::Response& /*response*/) { return false; }
+  // With nobody waiting for the answer (a background call): waits for every choice, then ends the call and returns
+  // its whole answer or the failure (CANCELLED once Cancel was called). `on_begun` is called once, from this
+  // thread, when the first choice has produced something (the engine has begun the call).
+  absl::StatusOr<nlohmann::json> FinishUnattended(const std::function<void()>& on_begun);
+  // Cancels every choice still running (each still delivers its end).
+  void Cancel() { run_->CancelAll(); }
 
  protected:
   // The choice object of `choice` (writes and clears its pending text and tokens). `final`: it has finished.
@@ -139,6 +148,8 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
 
  private:
   void Apply(ChoiceEvent& event);
+  // Once every choice has finished: applies their last events and builds WholeAnswer, or returns the first failure.
+  absl::StatusOr<nlohmann::json> TakeWholeAnswer();
   // ChoiceJson, plus the choice's attention diagnostics once it has finished (when asked).
   nlohmann::json ChoiceWithExtensions(int index, Choice& choice, bool final);
   bool PumpStream(ServerSentEvents& events);

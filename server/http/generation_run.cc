@@ -85,6 +85,7 @@ void GenerationRun::Push(ChoiceEvent event) {
       events_.push_back(std::move(copied));
     }
     finished_ += event.finish ? 1 + static_cast<int>(copies_[static_cast<size_t>(original)].size()) : 0;
+    begun_ = true;
     events_.push_back(std::move(event));
   }
   changed_.notify_all();
@@ -96,6 +97,11 @@ std::vector<ChoiceEvent> GenerationRun::Take(std::chrono::milliseconds timeout) 
   std::vector<ChoiceEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
   events_.clear();
   return out;
+}
+
+bool GenerationRun::begun() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return begun_;
 }
 
 bool GenerationRun::over() const {

@@ -48,6 +48,8 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   std::vector<ChoiceEvent> Take(std::chrono::milliseconds timeout);
   // Whether every submitted choice has finished and every event was taken.
   bool over() const;
+  // Whether any choice has produced an event (tokens, or its end) yet.
+  bool begun() const;
   // Waits until every submitted choice has finished.
   void WaitFinished();
   // The same for at most `timeout`; whether they have.
@@ -71,6 +73,7 @@ class GenerationRun : public std::enable_shared_from_this<GenerationRun> {
   std::vector<std::vector<int>> copies_;  // [choices]: the choices each one's events also answer (AnswerAsCopy)
   int submitted_ = 0;
   int finished_ = 0;
+  bool begun_ = false;  // an event was pushed
   std::deque<ChoiceEvent> events_;
 };
 

@@ -221,6 +221,8 @@ absl::Status HttpServer::Listen(const std::string& listen) {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptions& options, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
+  http->background_ = std::make_unique<BackgroundResponses>();
+  BackgroundResponses* const background = http->background_.get();
   const auto request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.request_timeout_seconds * 1000)));
   const ClientConnections* connections = nullptr;  // the server's: which connection each request came on
   if (options.tls.enabled()) {
@@ -295,22 +297,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   server.Post("/detokenize", [&context](const httplib::Request& request, httplib::Response& response) {
     HandleDetokenize(context, request, response);
   });
-  server.Post("/v1/responses", [&context, connections](const httplib::Request& request, httplib::Response& response) {
-    HandleResponses(context, request, response, connections->Of(request));
+  server.Post("/v1/responses", [&context, background, connections](const httplib::Request& request, httplib::Response& response) {
+    HandleResponses(context, *background, request, response, connections->Of(request));
   });
-  // Stored responses: retrieve, delete and list their input items (by the key that made them); none can be
-  // cancelled (none runs in the background).
-  server.Get("/v1/responses/([^/]+)", [&context](const httplib::Request& request, httplib::Response& response) {
-    ServeStoredResponse(context, request, response, StoredResponseAction::kRetrieve);
+  // Stored responses: retrieve, delete and list their input items, cancel a background one (by the key that made
+  // them).
+  server.Get("/v1/responses/([^/]+)", [&context, background](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, background, request, response, StoredResponseAction::kRetrieve);
   });
-  server.Delete("/v1/responses/([^/]+)", [&context](const httplib::Request& request, httplib::Response& response) {
-    ServeStoredResponse(context, request, response, StoredResponseAction::kDelete);
+  server.Delete("/v1/responses/([^/]+)", [&context, background](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, background, request, response, StoredResponseAction::kDelete);
   });
-  server.Get("/v1/responses/([^/]+)/input_items", [&context](const httplib::Request& request, httplib::Response& response) {
-    ServeStoredResponse(context, request, response, StoredResponseAction::kListInputItems);
+  server.Get("/v1/responses/([^/]+)/input_items", [&context, background](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, background, request, response, StoredResponseAction::kListInputItems);
   });
-  server.Post("/v1/responses/([^/]+)/cancel", [&context](const httplib::Request& request, httplib::Response& response) {
-    ServeStoredResponse(context, request, response, StoredResponseAction::kCancel);
+  server.Post("/v1/responses/([^/]+)/cancel", [&context, background](const httplib::Request& request, httplib::Response& response) {
+    ServeStoredResponse(context, background, request, response, StoredResponseAction::kCancel);
   });
   if (absl::Status status = http->Listen(options.listen); !status.ok()) return status;
   return http;
@@ -331,6 +333,7 @@ HttpServer::~HttpServer() { Stop(); }
 void HttpServer::Stop() {
   if (server_ != nullptr) server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (background_ != nullptr) background_->Stop();  // (their calls have ended where the engine was shut down first)
 }
 
 absl::Status HttpServer::ReloadCertificates() {

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/server_options.h"
+#include "server/http/background_responses.h"
 #include "server/http/https_certificates.h"
 #include "server/metrics.h"
 #include "server/service_context.h"
@@ -46,6 +47,7 @@ class HttpServer {
   absl::Status Listen(const std::string& listen);
 
   std::unique_ptr<HttpsCertificates> certificates_;  // declared first: outlives the server that reads it
+  std::unique_ptr<BackgroundResponses> background_;  // the API's background responses (null on the probes' server)
   std::unique_ptr<httplib::Server> server_;          // an httplib::SSLServer over HTTPS
   std::string address_;
   std::thread thread_;

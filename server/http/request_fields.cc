@@ -35,7 +35,7 @@ constexpr std::string_view kChatOnly[] = {"messages", "max_completion_tokens", "
 // chat's n/stop/logprobs, and ours.
 constexpr std::string_view kResponses[] = {
     "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "stream", "stream_options", "tools",
-    "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs", "previous_response_id",
+    "tool_choice", "parallel_tool_calls", "text", "truncation", "include", "top_logprobs", "previous_response_id", "background",
     // vLLM's sampling extensions and chat-template arguments
     "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "min_tokens", "priority",
     "chat_template_kwargs", "cache_salt", "reasoning",
@@ -78,7 +78,6 @@ constexpr std::string_view kClassify[] = {
 // Known Responses API parameters we do not implement, with what to do instead.
 constexpr std::pair<std::string_view, std::string_view> kResponsesNotImplemented[] = {
     {"conversation", "is not supported: conversations are not stored here; send the whole conversation in input"},
-    {"background", "background responses are not supported (stream instead)"},
     {"prompt", "stored prompt templates are not supported"},
 };
 
@@ -110,7 +109,6 @@ bool AsksForNothing(std::string_view key, const json& value) {
   if (key == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
   if (key == "suffix") return value.is_string() && value.get<std::string>().empty();  // (OpenAI's default is null)
   if (key == "modalities") return value == json::array({"text"});
-  if (key == "background") return value == false;
   if (key == "include") return value.is_array() && value.empty();
   return false;
 }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/status.h"
+#include "engine/core/field_error.h"
 #include "server/http/chat_turn_call.h"
 #include "server/http/http_call.h"
 #include "server/http/input_items.h"
@@ -23,16 +24,22 @@ std::string ResponseIdPrefix(const ServiceContext& context) {
 
 class ResponsesCall : public ChatTurnCall {
  public:
-  // `store`: where the answer is kept (null: not kept).
+  // `store`: where the answer is kept (null: not kept). `background`: where it runs when it runs in the background
+  // (null: it is answered when it has finished).
   ResponsesCall(ServiceContext& context, CallTicket ticket, ResponsesRequest request, ResolvedVariant variant, const CallOrigin& origin,
-                ResponseStore* store)
+                ResponseStore* store, BackgroundResponses* background)
       : ChatTurnCall(context, std::move(ticket), std::move(request.chat), std::move(variant),
                      {origin.request_id, "/v1/responses", ResponseIdPrefix(context), origin.answer_deadline}, "input"),
         echo_(std::move(request.echo)),
         conversation_(std::move(request.conversation)),
         input_start_(request.input_start),
         store_(store),
-        output_(origin.request_id, context.chat_output.tools) {}
+        background_(background),
+        output_(origin.request_id, context.chat_output.tools),
+        owner_(caller().key) {}
+
+  // A background response: stored as queued and answered so at once; a thread of `background_` waits for its end.
+  bool AnsweredInBackground(httplib::Response& response) override;
 
  protected:
   std::string ObjectName() const override { return "response"; }
@@ -57,6 +64,12 @@ class ResponsesCall : public ChatTurnCall {
   json ResponseJson(std::optional<json> output) const;
   // The finished `response`, kept in the store when the answer is stored.
   json Kept(json response);
+  // A response without its output yet (queued, in progress) or without an answer (cancelled, failed), kept with the
+  // conversation it answers.
+  void KeepUnanswered(const json& response);
+  // On its background thread: waits for the answer and keeps the response's final state.
+  void FinishInBackground();
+  std::string response_id() const { return absl::StrCat(identity().id_prefix, identity().request_id); }
   json ResponseUsage() const;
   bool Send(ServerSentEvents& events, json event);
 
@@ -64,7 +77,9 @@ class ResponsesCall : public ChatTurnCall {
   nlohmann::ordered_json conversation_;  // the input items answered (ResponsesRequest::conversation)
   size_t input_start_;                   // where this request's own input begins in conversation_
   ResponseStore* store_;
+  BackgroundResponses* background_;
   ResponseOutput output_;
+  const std::string owner_;  // the key whose response it is (kept apart: the call's ticket ends before its last state is kept)
   std::optional<ContentLogprobs> content_logprobs_;  // include message.output_text.logprobs: the message's tokens
   int sequence_number_ = 0;
 };
@@ -109,11 +124,11 @@ json ResponsesCall::ResponseUsage() const {
 json ResponsesCall::ResponseJson(std::optional<json> output) const {
   const bool finished = output.has_value();
   const bool incomplete = finished && cut_off();
-  json response = {{"id", absl::StrCat(identity().id_prefix, identity().request_id)},
+  json response = {{"id", response_id()},
                    {"object", "response"},
                    {"created_at", created()},
                    {"status", !finished ? "in_progress" : incomplete ? "incomplete" : "completed"},
-                   {"background", false},
+                   {"background", background_ != nullptr},
                    {"error", nullptr},
                    {"incomplete_details", incomplete ? json{{"reason", "max_output_tokens"}} : json(nullptr)},
                    {"model", fields().model},
@@ -139,9 +154,45 @@ json ResponsesCall::Kept(json response) {
     while (!conversation.empty() && conversation.back().value("type", "") == "reasoning") conversation.erase(conversation.end() - 1);
     const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
     store_->Put(response["id"].get<std::string>(),
-                {caller().key, response, std::move(conversation), ListedInputItems(input, identity().request_id)});
+                {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id)});
   }
   return response;
+}
+
+void ResponsesCall::KeepUnanswered(const json& response) {
+  const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
+  store_->Put(response_id(), {owner_, response, conversation_, ListedInputItems(input, identity().request_id)});
+}
+
+bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {
+  if (background_ == nullptr) return false;
+  json queued = ResponseJson(std::nullopt);
+  queued["status"] = "queued";
+  KeepUnanswered(queued);
+  auto self = std::static_pointer_cast<ResponsesCall>(shared_from_this());
+  if (absl::Status started = background_->Start(response_id(), owner_, self, [self] { self->FinishInBackground(); });
+      !started.ok()) {
+    Cancel();
+    (void)FinishUnattended([] {});  // (ends the call: its log line, its admission)
+    SendError(response, started);
+    return true;
+  }
+  SendJson(response, 200, queued);
+  return true;
+}
+
+void ResponsesCall::FinishInBackground() {
+  const absl::StatusOr<json> answer = FinishUnattended([this] { KeepUnanswered(ResponseJson(std::nullopt)); });
+  if (answer.ok()) return;  // (WholeAnswer kept it)
+  json ended = ResponseJson(std::nullopt);
+  if (absl::IsCancelled(answer.status())) {
+    ended["status"] = "cancelled";
+  } else {
+    const json error = ErrorBody(answer.status())["error"];
+    ended["status"] = "failed";
+    ended["error"] = {{"code", error["code"]}, {"message", error["message"]}};
+  }
+  KeepUnanswered(ended);
 }
 
 bool ResponsesCall::Send(ServerSentEvents& events, json event) {
@@ -177,8 +228,8 @@ bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& f
 
 }  // namespace
 
-void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
-                     const ClientConnection& client) {
+void HandleResponses(ServiceContext& context, BackgroundResponses& background, const httplib::Request& request,
+                     httplib::Response& response, const ClientConnection& client) {
   ServeGeneration(context, request, response, client, "/v1/responses",
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ResponseStore* const store = context.responses;
@@ -188,22 +239,33 @@ void HandleResponses(ServiceContext& context, const httplib::Request& request, h
                       stored = [store, &owner](const std::string& id) -> absl::StatusOr<nlohmann::ordered_json> {
                         std::optional<ResponseStore::Entry> entry = store->Get(id, owner);
                         if (!entry) return absl::NotFoundError(id);
+                        // A background response continues once answered: one running, cancelled or failed has no answer.
+                        if (const std::string status = entry->response.value("status", ""); status != "completed" && status != "incomplete") {
+                          return InvalidField("previous_response_id", absl::StrCat("'", ClipForError(id, 80), "' is ", status,
+                                                                                  ": only an answered response is continued"));
+                        }
                         return std::move(entry->conversation);
                       };
                     }
                     ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body, stored));
+                    if (parsed.background && store == nullptr) {
+                      return InvalidField("background", "needs a server that stores responses (--responses_store_bytes is 0)");
+                    }
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.chat.fields));
                     SetVariantHeaders(response, variant);
                     ResponseStore* const keep_in = parsed.store ? store : nullptr;
-                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant), origin,
-                                                                keep_in);
+                    CallOrigin call_origin = origin;
+                    if (parsed.background) call_origin.answer_deadline.reset();  // (nobody waits for a background answer)
+                    BackgroundResponses* const runs_in = parsed.background ? &background : nullptr;
+                    auto call = std::make_shared<ResponsesCall>(context, std::move(ticket), std::move(parsed), std::move(variant),
+                                                                call_origin, keep_in, runs_in);
                     ARACH_RETURN_IF_ERROR(call->Start());
                     return call;
                   });
 }
 
-void ServeStoredResponse(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
-                         StoredResponseAction action) {
+void ServeStoredResponse(ServiceContext& context, BackgroundResponses* background, const httplib::Request& request,
+                         httplib::Response& response, StoredResponseAction action) {
   absl::StatusOr<Caller> caller = Authenticate(*context.keys, request.get_header_value("Authorization"));
   if (!caller.ok()) return SendError(response, caller.status());
   const std::string id = request.matches[1].str();
@@ -219,14 +281,23 @@ void ServeStoredResponse(ServiceContext& context, const httplib::Request& reques
     case StoredResponseAction::kRetrieve:
       return SendJson(response, 200, entry->response);
     case StoredResponseAction::kDelete:
+      if (background != nullptr) background->CancelAndWait(id, caller->key);  // (a running one would store itself again)
       context.responses->Delete(id, caller->key);
       return SendJson(response, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});
     case StoredResponseAction::kListInputItems: {
       absl::StatusOr<json> page = InputItemsPage(entry->input_items, request);
       return page.ok() ? SendJson(response, 200, *page) : SendError(response, page.status());
     }
-    case StoredResponseAction::kCancel:
-      return SendError(response, absl::InvalidArgumentError("only background responses can be cancelled, and none runs here"));
+    case StoredResponseAction::kCancel: {
+      if (entry->response.value("background", false) != true) {
+        return SendError(response, absl::InvalidArgumentError("only background responses can be cancelled"));
+      }
+      // A running one ends cancelled (its final state stored before the wait ends); a finished one is answered as it
+      // ended (a cancel is idempotent).
+      if (background != nullptr && background->CancelAndWait(id, caller->key)) entry = context.responses->Get(id, caller->key);
+      if (!entry) return SendError(response, absl::NotFoundError(absl::StrCat("response '", ClipForError(id, 80), "' is not stored here")));
+      return SendJson(response, 200, entry->response);
+    }
   }
 }
 

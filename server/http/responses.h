@@ -9,20 +9,24 @@
 
 #include <httplib.h>
 
+#include "server/http/background_responses.h"
 #include "server/http/client_connection.h"
 #include "server/service_context.h"
 
 namespace arach::server::http {
 
-void HandleResponses(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
-                     const ClientConnection& client);
+// `background: true` (with the store): the response is stored as queued and answered so at once; it runs on a
+// thread of `background` and is stored in progress once the engine begins it, then as it ended (completed,
+// incomplete, cancelled or failed).
+void HandleResponses(ServiceContext& context, BackgroundResponses& background, const httplib::Request& request,
+                     httplib::Response& response, const ClientConnection& client);
 
 // /v1/responses/{id} (request.matches[1]): GET the stored response, DELETE it ({"id", "object", "deleted"}), GET
-// .../input_items a page of its request's input items (input_items.h); it cannot be cancelled (400: none runs in the
-// background). An id this
-// caller's key has not stored, or any id where nothing is stored, is a 404.
+// .../input_items a page of its request's input items (input_items.h), POST .../cancel a background response (a
+// running one ends cancelled; a finished one is answered as it ended; another is a 400). An id this caller's key has
+// not stored, or any id where nothing is stored, is a 404.
 enum class StoredResponseAction { kRetrieve, kDelete, kListInputItems, kCancel };
-void ServeStoredResponse(ServiceContext& context, const httplib::Request& request, httplib::Response& response,
-                         StoredResponseAction action);
+void ServeStoredResponse(ServiceContext& context, BackgroundResponses* background, const httplib::Request& request,
+                         httplib::Response& response, StoredResponseAction action);
 
 }  // namespace arach::server::http

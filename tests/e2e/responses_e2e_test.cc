@@ -7,8 +7,11 @@
 // deleted. The openai client's own responses helpers: tests/openai_client/responses.mjs.
 #include <httplib.h>
 
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_split.h"
 #include "engine/constraint/constraint_compiler.h"
@@ -268,9 +271,11 @@ TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
       {{{"model", "qwen3-tiny"}, {"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}},
        "input[0].content[0].type"},
       {{{"model", "qwen3-tiny"}, {"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens"},
+      {{{"model", "qwen3-tiny"}, {"input", "x"}, {"max_output_tokens", 5000}}, "max_output_tokens"},  // over --max_tokens_limit
       {{{"model", "qwen3-tiny"}, {"input", too_long}}, "input"},
       {{{"model", "qwen3-tiny"}, {"input", "x"}, {"previous_response_id", "resp_1"}}, "previous_response_id"},
       {{{"model", "qwen3-tiny"}, {"input", "x"}, {"temperature", -1}}, "temperature"},
+      {{{"model", "qwen3-tiny"}, {"input", "x"}, {"background", true}}, "background"},  // (nothing is stored here)
   };
   for (const auto& [body, param] : cases) {
     const HttpAnswer answer = Post("/v1/responses", body);
@@ -387,6 +392,109 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   const HttpAnswer gone = send("POST", "/v1/responses", "sk-alice", second_body);
   EXPECT_EQ(gone.status, 400);
   EXPECT_EQ(gone.body["error"]["param"], "previous_response_id") << gone.body;
+}
+
+// background: true (OpenAI's background mode): answered at once as queued, then polled: in progress once the engine
+// has begun it, and finally the response the same request answers in the foreground (greedy). A running one is
+// cancelled (and a cancel is idempotent), deleted (which cancels it first), or refused where it cannot be.
+TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.File("keys")) << "alice:sk-alice\nbob:sk-bob\n";
+  const std::string tmpl = dir.File("qwen3.jinja");
+  {
+    std::ifstream in(testing::FixturePath("chat/templates.json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(tmpl) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
+  }
+  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
+                                                                     "--kv_cache_bytes=33554432", "--api_key_file=" + dir.File("keys"),
+                                                                     "--responses_store_bytes=1048576"});
+  ASSERT_NE(server, nullptr);
+  const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
+    return testing::HttpSend(server->http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
+  };
+  // Polls the response until `done` says yes of its status (at most 60 s); its last state.
+  const auto poll = [&](const std::string& id, const std::function<bool(const std::string&)>& done) {
+    HttpAnswer got;
+    for (int i = 0; i < 6000; ++i) {
+      got = send("GET", "/v1/responses/" + id, "sk-alice");
+      if (got.status != 200 || done(got.body["status"].get<std::string>())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return got;
+  };
+  const json body = {{"model", "qwen3-tiny"}, {"input", "Name three colours."}, {"max_output_tokens", 12}, {"temperature", 0},
+                     {"chat_template_kwargs", {{"enable_thinking", false}}}};
+  json background_body = body;
+  background_body["background"] = true;
+  const HttpAnswer accepted = send("POST", "/v1/responses", "sk-alice", background_body);
+  ASSERT_EQ(accepted.status, 200) << accepted.body;
+  EXPECT_EQ(accepted.body["status"], "queued");
+  EXPECT_EQ(accepted.body["background"], true);
+  EXPECT_EQ(accepted.body["output"], json::array());
+  EXPECT_TRUE(accepted.body["usage"].is_null());
+  const std::string id = accepted.body["id"];
+  const HttpAnswer finished = poll(id, [](const std::string& status) { return status != "queued" && status != "in_progress"; });
+  ASSERT_EQ(finished.status, 200) << finished.body;
+  json foreground_body = body;
+  foreground_body["store"] = false;
+  const HttpAnswer foreground = send("POST", "/v1/responses", "sk-alice", foreground_body);
+  ASSERT_EQ(foreground.status, 200) << foreground.body;
+  EXPECT_EQ(finished.body["status"], foreground.body["status"]) << finished.body;
+  EXPECT_EQ(finished.body["output"][0]["content"], foreground.body["output"][0]["content"]);
+  EXPECT_EQ(finished.body["usage"], foreground.body["usage"]);
+  EXPECT_EQ(finished.body["background"], true);
+  EXPECT_EQ(send("POST", "/v1/responses/" + id + "/cancel", "sk-alice").body, finished.body) << "a finished one stays as it ended";
+
+  // A long one: in progress once begun, then cancelled (twice: the same answer), while another key finds nothing.
+  json long_body = background_body;
+  long_body["max_output_tokens"] = 4000;
+  long_body["min_tokens"] = 4000;
+  const HttpAnswer long_accepted = send("POST", "/v1/responses", "sk-alice", long_body);
+  ASSERT_EQ(long_accepted.status, 200) << long_accepted.body;
+  const std::string long_id = long_accepted.body["id"];
+  EXPECT_EQ(poll(long_id, [](const std::string& status) { return status != "queued"; }).body["status"], "in_progress");
+  EXPECT_EQ(send("POST", "/v1/responses/" + long_id + "/cancel", "sk-bob").status, 404);
+  const HttpAnswer cancelled = send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice");
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.body["status"], "cancelled");
+  EXPECT_EQ(cancelled.body["id"], long_id);
+  EXPECT_EQ(send("GET", "/v1/responses/" + long_id, "sk-alice").body, cancelled.body);
+  EXPECT_EQ(send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice").body, cancelled.body);
+  json continues = body;
+  continues["previous_response_id"] = long_id;
+  const HttpAnswer no_answer = send("POST", "/v1/responses", "sk-alice", continues);
+  EXPECT_EQ(no_answer.status, 400) << no_answer.body;
+  EXPECT_EQ(no_answer.body["error"]["message"],
+            "previous_response_id: '" + long_id + "' is cancelled: only an answered response is continued");
+  EXPECT_NE(server->Output().find("route=/v1/responses key=alice variant=base status=499"), std::string::npos)
+      << "a cancelled one is logged as its client going away";
+
+  // Deleting a running one cancels it first: it does not come back.
+  const HttpAnswer doomed = send("POST", "/v1/responses", "sk-alice", long_body);
+  ASSERT_EQ(doomed.status, 200) << doomed.body;
+  const std::string doomed_id = doomed.body["id"];
+  ASSERT_EQ(send("DELETE", "/v1/responses/" + doomed_id, "sk-alice").status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(send("GET", "/v1/responses/" + doomed_id, "sk-alice").status, 404);
+
+  // Refused: a stored response that did not run in the background is not cancelled; background without store, or
+  // streamed.
+  json stored_body = body;
+  const HttpAnswer stored = send("POST", "/v1/responses", "sk-alice", stored_body);
+  ASSERT_EQ(stored.status, 200) << stored.body;
+  const HttpAnswer not_background = send("POST", "/v1/responses/" + stored.body["id"].get<std::string>() + "/cancel", "sk-alice");
+  EXPECT_EQ(not_background.status, 400) << not_background.body;
+  EXPECT_EQ(not_background.body["error"]["message"], "only background responses can be cancelled");
+  for (const char* field : {"store", "stream"}) {
+    json refused_body = background_body;
+    refused_body[field] = field == std::string("stream");  // store: false, stream: true
+    const HttpAnswer refused = send("POST", "/v1/responses", "sk-alice", refused_body);
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], "background") << refused.body;
+  }
 }
 
 }  // namespace

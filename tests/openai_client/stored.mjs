@@ -1,7 +1,8 @@
 // Stored responses through the official openai npm client (node stored.mjs HTTP_ADDRESS MODEL), against a server
 // run with --responses_store_bytes: responses.create keeps the answer, responses.retrieve returns it,
 // previous_response_id continues it, responses.inputItems.list pages through a response's own input items with the
-// client's cursor paginator (limit, after, has_more), and responses.del drops it.
+// client's cursor paginator (limit, after, has_more), and responses.del drops it. Background mode: a response created
+// with background is polled with retrieve to the foreground's answer, and responses.cancel cancels a running one.
 import OpenAI from "openai";
 
 const [httpAddress, model] = process.argv.slice(2);
@@ -42,6 +43,25 @@ check("previous_response_id continues it", second.previous_response_id === first
 const secondItems = await client.responses.inputItems.list(second.id);
 check("a continued response lists its own input only", secondItems.data.length === 1 && secondItems.data[0].content[0].text === "And a third?",
   JSON.stringify(secondItems.data));
+
+const question = { model, input: "Name a colour.", max_output_tokens: 8, temperature: 0, ...noThinking };
+const queued = await client.responses.create({ ...question, background: true });
+check("a background response is answered at once, queued", queued.status === "queued" && queued.background === true,
+  JSON.stringify(queued));
+let polled = queued;
+for (let i = 0; i < 600 && (polled.status === "queued" || polled.status === "in_progress"); i += 1) {
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  polled = await client.responses.retrieve(queued.id);
+}
+const foreground = await client.responses.create({ ...question, store: false });
+const textOf = (response) => response.output.filter((item) => item.type === "message").map((item) => item.content[0].text).join("");
+check("polled to the answer the foreground gives", polled.status === foreground.status && textOf(polled) === textOf(foreground),
+  `${polled.status} ${JSON.stringify(textOf(polled))} vs ${foreground.status} ${JSON.stringify(textOf(foreground))}`);
+const long = await client.responses.create({ ...question, max_output_tokens: 4000, min_tokens: 4000, background: true });
+await client.responses.cancel(long.id);  // (typed void in this client version: the state is retrieved)
+const cancelled = await client.responses.retrieve(long.id);
+check("responses.cancel cancels a running one", cancelled.status === "cancelled" && cancelled.background === true,
+  JSON.stringify(cancelled));
 
 await client.responses.del(first.id);  // (this client version's name for delete)
 try {

@@ -23,6 +23,16 @@ std::string ParamOf(const std::string& body) {
   return ErrorParam(parsed.status());
 }
 
+TEST(ResponsesRequest, BackgroundIsReadWithTheStore) {
+  auto background = ParseResponsesRequest(R"({"model": "m", "input": "Hi", "background": true})");
+  ASSERT_TRUE(background.ok()) << background.status();
+  EXPECT_TRUE(background->background);
+  EXPECT_TRUE(background->store);
+  auto foreground = ParseResponsesRequest(R"({"model": "m", "input": "Hi", "background": false, "store": false})");
+  ASSERT_TRUE(foreground.ok()) << foreground.status();
+  EXPECT_FALSE(foreground->background);
+}
+
 TEST(ResponsesRequest, AStringInputIsOneUserTurnAfterTheInstructions) {
   auto parsed = ParseResponsesRequest(
       R"({"model": "m", "instructions": "Be brief.", "input": "Hi", "max_output_tokens": 7, "temperature": 0.5, "user": "u1"})");
@@ -244,7 +254,9 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": "x", "truncation": "middle"})", "truncation"},
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"model": "m", "input": "x", "conversation": "conv_1"})", "conversation"},
-      {R"({"model": "m", "input": "x", "background": true})", "background"},
+      {R"({"model": "m", "input": "x", "background": true, "store": false})", "background"},  // (nothing to poll)
+      {R"({"model": "m", "input": "x", "background": true, "stream": true})", "background"},  // (poll instead)
+      {R"({"model": "m", "input": "x", "background": "yes"})", "background"},
       {R"({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})", "include[0]"},
       {R"({"model": "m", "input": "x", "include": "message.output_text.logprobs"})", "include"},
       {R"({"model": "m", "input": "x", "include": [3]})", "include[0]"},

@@ -1,0 +1,57 @@
+// The Responses API's background responses (`background: true`): each runs on a thread of its own from the moment
+// it is accepted (answered at once, `status: "queued"`) until its final state is in the response store, and the key
+// that made it may cancel it. One per HTTP server; Stop cancels and joins whatever still runs (serve.cc shuts the
+// engine down first, which ends every call).
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/http/generation_call.h"
+
+namespace arach::server::http {
+
+class BackgroundResponses {
+ public:
+  BackgroundResponses() = default;
+  BackgroundResponses(const BackgroundResponses&) = delete;
+  BackgroundResponses& operator=(const BackgroundResponses&) = delete;
+  ~BackgroundResponses();  // Stop()
+
+  // Runs `finish` (which waits for `call`'s answer and stores the response's final state) on a thread of its own;
+  // until it returns, `owner` may cancel `call` under `id`. INVALID_ARGUMENT when `owner` has a response `id`
+  // running (a request id used twice); UNAVAILABLE after Stop.
+  absl::Status Start(const std::string& id, const std::string& owner, std::shared_ptr<GenerationCall> call,
+                     std::function<void()> finish);
+  // Cancels `owner`'s running response `id` and waits until its `finish` has returned (its final state stored):
+  // whether one was running.
+  bool CancelAndWait(const std::string& id, const std::string& owner);
+  // Responses running now.
+  size_t running() const;
+  // Cancels every running response and joins every thread; later Starts are refused.
+  void Stop();
+
+ private:
+  struct Running {
+    std::shared_ptr<GenerationCall> call;
+    std::thread thread;
+  };
+  static std::string KeyOf(const std::string& id, const std::string& owner) { return owner + '\n' + id; }
+  void Finished(const std::string& key);
+  void JoinEndedLocked();
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, Running> running_;  // by KeyOf(id, owner)
+  std::vector<std::thread> ended_;          // threads whose finish returned, to be joined
+  bool stopped_ = false;
+};
+
+}  // namespace arach::server::http
