@@ -40,7 +40,8 @@ absl::StatusOr<BatchRequest> ParseLine(int line, absl::string_view text) {
   const std::vector<std::string_view>& urls = BatchUrls();
   if (url == object.end() || !url->is_string() ||
       std::find(urls.begin(), urls.end(), url->get_ref<const std::string&>()) == urls.end()) {
-    return LineError(line, "url", absl::StrCat("must be one of ", absl::StrJoin(urls, ", ", [](std::string* out, std::string_view url) { out->append(url); })));
+    const std::string listed = absl::StrJoin(urls, ", ", [](std::string* out, std::string_view u) { out->append(u); });
+    return LineError(line, "url", absl::StrCat("must be one of ", listed));
   }
   request.url = url->get<std::string>();
   const auto body = object.find("body");

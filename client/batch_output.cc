@@ -20,7 +20,10 @@ absl::Status LineError(int line, absl::string_view problem) {
 bool WorthAnotherTry(int status_code) { return status_code == 0 || status_code == 429 || status_code == 502 || status_code == 503; }
 
 std::string BatchOutputLine(const BatchRequest& request, const BatchResult& result) {
-  json line = {{"id", absl::StrCat("batch_req_", request.index)}, {"custom_id", request.custom_id}, {"response", nullptr}, {"error", nullptr}};
+  json line = {{"id", absl::StrCat("batch_req_", request.index)},
+               {"custom_id", request.custom_id},
+               {"response", nullptr},
+               {"error", nullptr}};
   if (result.status_code == 0) {
     line["error"] = {{"code", "connection_error"},
                      {"message", absl::StrCat("no answer (", result.error, ") after ", result.attempts,

@@ -56,7 +56,9 @@ int RunBatch(const BatchOptions& options) {
   absl::StatusOr<std::string> text = ReadWholeFile("input", options.input);
   if (!text.ok()) return ReportError("batch", text.status());
   absl::StatusOr<std::vector<BatchRequest>> requests = ParseBatchInput(*text);
-  if (!requests.ok()) return ReportError("batch", absl::InvalidArgumentError(absl::StrCat(options.input, ": ", requests.status().message())));
+  if (!requests.ok()) {
+    return ReportError("batch", absl::InvalidArgumentError(absl::StrCat(options.input, ": ", requests.status().message())));
+  }
 
   FinishedLines finished;
   if (options.resume) {

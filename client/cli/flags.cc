@@ -258,7 +258,9 @@ absl::StatusOr<BatchOptions> BatchOptionsFromFlags() {
   if (o.input.empty()) return absl::InvalidArgumentError("--input: give the batch file");
   if (o.concurrency < 1 || o.concurrency > 1024) return absl::InvalidArgumentError("--concurrency: must be 1..1024");
   if (o.max_attempts < 1 || o.max_attempts > 100) return absl::InvalidArgumentError("--max_attempts: must be 1..100");
-  if (o.resume && (o.output.empty() || o.output == "-")) return absl::InvalidArgumentError("--resume: give the --output file to go on from");
+  if (o.resume && (o.output.empty() || o.output == "-")) {
+    return absl::InvalidArgumentError("--resume: give the --output file to go on from");
+  }
   return o;
 }
 

@@ -15,7 +15,9 @@ ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatReque
 
 absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
-  ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits(), fields().sampling, [this](absl::string_view field) { return ParameterName(field); }));
+  // (Named as the route names them: /v1/responses says max_output_tokens.)
+  ARACH_RETURN_IF_ERROR(
+      CheckSamplingLimits(limits(), fields().sampling, [this](absl::string_view field) { return ParameterName(field); }));
   std::shared_ptr<const ChatTemplate> own_template;
   if (request_.chat_template) {
     ARACH_ASSIGN_OR_RETURN(own_template, ParseRequestChatTemplate(*request_.chat_template, context().trust_request_chat_template, e,

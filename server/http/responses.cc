@@ -240,7 +240,8 @@ void HandleResponses(ServiceContext& context, BackgroundResponses& background, c
                         std::optional<ResponseStore::Entry> entry = store->Get(id, owner);
                         if (!entry) return absl::NotFoundError(id);
                         // A background response continues once answered: one running, cancelled or failed has no answer.
-                        if (const std::string status = entry->response.value("status", ""); status != "completed" && status != "incomplete") {
+                        const std::string status = entry->response.value("status", "");
+                        if (status != "completed" && status != "incomplete") {
                           return InvalidField("previous_response_id", absl::StrCat("'", ClipForError(id, 80), "' is ", status,
                                                                                   ": only an answered response is continued"));
                         }

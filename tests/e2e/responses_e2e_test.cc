@@ -295,13 +295,9 @@ TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
   }
 }
 
-// --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
-// with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
-// answered (streamed ones too), GET .../input_items lists its own request's input, DELETE drops it; another key sees
-// none of it; store false keeps nothing.
-TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
-  ARACH_REQUIRE_FIXTURES();
-  testing::ScopedTempDir dir;
+// A server on qwen3-tiny with the real Qwen3 template that stores responses, with the keys alice (sk-alice) and bob
+// (sk-bob); its files in `dir`.
+std::unique_ptr<ServerProcess> StartStoringServer(const testing::ScopedTempDir& dir) {
   std::ofstream(dir.File("keys")) << "alice:sk-alice\nbob:sk-bob\n";
   const std::string tmpl = dir.File("qwen3.jinja");
   {
@@ -310,9 +306,19 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
     text << in.rdbuf();
     std::ofstream(tmpl) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
   }
-  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
-                                                                     "--kv_cache_bytes=33554432", "--api_key_file=" + dir.File("keys"),
-                                                                     "--responses_store_bytes=1048576"});
+  return testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
+                                                              "--kv_cache_bytes=33554432", "--api_key_file=" + dir.File("keys"),
+                                                              "--responses_store_bytes=1048576"});
+}
+
+// --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
+// with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
+// answered (streamed ones too), GET .../input_items lists its own request's input, DELETE drops it; another key sees
+// none of it; store false keeps nothing.
+TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
+  ARACH_REQUIRE_FIXTURES();
+  testing::ScopedTempDir dir;
+  auto server = StartStoringServer(dir);
   ASSERT_NE(server, nullptr);
   const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
     return testing::HttpSend(server->http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
@@ -400,17 +406,7 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
 TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
   ARACH_REQUIRE_FIXTURES();
   testing::ScopedTempDir dir;
-  std::ofstream(dir.File("keys")) << "alice:sk-alice\nbob:sk-bob\n";
-  const std::string tmpl = dir.File("qwen3.jinja");
-  {
-    std::ifstream in(testing::FixturePath("chat/templates.json"));
-    std::stringstream text;
-    text << in.rdbuf();
-    std::ofstream(tmpl) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
-  }
-  auto server = testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
-                                                                     "--kv_cache_bytes=33554432", "--api_key_file=" + dir.File("keys"),
-                                                                     "--responses_store_bytes=1048576"});
+  auto server = StartStoringServer(dir);
   ASSERT_NE(server, nullptr);
   const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
     return testing::HttpSend(server->http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
