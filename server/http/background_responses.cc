@@ -7,15 +7,13 @@ namespace arach::server::http {
 BackgroundResponses::~BackgroundResponses() { Stop(); }
 
 absl::Status BackgroundResponses::Start(const std::string& id, const std::string& owner, std::shared_ptr<GenerationCall> call,
-                                        std::function<void()> finish) {
+                                        const std::function<void()>& accepted, std::function<void()> finish) {
   std::lock_guard<std::mutex> lock(mutex_);
   JoinEndedLocked();
   if (stopped_) return absl::UnavailableError("the server is stopping");
   const std::string key = KeyOf(id, owner);
-  if (running_.contains(key)) {
-    return absl::InvalidArgumentError(absl::StrCat("a background response '", id,
-                                                   "' of this key is still running: its request id (x-request-id) was used again"));
-  }
+  if (running_.contains(key)) return DuplicateError(id);
+  accepted();
   Running& running = running_[key];
   running.call = std::move(call);
   // (The thread takes the lock only after this returns: its entry is complete by then.)
@@ -44,6 +42,16 @@ bool BackgroundResponses::CancelAndWait(const std::string& id, const std::string
   it->second.call->Cancel();
   changed_.wait(lock, [&] { return !running_.contains(key); });
   return true;
+}
+
+absl::Status BackgroundResponses::DuplicateError(const std::string& id) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("a background response '", id, "' of this key is still running: its request id (x-request-id) was used again"));
+}
+
+bool BackgroundResponses::IsRunning(const std::string& id, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return running_.contains(KeyOf(id, owner));
 }
 
 size_t BackgroundResponses::running() const {

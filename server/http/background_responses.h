@@ -25,16 +25,21 @@ class BackgroundResponses {
   BackgroundResponses& operator=(const BackgroundResponses&) = delete;
   ~BackgroundResponses();  // Stop()
 
-  // Runs `finish` (which waits for `call`'s answer and stores the response's final state) on a thread of its own;
-  // until it returns, `owner` may cancel `call` under `id`. INVALID_ARGUMENT when `owner` has a response `id`
-  // running (a request id used twice); UNAVAILABLE after Stop.
+  // Calls `accepted` (which stores the response as queued), then runs `finish` (which waits for `call`'s answer and
+  // stores the response's later states) on a thread of its own: what `finish` stores comes after what `accepted`
+  // stored. Until `finish` returns, `owner` may cancel `call` under `id`. INVALID_ARGUMENT when `owner` has a
+  // response `id` running (a request id used twice), UNAVAILABLE after Stop: neither function is called then.
   absl::Status Start(const std::string& id, const std::string& owner, std::shared_ptr<GenerationCall> call,
-                     std::function<void()> finish);
+                     const std::function<void()>& accepted, std::function<void()> finish);
   // Cancels `owner`'s running response `id` and waits until its `finish` has returned (its final state stored):
   // whether one was running.
   bool CancelAndWait(const std::string& id, const std::string& owner);
   // Responses running now.
   size_t running() const;
+  // Whether `owner` has a response `id` running.
+  bool IsRunning(const std::string& id, const std::string& owner) const;
+  // The refusal of a request whose response id `owner` has running: one home for its words (Start says the same).
+  static absl::Status DuplicateError(const std::string& id);
   // Cancels every running response and joins every thread; later Starts are refused.
   void Stop();
 

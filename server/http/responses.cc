@@ -168,9 +168,9 @@ bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {
   if (background_ == nullptr) return false;
   json queued = ResponseJson(std::nullopt);
   queued["status"] = "queued";
-  KeepUnanswered(queued);
   auto self = std::static_pointer_cast<ResponsesCall>(shared_from_this());
-  if (absl::Status started = background_->Start(response_id(), owner_, self, [self] { self->FinishInBackground(); });
+  if (absl::Status started = background_->Start(
+          response_id(), owner_, self, [&] { KeepUnanswered(queued); }, [self] { self->FinishInBackground(); });
       !started.ok()) {
     Cancel();
     (void)FinishUnattended([] {});  // (ends the call: its log line, its admission)
@@ -251,6 +251,10 @@ void HandleResponses(ServiceContext& context, BackgroundResponses& background, c
                     ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body, stored));
                     if (parsed.background && store == nullptr) {
                       return InvalidField("background", "needs a server that stores responses (--responses_store_bytes is 0)");
+                    }
+                    if (const std::string id = ResponseIdPrefix(context) + origin.request_id;
+                        parsed.background && background.IsRunning(id, owner)) {
+                      return BackgroundResponses::DuplicateError(id);  // (Start checks again, for two at once)
                     }
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.chat.fields));
                     SetVariantHeaders(response, variant);

@@ -468,6 +468,17 @@ TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
   EXPECT_NE(server->Output().find("route=/v1/responses key=alice variant=base status=499"), std::string::npos)
       << "a cancelled one is logged as its client going away";
 
+  // A request id used again while its background response runs is refused (the id is the response's).
+  const httplib::Headers alice_dup = {{"Authorization", "Bearer sk-alice"}, {"x-request-id", "dup-1"}};
+  const HttpAnswer dup_first = testing::HttpSend(server->http_address(), "POST", "/v1/responses", long_body.dump(), alice_dup);
+  ASSERT_EQ(dup_first.status, 200) << dup_first.body;
+  EXPECT_EQ(dup_first.body["id"], "resp_dup-1");
+  const HttpAnswer dup_again = testing::HttpSend(server->http_address(), "POST", "/v1/responses", long_body.dump(), alice_dup);
+  EXPECT_EQ(dup_again.status, 400) << dup_again.body;
+  EXPECT_EQ(dup_again.body["error"]["message"],
+            "a background response 'resp_dup-1' of this key is still running: its request id (x-request-id) was used again");
+  EXPECT_EQ(send("POST", "/v1/responses/resp_dup-1/cancel", "sk-alice").body["status"], "cancelled");
+
   // Deleting a running one cancels it first: it does not come back.
   const HttpAnswer doomed = send("POST", "/v1/responses", "sk-alice", long_body);
   ASSERT_EQ(doomed.status, 200) << doomed.body;
