@@ -238,7 +238,11 @@ void Engine::PublishStats() {
   stats_.deferred_admissions = scheduler_.deferred_admissions();
   stats_.preemptions = scheduler_.num_preemptions();
   stats_.lora_adapters.clear();
-  for (const LoraEntry& entry : loras_) stats_.lora_adapters.push_back(entry.name);
+  stats_.lora_request_adapters.clear();
+  for (const LoraEntry& entry : loras_) {
+    stats_.lora_adapters.push_back(entry.name);
+    stats_.lora_request_adapters.push_back(entry.replaced ? entry.former_name : entry.name);
+  }
   stats_.lora_on_device = LorasOnDevice();
   stats_.lora_max_on_device = model_.lora_limits.max_loras;
   stats_.lora_swap_ins = lora_swap_ins_;

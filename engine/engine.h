@@ -104,6 +104,8 @@ struct EngineStats {
   // Per registered LoRA adapter (by index; "" for an index free to take, or of an adapter replaced): its name and its
   // requests running, and waiting (queued, preempted or just arrived), background work included.
   std::vector<std::string> lora_adapters;
+  // Per index: the adapter name its requests were made for, a replaced adapter's too ("" for an index free to take).
+  std::vector<std::string> lora_request_adapters;
   std::vector<int> lora_running;
   std::vector<int> lora_waiting;
   int lora_max_on_device = 0;     // LoraLimits::max_loras: adapters a batch may hold (0: every one registered)
@@ -252,6 +254,7 @@ class Engine {
   struct LoraEntry {
     std::string name;       // "" at an index free to take, or of an adapter replaced
     bool replaced = false;  // a replacement took its name: its requests finish on it, then FreeReplacedLorasLocked drops it
+    std::string former_name;  // a replaced adapter's name: the requests still finishing on it were made for that name
     // The number of the load that registered it (1, 2, ... over the engine's life), which keys its cached blocks:
     // an adapter at a reused index never finds its predecessor's.
     uint64_t load = 0;

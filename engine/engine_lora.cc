@@ -182,8 +182,10 @@ void Engine::RunLoraOps(std::unique_lock<std::mutex>& lock) {
       if (added.ok()) {
         if (index == loras_.size()) loras_.emplace_back();
         if (replaced >= 0) {  // its requests finish on it (dropped once they have); new ones get the new weights
-          loras_[static_cast<size_t>(replaced)].name = "";
-          loras_[static_cast<size_t>(replaced)].replaced = true;
+          LoraEntry& old = loras_[static_cast<size_t>(replaced)];
+          old.former_name = std::move(old.name);
+          old.name = "";
+          old.replaced = true;
         }
         LoraEntry& entry = loras_[index];
         entry.name = op->name;

@@ -97,11 +97,16 @@ class EngineCollector : public prometheus::Collectable {
       // The model server protocol's LoRA info (vLLM's lora_requests_info labels), for an endpoint picker's adapter
       // affinity: the adapters of running and of waiting requests, and how many adapters a batch may hold
       // (--max_loras); the value is the time it was read (the picker keeps the latest).
+      // (By the name a request was made for: those still finishing on a replaced adapter's weights count under its
+      // name, once beside its replacement's.)
       std::vector<std::string> running, waiting;
-      for (size_t i = 0; i < s.lora_adapters.size(); ++i) {
-        if (s.lora_adapters[i].empty()) continue;
-        if (i < s.lora_running.size() && s.lora_running[i] > 0) running.push_back(s.lora_adapters[i]);
-        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) waiting.push_back(s.lora_adapters[i]);
+      const auto add = [](std::vector<std::string>& names, const std::string& name) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      };
+      for (size_t i = 0; i < s.lora_request_adapters.size(); ++i) {
+        if (s.lora_request_adapters[i].empty()) continue;
+        if (i < s.lora_running.size() && s.lora_running[i] > 0) add(running, s.lora_request_adapters[i]);
+        if (i < s.lora_waiting.size() && s.lora_waiting[i] > 0) add(waiting, s.lora_request_adapters[i]);
       }
       prometheus::MetricFamily f{"arach_lora_requests_info",
                                  "LoRA adapters of running and waiting requests and the adapters a batch may hold, as labels "
@@ -237,6 +242,10 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                         .Help("1, labelled with the server's version, git commit, device and backend (threads and why).")
                         .Register(r);
   m->build_info_->Add({{"version", ArachVersion()}, {"git_sha", ArachGitSha()}, {"device", ""}, {"backend", "loading"}}).Set(1);
+  m->background_responses_ = &BuildGauge().Name("arach_responses_background_running")
+                                  .Help("Responses API background responses running (accepted, not yet in their final state).")
+                                  .Register(r)
+                                  .Add({});
   auto& request_prompt = BuildHistogram().Name("arach_request_prompt_tokens")
                              .Help("Prompt tokens of each finished generation request, by variant.").Register(r);
   auto& request_generation = BuildHistogram().Name("arach_request_generation_tokens")
@@ -310,6 +319,8 @@ void ServerMetrics::SetDevice(const std::string& device, const std::string& back
   build_info_->Remove(&build_info_->Add({{"version", ArachVersion()}, {"git_sha", ArachGitSha()}, {"device", ""}, {"backend", "loading"}}));
   build_info_->Add({{"version", ArachVersion()}, {"git_sha", ArachGitSha()}, {"device", device}, {"backend", backend}}).Set(1);
 }
+
+void ServerMetrics::SetBackgroundResponses(int64_t running) { background_responses_->Set(static_cast<double>(running)); }
 
 void ServerMetrics::RecordTokenizerCall(const std::string& rpc, double seconds) {
   tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20)).Observe(seconds);

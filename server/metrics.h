@@ -51,6 +51,8 @@ class ServerMetrics {
   // A finished request of `kind` that ran with a LoRA adapter (FinishInfo::lora; nothing for the base model): its
   // requests by adapter, kind and finish reason, and its tokens by adapter.
   void RecordLora(RequestKind kind, const FinishInfo& info);
+  // The Responses API's background responses running now.
+  void SetBackgroundResponses(int64_t running);
   // A Tokenize or Detokenize call (`rpc`) that took `seconds`.
   void RecordTokenizerCall(const std::string& rpc, double seconds);
   // The attention diagnostics of a finished request (RecordGenerate records its own).
@@ -117,6 +119,7 @@ class ServerMetrics {
   prometheus::Histogram* iteration_tokens_ = nullptr;
   prometheus::Family<prometheus::Histogram>* tokenizer_latency_ = nullptr;
   prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
+  prometheus::Gauge* background_responses_ = nullptr;
   std::string model_;
   prometheus::Histogram* step_duration_ = nullptr;
 };

@@ -21,6 +21,7 @@ absl::Status BackgroundResponses::Start(const std::string& id, const std::string
     finish();
     Finished(key);
   });
+  CountLocked();
   return absl::OkStatus();
 }
 
@@ -30,6 +31,7 @@ void BackgroundResponses::Finished(const std::string& key) {
     auto it = running_.find(key);
     ended_.push_back(std::move(it->second.thread));  // joined by the next Start or Stop
     running_.erase(it);
+    CountLocked();
   }
   changed_.notify_all();
 }
@@ -65,6 +67,10 @@ void BackgroundResponses::Stop() {
   for (auto& [key, running] : running_) running.call->Cancel();
   changed_.wait(lock, [&] { return running_.empty(); });
   JoinEndedLocked();
+}
+
+void BackgroundResponses::CountLocked() const {
+  if (metrics_ != nullptr) metrics_->SetBackgroundResponses(static_cast<int64_t>(running_.size()));
 }
 
 void BackgroundResponses::JoinEndedLocked() {

@@ -15,12 +15,14 @@
 
 #include "absl/status/status.h"
 #include "server/http/generation_call.h"
+#include "server/metrics.h"
 
 namespace arach::server::http {
 
 class BackgroundResponses {
  public:
-  BackgroundResponses() = default;
+  // `metrics` (may be null) has arach_responses_background_running follow the count.
+  explicit BackgroundResponses(ServerMetrics* metrics) : metrics_(metrics) {}
   BackgroundResponses(const BackgroundResponses&) = delete;
   BackgroundResponses& operator=(const BackgroundResponses&) = delete;
   ~BackgroundResponses();  // Stop()
@@ -51,7 +53,9 @@ class BackgroundResponses {
   static std::string KeyOf(const std::string& id, const std::string& owner) { return owner + '\n' + id; }
   void Finished(const std::string& key);
   void JoinEndedLocked();
+  void CountLocked() const;  // the gauge follows running_
 
+  ServerMetrics* const metrics_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, Running> running_;  // by KeyOf(id, owner)

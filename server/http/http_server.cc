@@ -221,7 +221,7 @@ absl::Status HttpServer::Listen(const std::string& listen) {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptions& options, ServiceContext& context) {
   std::unique_ptr<HttpServer> http(new HttpServer());
-  http->background_ = std::make_unique<BackgroundResponses>();
+  http->background_ = std::make_unique<BackgroundResponses>(context.metrics);
   BackgroundResponses* const background = http->background_.get();
   const auto request_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.request_timeout_seconds * 1000)));
   const ClientConnections* connections = nullptr;  // the server's: which connection each request came on

@@ -274,6 +274,11 @@ void ServeStoredResponse(ServiceContext& context, BackgroundResponses* backgroun
   absl::StatusOr<Caller> caller = Authenticate(*context.keys, request.get_header_value("Authorization"));
   if (!caller.ok()) return SendError(response, caller.status());
   const std::string id = request.matches[1].str();
+  // A running background response is cancelled (or, to be deleted, cancelled first: it would store itself again)
+  // whether or not the store still holds it: its final state is stored before this returns.
+  if ((action == StoredResponseAction::kCancel || action == StoredResponseAction::kDelete) && background != nullptr) {
+    background->CancelAndWait(id, caller->key);
+  }
   std::optional<ResponseStore::Entry> entry;
   if (context.responses != nullptr) entry = context.responses->Get(id, caller->key);
   if (!entry) {
@@ -286,23 +291,18 @@ void ServeStoredResponse(ServiceContext& context, BackgroundResponses* backgroun
     case StoredResponseAction::kRetrieve:
       return SendJson(response, 200, entry->response);
     case StoredResponseAction::kDelete:
-      if (background != nullptr) background->CancelAndWait(id, caller->key);  // (a running one would store itself again)
       context.responses->Delete(id, caller->key);
       return SendJson(response, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});
     case StoredResponseAction::kListInputItems: {
       absl::StatusOr<json> page = InputItemsPage(entry->input_items, request);
       return page.ok() ? SendJson(response, 200, *page) : SendError(response, page.status());
     }
-    case StoredResponseAction::kCancel: {
+    case StoredResponseAction::kCancel:
+      // A running one has ended cancelled (above); a finished one is answered as it ended (a cancel is idempotent).
       if (entry->response.value("background", false) != true) {
         return SendError(response, absl::InvalidArgumentError("only background responses can be cancelled"));
       }
-      // A running one ends cancelled (its final state stored before the wait ends); a finished one is answered as it
-      // ended (a cancel is idempotent).
-      if (background != nullptr && background->CancelAndWait(id, caller->key)) entry = context.responses->Get(id, caller->key);
-      if (!entry) return SendError(response, absl::NotFoundError(absl::StrCat("response '", ClipForError(id, 80), "' is not stored here")));
       return SendJson(response, 200, entry->response);
-    }
   }
 }
 

@@ -396,6 +396,12 @@ TEST(LoraLimits, AReplacementTakesTheNameWhileTheRequestsInFlightFinishOnTheOldW
   EXPECT_EQ(replaced.tokens, want_b.tokens);
   EXPECT_LT(MaxDiff(replaced.logprobs, want_b.logprobs), 1e-5f);
   EXPECT_EQ(replaced.cached_prompt_tokens, 0) << "the blocks computed with the old weights are not found";
+  // The request in flight still counts under the name it was made for (arach_lora_requests_info's running adapters).
+  const EngineStats during = e.stats();
+  ASSERT_EQ(during.lora_request_adapters.size(), 2u);
+  EXPECT_EQ(during.lora_request_adapters, (std::vector<std::string>{"x", "x"})) << "the old weights' index and the new one's";
+  EXPECT_EQ(during.lora_adapters, (std::vector<std::string>{"", "x"})) << "registered: the replacement only";
+  EXPECT_EQ(during.lora_running[0], 1);
   const std::vector<int32_t> kept = cancelled_tokens(*in_flight_id, *in_flight);
   EXPECT_GE(kept.size(), 13u) << "it ran beside the 12 tokens of the new weights";
   EXPECT_EQ(kept, std::vector<int32_t>(long_a.tokens.begin(), long_a.tokens.begin() + static_cast<std::ptrdiff_t>(kept.size())))

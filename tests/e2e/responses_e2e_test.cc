@@ -452,12 +452,19 @@ TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
   ASSERT_EQ(long_accepted.status, 200) << long_accepted.body;
   const std::string long_id = long_accepted.body["id"];
   EXPECT_EQ(poll(long_id, [](const std::string& status) { return status != "queued"; }).body["status"], "in_progress");
+  const auto running = [&] {
+    const auto metrics = testing::ScrapeMetrics(*server);
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    return metrics.ok() ? metrics->Sum("arach_responses_background_running") : -1;
+  };
+  EXPECT_EQ(running(), 1);
   EXPECT_EQ(send("POST", "/v1/responses/" + long_id + "/cancel", "sk-bob").status, 404);
   const HttpAnswer cancelled = send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice");
   ASSERT_EQ(cancelled.status, 200) << cancelled.body;
   EXPECT_EQ(cancelled.body["status"], "cancelled");
   EXPECT_EQ(cancelled.body["id"], long_id);
   EXPECT_EQ(send("GET", "/v1/responses/" + long_id, "sk-alice").body, cancelled.body);
+  EXPECT_EQ(running(), 0);
   EXPECT_EQ(send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice").body, cancelled.body);
   json continues = body;
   continues["previous_response_id"] = long_id;
