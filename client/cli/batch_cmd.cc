@@ -87,7 +87,22 @@ int RunBatch(const BatchOptions& options) {
   run.concurrency = options.concurrency;
   run.max_attempts = options.max_attempts;
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<BatchSummary> summary = SendBatch(to_send, target, run, to_stdout ? std::cout : file);
+  auto last_progress = start;
+  const auto progress = [&](size_t done, size_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (options.progress_seconds <= 0 || done == total ||
+        std::chrono::duration<double>(now - last_progress).count() < options.progress_seconds) {
+      return;
+    }
+    last_progress = now;
+    const double seconds = std::chrono::duration<double>(now - start).count();
+    std::fprintf(stderr, "%s\n",
+                 absl::StrFormat("arach-cli batch: %zu of %zu written (%.1f%%) in %.1f s, %.1f requests/s", done, total,
+                                 100.0 * static_cast<double>(done) / static_cast<double>(total), seconds,
+                                 static_cast<double>(done) / seconds)
+                     .c_str());
+  };
+  absl::StatusOr<BatchSummary> summary = SendBatch(to_send, target, run, to_stdout ? std::cout : file, progress);
   if (!summary.ok()) return ReportError("batch", summary.status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "%s\n",

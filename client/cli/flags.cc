@@ -55,6 +55,7 @@ ABSL_FLAG(std::string, input, "", "batch: the OpenAI Batch API input file (JSON 
 ABSL_FLAG(std::string, output, "", "batch: the output file, one line per request in input order (empty or -: stdout)");
 ABSL_FLAG(bool, resume, false,
           "batch: go on from --output's lines: keep each final answer, send only the other requests and append theirs");
+ABSL_FLAG(double, progress_seconds, 10, "batch: a progress line on stderr at most this often (0: none)");
 ABSL_FLAG(int, max_attempts, 5, "batch: tries of a request answered 429, 502 or 503 or not answered at all");
 ABSL_FLAG(uint64_t, bench_seed, 1, "seed of the generated prompts, lengths and variant draws");
 ABSL_FLAG(uint64_t, bootstrap_seed, 1, "seed of the bootstrap resamples");
@@ -131,7 +132,8 @@ const std::vector<cmdline::Subcommand>& CliCommands() {
        With({"prompts", "split", "num_requests", "concurrency", "max_tokens", "temperature", "bench_seed", "bootstrap",
              "bootstrap_seed", "json_out", "paired", "prometheus"})},
       {"batch", "run an OpenAI Batch API file (JSON Lines) against the HTTP API; one output line per request, in order",
-       {"input", "output", "resume", "http", "concurrency", "max_attempts", "api_key", "tls_ca", "tls_cert", "tls_key"}},
+       {"input", "output", "resume", "http", "concurrency", "max_attempts", "progress_seconds", "api_key", "tls_ca", "tls_cert",
+        "tls_key"}},
   };
   return commands;
 }
@@ -255,6 +257,8 @@ absl::StatusOr<BatchOptions> BatchOptionsFromFlags() {
   o.concurrency = absl::GetFlag(FLAGS_concurrency);
   o.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   o.resume = absl::GetFlag(FLAGS_resume);
+  o.progress_seconds = absl::GetFlag(FLAGS_progress_seconds);
+  if (!(o.progress_seconds >= 0)) return absl::InvalidArgumentError("--progress_seconds: must be >= 0");
   if (o.input.empty()) return absl::InvalidArgumentError("--input: give the batch file");
   if (o.concurrency < 1 || o.concurrency > 1024) return absl::InvalidArgumentError("--concurrency: must be 1..1024");
   if (o.max_attempts < 1 || o.max_attempts > 100) return absl::InvalidArgumentError("--max_attempts: must be 1..100");

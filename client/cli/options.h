@@ -141,6 +141,7 @@ struct BatchOptions {
   int concurrency = 4;               // requests in flight
   int max_attempts = 5;              // tries of a request the server may answer later (429, 502, 503, no answer)
   bool resume = false;               // go on from `output`: keep its final answers, send only the other requests
+  double progress_seconds = 10;      // a progress line on stderr at most this often (0: none)
 };
 
 }  // namespace arach::client

@@ -66,10 +66,15 @@ TEST_F(BatchServer, EachLineIsAnsweredInOrderAsTheApiAnswersItsBody) {
   input.close();
 
   const testing::CommandResult run = testing::RunCommand(
-      absl::StrCat(Cli(), " --concurrency=3 --input=", dir_.File("in.jsonl"), " --output=", dir_.File("out.jsonl"), " 2>&1"));
+      absl::StrCat(Cli(), " --concurrency=3 --progress_seconds=0.000001 --input=", dir_.File("in.jsonl"), " --output=",
+                   dir_.File("out.jsonl"), " 2>&1"));
   EXPECT_EQ(run.status, 1) << "one request was refused: " << run.output;
   EXPECT_NE(run.output.find("5 requests in"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("4 succeeded, 1 failed (answered 4xx/5xx), 0 without an answer"), std::string::npos) << run.output;
+  for (int done = 1; done < 5; ++done) {  // (a progress line as often as asked; the summary says the last)
+    EXPECT_NE(run.output.find(absl::StrCat("arach-cli batch: ", done, " of 5 written (", 20 * done, ".0%) in ")), std::string::npos)
+        << run.output;
+  }
 
   std::vector<json> out;
   for (absl::string_view line : absl::StrSplit(ReadFile(dir_.File("out.jsonl")), '\n', absl::SkipEmpty())) {
@@ -165,6 +170,7 @@ TEST_F(BatchServer, AResumedRunSendsOnlyTheRequestsWithoutAFinalAnswer) {
             std::string::npos)
       << resumed.output;
   EXPECT_EQ(RequestsServed(), served + 2) << "only the two without an answer were sent";
+  EXPECT_EQ(resumed.output.find(" written ("), std::string::npos) << "no progress line in a run shorter than 10 s";
   const std::vector<std::string> now = absl::StrSplit(ReadFile(out), '\n', absl::SkipEmpty());
   ASSERT_EQ(now.size(), 3u) << ReadFile(out);
   EXPECT_EQ(now[0], kept) << "the kept line first, as it was";
