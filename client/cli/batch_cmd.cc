@@ -9,31 +9,29 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/batch_runner.h"
 #include "client/cli/commands.h"
 #include "client/cli/connect.h"
+#include "engine/core/mapped_file.h"
 
 namespace arach::client {
 namespace {
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot open ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read ", path));
-  return text.str();
+// The contents of the file `flag` names; INVALID_ARGUMENT naming the flag when it cannot be read.
+absl::StatusOr<std::string> ReadFlagFile(const std::string& flag, const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", text.status().message()));
+  return text;
 }
 
 // --resume: the final answers of `path` (none when it does not exist yet), written back to it alone (through a
 // temporary file renamed over it, so that a stop now loses nothing).
 absl::StatusOr<FinishedLines> KeepFinishedLines(const std::string& path, const std::vector<BatchRequest>& requests) {
   if (!std::filesystem::exists(path)) return FinishedLines{};
-  absl::StatusOr<std::string> text = ReadWholeFile("output", path);
+  absl::StatusOr<std::string> text = ReadFlagFile("output", path);
   if (!text.ok()) return text.status();
   absl::StatusOr<FinishedLines> finished = ReadFinishedLines(*text, requests);
   if (!finished.ok()) return absl::InvalidArgumentError(absl::StrCat("--resume: ", path, ": ", finished.status().message()));
@@ -53,7 +51,7 @@ absl::StatusOr<FinishedLines> KeepFinishedLines(const std::string& path, const s
 }  // namespace
 
 int RunBatch(const BatchOptions& options) {
-  absl::StatusOr<std::string> text = ReadWholeFile("input", options.input);
+  absl::StatusOr<std::string> text = ReadFlagFile("input", options.input);
   if (!text.ok()) return ReportError("batch", text.status());
   absl::StatusOr<std::vector<BatchRequest>> requests = ParseBatchInput(*text);
   if (!requests.ok()) {

@@ -56,11 +56,6 @@ bool BackgroundResponses::IsRunning(const std::string& id, const std::string& ow
   return running_.contains(KeyOf(id, owner));
 }
 
-size_t BackgroundResponses::running() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return running_.size();
-}
-
 void BackgroundResponses::Stop() {
   std::unique_lock<std::mutex> lock(mutex_);
   stopped_ = true;

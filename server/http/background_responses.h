@@ -36,8 +36,6 @@ class BackgroundResponses {
   // Cancels `owner`'s running response `id` and waits until its `finish` has returned (its final state stored):
   // whether one was running.
   bool CancelAndWait(const std::string& id, const std::string& owner);
-  // Responses running now.
-  size_t running() const;
   // Whether `owner` has a response `id` running.
   bool IsRunning(const std::string& id, const std::string& owner) const;
   // The refusal of a request whose response id `owner` has running: one home for its words (Start says the same).

@@ -311,6 +311,12 @@ std::unique_ptr<ServerProcess> StartStoringServer(const testing::ScopedTempDir& 
                                                               "--responses_store_bytes=1048576"});
 }
 
+// `method` `path` with `body` (none when null) to `server`'s HTTP API as the key `key`.
+HttpAnswer SendAs(const ServerProcess& server, const std::string& method, const std::string& path, const std::string& key,
+                  const json& body) {
+  return testing::HttpSend(server.http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
+}
+
 // --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
 // with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
 // answered (streamed ones too), GET .../input_items lists its own request's input, DELETE drops it; another key sees
@@ -321,7 +327,7 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   auto server = StartStoringServer(dir);
   ASSERT_NE(server, nullptr);
   const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
-    return testing::HttpSend(server->http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
+    return SendAs(*server, method, path, key, body);
   };
   const json kwargs = {{"enable_thinking", false}};
   const json first_body = {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", "Name a colour."}, {"max_output_tokens", 8},
@@ -409,7 +415,7 @@ TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
   auto server = StartStoringServer(dir);
   ASSERT_NE(server, nullptr);
   const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
-    return testing::HttpSend(server->http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
+    return SendAs(*server, method, path, key, body);
   };
   // Polls the response until `done` says yes of its status (at most 60 s); its last state.
   const auto poll = [&](const std::string& id, const std::function<bool(const std::string&)>& done) {
