@@ -23,15 +23,18 @@
 namespace arach::client {
 namespace {
 
-int Dispatch(const std::string& command) {
-  if (command == "generate") {
-    absl::StatusOr<GenerateOptions> options = GenerateOptionsFromFlags();
-    if (!options.ok()) {
-      std::fprintf(stderr, "arach-cli generate: %s\n", std::string(options.status().message()).c_str());
-      return 2;
-    }
-    return RunGenerate(*options);
+// Runs `run` with the options `command`'s flags gave, or says why they are not valid (exit 2).
+template <typename Options>
+int RunWithOptions(const char* command, const absl::StatusOr<Options>& options, int (*run)(const Options&)) {
+  if (!options.ok()) {
+    std::fprintf(stderr, "arach-cli %s: %s\n", command, std::string(options.status().message()).c_str());
+    return 2;
   }
+  return run(*options);
+}
+
+int Dispatch(const std::string& command) {
+  if (command == "generate") return RunWithOptions("generate", GenerateOptionsFromFlags(), RunGenerate);
   if (command == "score") return RunScore(ScoreOptionsFromFlags());
   if (command == "embed") return RunEmbed(EmbedOptionsFromFlags());
   if (command == "diagnostics") return RunDiagnostics(DiagnosticsOptionsFromFlags());
@@ -42,14 +45,7 @@ int Dispatch(const std::string& command) {
   if (command == "bench") return RunBench(BenchOptionsFromFlags());
   if (command == "eval") return RunEval(EvalOptionsFromFlags());
   if (command == "ab") return RunAb(AbOptionsFromFlags());
-  if (command == "batch") {
-    absl::StatusOr<BatchOptions> options = BatchOptionsFromFlags();
-    if (!options.ok()) {
-      std::fprintf(stderr, "arach-cli batch: %s\n", std::string(options.status().message()).c_str());
-      return 2;
-    }
-    return RunBatch(*options);
-  }
+  if (command == "batch") return RunWithOptions("batch", BatchOptionsFromFlags(), RunBatch);
   return 2;  // not reached: ReadInvocation knows the commands
 }
 
