@@ -67,6 +67,9 @@ class ResponsesCall : public ChatTurnCall {
   // A response without its output yet (queued, in progress) or without an answer (cancelled, failed), kept with the
   // conversation it answers.
   void KeepUnanswered(const json& response);
+  // Stores `response` for its key with `conversation` (what a response continuing it answers after) and this
+  // request's own input items.
+  void Keep(const json& response, nlohmann::ordered_json conversation);
   // On its background thread: waits for the answer and keeps the response's final state.
   void FinishInBackground();
   std::string response_id() const { return absl::StrCat(identity().id_prefix, identity().request_id); }
@@ -152,16 +155,16 @@ json ResponsesCall::Kept(json response) {
     for (const json& item : response["output"]) conversation.push_back(nlohmann::ordered_json::parse(item.dump()));
     // A reasoning cut off by max_output_tokens said nothing yet: the next turn follows the user's words instead.
     while (!conversation.empty() && conversation.back().value("type", "") == "reasoning") conversation.erase(conversation.end() - 1);
-    const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
-    store_->Put(response["id"].get<std::string>(),
-                {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id)});
+    Keep(response, std::move(conversation));
   }
   return response;
 }
 
-void ResponsesCall::KeepUnanswered(const json& response) {
+void ResponsesCall::KeepUnanswered(const json& response) { Keep(response, conversation_); }
+
+void ResponsesCall::Keep(const json& response, nlohmann::ordered_json conversation) {
   const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
-  store_->Put(response_id(), {owner_, response, conversation_, ListedInputItems(input, identity().request_id)});
+  store_->Put(response_id(), {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id)});
 }
 
 bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {
