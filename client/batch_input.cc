@@ -15,45 +15,45 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status LineError(int line, absl::string_view field, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", field, field.empty() ? "" : ": ", problem));
-}
-
 absl::StatusOr<BatchRequest> ParseLine(int line, absl::string_view text) {
   const json object = json::parse(std::string_view(text.data(), text.size()), nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded() || !object.is_object()) return LineError(line, "", "is not a JSON object");
+  if (object.is_discarded() || !object.is_object()) return BatchLineError(line, "", "is not a JSON object");
   for (const auto& item : object.items()) {
     if (item.key() != "custom_id" && item.key() != "method" && item.key() != "url" && item.key() != "body") {
-      return LineError(line, item.key(), "is not a key of a batch request (custom_id, method, url, body)");
+      return BatchLineError(line, item.key(), "is not a key of a batch request (custom_id, method, url, body)");
     }
   }
   BatchRequest request;
   request.line = line;
   const auto id = object.find("custom_id");
   if (id == object.end() || !id->is_string() || id->get_ref<const std::string&>().empty()) {
-    return LineError(line, "custom_id", "must be a non-empty string");
+    return BatchLineError(line, "custom_id", "must be a non-empty string");
   }
   request.custom_id = id->get<std::string>();
   const auto method = object.find("method");
-  if (method == object.end() || *method != "POST") return LineError(line, "method", "must be \"POST\"");
+  if (method == object.end() || *method != "POST") return BatchLineError(line, "method", "must be \"POST\"");
   const auto url = object.find("url");
   const std::vector<std::string_view>& urls = BatchUrls();
   if (url == object.end() || !url->is_string() ||
       std::find(urls.begin(), urls.end(), url->get_ref<const std::string&>()) == urls.end()) {
     const std::string listed = absl::StrJoin(urls, ", ", [](std::string* out, std::string_view u) { out->append(u); });
-    return LineError(line, "url", absl::StrCat("must be one of ", listed));
+    return BatchLineError(line, "url", absl::StrCat("must be one of ", listed));
   }
   request.url = url->get<std::string>();
   const auto body = object.find("body");
-  if (body == object.end() || !body->is_object()) return LineError(line, "body", "must be a JSON object");
+  if (body == object.end() || !body->is_object()) return BatchLineError(line, "body", "must be a JSON object");
   if (const auto stream = body->find("stream"); stream != body->end() && *stream != false && !stream->is_null()) {
-    return LineError(line, "body.stream", "a batch request is answered whole, not streamed");
+    return BatchLineError(line, "body.stream", "a batch request is answered whole, not streamed");
   }
   request.body = body->dump();
   return request;
 }
 
 }  // namespace
+
+absl::Status BatchLineError(int line, absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", field, field.empty() ? "" : ": ", problem));
+}
 
 const std::vector<std::string_view>& BatchUrls() {
   static const std::vector<std::string_view> urls = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings",
@@ -70,12 +70,12 @@ absl::StatusOr<std::vector<BatchRequest>> ParseBatchInput(std::string_view text)
     row = absl::StripTrailingAsciiWhitespace(row);  // a file written on Windows ends its lines with \r
     if (absl::StripLeadingAsciiWhitespace(row).empty()) continue;
     if (requests.size() == kMaxBatchRequests) {
-      return LineError(line, "", absl::StrCat("the file holds more than ", kMaxBatchRequests, " requests"));
+      return BatchLineError(line, "", absl::StrCat("the file holds more than ", kMaxBatchRequests, " requests"));
     }
     absl::StatusOr<BatchRequest> request = ParseLine(line, row);
     if (!request.ok()) return request.status();
     if (!ids.insert(request->custom_id).second) {
-      return LineError(line, "custom_id", absl::StrCat("\"", request->custom_id, "\" is used by an earlier line"));
+      return BatchLineError(line, "custom_id", absl::StrCat("\"", request->custom_id, "\" is used by an earlier line"));
     }
     request->index = requests.size();
     requests.push_back(*std::move(request));

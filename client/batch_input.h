@@ -23,6 +23,10 @@ struct BatchRequest {
 // The routes a batch line may name: the OpenAI API's non-streamed calls that arach-server answers.
 const std::vector<std::string_view>& BatchUrls();
 
+// INVALID_ARGUMENT "line N: FIELD: PROBLEM" ("line N: PROBLEM" without a field): how both batch files' readers
+// (this one and batch_output's) name what is wrong with a line.
+absl::Status BatchLineError(int line, absl::string_view field, absl::string_view problem);
+
 // At most this many requests in one file (OpenAI's Batch API limit).
 inline constexpr size_t kMaxBatchRequests = 50000;
 

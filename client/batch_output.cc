@@ -11,10 +11,6 @@ namespace {
 
 using json = nlohmann::ordered_json;  // the output keeps OpenAI's key order and the answer's own
 
-absl::Status LineError(int line, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", problem));
-}
-
 }  // namespace
 
 bool WorthAnotherTry(int status_code) { return status_code == 0 || status_code == 429 || status_code == 502 || status_code == 503; }
@@ -53,11 +49,13 @@ absl::StatusOr<FinishedLines> ReadFinishedLines(std::string_view text, const std
     }
     if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("custom_id") || !parsed["custom_id"].is_string() ||
         !parsed.contains("response") || !parsed.contains("error")) {
-      return LineError(line, "is not a batch output line (custom_id, response, error)");
+      return BatchLineError(line, "", "is not a batch output line (custom_id, response, error)");
     }
     const std::string id = parsed["custom_id"];
-    if (!known.contains(id)) return LineError(line, absl::StrCat("custom_id \"", id, "\" is not a request of the input file"));
-    if (finished.custom_ids.contains(id)) return LineError(line, absl::StrCat("custom_id \"", id, "\" is answered by an earlier line"));
+    if (!known.contains(id)) return BatchLineError(line, "", absl::StrCat("custom_id \"", id, "\" is not a request of the input file"));
+    if (finished.custom_ids.contains(id)) {
+      return BatchLineError(line, "", absl::StrCat("custom_id \"", id, "\" is answered by an earlier line"));
+    }
     const json& response = parsed["response"];
     const bool answered = response.is_object() && response.contains("status_code") && response["status_code"].is_number_integer();
     if (!answered || WorthAnotherTry(response["status_code"].get<int>())) {

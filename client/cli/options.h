@@ -137,7 +137,7 @@ struct BatchOptions {
   ConnectOptions connect;            // api_key and the TLS files (the HTTP API's address is `http`)
   std::string input;                 // JSON Lines, one request per line
   std::string output;                // the output lines; empty or "-": stdout
-  std::string http = "127.0.0.1:8000";  // http://HOST:PORT or https://HOST:PORT (HOST:PORT: http)
+  std::string http = "127.0.0.1:8000";  // http://HOST:PORT or https://HOST:PORT (HOST:PORT: https with TLS files, else http)
   int concurrency = 4;               // requests in flight
   int max_attempts = 5;              // tries of a request the server may answer later (429, 502, 503, no answer)
   bool resume = false;               // go on from `output`: keep its final answers, send only the other requests
