@@ -295,48 +295,51 @@ TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
   }
 }
 
-// A server on qwen3-tiny with the real Qwen3 template that stores responses, with the keys alice (sk-alice) and bob
-// (sk-bob); its files in `dir`.
-std::unique_ptr<ServerProcess> StartStoringServer(const testing::ScopedTempDir& dir) {
-  std::ofstream(dir.File("keys")) << "alice:sk-alice\nbob:sk-bob\n";
-  const std::string tmpl = dir.File("qwen3.jinja");
-  {
-    std::ifstream in(testing::FixturePath("chat/templates.json"));
-    std::stringstream text;
-    text << in.rdbuf();
-    std::ofstream(tmpl) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
+// A test with a server of its own on qwen3-tiny with the real Qwen3 template that stores responses, with the keys
+// alice (sk-alice) and bob (sk-bob).
+class StoringServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ARACH_REQUIRE_FIXTURES();
+    std::ofstream(dir_.File("keys")) << "alice:sk-alice\nbob:sk-bob\n";
+    const std::string tmpl = dir_.File("qwen3.jinja");
+    {
+      std::ifstream in(testing::FixturePath("chat/templates.json"));
+      std::stringstream text;
+      text << in.rdbuf();
+      std::ofstream(tmpl) << json::parse(text.str())["qwen3"]["template"].get<std::string>();
+    }
+    server_ = testing::StartServerOrFail(testing::ServerBinary(),
+                                         {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
+                                          "--kv_cache_bytes=33554432", "--api_key_file=" + dir_.File("keys"),
+                                          "--responses_store_bytes=1048576"});
+    ASSERT_NE(server_, nullptr);
   }
-  return testing::StartServerOrFail(testing::ServerBinary(), {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
-                                                              "--kv_cache_bytes=33554432", "--api_key_file=" + dir.File("keys"),
-                                                              "--responses_store_bytes=1048576"});
-}
+  // `method` `path` with `body` (none when null) to the server's HTTP API as the key `key`.
+  HttpAnswer Send(const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) const {
+    return testing::HttpSend(server_->http_address(), method, path, body.is_null() ? "" : body.dump(),
+                             {{"Authorization", "Bearer " + key}});
+  }
 
-// `method` `path` with `body` (none when null) to `server`'s HTTP API as the key `key`.
-HttpAnswer SendAs(const ServerProcess& server, const std::string& method, const std::string& path, const std::string& key,
-                  const json& body) {
-  return testing::HttpSend(server.http_address(), method, path, body.is_null() ? "" : body.dump(), {{"Authorization", "Bearer " + key}});
-}
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+};
+class StoredResponses : public StoringServer {};
+class BackgroundResponses : public StoringServer {};
 
 // --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
 // with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
 // answered (streamed ones too), GET .../input_items lists its own request's input, DELETE drops it; another key sees
 // none of it; store false keeps nothing.
-TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
-  ARACH_REQUIRE_FIXTURES();
-  testing::ScopedTempDir dir;
-  auto server = StartStoringServer(dir);
-  ASSERT_NE(server, nullptr);
-  const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
-    return SendAs(*server, method, path, key, body);
-  };
+TEST_F(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   const json kwargs = {{"enable_thinking", false}};
   const json first_body = {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", "Name a colour."}, {"max_output_tokens", 8},
                            {"temperature", 0}, {"chat_template_kwargs", kwargs}};
-  const HttpAnswer first = send("POST", "/v1/responses", "sk-alice", first_body);
+  const HttpAnswer first = Send("POST", "/v1/responses", "sk-alice", first_body);
   ASSERT_EQ(first.status, 200) << first.body;
   EXPECT_EQ(first.body["store"], true);
   const std::string first_id = first.body["id"];
-  const HttpAnswer retrieved = send("GET", "/v1/responses/" + first_id, "sk-alice");
+  const HttpAnswer retrieved = Send("GET", "/v1/responses/" + first_id, "sk-alice");
   ASSERT_EQ(retrieved.status, 200) << retrieved.body;
   EXPECT_EQ(retrieved.body, first.body);
 
@@ -344,26 +347,26 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   // previous_response_id does not carry) answers alike.
   const json second_body = {{"model", "qwen3-tiny"}, {"previous_response_id", first_id}, {"input", "And another?"},
                             {"max_output_tokens", 8}, {"temperature", 0}, {"chat_template_kwargs", kwargs}};
-  const HttpAnswer second = send("POST", "/v1/responses", "sk-alice", second_body);
+  const HttpAnswer second = Send("POST", "/v1/responses", "sk-alice", second_body);
   ASSERT_EQ(second.status, 200) << second.body;
   EXPECT_EQ(second.body["previous_response_id"], first_id);
   json whole_input = json::array({{{"role", "user"}, {"content", "Name a colour."}}});
   for (const json& item : first.body["output"]) whole_input.push_back(item);
   whole_input.push_back({{"role", "user"}, {"content", "And another?"}});
-  const HttpAnswer stateless = send("POST", "/v1/responses", "sk-alice",
+  const HttpAnswer stateless = Send("POST", "/v1/responses", "sk-alice",
                                     {{"model", "qwen3-tiny"}, {"input", whole_input}, {"max_output_tokens", 8}, {"temperature", 0},
                                      {"chat_template_kwargs", kwargs}, {"store", false}});
   ASSERT_EQ(stateless.status, 200) << stateless.body;
   EXPECT_EQ(stateless.body["store"], false);
   EXPECT_EQ(second.body["output"][0]["content"], stateless.body["output"][0]["content"]);
   EXPECT_EQ(second.body["usage"]["input_tokens"], stateless.body["usage"]["input_tokens"]);
-  EXPECT_EQ(send("GET", "/v1/responses/" + stateless.body["id"].get<std::string>(), "sk-alice").status, 404) << "store false keeps nothing";
+  EXPECT_EQ(Send("GET", "/v1/responses/" + stateless.body["id"].get<std::string>(), "sk-alice").status, 404) << "store false keeps nothing";
 
   // A streamed turn is kept as its response.completed event says.
   json streamed_body = second_body;
   streamed_body["previous_response_id"] = second.body["id"];
   streamed_body["stream"] = true;
-  const HttpAnswer stream = send("POST", "/v1/responses", "sk-alice", streamed_body);
+  const HttpAnswer stream = Send("POST", "/v1/responses", "sk-alice", streamed_body);
   ASSERT_EQ(stream.status, 200);
   const std::string events = stream.body.get<std::string>();
   const size_t completed = events.find("event: response.completed\ndata: ");
@@ -372,18 +375,18 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   ASSERT_NE(at, std::string::npos) << events;
   const size_t data = events.find("data: ", at) + 6;
   const json streamed = json::parse(events.substr(data, events.find('\n', data) - data))["response"];
-  EXPECT_EQ(send("GET", "/v1/responses/" + streamed["id"].get<std::string>(), "sk-alice").body, streamed);
+  EXPECT_EQ(Send("GET", "/v1/responses/" + streamed["id"].get<std::string>(), "sk-alice").body, streamed);
 
   // Another key sees none of it.
-  EXPECT_EQ(send("GET", "/v1/responses/" + first_id, "sk-bob").status, 404);
-  EXPECT_EQ(send("DELETE", "/v1/responses/" + first_id, "sk-bob").status, 404);
+  EXPECT_EQ(Send("GET", "/v1/responses/" + first_id, "sk-bob").status, 404);
+  EXPECT_EQ(Send("DELETE", "/v1/responses/" + first_id, "sk-bob").status, 404);
   json bob = second_body;
-  const HttpAnswer bob_continues = send("POST", "/v1/responses", "sk-bob", bob);
+  const HttpAnswer bob_continues = Send("POST", "/v1/responses", "sk-bob", bob);
   EXPECT_EQ(bob_continues.status, 400);
   EXPECT_EQ(bob_continues.body["error"]["param"], "previous_response_id") << bob_continues.body;
 
   // The input items of each response: its own request's only, with ids; another key gets none.
-  const HttpAnswer first_items = send("GET", "/v1/responses/" + first_id + "/input_items", "sk-alice");
+  const HttpAnswer first_items = Send("GET", "/v1/responses/" + first_id + "/input_items", "sk-alice");
   ASSERT_EQ(first_items.status, 200) << first_items.body;
   ASSERT_EQ(first_items.body["data"].size(), 1u) << first_items.body;
   EXPECT_EQ(first_items.body["data"][0]["type"], "message");
@@ -391,17 +394,17 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   EXPECT_EQ(first_items.body["data"][0]["content"], json::parse(R"([{"type": "input_text", "text": "Name a colour."}])"));
   EXPECT_EQ(first_items.body["first_id"], first_items.body["data"][0]["id"]);
   EXPECT_EQ(first_items.body["has_more"], false);
-  const HttpAnswer second_items = send("GET", "/v1/responses/" + second.body["id"].get<std::string>() + "/input_items", "sk-alice");
+  const HttpAnswer second_items = Send("GET", "/v1/responses/" + second.body["id"].get<std::string>() + "/input_items", "sk-alice");
   ASSERT_EQ(second_items.status, 200) << second_items.body;
   ASSERT_EQ(second_items.body["data"].size(), 1u) << "not the continued response's: " << second_items.body;
   EXPECT_EQ(second_items.body["data"][0]["content"][0]["text"], "And another?");
-  EXPECT_EQ(send("GET", "/v1/responses/" + first_id + "/input_items", "sk-bob").status, 404);
-  EXPECT_EQ(send("GET", "/v1/responses/" + first_id + "/input_items?limit=0", "sk-alice").body["error"]["param"], "limit");
-  const HttpAnswer deleted = send("DELETE", "/v1/responses/" + first_id, "sk-alice");
+  EXPECT_EQ(Send("GET", "/v1/responses/" + first_id + "/input_items", "sk-bob").status, 404);
+  EXPECT_EQ(Send("GET", "/v1/responses/" + first_id + "/input_items?limit=0", "sk-alice").body["error"]["param"], "limit");
+  const HttpAnswer deleted = Send("DELETE", "/v1/responses/" + first_id, "sk-alice");
   ASSERT_EQ(deleted.status, 200) << deleted.body;
   EXPECT_EQ(deleted.body, json({{"id", first_id}, {"object", "response"}, {"deleted", true}}));
-  EXPECT_EQ(send("GET", "/v1/responses/" + first_id, "sk-alice").status, 404);
-  const HttpAnswer gone = send("POST", "/v1/responses", "sk-alice", second_body);
+  EXPECT_EQ(Send("GET", "/v1/responses/" + first_id, "sk-alice").status, 404);
+  const HttpAnswer gone = Send("POST", "/v1/responses", "sk-alice", second_body);
   EXPECT_EQ(gone.status, 400);
   EXPECT_EQ(gone.body["error"]["param"], "previous_response_id") << gone.body;
 }
@@ -409,19 +412,12 @@ TEST(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
 // background: true (OpenAI's background mode): answered at once as queued, then polled: in progress once the engine
 // has begun it, and finally the response the same request answers in the foreground (greedy). A running one is
 // cancelled (and a cancel is idempotent), deleted (which cancels it first), or refused where it cannot be.
-TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
-  ARACH_REQUIRE_FIXTURES();
-  testing::ScopedTempDir dir;
-  auto server = StartStoringServer(dir);
-  ASSERT_NE(server, nullptr);
-  const auto send = [&](const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr) {
-    return SendAs(*server, method, path, key, body);
-  };
+TEST_F(BackgroundResponses, RunApartArePolledAndCancelled) {
   // Polls the response until `done` says yes of its status (at most 60 s); its last state.
   const auto poll = [&](const std::string& id, const std::function<bool(const std::string&)>& done) {
     HttpAnswer got;
     for (int i = 0; i < 6000; ++i) {
-      got = send("GET", "/v1/responses/" + id, "sk-alice");
+      got = Send("GET", "/v1/responses/" + id, "sk-alice");
       if (got.status != 200 || done(got.body["status"].get<std::string>())) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -431,7 +427,7 @@ TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
                      {"chat_template_kwargs", {{"enable_thinking", false}}}};
   json background_body = body;
   background_body["background"] = true;
-  const HttpAnswer accepted = send("POST", "/v1/responses", "sk-alice", background_body);
+  const HttpAnswer accepted = Send("POST", "/v1/responses", "sk-alice", background_body);
   ASSERT_EQ(accepted.status, 200) << accepted.body;
   EXPECT_EQ(accepted.body["status"], "queued");
   EXPECT_EQ(accepted.body["background"], true);
@@ -442,76 +438,76 @@ TEST(BackgroundResponses, RunApartArePolledAndCancelled) {
   ASSERT_EQ(finished.status, 200) << finished.body;
   json foreground_body = body;
   foreground_body["store"] = false;
-  const HttpAnswer foreground = send("POST", "/v1/responses", "sk-alice", foreground_body);
+  const HttpAnswer foreground = Send("POST", "/v1/responses", "sk-alice", foreground_body);
   ASSERT_EQ(foreground.status, 200) << foreground.body;
   EXPECT_EQ(finished.body["status"], foreground.body["status"]) << finished.body;
   EXPECT_EQ(finished.body["output"][0]["content"], foreground.body["output"][0]["content"]);
   EXPECT_EQ(finished.body["usage"], foreground.body["usage"]);
   EXPECT_EQ(finished.body["background"], true);
-  EXPECT_EQ(send("POST", "/v1/responses/" + id + "/cancel", "sk-alice").body, finished.body) << "a finished one stays as it ended";
+  EXPECT_EQ(Send("POST", "/v1/responses/" + id + "/cancel", "sk-alice").body, finished.body) << "a finished one stays as it ended";
 
   // A long one: in progress once begun, then cancelled (twice: the same answer), while another key finds nothing.
   json long_body = background_body;
   long_body["max_output_tokens"] = 4000;
   long_body["min_tokens"] = 4000;
-  const HttpAnswer long_accepted = send("POST", "/v1/responses", "sk-alice", long_body);
+  const HttpAnswer long_accepted = Send("POST", "/v1/responses", "sk-alice", long_body);
   ASSERT_EQ(long_accepted.status, 200) << long_accepted.body;
   const std::string long_id = long_accepted.body["id"];
   EXPECT_EQ(poll(long_id, [](const std::string& status) { return status != "queued"; }).body["status"], "in_progress");
   const auto running = [&] {
-    const auto metrics = testing::ScrapeMetrics(*server);
+    const auto metrics = testing::ScrapeMetrics(*server_);
     EXPECT_TRUE(metrics.ok()) << metrics.status();
     return metrics.ok() ? metrics->Sum("arach_responses_background_running") : -1;
   };
   EXPECT_EQ(running(), 1);
-  EXPECT_EQ(send("POST", "/v1/responses/" + long_id + "/cancel", "sk-bob").status, 404);
-  const HttpAnswer cancelled = send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice");
+  EXPECT_EQ(Send("POST", "/v1/responses/" + long_id + "/cancel", "sk-bob").status, 404);
+  const HttpAnswer cancelled = Send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice");
   ASSERT_EQ(cancelled.status, 200) << cancelled.body;
   EXPECT_EQ(cancelled.body["status"], "cancelled");
   EXPECT_EQ(cancelled.body["id"], long_id);
-  EXPECT_EQ(send("GET", "/v1/responses/" + long_id, "sk-alice").body, cancelled.body);
+  EXPECT_EQ(Send("GET", "/v1/responses/" + long_id, "sk-alice").body, cancelled.body);
   EXPECT_EQ(running(), 0);
-  EXPECT_EQ(send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice").body, cancelled.body);
+  EXPECT_EQ(Send("POST", "/v1/responses/" + long_id + "/cancel", "sk-alice").body, cancelled.body);
   json continues = body;
   continues["previous_response_id"] = long_id;
-  const HttpAnswer no_answer = send("POST", "/v1/responses", "sk-alice", continues);
+  const HttpAnswer no_answer = Send("POST", "/v1/responses", "sk-alice", continues);
   EXPECT_EQ(no_answer.status, 400) << no_answer.body;
   EXPECT_EQ(no_answer.body["error"]["message"],
             "previous_response_id: '" + long_id + "' is cancelled: only an answered response is continued");
-  EXPECT_NE(server->Output().find("route=/v1/responses key=alice variant=base status=499"), std::string::npos)
+  EXPECT_NE(server_->Output().find("route=/v1/responses key=alice variant=base status=499"), std::string::npos)
       << "a cancelled one is logged as its client going away";
 
   // A request id used again while its background response runs is refused (the id is the response's).
   const httplib::Headers alice_dup = {{"Authorization", "Bearer sk-alice"}, {"x-request-id", "dup-1"}};
-  const HttpAnswer dup_first = testing::HttpSend(server->http_address(), "POST", "/v1/responses", long_body.dump(), alice_dup);
+  const HttpAnswer dup_first = testing::HttpSend(server_->http_address(), "POST", "/v1/responses", long_body.dump(), alice_dup);
   ASSERT_EQ(dup_first.status, 200) << dup_first.body;
   EXPECT_EQ(dup_first.body["id"], "resp_dup-1");
-  const HttpAnswer dup_again = testing::HttpSend(server->http_address(), "POST", "/v1/responses", long_body.dump(), alice_dup);
+  const HttpAnswer dup_again = testing::HttpSend(server_->http_address(), "POST", "/v1/responses", long_body.dump(), alice_dup);
   EXPECT_EQ(dup_again.status, 400) << dup_again.body;
   EXPECT_EQ(dup_again.body["error"]["message"],
             "a background response 'resp_dup-1' of this key is still running: its request id (x-request-id) was used again");
-  EXPECT_EQ(send("POST", "/v1/responses/resp_dup-1/cancel", "sk-alice").body["status"], "cancelled");
+  EXPECT_EQ(Send("POST", "/v1/responses/resp_dup-1/cancel", "sk-alice").body["status"], "cancelled");
 
   // Deleting a running one cancels it first: it does not come back.
-  const HttpAnswer doomed = send("POST", "/v1/responses", "sk-alice", long_body);
+  const HttpAnswer doomed = Send("POST", "/v1/responses", "sk-alice", long_body);
   ASSERT_EQ(doomed.status, 200) << doomed.body;
   const std::string doomed_id = doomed.body["id"];
-  ASSERT_EQ(send("DELETE", "/v1/responses/" + doomed_id, "sk-alice").status, 200);
+  ASSERT_EQ(Send("DELETE", "/v1/responses/" + doomed_id, "sk-alice").status, 200);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(send("GET", "/v1/responses/" + doomed_id, "sk-alice").status, 404);
+  EXPECT_EQ(Send("GET", "/v1/responses/" + doomed_id, "sk-alice").status, 404);
 
   // Refused: a stored response that did not run in the background is not cancelled; background without store, or
   // streamed.
   json stored_body = body;
-  const HttpAnswer stored = send("POST", "/v1/responses", "sk-alice", stored_body);
+  const HttpAnswer stored = Send("POST", "/v1/responses", "sk-alice", stored_body);
   ASSERT_EQ(stored.status, 200) << stored.body;
-  const HttpAnswer not_background = send("POST", "/v1/responses/" + stored.body["id"].get<std::string>() + "/cancel", "sk-alice");
+  const HttpAnswer not_background = Send("POST", "/v1/responses/" + stored.body["id"].get<std::string>() + "/cancel", "sk-alice");
   EXPECT_EQ(not_background.status, 400) << not_background.body;
   EXPECT_EQ(not_background.body["error"]["message"], "only background responses can be cancelled");
   for (const char* field : {"store", "stream"}) {
     json refused_body = background_body;
     refused_body[field] = field == std::string("stream");  // store: false, stream: true
-    const HttpAnswer refused = send("POST", "/v1/responses", "sk-alice", refused_body);
+    const HttpAnswer refused = Send("POST", "/v1/responses", "sk-alice", refused_body);
     EXPECT_EQ(refused.status, 400) << refused.body;
     EXPECT_EQ(refused.body["error"]["param"], "background") << refused.body;
   }
