@@ -9,8 +9,22 @@ bool EventStreamReader::Feed(std::string_view bytes, const std::function<bool(co
   for (size_t end; (end = buffer_.find("\n\n")) != std::string::npos;) {
     const std::string event = buffer_.substr(0, end);
     buffer_.erase(0, end + 2);
-    if (event.rfind("data: ", 0) != 0) continue;  // a keep-alive comment
-    if (!on_data(event.substr(6))) return false;
+    // Its data lines, joined by newlines (a named event's `event: NAME` line before them is skipped).
+    std::string data;
+    bool has_data = false;
+    for (size_t line_start = 0; line_start <= event.size();) {
+      size_t line_end = event.find('\n', line_start);
+      if (line_end == std::string::npos) line_end = event.size();
+      const std::string_view line(event.data() + line_start, line_end - line_start);
+      if (line.substr(0, 6) == "data: ") {
+        if (has_data) data += '\n';
+        data.append(line.substr(6));
+        has_data = true;
+      }
+      line_start = line_end + 1;
+    }
+    if (!has_data) continue;  // a keep-alive comment
+    if (!on_data(data)) return false;
   }
   return true;
 }
@@ -18,16 +32,22 @@ bool EventStreamReader::Feed(std::string_view bytes, const std::function<bool(co
 EventStreamAnswer PostForEvents(const std::string& address, const std::string& path, const std::string& body,
                                 const std::function<bool(const std::string&)>& on_data, int read_timeout_seconds,
                                 const httplib::Headers& headers) {
+  return SendForEvents(address, "POST", path, body, on_data, read_timeout_seconds, headers);
+}
+
+EventStreamAnswer SendForEvents(const std::string& address, const std::string& method, const std::string& path,
+                                const std::string& body, const std::function<bool(const std::string&)>& on_data,
+                                int read_timeout_seconds, const httplib::Headers& headers) {
   httplib::Client client(absl::StrCat("http://", address));
   client.set_read_timeout(read_timeout_seconds, 0);
   EventStreamAnswer answer;
   EventStreamReader reader;
   httplib::Request request;
-  request.method = "POST";
+  request.method = method;
   request.path = path;
   request.body = body;
   request.headers = headers;
-  request.set_header("Content-Type", "application/json");
+  if (!body.empty()) request.set_header("Content-Type", "application/json");
   request.response_handler = [&](const httplib::Response& response) {
     answer.status = response.status;
     answer.headers = response.headers;

@@ -31,7 +31,7 @@ case "$kind" in
   asan) sanitize="address,undefined"; build=${ASAN_BUILD_DIR:-build-asan}; targets=(all)
         select=(-LE "deploy|soak" -E "ValidationPerplexity|OnRandomBatches/cuda_sim") ;;
   tsan) sanitize="thread"; build=${TSAN_BUILD_DIR:-build-tsan}; targets=(tsan_tests)
-        select=(-L tsan -R "Engine|Scheduler|Sampler|BlockAllocator|FixtureServer|SlowServer.ClientCancel|SlowServer.Deadline|ServerDrain|ServerStartup|HttpSlowServer.ClientGone|HttpSlowServer.Sigterm|ChatServer.Grpc|ShadowScorer|ShadowServer|ThreadTeam|ElasticThreadPool|RequestDeadlineServer|LoraAtRunTime|LoraRequests|LoraLimits.AReplacement|LoraSwapping|SendBatch|BackgroundResponses") ;;
+        select=(-L tsan -R "Engine|Scheduler|Sampler|BlockAllocator|FixtureServer|SlowServer.ClientCancel|SlowServer.Deadline|ServerDrain|ServerStartup|HttpSlowServer.ClientGone|HttpSlowServer.Sigterm|ChatServer.Grpc|ShadowScorer|ShadowServer|ThreadTeam|ElasticThreadPool|RequestDeadlineServer|LoraAtRunTime|LoraRequests|LoraLimits.AReplacement|LoraSwapping|SendBatch|BackgroundResponses|EventLog") ;;
   *) echo "usage: $0 asan|tsan" >&2; exit 2 ;;
 esac
 stage "$kind configure" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -7,12 +7,14 @@
 
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "nlohmann/json.hpp"
+#include "server/event_log.h"
 
 namespace arach::server {
 
@@ -23,6 +25,10 @@ class ResponseStore {
     nlohmann::json response;             // the response object as answered
     nlohmann::ordered_json conversation;  // the input items it answered, those of the responses it continued first
     nlohmann::json input_items;           // its own request's input items, as GET .../input_items lists them
+    // A streamed background response's events, for the clients that read its stream again (null otherwise). Shared
+    // with the response as it runs: its bytes count as they were when the entry was put (its final state is put once
+    // every event is in).
+    std::shared_ptr<const EventLog> events;
   };
 
   explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}

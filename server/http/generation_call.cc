@@ -59,6 +59,12 @@ bool SaysNothing(const json& choice) {
   return choice.value("text", "").empty();
 }
 
+// The status an unattended call's record ends with: a cancelled one was cancelled by its client, logged as a client
+// that went away is.
+int UnattendedHttpStatus(const absl::Status& ended) {
+  return ended.ok() ? 200 : absl::IsCancelled(ended) ? kClientClosedRequest : HttpStatusOf(ended);
+}
+
 }  // namespace
 
 GenerationCall::GenerationCall(ServiceContext& context, CallTicket ticket, GenerationFields fields, ResolvedVariant variant,
@@ -253,9 +259,16 @@ absl::StatusOr<json> GenerationCall::FinishUnattended(const std::function<void()
     on_begun();
   }
   absl::StatusOr<json> answer = TakeWholeAnswer();
-  // (A cancelled one was cancelled by its client: logged as a client that went away is.)
-  End(answer.ok() ? 200 : absl::IsCancelled(answer.status()) ? kClientClosedRequest : HttpStatusOf(answer.status()));
+  End(UnattendedHttpStatus(answer.status()));
   return answer;
+}
+
+absl::Status GenerationCall::StreamUnattended(ServerSentEvents& events) {
+  while (!events.ended() && PumpStream(events)) {
+  }
+  run_->WaitFinished();
+  End(UnattendedHttpStatus(failure_));
+  return failure_;
 }
 
 bool GenerationCall::StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) {

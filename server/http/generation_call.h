@@ -82,6 +82,10 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   // its whole answer or the failure (CANCELLED once Cancel was called). `on_begun` is called once, from this
   // thread, when the first choice has produced something (the engine has begun the call).
   absl::StatusOr<nlohmann::json> FinishUnattended(const std::function<void()>& on_begun);
+  // With nobody attached to the stream (a streamed background call): writes the stream into `events` (an EventLog's)
+  // until it has ended, waits for every choice, then ends the call; the failure (CANCELLED once Cancel was called), or
+  // OK.
+  absl::Status StreamUnattended(ServerSentEvents& events);
   // Cancels every choice still running (each still delivers its end).
   void Cancel() { run_->CancelAll(); }
 

@@ -8,6 +8,7 @@
 #include "server/http/input_items.h"
 #include "server/http/openai_error.h"
 #include "server/http/response_output.h"
+#include "server/http/response_retrieval.h"
 #include "server/http/responses_request.h"
 #include "server/http/token_logprobs.h"
 #include "server/response_store.h"
@@ -38,7 +39,8 @@ class ResponsesCall : public ChatTurnCall {
         output_(origin.request_id, context.chat_output.tools),
         owner_(caller().key) {}
 
-  // A background response: stored as queued and answered so at once; a thread of `background_` waits for its end.
+  // A background response: stored as queued, and a thread of `background_` waits for its end. Answered at once: as
+  // queued, or (streamed) with its events, read from its EventLog as the thread records them.
   bool AnsweredInBackground(httplib::Response& response) override;
 
  protected:
@@ -70,8 +72,13 @@ class ResponsesCall : public ChatTurnCall {
   // Stores `response` for its key with `conversation` (what a response continuing it answers after) and this
   // request's own input items.
   void Keep(const json& response, nlohmann::ordered_json conversation);
-  // On its background thread: waits for the answer and keeps the response's final state.
+  // On its background thread: waits for the answer (streamed: records its events) and keeps the response's final state.
   void FinishInBackground();
+  // The response as it ended without an answer: `cancelled`, or `failed` with the error.
+  json EndedResponse(const absl::Status& failure) const;
+  // A streamed background response's `response.in_progress` event, once the engine has begun it (and its state
+  // kept so): whether it was sent.
+  bool SendInProgress(ServerSentEvents& events);
   std::string response_id() const { return absl::StrCat(identity().id_prefix, identity().request_id); }
   json ResponseUsage() const;
   bool Send(ServerSentEvents& events, json event);
@@ -84,6 +91,10 @@ class ResponsesCall : public ChatTurnCall {
   ResponseOutput output_;
   const std::string owner_;  // the key whose response it is (kept apart: the call's ticket ends before its last state is kept)
   std::optional<ContentLogprobs> content_logprobs_;  // include message.output_text.logprobs: the message's tokens
+  // A streamed background response's events (null otherwise): event i has sequence_number i, which starting_after
+  // counts in.
+  std::shared_ptr<EventLog> events_;
+  bool in_progress_sent_ = false;
   int sequence_number_ = 0;
 };
 
@@ -164,13 +175,14 @@ void ResponsesCall::KeepUnanswered(const json& response) { Keep(response, conver
 
 void ResponsesCall::Keep(const json& response, nlohmann::ordered_json conversation) {
   const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
-  store_->Put(response_id(), {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id)});
+  store_->Put(response_id(), {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id), events_});
 }
 
 bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {
   if (background_ == nullptr) return false;
   json queued = ResponseJson(std::nullopt);
   queued["status"] = "queued";
+  if (streaming()) events_ = std::make_shared<EventLog>();
   auto self = std::static_pointer_cast<ResponsesCall>(shared_from_this());
   if (absl::Status started = background_->Start(
           response_id(), owner_, self, [&] { KeepUnanswered(queued); }, [self] { self->FinishInBackground(); });
@@ -180,22 +192,37 @@ bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {
     SendError(response, started);
     return true;
   }
-  SendJson(response, 200, queued);
+  if (events_) {
+    response.status = 200;
+    ReplayServerSentEvents(response, events_, 0);  // (a client that goes away leaves it running)
+  } else {
+    SendJson(response, 200, queued);
+  }
   return true;
 }
 
 void ResponsesCall::FinishInBackground() {
+  if (events_) {
+    ServerSentEvents events(*events_);
+    (void)StreamUnattended(events);  // (StreamEnded or StreamFailed kept its final state)
+    events_->Close();                // (closed by the stream's end already; whatever happened, its readers end)
+    return;
+  }
   const absl::StatusOr<json> answer = FinishUnattended([this] { KeepUnanswered(ResponseJson(std::nullopt)); });
   if (answer.ok()) return;  // (WholeAnswer kept it)
+  KeepUnanswered(EndedResponse(answer.status()));
+}
+
+json ResponsesCall::EndedResponse(const absl::Status& failure) const {
   json ended = ResponseJson(std::nullopt);
-  if (absl::IsCancelled(answer.status())) {
+  if (absl::IsCancelled(failure)) {
     ended["status"] = "cancelled";
   } else {
-    const json error = ErrorBody(answer.status())["error"];
+    const json error = ErrorBody(failure)["error"];
     ended["status"] = "failed";
     ended["error"] = {{"code", error["code"]}, {"message", error["message"]}};
   }
-  KeepUnanswered(ended);
+  return ended;
 }
 
 bool ResponsesCall::Send(ServerSentEvents& events, json event) {
@@ -205,11 +232,26 @@ bool ResponsesCall::Send(ServerSentEvents& events, json event) {
 }
 
 bool ResponsesCall::StreamOpened(ServerSentEvents& events) {
+  if (events_) {  // a background response is queued until the engine begins it (SendInProgress)
+    json queued = ResponseJson(std::nullopt);
+    queued["status"] = "queued";
+    return Send(events, {{"type", "response.created"}, {"response", queued}}) &&
+           Send(events, {{"type", "response.queued"}, {"response", queued}});
+  }
   return Send(events, {{"type", "response.created"}, {"response", ResponseJson(std::nullopt)}}) &&
          Send(events, {{"type", "response.in_progress"}, {"response", ResponseJson(std::nullopt)}});
 }
 
+bool ResponsesCall::SendInProgress(ServerSentEvents& events) {
+  if (!events_ || in_progress_sent_) return true;
+  in_progress_sent_ = true;
+  const json in_progress = ResponseJson(std::nullopt);
+  KeepUnanswered(in_progress);
+  return Send(events, {{"type", "response.in_progress"}, {"response", in_progress}});
+}
+
 bool ResponsesCall::StreamChoice(ServerSentEvents& events, int index, Choice& choice, bool finished) {
+  if (!SendInProgress(events)) return false;
   for (json& event : Read(index, choice, finished)) {
     if (!Send(events, std::move(event))) return false;
   }
@@ -218,12 +260,20 @@ bool ResponsesCall::StreamChoice(ServerSentEvents& events, int index, Choice& ch
 }
 
 bool ResponsesCall::StreamEnded(ServerSentEvents& events) {
-  json response = Kept(ResponseJson(output_.items()));
+  const json response = ResponseJson(output_.items());
   const std::string type = response["status"] == "incomplete" ? "response.incomplete" : "response.completed";
-  return Send(events, {{"type", type}, {"response", std::move(response)}}) && events.End();
+  const bool sent = Send(events, {{"type", type}, {"response", response}});
+  Kept(response);  // (after its last event, before the end: a reader that sees the stream end finds it stored)
+  return sent && events.End();
 }
 
 bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& failure) {
+  if (events_) {  // a background response ends as it is kept: cancelled, or failed with its error
+    const json ended = EndedResponse(failure);
+    Send(events, {{"type", absl::IsCancelled(failure) ? "response.cancelled" : "response.failed"}, {"response", ended}});
+    KeepUnanswered(ended);
+    return events.End();
+  }
   const json error = ErrorBody(failure)["error"];
   Send(events, {{"type", "error"}, {"code", error["code"]}, {"message", error["message"]}, {"param", error["param"]}});
   return events.End();
@@ -277,6 +327,12 @@ void ServeStoredResponse(ServiceContext& context, BackgroundResponses* backgroun
   absl::StatusOr<Caller> caller = Authenticate(*context.keys, request.get_header_value("Authorization"));
   if (!caller.ok()) return SendError(response, caller.status());
   const std::string id = request.matches[1].str();
+  ResponseRetrieval retrieval;
+  if (action == StoredResponseAction::kRetrieve) {
+    absl::StatusOr<ResponseRetrieval> parsed = ParseResponseRetrieval(request.params);
+    if (!parsed.ok()) return SendError(response, parsed.status());
+    retrieval = *parsed;
+  }
   // A running background response is cancelled (or, to be deleted, cancelled first: it would store itself again)
   // whether or not the store still holds it: its final state is stored before this returns.
   if ((action == StoredResponseAction::kCancel || action == StoredResponseAction::kDelete) && background != nullptr) {
@@ -292,7 +348,13 @@ void ServeStoredResponse(ServiceContext& context, BackgroundResponses* backgroun
   }
   switch (action) {
     case StoredResponseAction::kRetrieve:
-      return SendJson(response, 200, entry->response);
+      if (!retrieval.stream) return SendJson(response, 200, entry->response);
+      if (!entry->events) {
+        return SendError(response, InvalidField("stream", absl::StrCat("response '", ClipForError(id, 80),
+                                                                       "' was not created with background and stream: only those are streamed again")));
+      }
+      response.status = 200;
+      return ReplayServerSentEvents(response, entry->events, retrieval.first_event);
     case StoredResponseAction::kDelete:
       context.responses->Delete(id, caller->key);
       return SendJson(response, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});

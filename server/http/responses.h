@@ -15,13 +15,15 @@
 
 namespace arach::server::http {
 
-// `background: true` (with the store): the response is stored as queued and answered so at once; it runs on a
-// thread of `background` and is stored in progress once the engine begins it, then as it ended (completed,
-// incomplete, cancelled or failed).
+// `background: true` (with the store): the response is stored as queued and answered so at once (with `stream`: its
+// events, recorded in an EventLog kept with it in the store, as they come; the client may go away and read them again);
+// it runs on a thread of `background` and is stored in progress once the engine begins it, then as it ended
+// (completed, incomplete, cancelled or failed).
 void HandleResponses(ServiceContext& context, BackgroundResponses& background, const httplib::Request& request,
                      httplib::Response& response, const ClientConnection& client);
 
-// /v1/responses/{id} (request.matches[1]): GET the stored response, DELETE it ({"id", "object", "deleted"}), GET
+// /v1/responses/{id} (request.matches[1]): GET the stored response (with stream=true a streamed background
+// response's events again, from the one after sequence number starting_after: response_retrieval.h), DELETE it ({"id", "object", "deleted"}), GET
 // .../input_items a page of its request's input items (input_items.h), POST .../cancel a background response (a
 // running one ends cancelled; a finished one is answered as it ended; another is a 400). An id this caller's key has
 // not stored, or any id where nothing is stored, is a 404.

@@ -318,9 +318,6 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_t
   ARACH_ASSIGN_OR_RETURN(const std::optional<bool> background, OptionalBoolAt(plain, "background"));
   request.background = background.value_or(false);
   if (request.background && !request.store) return InvalidField("background", "needs store: true (its answer is fetched from the store)");
-  if (request.background && chat.fields.stream) {
-    return InvalidField("background", "is not streamed here: leave stream out and poll GET /v1/responses/{id}");
-  }
   if (const auto previous = plain.find("previous_response_id"); previous != plain.end() && !previous->is_null()) {
     if (!previous->is_string() || previous->get<std::string>().empty()) return InvalidField("previous_response_id", "must be a response id");
     request.previous_response_id = previous->get<std::string>();

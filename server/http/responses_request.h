@@ -20,7 +20,8 @@ namespace arach::server::http {
 struct ResponsesRequest {
   ChatRequest chat;  // the turn as /v1/chat/completions takes it (n 1)
   bool store = true;  // `store` (OpenAI's default: true)
-  bool background = false;  // `background`: answered at once, run to its end apart, fetched from the store (needs store)
+  // `background`: answered at once (as queued, or streamed), run to its end apart, fetched from the store (needs store)
+  bool background = false;
   std::optional<std::string> previous_response_id;
   // The input items the turn answers: the previous response's conversation and output, then `input` (a string as
   // a user message item); what a stored response keeps for the next turn.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_split.h"
+#include "client/event_stream.h"
 #include "engine/constraint/constraint_compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -320,6 +321,24 @@ class StoringServer : public ::testing::Test {
     return testing::HttpSend(server_->http_address(), method, path, body.is_null() ? "" : body.dump(),
                              {{"Authorization", "Bearer " + key}});
   }
+  // A streamed answer's status and events (their data), as Send asks for it; hangs up once `hang_up_after` came.
+  struct EventsRead {
+    int status = 0;
+    std::vector<json> events;
+  };
+  EventsRead ReadEvents(const std::string& method, const std::string& path, const std::string& key, const json& body = nullptr,
+                        size_t hang_up_after = SIZE_MAX) const {
+    EventsRead read;
+    read.status = client::SendForEvents(
+                      server_->http_address(), method, path, body.is_null() ? "" : body.dump(),
+                      [&](const std::string& data) {
+                        read.events.push_back(json::parse(data, nullptr, false));
+                        return read.events.size() < hang_up_after;
+                      },
+                      120, {{"Authorization", "Bearer " + key}})
+                      .status;
+    return read;
+  }
 
   testing::ScopedTempDir dir_;
   std::unique_ptr<ServerProcess> server_;
@@ -496,21 +515,100 @@ TEST_F(BackgroundResponses, RunApartArePolledAndCancelled) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(Send("GET", "/v1/responses/" + doomed_id, "sk-alice").status, 404);
 
-  // Refused: a stored response that did not run in the background is not cancelled; background without store, or
-  // streamed.
+  // Refused: a stored response that did not run in the background is not cancelled; background without store.
   json stored_body = body;
   const HttpAnswer stored = Send("POST", "/v1/responses", "sk-alice", stored_body);
   ASSERT_EQ(stored.status, 200) << stored.body;
   const HttpAnswer not_background = Send("POST", "/v1/responses/" + stored.body["id"].get<std::string>() + "/cancel", "sk-alice");
   EXPECT_EQ(not_background.status, 400) << not_background.body;
   EXPECT_EQ(not_background.body["error"]["message"], "only background responses can be cancelled");
-  for (const char* field : {"store", "stream"}) {
-    json refused_body = background_body;
-    refused_body[field] = field == std::string("stream");  // store: false, stream: true
-    const HttpAnswer refused = Send("POST", "/v1/responses", "sk-alice", refused_body);
-    EXPECT_EQ(refused.status, 400) << refused.body;
-    EXPECT_EQ(refused.body["error"]["param"], "background") << refused.body;
+  json unstored_body = background_body;
+  unstored_body["store"] = false;
+  const HttpAnswer unstored = Send("POST", "/v1/responses", "sk-alice", unstored_body);
+  EXPECT_EQ(unstored.status, 400) << unstored.body;
+  EXPECT_EQ(unstored.body["error"]["param"], "background") << unstored.body;
+}
+
+// background with stream: the events come as they are made (queued first, in progress once the engine has begun it)
+// and are kept with the response: GET ?stream=true reads them again from the one after any sequence number
+// (starting_after) and follows those still to come. A client that hangs up leaves the response running; a cancel
+// ends its stream with response.cancelled, as the response is kept.
+TEST_F(BackgroundResponses, StreamedOnesAreReadAgainFromAnySequenceNumber) {
+  const json body = {{"model", "qwen3-tiny"}, {"input", "Name three colours."}, {"max_output_tokens", 12}, {"temperature", 0},
+                     {"chat_template_kwargs", {{"enable_thinking", false}}}, {"background", true}, {"stream", true}};
+  const EventsRead streamed = ReadEvents("POST", "/v1/responses", "sk-alice", body);
+  ASSERT_EQ(streamed.status, 200);
+  ASSERT_GE(streamed.events.size(), 5u);
+  EXPECT_EQ(streamed.events[0]["type"], "response.created");
+  EXPECT_EQ(streamed.events[0]["response"]["status"], "queued");
+  EXPECT_EQ(streamed.events[0]["response"]["background"], true);
+  EXPECT_EQ(streamed.events[1]["type"], "response.queued");
+  EXPECT_EQ(streamed.events[2]["type"], "response.in_progress");
+  EXPECT_EQ(streamed.events[2]["response"]["status"], "in_progress");
+  std::string text;
+  for (size_t i = 0; i < streamed.events.size(); ++i) {
+    EXPECT_EQ(streamed.events[i]["sequence_number"], i);
+    if (streamed.events[i]["type"] == "response.output_text.delta") text += streamed.events[i]["delta"].get<std::string>();
   }
+  const json& last = streamed.events.back();
+  ASSERT_TRUE(last["type"] == "response.completed" || last["type"] == "response.incomplete") << last;
+  EXPECT_EQ(text, TextOf(last["response"], "message"));
+  json foreground_body = body;
+  foreground_body.erase("background");
+  foreground_body.erase("stream");
+  foreground_body["store"] = false;
+  const HttpAnswer foreground = Send("POST", "/v1/responses", "sk-alice", foreground_body);
+  ASSERT_EQ(foreground.status, 200) << foreground.body;
+  EXPECT_EQ(text, TextOf(foreground.body, "message")) << "greedy: the stream says what the foreground answer says";
+  EXPECT_EQ(last["response"]["usage"], foreground.body["usage"]);
+
+  // Kept: GET answers the last event's response; with stream=true the same events again, from any sequence number.
+  const std::string id = last["response"]["id"];
+  const std::string path = "/v1/responses/" + id;
+  EXPECT_EQ(Send("GET", path, "sk-alice").body, last["response"]);
+  const EventsRead again = ReadEvents("GET", path + "?stream=true", "sk-alice");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.events, streamed.events);
+  const EventsRead tail = ReadEvents("GET", path + "?stream=true&starting_after=3", "sk-alice");
+  EXPECT_EQ(tail.events, std::vector<json>(streamed.events.begin() + 4, streamed.events.end()));
+  const EventsRead none = ReadEvents("GET", path + "?stream=true&starting_after=" + std::to_string(streamed.events.size() - 1), "sk-alice");
+  EXPECT_EQ(none.status, 200);
+  EXPECT_TRUE(none.events.empty()) << none.events.front();
+  EXPECT_EQ(ReadEvents("GET", path + "?stream=true", "sk-bob").status, 404) << "another key's";
+
+  // A long one: its client hangs up after the first events and it runs on; a later read follows it from there.
+  json long_body = body;
+  long_body["max_output_tokens"] = 4000;
+  long_body["min_tokens"] = 4000;
+  const EventsRead first = ReadEvents("POST", "/v1/responses", "sk-alice", long_body, /*hang_up_after=*/3);
+  ASSERT_EQ(first.events.size(), 3u);
+  EXPECT_EQ(first.events[2]["type"], "response.in_progress");
+  const std::string long_path = "/v1/responses/" + first.events[0]["response"]["id"].get<std::string>();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Send("GET", long_path, "sk-alice").body["status"], "in_progress") << "its client's hanging up cancels nothing";
+  const EventsRead follow = ReadEvents("GET", long_path + "?stream=true&starting_after=2", "sk-alice", nullptr, 5);
+  ASSERT_EQ(follow.events.size(), 5u);
+  for (size_t i = 0; i < follow.events.size(); ++i) EXPECT_EQ(follow.events[i]["sequence_number"], 3 + i);
+  const HttpAnswer cancelled = Send("POST", long_path + "/cancel", "sk-alice");
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.body["status"], "cancelled");
+  const EventsRead ended = ReadEvents("GET", long_path + "?stream=true&starting_after=7", "sk-alice");
+  ASSERT_FALSE(ended.events.empty());
+  EXPECT_EQ(ended.events.front()["sequence_number"], 8);
+  EXPECT_EQ(ended.events.back()["type"], "response.cancelled");
+  EXPECT_EQ(ended.events.back()["response"], cancelled.body);
+
+  // Refused: streaming again a response not created with background and stream; include on retrieval.
+  json polled_body = body;
+  polled_body.erase("stream");
+  const HttpAnswer polled = Send("POST", "/v1/responses", "sk-alice", polled_body);
+  ASSERT_EQ(polled.status, 200) << polled.body;
+  const HttpAnswer not_streamed = Send("GET", "/v1/responses/" + polled.body["id"].get<std::string>() + "?stream=true", "sk-alice");
+  EXPECT_EQ(not_streamed.status, 400) << not_streamed.body;
+  EXPECT_EQ(not_streamed.body["error"]["param"], "stream") << not_streamed.body;
+  const HttpAnswer include = Send("GET", path + "?include%5B%5D=message.output_text.logprobs", "sk-alice");
+  EXPECT_EQ(include.status, 400) << include.body;
+  EXPECT_EQ(include.body["error"]["param"], "include") << include.body;
 }
 
 }  // namespace

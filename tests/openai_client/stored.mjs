@@ -2,7 +2,8 @@
 // run with --responses_store_bytes: responses.create keeps the answer, responses.retrieve returns it,
 // previous_response_id continues it, responses.inputItems.list pages through a response's own input items with the
 // client's cursor paginator (limit, after, has_more), and responses.del drops it. Background mode: a response created
-// with background is polled with retrieve to the foreground's answer, and responses.cancel cancels a running one.
+// with background is polled with retrieve to the foreground's answer, and responses.cancel cancels a running one; one
+// created with background and stream is read in part, left, and read on with retrieve's stream and starting_after.
 import OpenAI from "openai";
 
 const [httpAddress, model] = process.argv.slice(2);
@@ -62,6 +63,27 @@ await client.responses.cancel(long.id);  // (typed void in this client version: 
 const cancelled = await client.responses.retrieve(long.id);
 check("responses.cancel cancels a running one", cancelled.status === "cancelled" && cancelled.background === true,
   JSON.stringify(cancelled));
+
+// Background and stream: the client leaves after the first events (the response runs on) and reads on later from the
+// last sequence number it saw; the two parts make the foreground's answer.
+const streamed = await client.responses.create({ ...question, background: true, stream: true });
+const firstPart = [];
+for await (const event of streamed) {
+  firstPart.push(event);
+  if (firstPart.length === 4) break;  // (leaves the stream: the connection closes)
+}
+check("a streamed background response begins queued", firstPart[0].type === "response.created" &&
+  firstPart[0].response.status === "queued" && firstPart[1].type === "response.queued", JSON.stringify(firstPart.slice(0, 2)));
+const resumed = await client.responses.retrieve(firstPart[0].response.id, { stream: true, starting_after: firstPart[3].sequence_number });
+const rest = [];
+for await (const event of resumed) rest.push(event);
+const events = [...firstPart, ...rest];
+check("read on from starting_after, every event once in sequence", events.every((event, i) => event.sequence_number === i),
+  JSON.stringify(events.map((event) => event.sequence_number)));
+const deltas = events.filter((event) => event.type === "response.output_text.delta").map((event) => event.delta).join("");
+const last = events[events.length - 1];
+check("the two parts make the foreground's answer", last.type === `response.${foreground.status}` && deltas === textOf(foreground) &&
+  textOf(last.response) === deltas, `${last.type} ${JSON.stringify(deltas)} vs ${JSON.stringify(textOf(foreground))}`);
 
 await client.responses.del(first.id);  // (this client version's name for delete)
 try {

@@ -1,13 +1,15 @@
 // The Responses API's pieces without a server: a /v1/responses body read as the chat turn it asks for (every
-// error naming the Responses API's own parameter), and the output items with the stream events that build them
+// error naming the Responses API's own parameter), a retrieval's query, and the output items with the stream events that build them
 // (the events, accumulated the way OpenAI's clients do, give the items of the whole answer).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "server/http/input_items.h"
 #include "server/http/openai_error.h"
 #include "server/http/response_output.h"
+#include "server/http/response_retrieval.h"
 #include "server/http/responses_request.h"
 
 namespace arach::server::http {
@@ -31,6 +33,45 @@ TEST(ResponsesRequest, BackgroundIsReadWithTheStore) {
   auto foreground = ParseResponsesRequest(R"({"model": "m", "input": "Hi", "background": false, "store": false})");
   ASSERT_TRUE(foreground.ok()) << foreground.status();
   EXPECT_FALSE(foreground->background);
+  auto streamed = ParseResponsesRequest(R"({"model": "m", "input": "Hi", "background": true, "stream": true})");
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_TRUE(streamed->background);
+  EXPECT_TRUE(streamed->chat.fields.stream);
+}
+
+// GET /v1/responses/{id}'s query: stream and starting_after, nothing else.
+TEST(ResponseRetrieval, ReadsStreamAndStartingAfterAndNamesWhatItRefuses) {
+  const auto parse = [](httplib::Params query) { return ParseResponseRetrieval(query); };
+  absl::StatusOr<ResponseRetrieval> plain = parse({});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->stream);
+  absl::StatusOr<ResponseRetrieval> streamed = parse({{"stream", "true"}});
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_TRUE(streamed->stream);
+  EXPECT_EQ(streamed->first_event, 0u);
+  absl::StatusOr<ResponseRetrieval> after = parse({{"starting_after", "6"}, {"stream", "true"}});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->first_event, 7u) << "the event after sequence number 6";
+  absl::StatusOr<ResponseRetrieval> not_streamed = parse({{"stream", "false"}});
+  ASSERT_TRUE(not_streamed.ok()) << not_streamed.status();
+  EXPECT_FALSE(not_streamed->stream);
+  const std::vector<std::pair<httplib::Params, std::string>> refused = {
+      {{{"stream", "yes"}}, "stream"},
+      {{{"stream", "true"}, {"stream", "true"}}, "stream"},
+      {{{"starting_after", "3"}}, "starting_after"},  // (without stream)
+      {{{"stream", "false"}, {"starting_after", "3"}}, "starting_after"},
+      {{{"stream", "true"}, {"starting_after", "-1"}}, "starting_after"},
+      {{{"stream", "true"}, {"starting_after", "2.5"}}, "starting_after"},
+      {{{"stream", "true"}, {"starting_after", "99999999999999999999"}}, "starting_after"},
+      {{{"include[]", "message.output_text.logprobs"}}, "include"},
+      {{{"limit", "3"}}, "limit"},
+  };
+  for (const auto& [query, param] : refused) {
+    const absl::StatusOr<ResponseRetrieval> parsed = parse(query);
+    ASSERT_FALSE(parsed.ok()) << param;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(ErrorParam(parsed.status()), param) << parsed.status();
+  }
 }
 
 TEST(ResponsesRequest, AStringInputIsOneUserTurnAfterTheInstructions) {
@@ -255,7 +296,6 @@ TEST(ResponsesRequest, EveryBadFieldIsNamedInTheResponsesApisTerms) {
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"model": "m", "input": "x", "conversation": "conv_1"})", "conversation"},
       {R"({"model": "m", "input": "x", "background": true, "store": false})", "background"},  // (nothing to poll)
-      {R"({"model": "m", "input": "x", "background": true, "stream": true})", "background"},  // (poll instead)
       {R"({"model": "m", "input": "x", "background": "yes"})", "background"},
       {R"({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]})", "include[0]"},
       {R"({"model": "m", "input": "x", "include": "message.output_text.logprobs"})", "include"},
