@@ -15,8 +15,12 @@ std::string KeyOf(const std::string& owner, const std::string& id) { return absl
 
 void ResponseStore::Put(const std::string& id, Entry entry) {
   const std::string key = KeyOf(entry.owner, id);
-  const size_t bytes = key.size() + entry.response.dump().size() + entry.conversation.dump().size() + entry.input_items.dump().size() +
-                       (entry.events ? entry.events->bytes() : 0);
+  size_t bytes = key.size() + entry.response.dump().size() + entry.conversation.dump().size() + entry.input_items.dump().size();
+  if (entry.events && bytes + entry.events->bytes() > max_bytes_) {
+    entry.events = nullptr;  // (the response itself is what a client must find)
+    entry.events_dropped = true;
+  }
+  if (entry.events) bytes += entry.events->bytes();
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(key); it != entries_.end()) DropLocked(it);
   if (bytes > max_bytes_) return;

@@ -29,13 +29,14 @@ class ResponseStore {
     // with the response as it runs: its bytes count as they were when the entry was put (its final state is put once
     // every event is in).
     std::shared_ptr<const EventLog> events;
+    bool events_dropped = false;  // it had events, left out for room (Put)
   };
 
   explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // Keeps `entry` under `id` for its owner (replacing the owner's entry there; another owner's with the same id
-  // stays apart), dropping the least recently used beyond the budget; an entry larger than the whole budget is not
-  // kept.
+  // stays apart), dropping the least recently used beyond the budget. An entry larger than the whole budget is kept
+  // without its events where that fits (events_dropped), else not at all.
   void Put(const std::string& id, Entry entry);
   // The entry `id` when `owner` made it (and marks it used); nullopt otherwise, whoever made it.
   std::optional<Entry> Get(const std::string& id, const std::string& owner);

@@ -350,8 +350,10 @@ void ServeStoredResponse(ServiceContext& context, BackgroundResponses* backgroun
     case StoredResponseAction::kRetrieve:
       if (!retrieval.stream) return SendJson(response, 200, entry->response);
       if (!entry->events) {
-        return SendError(response, InvalidField("stream", absl::StrCat("response '", ClipForError(id, 80),
-                                                                       "' was not created with background and stream: only those are streamed again")));
+        return SendError(response, InvalidField("stream", absl::StrCat("response '", ClipForError(id, 80), "' ",
+                                                                       entry->events_dropped
+                                                                           ? "no longer keeps its events: they were left out for room (--responses_store_bytes)"
+                                                                           : "was not created with background and stream: only those are streamed again")));
       }
       response.status = 200;
       return ReplayServerSentEvents(response, entry->events, retrieval.first_event);

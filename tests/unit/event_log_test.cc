@@ -1,6 +1,6 @@
 // EventLog (a streamed answer's events kept for readers that come at any time) and ServerSentEvents recording into
 // one: events read back in order from any index, a reader waiting for the next event or the close, nothing recorded
-// after the close, and the store counting a log's bytes with its entry.
+// after the close, and the store counting a log's bytes with its entry (leaving a log out that does not fit).
 #include "server/event_log.h"
 
 #include <chrono>
@@ -93,9 +93,16 @@ TEST(EventLog, TheStoreCountsItsBytesWithItsEntry) {
   EXPECT_EQ(store.bytes(), without + log->bytes());
   ASSERT_TRUE(store.Get("resp_1", "alice").has_value());
   EXPECT_EQ(store.Get("resp_1", "alice")->events, log) << "the entry shares the log";
+  EXPECT_FALSE(store.Get("resp_1", "alice")->events_dropped);
   ResponseStore small(without + 100);
   small.Put("resp_1", streamed);
-  EXPECT_EQ(small.count(), 0u) << "a log beyond the budget is not kept";
+  ASSERT_TRUE(small.Get("resp_1", "alice").has_value()) << "the response is kept without the events that do not fit";
+  EXPECT_EQ(small.Get("resp_1", "alice")->events, nullptr);
+  EXPECT_TRUE(small.Get("resp_1", "alice")->events_dropped);
+  EXPECT_EQ(small.bytes(), without);
+  ResponseStore tiny(without - 1);
+  tiny.Put("resp_1", streamed);
+  EXPECT_EQ(tiny.count(), 0u) << "nor the response where that does not fit either";
 }
 
 }  // namespace
