@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/core/field_error.h"
@@ -51,12 +52,12 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
                                               std::string* prompt_field) {
   EngineRequest out;
   const bool has_text = r.prompt_case() == arach::v1::GenerateRequest::kText;
-  std::string fim_text;  // with a suffix: the prompt and the suffix in the model's markers
+  std::optional<FillInMiddle> fim;  // with a suffix: the prompt and the suffix in the model's markers
   if (!r.suffix().empty()) {
     if (!has_text) return InvalidField("suffix", "needs a text prompt (the model's markers go around the text)");
-    ARACH_ASSIGN_OR_RETURN(fim_text, FillInMiddlePrompt(engine.tokenizer(), r.text(), r.suffix(), "suffix"));
+    ARACH_ASSIGN_OR_RETURN(fim, FillInMiddlePrompt(engine.tokenizer(), r.text(), r.suffix(), "suffix"));
   }
-  ARACH_ASSIGN_OR_RETURN(out.prompt, PromptIds(engine, limits, "prompt", has_text, r.suffix().empty() ? r.text() : fim_text,
+  ARACH_ASSIGN_OR_RETURN(out.prompt, PromptIds(engine, limits, "prompt", has_text, fim ? fim->prompt : r.text(),
                                                r.prompt_case() == arach::v1::GenerateRequest::kTokenIds, r.token_ids(), prompt_field));
   SamplingParams& sp = out.sampling;
   const arach::v1::SamplingParams& s = r.sampling();
@@ -79,6 +80,7 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const Engine& engine, const Reques
   sp.stop_token_ids.assign(r.stop_token_ids().begin(), r.stop_token_ids().end());
   ARACH_RETURN_IF_ERROR(CheckSamplingLimits(limits, sp));
   sp.ignore_eos = r.ignore_eos();
+  if (fim) AddFillInMiddleEnds(*fim, &sp);
   if (r.has_skip_special_tokens()) sp.skip_special_tokens = r.skip_special_tokens();
   sp.logprobs = r.logprobs();
   sp.top_logprobs = ClampToInt(r.top_logprobs());

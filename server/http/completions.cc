@@ -59,12 +59,12 @@ absl::Status CompletionCall::Start() {
     const PromptInput& input = request_.prompts[p];
     const std::string field = prompts == 1 ? "prompt" : absl::StrCat("prompt[", p, "]");
     std::vector<int32_t> ids;
+    std::optional<FillInMiddle> fim;  // with a suffix: the prompt and the suffix in the model's markers
     if (input.text) {
-      std::string fim_text;  // with a suffix: the prompt and the suffix in the model's markers
       if (request_.suffix) {
-        ARACH_ASSIGN_OR_RETURN(fim_text, FillInMiddlePrompt(e.tokenizer(), *input.text, *request_.suffix, "suffix"));
+        ARACH_ASSIGN_OR_RETURN(fim, FillInMiddlePrompt(e.tokenizer(), *input.text, *request_.suffix, "suffix"));
       }
-      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, request_.suffix ? fim_text : *input.text));
+      ARACH_ASSIGN_OR_RETURN(ids, EncodeTextPrompt(e, limits(), field, fim ? fim->prompt : *input.text));
     } else {
       ARACH_RETURN_IF_ERROR(CheckPromptTokens(limits(), field, input.ids.size()));
       ids = input.ids;
@@ -83,6 +83,7 @@ absl::Status CompletionCall::Start() {
       r.prompt = ids;
       r.sampling = fields().sampling;
       r.sampling.skip_special_tokens = fields().skip_special_tokens;
+      if (fim) AddFillInMiddleEnds(*fim, &r.sampling);
       if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
       if (request_.score_only) r.kind = RequestKind::kScore;
       if (request_.echo && wants_logprobs()) {  // (Submit leaves the scoring to the first choice of the prompt)

@@ -1,7 +1,7 @@
 // Fill in the middle end to end, on qwen3-tiny (whose vocabulary has Qwen2.5-Coder's <|fim_prefix|> markers):
 // /v1/completions with `suffix` prompts the model with the markers around the prompt and the suffix (its prompt
 // ids are those of that text) and answers as that prompt answers; gRPC Generate's suffix alike; Chat refuses one;
-// a token-id prompt with a suffix is refused naming it.
+// a token-id prompt with a suffix is refused naming it; the gap's text ends at a token that begins something else.
 #include "client/arach_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -36,6 +36,8 @@ TEST_F(FillInMiddleServer, TheSuffixGoesAfterTheGapOnBothApis) {
   EXPECT_EQ(filled.body["choices"][0]["prompt_token_ids"], tokenized.body["tokens"]);
   json as_text = base;
   as_text["prompt"] = fim_text;
+  // (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, <|fim_pad|>, <|repo_name|>, <|file_sep|>: where the gap's text ends)
+  as_text["stop_token_ids"] = {151659, 151661, 151660, 151662, 151663, 151664};
   const HttpAnswer plain = Post("/v1/completions", as_text);
   ASSERT_EQ(plain.status, 200) << plain.body;
   EXPECT_EQ(filled.body["choices"][0]["text"], plain.body["choices"][0]["text"]) << "the same prompt, greedy";
@@ -64,6 +66,35 @@ TEST_F(FillInMiddleServer, TheSuffixGoesAfterTheGapOnBothApis) {
   status = client->Chat(chat, [](const arach::v1::GenerateResponse&) {});
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message().rfind("generation: ", 0), 0u) << status.error_message();
+
+  // The gap's text ends at a token that begins something else (<|file_sep|>, made certain here by its bias): the
+  // stop_reason, not part of the text; a plain prompt goes on writing it (it is not a special token in Qwen's vocabulary).
+  json file_sep = with_suffix;
+  file_sep["logit_bias"] = {{"151664", 100}};
+  const HttpAnswer ended = Post("/v1/completions", file_sep);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  EXPECT_EQ(ended.body["choices"][0]["finish_reason"], "stop") << ended.body;
+  EXPECT_EQ(ended.body["choices"][0]["stop_reason"], 151664);
+  EXPECT_EQ(ended.body["choices"][0]["text"], "");
+  json plain_file_sep = base;
+  plain_file_sep["prompt"] = fim_text;
+  plain_file_sep["logit_bias"] = file_sep["logit_bias"];
+  const HttpAnswer went_on = Post("/v1/completions", plain_file_sep);
+  ASSERT_EQ(went_on.status, 200) << went_on.body;
+  EXPECT_EQ(went_on.body["choices"][0]["finish_reason"], "length") << went_on.body;
+  json to_the_end = file_sep;
+  to_the_end["ignore_eos"] = true;
+  EXPECT_EQ(Post("/v1/completions", to_the_end).body["choices"][0]["finish_reason"], "length") << "ignore_eos: on to max_tokens";
+  request.clear_token_ids();
+  request.set_text(prefix);
+  (*request.mutable_sampling()->mutable_logit_bias())[151664] = 100;
+  arach::v1::Finish finish;
+  status = client->Generate(request, [&](const arach::v1::GenerateResponse& r) {
+    if (r.has_finish()) finish = r.finish();
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(finish.reason(), arach::v1::FINISH_REASON_STOP) << "gRPC's suffix ends alike";
+  EXPECT_EQ(finish.stop_token_id(), 151664);
 
   json ids = with_suffix;
   ids["prompt"] = json::array({1, 2, 3});
