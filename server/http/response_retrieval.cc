@@ -12,7 +12,8 @@ namespace arach::server::http {
 absl::StatusOr<ResponseRetrieval> ParseResponseRetrieval(const httplib::Params& query) {
   for (const auto& [param, value] : query) {
     if (param == "include" || param == "include[]") {
-      return InvalidField("include", "is not applied on retrieval: a stored response is kept as it was created (ask include when creating it)");
+      return InvalidField("include",
+                          "is not applied on retrieval: a stored response is kept as it was created (ask include when creating it)");
     }
     if (param != "stream" && param != "starting_after") {
       return InvalidField(ClipForError(param, 80), "is not a parameter of a response's retrieval (stream, starting_after)");

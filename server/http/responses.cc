@@ -74,6 +74,8 @@ class ResponsesCall : public ChatTurnCall {
   void Keep(const json& response, nlohmann::ordered_json conversation);
   // On its background thread: waits for the answer (streamed: records its events) and keeps the response's final state.
   void FinishInBackground();
+  // A background response before the engine has begun it.
+  json QueuedResponse() const;
   // The response as it ended without an answer: `cancelled`, or `failed` with the error.
   json EndedResponse(const absl::Status& failure) const;
   // A streamed background response's `response.in_progress` event, once the engine has begun it (and its state
@@ -180,8 +182,7 @@ void ResponsesCall::Keep(const json& response, nlohmann::ordered_json conversati
 
 bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {
   if (background_ == nullptr) return false;
-  json queued = ResponseJson(std::nullopt);
-  queued["status"] = "queued";
+  const json queued = QueuedResponse();
   if (streaming()) events_ = std::make_shared<EventLog>();
   auto self = std::static_pointer_cast<ResponsesCall>(shared_from_this());
   if (absl::Status started = background_->Start(
@@ -213,6 +214,12 @@ void ResponsesCall::FinishInBackground() {
   KeepUnanswered(EndedResponse(answer.status()));
 }
 
+json ResponsesCall::QueuedResponse() const {
+  json queued = ResponseJson(std::nullopt);
+  queued["status"] = "queued";
+  return queued;
+}
+
 json ResponsesCall::EndedResponse(const absl::Status& failure) const {
   json ended = ResponseJson(std::nullopt);
   if (absl::IsCancelled(failure)) {
@@ -233,10 +240,8 @@ bool ResponsesCall::Send(ServerSentEvents& events, json event) {
 
 bool ResponsesCall::StreamOpened(ServerSentEvents& events) {
   if (events_) {  // a background response is queued until the engine begins it (SendInProgress)
-    json queued = ResponseJson(std::nullopt);
-    queued["status"] = "queued";
-    return Send(events, {{"type", "response.created"}, {"response", queued}}) &&
-           Send(events, {{"type", "response.queued"}, {"response", queued}});
+    return Send(events, {{"type", "response.created"}, {"response", QueuedResponse()}}) &&
+           Send(events, {{"type", "response.queued"}, {"response", QueuedResponse()}});
   }
   return Send(events, {{"type", "response.created"}, {"response", ResponseJson(std::nullopt)}}) &&
          Send(events, {{"type", "response.in_progress"}, {"response", ResponseJson(std::nullopt)}});
@@ -350,10 +355,10 @@ void ServeStoredResponse(ServiceContext& context, BackgroundResponses* backgroun
     case StoredResponseAction::kRetrieve:
       if (!retrieval.stream) return SendJson(response, 200, entry->response);
       if (!entry->events) {
-        return SendError(response, InvalidField("stream", absl::StrCat("response '", ClipForError(id, 80), "' ",
-                                                                       entry->events_dropped
-                                                                           ? "no longer keeps its events: they were left out for room (--responses_store_bytes)"
-                                                                           : "was not created with background and stream: only those are streamed again")));
+        const char* const why = entry->events_dropped
+                                    ? "no longer keeps its events: they were left out for room (--responses_store_bytes)"
+                                    : "was not created with background and stream: only those are streamed again";
+        return SendError(response, InvalidField("stream", absl::StrCat("response '", ClipForError(id, 80), "' ", why)));
       }
       response.status = 200;
       return ReplayServerSentEvents(response, entry->events, retrieval.first_event);

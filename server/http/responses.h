@@ -23,10 +23,10 @@ void HandleResponses(ServiceContext& context, BackgroundResponses& background, c
                      httplib::Response& response, const ClientConnection& client);
 
 // /v1/responses/{id} (request.matches[1]): GET the stored response (with stream=true a streamed background
-// response's events again, from the one after sequence number starting_after: response_retrieval.h), DELETE it ({"id", "object", "deleted"}), GET
-// .../input_items a page of its request's input items (input_items.h), POST .../cancel a background response (a
-// running one ends cancelled; a finished one is answered as it ended; another is a 400). An id this caller's key has
-// not stored, or any id where nothing is stored, is a 404.
+// response's events again, from the one after sequence number starting_after: response_retrieval.h), DELETE it
+// ({"id", "object", "deleted"}), GET .../input_items a page of its request's input items (input_items.h), POST
+// .../cancel a background response (a running one ends cancelled; a finished one is answered as it ended; another is a
+// 400). An id this caller's key has not stored, or any id where nothing is stored, is a 404.
 enum class StoredResponseAction { kRetrieve, kDelete, kListInputItems, kCancel };
 void ServeStoredResponse(ServiceContext& context, BackgroundResponses* background, const httplib::Request& request,
                          httplib::Response& response, StoredResponseAction action);

@@ -76,8 +76,10 @@ TEST(FillInMiddle, TheModelsOwnMarkersGoAroundThePrefixAndSuffix) {
     auto family_fim = FillInMiddlePrompt(**tokenizer, "P", "S", "suffix");
     ASSERT_TRUE(family_fim.ok()) << family_fim.status();
     EXPECT_EQ(family_fim->prompt, family.prefix + "P" + family.suffix + "S" + family.middle);
-    EXPECT_EQ(family_fim->end_token_ids, std::vector<int32_t>({*(*tokenizer)->TokenToId(family.prefix), *(*tokenizer)->TokenToId(family.suffix),
-                                                               *(*tokenizer)->TokenToId(family.middle)}));
+    const Tokenizer& vocabulary = **tokenizer;
+    EXPECT_EQ(family_fim->end_token_ids,
+              std::vector<int32_t>({*vocabulary.TokenToId(family.prefix), *vocabulary.TokenToId(family.suffix),
+                                    *vocabulary.TokenToId(family.middle)}));
   }
   testing::ScopedTempDir partial;  // two of a family's three markers are not enough
   auto two = LlamaWithMarkers(partial, "<fim_prefix>", "<fim_suffix>", "<fim_end>");
