@@ -79,12 +79,13 @@ defaults
   default-server inter 250ms fastinter 250ms downinter 500ms fall 2 rise 1
 frontend openai
   bind 127.0.0.1:$((base + 1))
-  # A Responses API turn that continues a stored response (previous_response_id) and the routes that read one
-  # (/v1/responses/ID...) go to the replica that holds it, named in the id (resp_NAME_...: --replica_name). The
-  # body is read up to tune.bufsize (128 KiB) for that; past it such a turn may reach another replica (404).
+  # A Responses API turn that continues a stored response (previous_response_id; its input token count too) and the
+  # routes that read one (/v1/responses/ID...) go to the replica that holds it, named in the id (resp_NAME_...:
+  # --replica_name). The body is read up to tune.bufsize (128 KiB) for that; past it such a turn may reach another
+  # replica (404).
   option http-buffer-request
-  http-request set-var(txn.replica) req.body,json_query('\$.previous_response_id'),field(2,_) if { method POST } { path /v1/responses }
-  http-request set-var(txn.replica) path,field(4,/),field(2,_) if { path_beg /v1/responses/ }
+  http-request set-var(txn.replica) req.body,json_query('\$.previous_response_id'),field(2,_) if { method POST } { path /v1/responses /v1/responses/input_tokens }
+  http-request set-var(txn.replica) path,field(4,/),field(2,_) if { path_beg /v1/responses/ } !{ path /v1/responses/input_tokens }
   default_backend replicas_http
 frontend grpc
   bind 127.0.0.1:$base proto h2

@@ -13,27 +13,35 @@ ChatTurnCall::ChatTurnCall(ServiceContext& context, CallTicket ticket, ChatReque
       request_(std::move(request)),
       conversation_field_(std::move(conversation_field)) {}
 
+absl::StatusOr<ChatPrompt> RenderChatTurnPrompt(const ServiceContext& context, const Engine& engine, ChatRequest& request,
+                                                const std::string& conversation_field) {
+  std::shared_ptr<const ChatTemplate> own_template;
+  if (request.chat_template) {
+    ARACH_ASSIGN_OR_RETURN(own_template, ParseRequestChatTemplate(*request.chat_template, context.trust_request_chat_template, engine,
+                                                                  "chat_template"));
+  }
+  const ChatTemplate* chat_template = ChatTemplateFor(engine, own_template.get());
+  if (request.reasoning_effort && chat_template != nullptr) {  // (without a template, rendering says so)
+    ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*request.reasoning_effort, *chat_template, request.input, request.reasoning_effort_field));
+  }
+  request.input.tools = ToolsForPrompt(std::move(request.input.tools), request.tool_choice, context.exclude_tools_when_tool_choice_none);
+  ChatPrompt prompt;
+  if (request.drop_oldest_exchanges_to_fit) {
+    ARACH_ASSIGN_OR_RETURN(prompt, RenderChatPromptToFit(engine, context.limits, request.input, conversation_field, nullptr,
+                                                         own_template.get()));
+  } else {
+    ARACH_ASSIGN_OR_RETURN(prompt, RenderChatPrompt(engine, context.limits, request.input, conversation_field, own_template.get()));
+  }
+  ARACH_RETURN_IF_ERROR(TruncatePrompt(request.fields.truncate_prompt_tokens, engine.model_config().max_positions, prompt.ids).status());
+  return prompt;
+}
+
 absl::Status ChatTurnCall::Start() {
   Engine& e = engine();
   // (Named as the route names them: /v1/responses says max_output_tokens.)
   ARACH_RETURN_IF_ERROR(
       CheckSamplingLimits(limits(), fields().sampling, [this](absl::string_view field) { return ParameterName(field); }));
-  std::shared_ptr<const ChatTemplate> own_template;
-  if (request_.chat_template) {
-    ARACH_ASSIGN_OR_RETURN(own_template, ParseRequestChatTemplate(*request_.chat_template, context().trust_request_chat_template, e,
-                                                                  "chat_template"));
-  }
-  const ChatTemplate* chat_template = ChatTemplateFor(e, own_template.get());
-  if (request_.reasoning_effort && chat_template != nullptr) {  // (without a template, rendering says so)
-    ARACH_RETURN_IF_ERROR(ApplyReasoningEffort(*request_.reasoning_effort, *chat_template, request_.input, request_.reasoning_effort_field));
-  }
-  request_.input.tools = ToolsForPrompt(std::move(request_.input.tools), request_.tool_choice, context().exclude_tools_when_tool_choice_none);
-  if (request_.drop_oldest_exchanges_to_fit) {
-    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPromptToFit(e, limits(), request_.input, conversation_field_, nullptr, own_template.get()));
-  } else {
-    ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatPrompt(e, limits(), request_.input, conversation_field_, own_template.get()));
-  }
-  ARACH_RETURN_IF_ERROR(TruncatePrompt(fields().truncate_prompt_tokens, e.model_config().max_positions, prompt_.ids).status());
+  ARACH_ASSIGN_OR_RETURN(prompt_, RenderChatTurnPrompt(context(), e, request_, conversation_field_));
   const ChatOutputFormat& format = context().chat_output;
   ARACH_ASSIGN_OR_RETURN(plan_, PlanChatTurn(format, request_.tools, request_.tool_choice, request_.parallel_tool_calls, prompt_.text,
                                              prompt_.continued, fields().structured_output.constraint, e.tokenizer(), "tools", "tool_choice"));

@@ -17,6 +17,13 @@
 
 namespace arach::server::http {
 
+// The prompt of the chat turn `request` asks for, as the chat routes render it: with its own template where it brings
+// one, its reasoning effort applied, the tools the template sees (tool_choice), its oldest exchanges dropped to fit
+// where it asks, and truncate_prompt_tokens. `request.input` is left as rendered. `conversation_field`: the parameter
+// that carries the conversation ("messages", "input"), named by the prompt's errors.
+absl::StatusOr<ChatPrompt> RenderChatTurnPrompt(const ServiceContext& context, const Engine& engine, ChatRequest& request,
+                                                const std::string& conversation_field);
+
 class ChatTurnCall : public GenerationCall {
  public:
   // `conversation_field`: the parameter that carries the conversation ("messages", "input"), named by errors

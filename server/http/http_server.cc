@@ -35,9 +35,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kRoutes[] = {"/health", "/ready", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                   "/v1/responses", "/v1/embeddings", "/rerank", "/v1/rerank", "/v2/rerank", "/score",
-                                   "/v1/score", "/classify", "/v1/classify", "/tokenize", "/detokenize", "/v1/load_lora_adapter",
-                                   "/v1/unload_lora_adapter"};
+                                   "/v1/responses", "/v1/responses/input_tokens", "/v1/embeddings", "/rerank", "/v1/rerank",
+                                   "/v2/rerank", "/score", "/v1/score", "/classify", "/v1/classify", "/tokenize", "/detokenize",
+                                   "/v1/load_lora_adapter", "/v1/unload_lora_adapter"};
 
 constexpr char kModelRoutePrefix[] = "/v1/models/";
 
@@ -299,6 +299,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartApi(const HttpOptio
   });
   server.Post("/v1/responses", [&context, background, connections](const httplib::Request& request, httplib::Response& response) {
     HandleResponses(context, *background, request, response, connections->Of(request));
+  });
+  server.Post("/v1/responses/input_tokens", [&context](const httplib::Request& request, httplib::Response& response) {
+    HandleResponseInputTokens(context, request, response);
   });
   // Stored responses: retrieve, delete and list their input items, cancel a background one (by the key that made
   // them).

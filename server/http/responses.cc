@@ -286,27 +286,28 @@ bool ResponsesCall::StreamFailed(ServerSentEvents& events, const absl::Status& f
 
 }  // namespace
 
+StoredConversation StoredConversationOf(ResponseStore* store, const std::string& owner) {
+  if (store == nullptr) return nullptr;
+  return [store, owner](const std::string& id) -> absl::StatusOr<nlohmann::ordered_json> {
+    std::optional<ResponseStore::Entry> entry = store->Get(id, owner);
+    if (!entry) return absl::NotFoundError(id);
+    // A background response continues once answered: one running, cancelled or failed has no answer.
+    const std::string status = entry->response.value("status", "");
+    if (status != "completed" && status != "incomplete") {
+      return InvalidField("previous_response_id",
+                          absl::StrCat("'", ClipForError(id, 80), "' is ", status, ": only an answered response is continued"));
+    }
+    return std::move(entry->conversation);
+  };
+}
+
 void HandleResponses(ServiceContext& context, BackgroundResponses& background, const httplib::Request& request,
                      httplib::Response& response, const ClientConnection& client) {
   ServeGeneration(context, request, response, client, "/v1/responses",
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ResponseStore* const store = context.responses;
                     const std::string owner = ticket.caller().key;
-                    StoredConversation stored;
-                    if (store != nullptr) {
-                      stored = [store, &owner](const std::string& id) -> absl::StatusOr<nlohmann::ordered_json> {
-                        std::optional<ResponseStore::Entry> entry = store->Get(id, owner);
-                        if (!entry) return absl::NotFoundError(id);
-                        // A background response continues once answered: one running, cancelled or failed has no answer.
-                        const std::string status = entry->response.value("status", "");
-                        if (status != "completed" && status != "incomplete") {
-                          return InvalidField("previous_response_id", absl::StrCat("'", ClipForError(id, 80), "' is ", status,
-                                                                                  ": only an answered response is continued"));
-                        }
-                        return std::move(entry->conversation);
-                      };
-                    }
-                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body, stored));
+                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body, StoredConversationOf(store, owner)));
                     if (parsed.background && store == nullptr) {
                       return InvalidField("background", "needs a server that stores responses (--responses_store_bytes is 0)");
                     }

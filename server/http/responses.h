@@ -9,11 +9,19 @@
 
 #include <httplib.h>
 
+#include <string>
+
 #include "server/http/background_responses.h"
 #include "server/http/client_connection.h"
+#include "server/http/responses_request.h"
+#include "server/response_store.h"
 #include "server/service_context.h"
 
 namespace arach::server::http {
+
+// How previous_response_id finds the conversation `owner`'s stored response ended with (null without a store): a
+// response not answered (running, cancelled, failed) is INVALID_ARGUMENT naming previous_response_id.
+StoredConversation StoredConversationOf(ResponseStore* store, const std::string& owner);
 
 // `background: true` (with the store): the response is stored as queued and answered so at once (with `stream`: its
 // events, recorded in an EventLog kept with it in the store, as they come; the client may go away and read them again);

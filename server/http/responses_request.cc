@@ -283,6 +283,21 @@ absl::StatusOr<json> ReadReasoning(const json& body, ChatRequest& chat) {
 
 }  // namespace
 
+absl::StatusOr<ResponsesRequest> ParseResponseInputTokensRequest(const std::string& body_text, const StoredConversation& stored) {
+  static constexpr const char* kShapesThePrompt[] = {"model",     "input",     "instructions",         "tools",
+                                                     "tool_choice", "parallel_tool_calls", "previous_response_id",
+                                                     "reasoning", "text",      "truncation",           "conversation",
+                                                     "chat_template_kwargs"};
+  ARACH_ASSIGN_OR_RETURN(const json body, ParseJson(body_text, "body"));
+  if (!body.is_object()) return InvalidField("body", "must be a JSON object");
+  for (const auto& [key, value] : body.items()) {
+    if (std::find(std::begin(kShapesThePrompt), std::end(kShapesThePrompt), key) == std::end(kShapesThePrompt)) {
+      return InvalidField(ClipForError(key, 80), "is not a parameter of input_tokens (only those that shape the prompt)");
+    }
+  }
+  return ParseResponsesRequest(body_text, stored);
+}
+
 absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body_text, const StoredConversation& stored) {
   ARACH_ASSIGN_OR_RETURN(const ordered_json body, ParseOrderedJson(body_text, "body"));
   if (!body.is_object()) return InvalidField("body", "must be a JSON object");

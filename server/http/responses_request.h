@@ -40,4 +40,10 @@ using StoredConversation = std::function<absl::StatusOr<nlohmann::ordered_json>(
 // `stored`: how previous_response_id is looked up; null where nothing is stored (previous_response_id is refused).
 absl::StatusOr<ResponsesRequest> ParseResponsesRequest(const std::string& body, const StoredConversation& stored = nullptr);
 
+// The body of POST /v1/responses/input_tokens (OpenAI's count of a request's input tokens): the parameters that shape
+// the prompt, read as ParseResponsesRequest reads them (model, input, instructions, tools, tool_choice,
+// parallel_tool_calls, previous_response_id, reasoning, text, truncation, conversation, and chat_template_kwargs); any
+// other (sampling, store, stream...) is INVALID_ARGUMENT naming it, since counting does not use it.
+absl::StatusOr<ResponsesRequest> ParseResponseInputTokensRequest(const std::string& body, const StoredConversation& stored = nullptr);
+
 }  // namespace arach::server::http

@@ -8,8 +8,10 @@
 #include "engine/tokenizer/unicode.h"
 #include "server/admission.h"
 #include "server/chat_prompt.h"
+#include "server/http/chat_turn_call.h"
 #include "server/http/http_call.h"
 #include "server/http/model_ids.h"
+#include "server/http/responses.h"
 #include "server/http/tokenize_request.h"
 #include "server/metrics.h"
 
@@ -67,7 +69,7 @@ absl::StatusOr<std::string> Detokenize(const ServiceContext& context, const Engi
   return SanitizeUtf8(text);
 }
 
-// Admits the call, answers `work`'s JSON or its error, records the call's time under `rpc`.
+// Admits the call, answers `work(ticket)`'s JSON or its error, records the call's time under `rpc`.
 template <typename Work>
 void ServeTokenizerCall(ServiceContext& context, const httplib::Request& request, httplib::Response& response, const char* rpc,
                         Work work) {
@@ -75,7 +77,7 @@ void ServeTokenizerCall(ServiceContext& context, const httplib::Request& request
   response.set_header(kRequestIdHeader, RequestIdOf(request));
   absl::StatusOr<CallTicket> ticket = AdmitCall(context, request.get_header_value("Authorization"));  // counts its own refusals
   if (!ticket.ok()) return SendError(response, ticket.status());
-  absl::StatusOr<json> answer = work(ticket->engine());
+  absl::StatusOr<json> answer = work(*ticket);
   if (!answer.ok()) {
     RecordRejection(context, answer.status(), ticket->caller().key);
     return SendError(response, answer.status());
@@ -87,15 +89,26 @@ void ServeTokenizerCall(ServiceContext& context, const httplib::Request& request
 }  // namespace
 
 void HandleTokenize(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
-  ServeTokenizerCall(context, request, response, "Tokenize", [&](const Engine& engine) -> absl::StatusOr<json> {
-    return TokenizeAnswer(context, engine, request.body);
+  ServeTokenizerCall(context, request, response, "Tokenize", [&](const CallTicket& ticket) -> absl::StatusOr<json> {
+    return TokenizeAnswer(context, ticket.engine(), request.body);
   });
 }
 
 void HandleDetokenize(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
-  ServeTokenizerCall(context, request, response, "Detokenize", [&](const Engine& engine) -> absl::StatusOr<json> {
-    ARACH_ASSIGN_OR_RETURN(std::string text, Detokenize(context, engine, request.body));
+  ServeTokenizerCall(context, request, response, "Detokenize", [&](const CallTicket& ticket) -> absl::StatusOr<json> {
+    ARACH_ASSIGN_OR_RETURN(std::string text, Detokenize(context, ticket.engine(), request.body));
     return json{{"prompt", std::move(text)}};
+  });
+}
+
+void HandleResponseInputTokens(ServiceContext& context, const httplib::Request& request, httplib::Response& response) {
+  ServeTokenizerCall(context, request, response, "ResponseInputTokens", [&](const CallTicket& ticket) -> absl::StatusOr<json> {
+    const Engine& engine = ticket.engine();
+    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponseInputTokensRequest(
+                                                        request.body, StoredConversationOf(context.responses, ticket.caller().key)));
+    ARACH_RETURN_IF_ERROR(CheckModel(context, engine, parsed.chat.fields.model));
+    ARACH_ASSIGN_OR_RETURN(const ChatPrompt prompt, RenderChatTurnPrompt(context, engine, parsed.chat, "input"));
+    return json{{"object", "response.input_tokens"}, {"input_tokens", prompt.ids.size()}};
   });
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -265,6 +266,49 @@ TEST_F(ResponsesServer, TruncationAutoDropsTheOldestExchangesUntilTheConversatio
   EXPECT_EQ(refused.body["error"]["param"], "input");
 }
 
+// POST /v1/responses/input_tokens counts the input tokens the same request's answer says it used: instructions, tools,
+// reasoning effort, a truncated conversation alike, and one too long to be answered; parameters that do not shape the
+// prompt are refused naming them.
+TEST_F(ResponsesServer, InputTokensCountsWhatTheResponseUses) {
+  std::string too_long;
+  for (int i = 0; i < 25000; ++i) too_long += " " + std::to_string(i);
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([{"type": "function", "name": "get_weather",
+      "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}])");
+  const std::vector<nlohmann::ordered_json> requests = {
+      {{"model", "qwen3-tiny"}, {"input", "Hello there"}},
+      {{"model", "qwen3-tiny"}, {"instructions", "Be brief."}, {"input", "Hello there"}, {"reasoning", {{"effort", "low"}}}},
+      {{"model", "qwen3-tiny"}, {"input", "Weather in Paris?"}, {"tools", tools}, {"tool_choice", "none"}},
+      {{"model", "qwen3-tiny"}, {"input", "Weather in Paris?"}, {"tools", tools}, {"chat_template_kwargs", {{"enable_thinking", false}}}},
+      {{"model", "qwen3-tiny"}, {"truncation", "auto"},
+       {"input", {{{"role", "user"}, {"content", too_long}}, {{"role", "assistant"}, {"content", "Noted."}},
+                  {{"role", "user"}, {"content", "Name a colour."}}}}},
+  };
+  std::set<int> counts;
+  for (const nlohmann::ordered_json& body : requests) {
+    const HttpAnswer counted = Post("/v1/responses/input_tokens", body);
+    ASSERT_EQ(counted.status, 200) << body.dump().substr(0, 200) << " -> " << counted.body;
+    EXPECT_EQ(counted.body["object"], "response.input_tokens");
+    nlohmann::ordered_json asked = body;
+    asked["max_output_tokens"] = 1;
+    const HttpAnswer answered = Post("/v1/responses", asked);
+    ASSERT_EQ(answered.status, 200) << answered.body.dump().substr(0, 300);
+    EXPECT_EQ(counted.body["input_tokens"], answered.body["usage"]["input_tokens"]) << body.dump().substr(0, 200);
+    counts.insert(counted.body["input_tokens"].get<int>());
+  }
+  EXPECT_EQ(counts.size(), requests.size()) << "each request's count is its own";
+  for (const char* param : {"max_output_tokens", "temperature", "stream", "store", "background", "include"}) {
+    const HttpAnswer refused = Post("/v1/responses/input_tokens", {{"model", "qwen3-tiny"}, {"input", "x"}, {param, nullptr}});
+    EXPECT_EQ(refused.status, 400) << param << ": " << refused.body;
+    EXPECT_EQ(refused.body["error"]["param"], param) << refused.body;
+  }
+  // A conversation longer than the context is counted (that is what a client asks the count for); its response is refused.
+  const HttpAnswer too_many = Post("/v1/responses/input_tokens", {{"model", "qwen3-tiny"}, {"input", too_long}});
+  ASSERT_EQ(too_many.status, 200) << too_many.body.dump().substr(0, 300);
+  EXPECT_GT(too_many.body["input_tokens"].get<int>(), 40960);
+  EXPECT_EQ(Post("/v1/responses", {{"model", "qwen3-tiny"}, {"input", too_long}}).status, 400);
+  EXPECT_EQ(Post("/v1/responses/input_tokens", {{"model", "gpt-5"}, {"input", "x"}}).status, 404);
+}
+
 TEST_F(ResponsesServer, ErrorsNameTheResponsesApisParameters) {
   std::string too_long;  // more tokens than the model's 40,960 positions
   for (int i = 0; i < 25000; ++i) too_long += " " + std::to_string(i);
@@ -369,6 +413,13 @@ TEST_F(StoredResponses, AreContinuedRetrievedAndDeletedByTheirKeyOnly) {
   const HttpAnswer second = Send("POST", "/v1/responses", "sk-alice", second_body);
   ASSERT_EQ(second.status, 200) << second.body;
   EXPECT_EQ(second.body["previous_response_id"], first_id);
+  json count_body = second_body;
+  for (const char* sampling : {"max_output_tokens", "temperature"}) count_body.erase(sampling);
+  const HttpAnswer counted = Send("POST", "/v1/responses/input_tokens", "sk-alice", count_body);
+  ASSERT_EQ(counted.status, 200) << counted.body;
+  EXPECT_EQ(counted.body["input_tokens"], second.body["usage"]["input_tokens"]) << "the stored conversation counts";
+  EXPECT_EQ(Send("POST", "/v1/responses/input_tokens", "sk-bob", count_body).body["error"]["param"], "previous_response_id")
+      << "another key's";
   json whole_input = json::array({{{"role", "user"}, {"content", "Name a colour."}}});
   for (const json& item : first.body["output"]) whole_input.push_back(item);
   whole_input.push_back({{"role", "user"}, {"content", "And another?"}});

@@ -268,7 +268,8 @@ TEST(Fleet, RollingRestartLosesNothingAndKillLosesOnlyItsCallsInFlight) {
   }
 
   // Stored responses: each conversation's turns, continued through the proxy with previous_response_id, reach the
-  // replica that stored the turn before (named in its id), as do the routes that read a response.
+  // replica that stored the turn before (named in its id), as do the routes that read a response and the count of a
+  // continuing turn's input tokens.
   std::set<std::string> holders;
   for (int conversation = 0; conversation < kReplicas; ++conversation) {
     std::string previous;
@@ -287,6 +288,9 @@ TEST(Fleet, RollingRestartLosesNothingAndKillLosesOnlyItsCallsInFlight) {
       holders.insert(parts[1]);
       const testing::HttpAnswer stored = testing::HttpSend(fleet.http(), "GET", "/v1/responses/" + id + "/input_items", "");
       EXPECT_EQ(stored.status, 200) << id << ": " << stored.body.dump();
+      const json count = {{"model", "gpt2-tiny"}, {"input", "next"}, {"previous_response_id", id}};
+      const testing::HttpAnswer counted = testing::HttpSend(fleet.http(), "POST", "/v1/responses/input_tokens", count.dump());
+      EXPECT_EQ(counted.status, 200) << "its input tokens are counted where it is held: " << counted.body.dump();
       previous = id;
     }
   }

@@ -2,7 +2,8 @@
 // input items, instructions, flat tools, tool_choice, text.format, previous_response_id (a stored conversation
 // under "resp_1", with a function call the input may answer) and the parameter check): every outcome is a request or
 // an INVALID_ARGUMENT naming a parameter; never a crash or an exception. The same bytes as the query of GET
-// /v1/responses/{id} reach ParseResponseRetrieval under the same rule.
+// /v1/responses/{id} reach ParseResponseRetrieval, and as the body of POST /v1/responses/input_tokens
+// ParseResponseInputTokensRequest, under the same rule.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -38,6 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return nlohmann::ordered_json::parse(R"([{"type": "message", "role": "user", "content": "Weather?"},
         {"type": "function_call", "call_id": "call_a", "name": "weather", "arguments": "{}"}])");
   };
+  // input_tokens reads the same bodies (fewer parameters), under the same rule.
+  const absl::StatusOr<arach::server::http::ResponsesRequest> counted =
+      arach::server::http::ParseResponseInputTokensRequest(body, stored);
+  if (!counted.ok() && (counted.status().code() != absl::StatusCode::kInvalidArgument ||
+                        arach::server::http::ErrorParam(counted.status()).empty())) {
+    std::abort();
+  }
   const absl::StatusOr<arach::server::http::ResponsesRequest> request = arach::server::http::ParseResponsesRequest(body, stored);
   if (!request.ok()) {
     if (request.status().code() != absl::StatusCode::kInvalidArgument) std::abort();

@@ -39,6 +39,36 @@ TEST(ResponsesRequest, BackgroundIsReadWithTheStore) {
   EXPECT_TRUE(streamed->chat.fields.stream);
 }
 
+// POST /v1/responses/input_tokens takes the parameters that shape the prompt, read as a response's are; others are
+// refused naming them.
+TEST(ResponseInputTokens, TakesWhatShapesThePromptOnly) {
+  auto counted = ParseResponseInputTokensRequest(
+      R"({"model": "m", "instructions": "Be brief.", "input": "Hi", "tools": [{"type": "function", "name": "f"}],
+          "tool_choice": "auto", "parallel_tool_calls": false, "reasoning": {"effort": "low"}, "text": {"format": {"type": "text"}},
+          "truncation": "auto", "chat_template_kwargs": {"enable_thinking": false}})");
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->chat.input.messages, ordered_json::parse(R"([{"role": "system", "content": "Be brief."},
+                                                                  {"role": "user", "content": "Hi"}])"));
+  EXPECT_TRUE(counted->chat.drop_oldest_exchanges_to_fit);
+  EXPECT_EQ(counted->chat.tools.size(), 1u);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"({"model": "m", "input": "x", "max_output_tokens": 5})", "max_output_tokens"},
+      {R"({"model": "m", "input": "x", "stream": true})", "stream"},
+      {R"({"model": "m", "input": "x", "store": false})", "store"},
+      {R"({"model": "m", "input": "x", "temperature": 0})", "temperature"},
+      {R"({"model": "m", "input": "x", "tool_choice": "sometimes"})", "tool_choice"},  // (read as a response's)
+      {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},  // (nothing stored)
+      {R"(["model"])", "body"},
+      {R"({"model": "m", "input": "x")", "body"},
+  };
+  for (const auto& [body, param] : refused) {
+    const absl::StatusOr<ResponsesRequest> parsed = ParseResponseInputTokensRequest(body);
+    ASSERT_FALSE(parsed.ok()) << body;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(ErrorParam(parsed.status()), param) << parsed.status();
+  }
+}
+
 // GET /v1/responses/{id}'s query: stream and starting_after, nothing else.
 TEST(ResponseRetrieval, ReadsStreamAndStartingAfterAndNamesWhatItRefuses) {
   const auto parse = [](httplib::Params query) { return ParseResponseRetrieval(query); };
