@@ -307,7 +307,8 @@ void HandleResponses(ServiceContext& context, BackgroundResponses& background, c
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ResponseStore* const store = context.responses;
                     const std::string owner = ticket.caller().key;
-                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed, ParseResponsesRequest(request.body, StoredConversationOf(store, owner)));
+                    ARACH_ASSIGN_OR_RETURN(ResponsesRequest parsed,
+                                           ParseResponsesRequest(request.body, StoredConversationOf(store, owner)));
                     if (parsed.background && store == nullptr) {
                       return InvalidField("background", "needs a server that stores responses (--responses_store_bytes is 0)");
                     }
