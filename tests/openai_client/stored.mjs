@@ -4,6 +4,7 @@
 // client's cursor paginator (limit, after, has_more), and responses.del drops it. Background mode: a response created
 // with background is polled with retrieve to the foreground's answer, and responses.cancel cancels a running one; one
 // created with background and stream is read in part, left, and read on with retrieve's stream and starting_after.
+// input_tokens counts a request's input as its response does.
 import OpenAI from "openai";
 
 const [httpAddress, model] = process.argv.slice(2);
@@ -27,6 +28,11 @@ const retrieved = await client.responses.retrieve(first.id);
 const { output_text: _added, ...answered } = first;  // create adds the text for convenience; retrieve does not
 check("retrieve returns it as answered", JSON.stringify(retrieved) === JSON.stringify(answered),
   `${JSON.stringify(retrieved)} vs ${JSON.stringify(answered)}`);
+
+// POST /v1/responses/input_tokens through the client's own request path (this client version has no helper for it).
+const count = await client.post("/responses/input_tokens", { body: { model, input, ...noThinking } });
+check("input_tokens counts what the response used", count.object === "response.input_tokens" &&
+  count.input_tokens === first.usage.input_tokens, `${JSON.stringify(count)} vs ${first.usage.input_tokens}`);
 
 const seen = [];
 for await (const item of client.responses.inputItems.list(first.id, { limit: 1, order: "asc" })) seen.push(item);
