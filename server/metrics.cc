@@ -236,8 +236,10 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                               .Help("Tokens (prompt chunks and decodes) computed in each engine step.").Register(r)
                               .Add({}, Exponential(1, 2, 15));
   m->tokenizer_latency_ = &BuildHistogram().Name("arach_tokenizer_request_latency_seconds")
-                               .Help("Duration of Tokenize and Detokenize calls, by rpc.").Register(r);
-  for (const char* rpc : {"Tokenize", "Detokenize"}) m->tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20));
+                               .Help("Duration of Tokenize, Detokenize and ResponseInputTokens calls, by rpc.").Register(r);
+  for (const char* rpc : {"Tokenize", "Detokenize", "ResponseInputTokens"}) {
+    m->tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20));
+  }
   m->build_info_ = &BuildGauge().Name("arach_build_info")
                         .Help("1, labelled with the server's version, git commit, device and backend (threads and why).")
                         .Register(r);
@@ -246,6 +248,19 @@ std::unique_ptr<ServerMetrics> ServerMetrics::Create(const std::string& model) {
                                   .Help("Responses API background responses running (accepted, not yet in their final state).")
                                   .Register(r)
                                   .Add({});
+  m->stored_responses_ = &BuildGauge().Name("arach_responses_stored")
+                              .Help("Responses API responses kept in the store (--responses_store_bytes).")
+                              .Register(r)
+                              .Add({});
+  m->stored_response_bytes_ = &BuildGauge().Name("arach_responses_stored_bytes")
+                                   .Help("Bytes the stored responses take, as the store counts them against --responses_store_bytes.")
+                                   .Register(r)
+                                   .Add({});
+  m->stored_responses_evicted_ = &BuildCounter().Name("arach_responses_evicted_total")
+                                      .Help("Stored responses dropped for room (least recently used first), or not kept since "
+                                            "alone they exceed --responses_store_bytes.")
+                                      .Register(r)
+                                      .Add({});
   auto& request_prompt = BuildHistogram().Name("arach_request_prompt_tokens")
                              .Help("Prompt tokens of each finished generation request, by variant.").Register(r);
   auto& request_generation = BuildHistogram().Name("arach_request_generation_tokens")
@@ -321,6 +336,13 @@ void ServerMetrics::SetDevice(const std::string& device, const std::string& back
 }
 
 void ServerMetrics::SetBackgroundResponses(int64_t running) { background_responses_->Set(static_cast<double>(running)); }
+
+void ServerMetrics::SetStoredResponses(size_t count, size_t bytes) {
+  stored_responses_->Set(static_cast<double>(count));
+  stored_response_bytes_->Set(static_cast<double>(bytes));
+}
+
+void ServerMetrics::RecordStoredResponseEvicted() { stored_responses_evicted_->Increment(); }
 
 void ServerMetrics::RecordTokenizerCall(const std::string& rpc, double seconds) {
   tokenizer_latency_->Add({{"rpc", rpc}}, Exponential(0.0001, 2, 20)).Observe(seconds);

@@ -53,6 +53,10 @@ class ServerMetrics {
   void RecordLora(RequestKind kind, const FinishInfo& info);
   // The Responses API's background responses running now.
   void SetBackgroundResponses(int64_t running);
+  // The Responses API's stored responses now (--responses_store_bytes): how many and their bytes.
+  void SetStoredResponses(size_t count, size_t bytes);
+  // A stored response dropped for room (the least recently used), or one not kept because alone it exceeds the budget.
+  void RecordStoredResponseEvicted();
   // A Tokenize or Detokenize call (`rpc`) that took `seconds`.
   void RecordTokenizerCall(const std::string& rpc, double seconds);
   // The attention diagnostics of a finished request (RecordGenerate records its own).
@@ -120,6 +124,9 @@ class ServerMetrics {
   prometheus::Family<prometheus::Histogram>* tokenizer_latency_ = nullptr;
   prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
   prometheus::Gauge* background_responses_ = nullptr;
+  prometheus::Gauge* stored_responses_ = nullptr;
+  prometheus::Gauge* stored_response_bytes_ = nullptr;
+  prometheus::Counter* stored_responses_evicted_ = nullptr;
   std::string model_;
   prometheus::Histogram* step_duration_ = nullptr;
 };

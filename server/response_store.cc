@@ -23,11 +23,19 @@ void ResponseStore::Put(const std::string& id, Entry entry) {
   if (entry.events) bytes += entry.events->bytes();
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(key); it != entries_.end()) DropLocked(it);
-  if (bytes > max_bytes_) return;
-  while (bytes_ + bytes > max_bytes_ && !uses_.empty()) DropLocked(entries_.find(uses_.front()));
+  if (bytes > max_bytes_) {
+    if (metrics_ != nullptr) metrics_->RecordStoredResponseEvicted();
+    CountLocked();
+    return;
+  }
+  while (bytes_ + bytes > max_bytes_ && !uses_.empty()) {
+    DropLocked(entries_.find(uses_.front()));
+    if (metrics_ != nullptr) metrics_->RecordStoredResponseEvicted();
+  }
   uses_.push_back(key);
   entries_.emplace(key, Stored{std::move(entry), bytes, std::prev(uses_.end())});
   bytes_ += bytes;
+  CountLocked();
 }
 
 std::optional<ResponseStore::Entry> ResponseStore::Get(const std::string& id, const std::string& owner) {
@@ -43,7 +51,12 @@ bool ResponseStore::Delete(const std::string& id, const std::string& owner) {
   const auto it = entries_.find(KeyOf(owner, id));
   if (it == entries_.end()) return false;
   DropLocked(it);
+  CountLocked();
   return true;
+}
+
+void ResponseStore::CountLocked() const {
+  if (metrics_ != nullptr) metrics_->SetStoredResponses(entries_.size(), bytes_);
 }
 
 size_t ResponseStore::bytes() const {

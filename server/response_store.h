@@ -15,6 +15,7 @@
 
 #include "nlohmann/json.hpp"
 #include "server/event_log.h"
+#include "server/metrics.h"
 
 namespace arach::server {
 
@@ -32,7 +33,8 @@ class ResponseStore {
     bool events_dropped = false;  // it had events, left out for room (Put)
   };
 
-  explicit ResponseStore(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // `metrics` (may be null) follows the entries, their bytes and the evictions.
+  explicit ResponseStore(size_t max_bytes, ServerMetrics* metrics = nullptr) : max_bytes_(max_bytes), metrics_(metrics) {}
 
   // Keeps `entry` under `id` for its owner (replacing the owner's entry there; another owner's with the same id
   // stays apart), dropping the least recently used beyond the budget. An entry larger than the whole budget is kept
@@ -53,8 +55,10 @@ class ResponseStore {
     std::list<std::string>::iterator use;  // its place in uses_
   };
   void DropLocked(std::unordered_map<std::string, Stored>::iterator it);
+  void CountLocked() const;  // the metrics follow entries_ and bytes_
 
   const size_t max_bytes_;
+  ServerMetrics* const metrics_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Stored> entries_;  // by owner and id
   std::list<std::string> uses_;  // their keys, least recently used first

@@ -78,7 +78,7 @@ int Serve(const ServerConfig& config, const SignalPipe& signal_pipe) {
   context.allow_runtime_lora_updating = options.allow_runtime_lora_updating;
   std::optional<ResponseStore> responses;
   if (options.responses_store_bytes > 0) {
-    responses.emplace(static_cast<size_t>(options.responses_store_bytes));
+    responses.emplace(static_cast<size_t>(options.responses_store_bytes), context.metrics);
     context.responses = &*responses;
   }
   RequestPolicy policy(options.prompt_perplexity, options.diagnostics_sample_rate, options.shadow_rate, std::random_device{}());

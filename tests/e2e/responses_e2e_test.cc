@@ -626,6 +626,10 @@ TEST_F(BackgroundResponses, StreamedOnesAreReadAgainFromAnySequenceNumber) {
   EXPECT_EQ(none.status, 200);
   EXPECT_TRUE(none.events.empty()) << none.events.front();
   EXPECT_EQ(ReadEvents("GET", path + "?stream=true", "sk-bob").status, 404) << "another key's";
+  const auto metrics = testing::ScrapeMetrics(*server_);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_GE(metrics->Sum("arach_responses_stored"), 1);
+  EXPECT_GT(metrics->Sum("arach_responses_stored_bytes"), 1000) << "its events count with it";
 
   // A long one: its client hangs up after the first events and it runs on; a later read follows it from there.
   json long_body = body;

@@ -1,5 +1,6 @@
 #include "server/response_store.h"
 
+#include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -59,6 +60,39 @@ TEST(ResponseStore, TheLeastRecentlyUsedGoFirstWithinTheBudget) {
   store.Put("resp_big", EntryOf("k", std::string(4 * one, 'b')));
   EXPECT_FALSE(store.Get("resp_big", "k").has_value()) << "larger than the whole budget";
   EXPECT_EQ(store.count(), 3u) << "and nothing dropped for it";
+}
+
+// The store's metrics follow its entries, their bytes and the evictions (for sizing --responses_store_bytes).
+TEST(ResponseStore, ItsMetricsFollowTheEntriesAndTheEvictions) {
+  std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create();
+  const std::string text(200, 'w');
+  ResponseStore probe(1 << 20);
+  probe.Put("resp_1", EntryOf("k", text));
+  const size_t one = probe.bytes();
+  ResponseStore store(2 * one + one / 2, metrics.get());  // room for two
+  const auto scraped = [&](const std::string& series) {
+    const std::string all = metrics->Scrape();
+    const size_t at = all.find("\n" + series + "{");
+    EXPECT_NE(at, std::string::npos) << series;
+    if (at == std::string::npos) return -1.0;
+    const size_t value = all.find("} ", at) + 2;
+    return std::stod(all.substr(value, all.find('\n', value) - value));
+  };
+  store.Put("resp_1", EntryOf("k", text));
+  store.Put("resp_2", EntryOf("k", text));
+  EXPECT_EQ(scraped("arach_responses_stored"), 2);
+  EXPECT_EQ(scraped("arach_responses_stored_bytes"), static_cast<double>(store.bytes()));
+  EXPECT_EQ(scraped("arach_responses_evicted_total"), 0);
+  store.Put("resp_3", EntryOf("k", text));  // resp_1 goes
+  EXPECT_EQ(scraped("arach_responses_stored"), 2);
+  EXPECT_EQ(scraped("arach_responses_evicted_total"), 1);
+  store.Put("resp_4", EntryOf("k", std::string(3 * one, 'x')));  // alone beyond the budget: not kept
+  EXPECT_EQ(scraped("arach_responses_evicted_total"), 2);
+  EXPECT_EQ(scraped("arach_responses_stored"), 2);
+  EXPECT_TRUE(store.Delete("resp_2", "k"));
+  EXPECT_EQ(scraped("arach_responses_stored"), 1);
+  EXPECT_EQ(scraped("arach_responses_stored_bytes"), static_cast<double>(store.bytes()));
+  EXPECT_EQ(scraped("arach_responses_evicted_total"), 2) << "a delete is no eviction";
 }
 
 }  // namespace
