@@ -41,9 +41,4 @@ size_t EventLog::bytes() const {
   return bytes_;
 }
 
-bool EventLog::closed() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return closed_;
-}
-
 }  // namespace arach::server

@@ -40,7 +40,6 @@ class EventLog {
   size_t size() const;
   // The bytes of the names and payloads recorded (what keeping the log costs, as the response store counts it).
   size_t bytes() const;
-  bool closed() const;
 
  private:
   mutable std::mutex mutex_;
