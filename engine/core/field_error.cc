@@ -37,11 +37,11 @@ std::string ClipForError(absl::string_view text, size_t max_bytes) {
   return absl::StrCat(text.substr(0, cut), "...");
 }
 
-absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what) {
+absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what, absl::string_view top) {
   bool plain = !key.empty() && key.size() <= 64;
   for (char c : key) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (plain) return absl::InvalidArgumentError(absl::StrCat(parent, parent.empty() ? "" : ".", key, ": ", what));
-  return absl::InvalidArgumentError(absl::StrCat(parent.empty() ? "body" : parent, ": parameter ",
+  return absl::InvalidArgumentError(absl::StrCat(parent.empty() ? top : parent, ": parameter ",
                                                  nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                                                  " ", what));
 }

@@ -25,10 +25,11 @@ std::string EngineFieldName(absl::string_view field);
 absl::Status InvalidField(FieldNames names, absl::string_view field, absl::string_view what);
 // INVALID_ARGUMENT "<field>: <what>", the field named as given (a caller that already speaks its API's names).
 absl::Status InvalidField(absl::string_view field, absl::string_view what);
-// INVALID_ARGUMENT about the key `key` of the object at `parent` ("" for the body): "<parent>.<key>: <what>" where
-// the key is a plain name (1 to 64 letters, digits and _), else "<parent or body>: parameter "<key>" <what>", so that the
-// error always names a parameter path a client can read (the key itself may hold any character).
-absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what);
+// INVALID_ARGUMENT about the key `key` of the object at `parent` ("" for the top level): "<parent>.<key>: <what>"
+// where the key is a plain name (1 to 64 letters, digits and _), else "<parent or top>: parameter "<key>" <what>", so
+// that the error always names a parameter path a client can read (the key itself may hold any character). `top`
+// names the top level: the request's "body", or a URL's "query".
+absl::Status KeyError(absl::string_view parent, const std::string& key, absl::string_view what, absl::string_view top = "body");
 
 // INVALID_ARGUMENT "<name of field>[index]: <what>".
 absl::Status InvalidFieldAt(FieldNames names, absl::string_view field, size_t index, absl::string_view what);

@@ -56,7 +56,7 @@ json ListedInputItems(const nlohmann::ordered_json& items, const std::string& st
 absl::StatusOr<json> InputItemsPage(const json& items, const httplib::Request& request) {
   for (const auto& [param, value] : request.params) {
     if (param != "limit" && param != "order" && param != "after" && param != "before") {
-      return InvalidField(param, "is not a parameter of input_items (limit, order, after, before)");
+      return KeyError("", param, "is not a parameter of input_items (limit, order, after, before)", "query");
     }
   }
   int limit = kDefaultLimit;

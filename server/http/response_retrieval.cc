@@ -16,7 +16,7 @@ absl::StatusOr<ResponseRetrieval> ParseResponseRetrieval(const httplib::Params& 
                           "is not applied on retrieval: a stored response is kept as it was created (ask include when creating it)");
     }
     if (param != "stream" && param != "starting_after") {
-      return InvalidField(ClipForError(param, 80), "is not a parameter of a response's retrieval (stream, starting_after)");
+      return KeyError("", param, "is not a parameter of a response's retrieval (stream, starting_after)", "query");
     }
     if (query.count(param) > 1) return InvalidField(param, "is given more than once");
   }

@@ -292,7 +292,7 @@ absl::StatusOr<ResponsesRequest> ParseResponseInputTokensRequest(const std::stri
   if (!body.is_object()) return InvalidField("body", "must be a JSON object");
   for (const auto& [key, value] : body.items()) {
     if (std::find(std::begin(kShapesThePrompt), std::end(kShapesThePrompt), key) == std::end(kShapesThePrompt)) {
-      return InvalidField(ClipForError(key, 80), "is not a parameter of input_tokens (only those that shape the prompt)");
+      return KeyError("", key, "is not a parameter of input_tokens (only those that shape the prompt)");
     }
   }
   return ParseResponsesRequest(body_text, stored);

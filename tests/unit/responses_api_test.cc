@@ -59,6 +59,7 @@ TEST(ResponseInputTokens, TakesWhatShapesThePromptOnly) {
       {R"({"model": "m", "input": "x", "tool_choice": "sometimes"})", "tool_choice"},  // (read as a response's)
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},  // (nothing stored)
       {R"(["model"])", "body"},
+      {R"({"model": "m", "input": "x", "a: b": 1})", "body"},  // (a key that is no name: the body is named)
       {R"({"model": "m", "input": "x")", "body"},
   };
   for (const auto& [body, param] : refused) {
@@ -95,6 +96,7 @@ TEST(ResponseRetrieval, ReadsStreamAndStartingAfterAndNamesWhatItRefuses) {
       {{{"stream", "true"}, {"starting_after", "99999999999999999999"}}, "starting_after"},
       {{{"include[]", "message.output_text.logprobs"}}, "include"},
       {{{"limit", "3"}}, "limit"},
+      {{{"{\"a\": 1}", ""}}, "query"},  // (a key that is no name: the query is named)
   };
   for (const auto& [query, param] : refused) {
     const absl::StatusOr<ResponseRetrieval> parsed = parse(query);
