@@ -9,14 +9,14 @@
 namespace arach::client {
 namespace {
 
-using json = nlohmann::ordered_json;  // the output keeps OpenAI's key order and the answer's own
+using ordered_json = nlohmann::ordered_json;  // the output keeps OpenAI's key order and the answer's own
 
 }  // namespace
 
 bool WorthAnotherTry(int status_code) { return status_code == 0 || status_code == 429 || status_code == 502 || status_code == 503; }
 
 std::string BatchOutputLine(const BatchRequest& request, const BatchResult& result) {
-  json line = {{"id", absl::StrCat("batch_req_", request.index)},
+  ordered_json line = {{"id", absl::StrCat("batch_req_", request.index)},
                {"custom_id", request.custom_id},
                {"response", nullptr},
                {"error", nullptr}};
@@ -25,7 +25,7 @@ std::string BatchOutputLine(const BatchRequest& request, const BatchResult& resu
                      {"message", absl::StrCat("no answer (", result.error, ") after ", result.attempts,
                                               result.attempts == 1 ? " try" : " tries")}};
   } else {
-    json body = json::parse(result.body, nullptr, /*allow_exceptions=*/false);
+    ordered_json body = ordered_json::parse(result.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded()) body = result.body;  // not JSON (a proxy's page): kept as text
     line["response"] = {{"status_code", result.status_code}, {"request_id", result.request_id}, {"body", std::move(body)}};
   }
@@ -41,7 +41,7 @@ absl::StatusOr<FinishedLines> ReadFinishedLines(std::string_view text, const std
     const int line = static_cast<int>(i) + 1;
     const absl::string_view row = absl::StripAsciiWhitespace(rows[i]);
     if (row.empty()) continue;
-    const json parsed = json::parse(std::string_view(row.data(), row.size()), nullptr, /*allow_exceptions=*/false);
+    const ordered_json parsed = ordered_json::parse(std::string_view(row.data(), row.size()), nullptr, /*allow_exceptions=*/false);
     const bool last = i + 1 == rows.size();  // no newline after it: the run stopped while writing it
     if (parsed.is_discarded() && last) {
       ++finished.dropped;
@@ -56,7 +56,7 @@ absl::StatusOr<FinishedLines> ReadFinishedLines(std::string_view text, const std
     if (finished.custom_ids.contains(id)) {
       return BatchLineError(line, "", absl::StrCat("custom_id \"", id, "\" is answered by an earlier line"));
     }
-    const json& response = parsed["response"];
+    const ordered_json& response = parsed["response"];
     const bool answered = response.is_object() && response.contains("status_code") && response["status_code"].is_number_integer();
     if (!answered || WorthAnotherTry(response["status_code"].get<int>())) {
       ++finished.dropped;

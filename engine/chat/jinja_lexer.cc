@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizer/unicode.h"
 
 namespace arach::jinja {
 namespace {
@@ -26,24 +27,6 @@ std::string NormalizeNewlines(std::string_view source) {
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    *out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    *out += static_cast<char>(0xC0 | (cp >> 6));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    *out += static_cast<char>(0xE0 | (cp >> 12));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    *out += static_cast<char>(0xF0 | (cp >> 18));
-    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 class Lexer {
@@ -269,7 +252,7 @@ class Lexer {
         case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
           uint32_t cp = static_cast<uint32_t>(e - '0');  // up to three octal digits, as Python reads them
           for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k) cp = cp * 8 + static_cast<uint32_t>(src_[i++] - '0');
-          AppendUtf8(cp, &value);
+          AppendUtf8(static_cast<char32_t>(cp), value);
           break;
         }
         case 'N': return Error(i - 2, "\\N{...} escapes (Unicode character names) are not supported: write the character or \\u");
@@ -290,7 +273,7 @@ class Lexer {
             cp = cp * 16 + static_cast<uint32_t>(digit);
           }
           if (cp > 0x10FFFF) return Error(i, "an escape beyond U+10FFFF");
-          AppendUtf8(cp, &value);
+          AppendUtf8(static_cast<char32_t>(cp), value);
           i += width;
           break;
         }

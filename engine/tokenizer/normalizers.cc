@@ -40,9 +40,10 @@ class Prepend final : public Normalizer {
   std::string prefix_;
 };
 
-class Replace final : public Normalizer {
+class ReplaceNormalizer final : public Normalizer {
  public:
-  Replace(std::shared_ptr<const Regex> pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceNormalizer(std::shared_ptr<const Regex> pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   absl::StatusOr<std::string> Normalize(std::string text) const override { return pattern_->ReplaceAll(text, content_); }
 
  private:
@@ -50,9 +51,9 @@ class Replace final : public Normalizer {
   std::string content_;
 };
 
-class Strip final : public Normalizer {
+class StripNormalizer final : public Normalizer {
  public:
-  Strip(bool left, bool right) : left_(left), right_(right) {}
+  StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
   absl::StatusOr<std::string> Normalize(std::string text) const override {
     return std::string(StripWhitespace(text, left_, right_));
   }
@@ -108,11 +109,11 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const nlohmann::json
   } else if (type == "Replace") {
     ARACH_ASSIGN_OR_RETURN(std::shared_ptr<const Regex> pattern, ReadPattern(c, "pattern"));
     ARACH_ASSIGN_OR_RETURN(std::string content, c.String("content"));
-    out = std::make_unique<Replace>(std::move(pattern), std::move(content));
+    out = std::make_unique<ReplaceNormalizer>(std::move(pattern), std::move(content));
   } else if (type == "Strip") {
     ARACH_ASSIGN_OR_RETURN(const bool left, c.Bool("strip_left", true));
     ARACH_ASSIGN_OR_RETURN(const bool right, c.Bool("strip_right", true));
-    out = std::make_unique<Strip>(left, right);
+    out = std::make_unique<StripNormalizer>(left, right);
   } else if (type == "StripAccents") {
     out = std::make_unique<StripAccents>();
   } else if (type == "Sequence") {

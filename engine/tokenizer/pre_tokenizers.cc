@@ -37,9 +37,10 @@ absl::Status SplitByRegex(std::vector<TextPiece>& pieces, const Regex& regex, Sp
   return absl::OkStatus();
 }
 
-class ByteLevel final : public PreTokenizer {
+class ByteLevelPreTokenizer final : public PreTokenizer {
  public:
-  ByteLevel(bool add_prefix_space, std::shared_ptr<const Regex> regex) : add_prefix_space_(add_prefix_space), regex_(std::move(regex)) {}
+  ByteLevelPreTokenizer(bool add_prefix_space, std::shared_ptr<const Regex> regex)
+      : add_prefix_space_(add_prefix_space), regex_(std::move(regex)) {}
   absl::Status PreTokenize(std::vector<TextPiece>& pieces) const override {
     for (TextPiece& piece : pieces) {
       if (add_prefix_space_ && !absl::StartsWith(piece.text, " ")) piece.text = absl::StrCat(" ", piece.text);
@@ -73,9 +74,9 @@ enum class PrependScheme { kAlways, kFirst, kNever };
 
 // Spaces become `replacement` ("▁"), a replacement is prepended per `scheme`, and (with split) each
 // replacement starts a new piece.
-class Metaspace final : public PreTokenizer {
+class MetaspacePreTokenizer final : public PreTokenizer {
  public:
-  Metaspace(std::string replacement, PrependScheme scheme, bool split, std::shared_ptr<const Regex> replacement_regex)
+  MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split, std::shared_ptr<const Regex> replacement_regex)
       : replacement_(std::move(replacement)), scheme_(scheme), split_(split), replacement_regex_(std::move(replacement_regex)) {}
   absl::Status PreTokenize(std::vector<TextPiece>& pieces) const override {
     for (TextPiece& piece : pieces) {
@@ -214,7 +215,7 @@ std::vector<std::pair<size_t, size_t>> SplitRanges(size_t length, const std::vec
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> Gpt2ByteLevelPreTokenizer() {
   ARACH_ASSIGN_OR_RETURN(std::shared_ptr<const Regex> regex, Regex::Compile(kGpt2Pattern));
-  return std::unique_ptr<PreTokenizer>(new ByteLevel(/*add_prefix_space=*/false, std::move(regex)));
+  return std::unique_ptr<PreTokenizer>(new ByteLevelPreTokenizer(/*add_prefix_space=*/false, std::move(regex)));
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const nlohmann::json& spec, const std::string& where) {
@@ -229,7 +230,7 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const nlohmann::
     if (use_regex) {
       ARACH_ASSIGN_OR_RETURN(regex, Regex::Compile(kGpt2Pattern));
     }
-    out = std::make_unique<ByteLevel>(add_prefix_space, std::move(regex));
+    out = std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, std::move(regex));
   } else if (type == "Split") {
     ARACH_ASSIGN_OR_RETURN(std::shared_ptr<const Regex> regex, ReadPattern(c, "pattern"));
     ARACH_ASSIGN_OR_RETURN(const SplitBehavior behavior, ReadBehavior(c, ""));
@@ -241,7 +242,7 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const nlohmann::
     ARACH_ASSIGN_OR_RETURN(const bool split, c.Bool("split", true));
     c.Ignore("str_rep");  // an older serialisation of `replacement`
     ARACH_ASSIGN_OR_RETURN(std::shared_ptr<const Regex> regex, Regex::Compile(Regex::Escape(replacement)));
-    out = std::make_unique<Metaspace>(std::move(replacement), scheme, split, std::move(regex));
+    out = std::make_unique<MetaspacePreTokenizer>(std::move(replacement), scheme, split, std::move(regex));
   } else if (type == "Digits") {
     ARACH_ASSIGN_OR_RETURN(const bool individual, c.Bool("individual_digits", false));
     ARACH_ASSIGN_OR_RETURN(out, RegexSplit(R"(\p{N})", individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous, false));

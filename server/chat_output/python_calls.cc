@@ -10,7 +10,7 @@
 namespace arach::server {
 namespace {
 
-using json = nlohmann::ordered_json;  // keys in the order the model wrote them, as Python's dicts keep them
+using ordered_json = nlohmann::ordered_json;  // keys in the order the model wrote them, as Python's dicts keep them
 
 // Nesting deeper than this is not read (a model's runaway brackets must not exhaust the stack).
 constexpr int kMaxDepth = 64;
@@ -59,7 +59,7 @@ class PythonReader {
   }
 
   // A literal: a string, a number (with its sign), True, False, None, a list, a tuple or a dict.
-  std::optional<json> Literal(int depth) {
+  std::optional<ordered_json> Literal(int depth) {
     if (depth > kMaxDepth) return std::nullopt;
     SkipSpace();
     if (pos_ >= text_.size()) return std::nullopt;
@@ -70,9 +70,9 @@ class PythonReader {
     if (c == '(') return Sequence(depth, '(', ')');
     if (c == '{') return Dict(depth);
     const std::optional<std::string> name = Identifier();
-    if (name == "True") return json(true);
-    if (name == "False") return json(false);
-    if (name == "None") return json(nullptr);
+    if (name == "True") return ordered_json(true);
+    if (name == "False") return ordered_json(false);
+    if (name == "None") return ordered_json(nullptr);
     return std::nullopt;  // a variable or a call: not a literal
   }
 
@@ -82,7 +82,7 @@ class PythonReader {
   }
 
   // A quoted string, single or triple, with Python's escapes.
-  std::optional<json> String() {
+  std::optional<ordered_json> String() {
     const char quote = text_[pos_];
     const bool triple = text_.substr(pos_, 3) == std::string(3, quote);
     pos_ += triple ? 3 : 1;
@@ -91,7 +91,7 @@ class PythonReader {
       const char c = text_[pos_];
       if (c == quote && (!triple || text_.substr(pos_, 3) == std::string(3, quote))) {
         pos_ += triple ? 3 : 1;
-        return json(std::move(out));
+        return ordered_json(std::move(out));
       }
       if ((c == '\n' || c == '\r') && !triple) return std::nullopt;  // an unterminated one-line string
       if (c != '\\') {
@@ -151,7 +151,7 @@ class PythonReader {
   }
 
   // A decimal number: an int or a float (digits may be grouped by underscores), with an optional sign.
-  std::optional<json> Number() {
+  std::optional<ordered_json> Number() {
     std::string digits;
     if (text_[pos_] == '-' || text_[pos_] == '+') {
       if (text_[pos_] == '-') digits += '-';
@@ -191,21 +191,21 @@ class PythonReader {
     if (!is_float) {
       int64_t value = 0;
       const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-      if (error == std::errc() && end == digits.data() + digits.size()) return json(value);
+      if (error == std::errc() && end == digits.data() + digits.size()) return ordered_json(value);
     }
-    json parsed = json::parse(digits, nullptr, /*allow_exceptions=*/false);  // a float, or an int beyond 64 bits
+    ordered_json parsed = ordered_json::parse(digits, nullptr, /*allow_exceptions=*/false);  // a float, or an int beyond 64 bits
     if (parsed.is_discarded() || !parsed.is_number()) return std::nullopt;
     return parsed;
   }
 
   // A list or a tuple (both JSON arrays); `(x)` without a comma is x itself.
-  std::optional<json> Sequence(int depth, char open, char close) {
+  std::optional<ordered_json> Sequence(int depth, char open, char close) {
     ++pos_;  // the opening bracket
-    json items = json::array();
+    ordered_json items = ordered_json::array();
     bool trailing_comma = false;
     while (!Eat(close)) {
       if (!items.empty() && !trailing_comma) return std::nullopt;
-      std::optional<json> item = Literal(depth + 1);
+      std::optional<ordered_json> item = Literal(depth + 1);
       if (!item) return std::nullopt;
       items.push_back(std::move(*item));
       trailing_comma = Eat(',');
@@ -215,15 +215,15 @@ class PythonReader {
   }
 
   // A dict whose keys are strings or numbers (a number key becomes its text, as json.dumps writes it).
-  std::optional<json> Dict(int depth) {
+  std::optional<ordered_json> Dict(int depth) {
     ++pos_;  // {
-    json object = json::object();
+    ordered_json object = ordered_json::object();
     bool separated = true;
     while (!Eat('}')) {
       if (!separated) return std::nullopt;
-      std::optional<json> key = Literal(depth + 1);
+      std::optional<ordered_json> key = Literal(depth + 1);
       if (!key || !(key->is_string() || key->is_number()) || !Eat(':')) return std::nullopt;
-      std::optional<json> value = Literal(depth + 1);
+      std::optional<ordered_json> value = Literal(depth + 1);
       if (!value) return std::nullopt;
       object[key->is_string() ? key->get<std::string>() : key->dump()] = std::move(*value);
       separated = Eat(',');
@@ -239,19 +239,19 @@ class PythonReader {
 std::optional<ParsedToolCall> ReadCall(PythonReader& reader) {
   std::optional<std::string> name = reader.Identifier();
   if (!name || !reader.Eat('(')) return std::nullopt;
-  json arguments = json::object();
+  ordered_json arguments = ordered_json::object();
   bool separated = true;
   while (!reader.Eat(')')) {
     if (!separated) return std::nullopt;
     std::optional<std::string> key = reader.Identifier();
     if (!key || !reader.Eat('=') || reader.Peek('=')) return std::nullopt;  // positional, or a comparison
     if (arguments.contains(*key)) return std::nullopt;                      // Python: a repeated keyword argument
-    std::optional<json> value = reader.Literal(0);
+    std::optional<ordered_json> value = reader.Literal(0);
     if (!value) return std::nullopt;
     arguments[*key] = std::move(*value);
     separated = reader.Eat(',');
   }
-  return ParsedToolCall{std::move(*name), arguments.dump(-1, ' ', false, json::error_handler_t::replace)};
+  return ParsedToolCall{std::move(*name), arguments.dump(-1, ' ', false, ordered_json::error_handler_t::replace)};
 }
 
 }  // namespace

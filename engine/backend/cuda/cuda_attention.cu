@@ -16,7 +16,7 @@
 namespace arach::cuda {
 namespace {
 
-constexpr int kWarpsPerBlock = 4;
+constexpr int kAttentionWarpsPerBlock = 4;
 constexpr int kMaxHeadDim = kMaxAttentionHeadDim;
 constexpr int kMaxDimsPerLane = kMaxHeadDim / 32;
 
@@ -166,10 +166,10 @@ __device__ void AttendRow(const AttentionArgs& args, const WarpTask& task, float
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(AttentionArgs args) {
+__global__ void __launch_bounds__(kAttentionWarpsPerBlock * 32) PagedAttentionKernel(AttentionArgs args) {
   const AttentionParams& p = args.p;
   const int warp = threadIdx.x / 32;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kAttentionWarpsPerBlock + warp;
   if (item >= static_cast<int64_t>(p.num_verbal_rows) * p.num_heads) return;
   const int row = static_cast<int>(item / p.num_heads);
 
@@ -184,8 +184,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) PagedAttentionKernel(Atte
   task.q_rows[0] = row;
   task.q_rows[1] = static_cast<int64_t>(p.num_verbal_rows) + task.hub_index;
 
-  // q of this warp's queries in float32: [kWarpsPerBlock][2][kMaxHeadDim].
-  __shared__ float q_shared[kWarpsPerBlock][2][kMaxHeadDim];
+  // q of this warp's queries in float32: [kAttentionWarpsPerBlock][2][kMaxHeadDim].
+  __shared__ float q_shared[kAttentionWarpsPerBlock][2][kMaxHeadDim];
   if (has_hub) {
     AttendRow<T, 2>(args, task, q_shared[warp]);
   } else {
@@ -200,7 +200,7 @@ void LaunchAttention(const AttentionParams& params, cudaStream_t stream) {
   if (items == 0) return;
   AttentionArgs args{params, static_cast<int64_t>(params.kv.num_kv_heads) * params.kv.head_dim};
   ARACH_DISPATCH_HALF(params.kv.dtype, T, {
-    ARACH_LAUNCH(PagedAttentionKernel<T>, Blocks(items, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(args);
+    ARACH_LAUNCH(PagedAttentionKernel<T>, Blocks(items, kAttentionWarpsPerBlock), kAttentionWarpsPerBlock * 32, 0, stream)(args);
   })
 }
 

@@ -11,9 +11,9 @@
 namespace arach::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kLogitThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) ProcessLogitsKernel(LogitProcessingArgs a, const float* logits, float* processed) {
+__global__ void __launch_bounds__(kLogitThreads) ProcessLogitsKernel(LogitProcessingArgs a, const float* logits, float* processed) {
   __shared__ float shared[32];
   const int r = blockIdx.x;
   const float* raw = logits + static_cast<int64_t>(r) * a.vocab;
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads) ProcessLogitsKernel(LogitProcessingA
 
 void LaunchProcessLogits(const LogitProcessingArgs& args, const float* logits, float* processed, cudaStream_t stream) {
   if (args.rows == 0) return;
-  ARACH_LAUNCH(ProcessLogitsKernel, static_cast<unsigned>(args.rows), kThreads, 0, stream)(args, logits, processed);
+  ARACH_LAUNCH(ProcessLogitsKernel, static_cast<unsigned>(args.rows), kLogitThreads, 0, stream)(args, logits, processed);
 }
 
 }  // namespace arach::cuda

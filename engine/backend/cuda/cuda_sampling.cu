@@ -14,15 +14,15 @@
 namespace arach::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kSamplingThreads = 256;
 
-// The largest of each thread's `value` over the block; every thread gets it. `shared`: [kThreads]. A tree over the
-// threads (log2(kThreads) rounds), as BlockSum and BlockFirst.
+// The largest of each thread's `value` over the block; every thread gets it. `shared`: [kSamplingThreads]. A tree over the
+// threads (log2(kSamplingThreads) rounds), as BlockSum and BlockFirst.
 __device__ float BlockMax(float value, float* shared) {
   const int t = threadIdx.x;
   shared[t] = value;
   __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+  for (int stride = kSamplingThreads / 2; stride > 0; stride >>= 1) {
     if (t < stride) shared[t] = fmaxf(shared[t], shared[t + stride]);
     __syncthreads();
   }
@@ -32,13 +32,13 @@ __device__ float BlockMax(float value, float* shared) {
 }
 
 // The sum of each thread's `value` over the block, added in a fixed order (the same every launch); every thread
-// gets it. `shared`: [kThreads].
+// gets it. `shared`: [kSamplingThreads].
 template <typename T>
 __device__ T BlockSum(T value, T* shared) {
   const int t = threadIdx.x;
   shared[t] = value;
   __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+  for (int stride = kSamplingThreads / 2; stride > 0; stride >>= 1) {
     if (t < stride) shared[t] += shared[t + stride];
     __syncthreads();
   }
@@ -47,13 +47,13 @@ __device__ T BlockSum(T value, T* shared) {
   return result;
 }
 
-// Each thread's inclusive prefix sum of `value` over the threads in order (Hillis-Steele: log2(kThreads) rounds); it
-// stays in `shared` ([kThreads]: shared[u] = the sum over threads 0..u) until the caller's next __syncthreads.
+// Each thread's inclusive prefix sum of `value` over the threads in order (Hillis-Steele: log2(kSamplingThreads) rounds); it
+// stays in `shared` ([kSamplingThreads]: shared[u] = the sum over threads 0..u) until the caller's next __syncthreads.
 __device__ double BlockInclusiveSum(double value, double* shared) {
   const int t = threadIdx.x;
   shared[t] = value;
   __syncthreads();
-  for (int offset = 1; offset < kThreads; offset <<= 1) {
+  for (int offset = 1; offset < kSamplingThreads; offset <<= 1) {
     const double earlier = t >= offset ? shared[t - offset] : 0.0;
     __syncthreads();
     shared[t] += earlier;
@@ -63,13 +63,13 @@ __device__ double BlockInclusiveSum(double value, double* shared) {
 }
 
 // The first of the threads' (value, index) pairs in the order (value descending, index ascending), index < 0
-// meaning none; every thread gets it. `values`, `indices`: [kThreads] scratch.
+// meaning none; every thread gets it. `values`, `indices`: [kSamplingThreads] scratch.
 __device__ void BlockFirst(float& value, int& index, float* values, int* indices) {
   const int t = threadIdx.x;
   values[t] = value;
   indices[t] = index;
   __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+  for (int stride = kSamplingThreads / 2; stride > 0; stride >>= 1) {
     if (t < stride) {
       const float v = values[t + stride];
       const int i = indices[t + stride];
@@ -88,13 +88,13 @@ __device__ void BlockFirst(float& value, int& index, float* values, int* indices
 // The most likely token of the row ([vocab]) among those after (after_value, after_index) in the order (logit
 // descending, id ascending), with its logit; (-inf, -1) when there is none. after_index < 0 admits every token:
 // the row's first maximum, the lowest id among equals as the CPU's max_element. Thread t reads tokens t,
-// t + kThreads, ... (a warp's reads coalesce). NaNs never rank. Every thread gets the result; `values`, `indices`:
-// [kThreads] scratch.
+// t + kSamplingThreads, ... (a warp's reads coalesce). NaNs never rank. Every thread gets the result; `values`, `indices`:
+// [kSamplingThreads] scratch.
 __device__ void NextMostLikely(const float* row, int vocab, float after_value, int after_index, float* values, int* indices,
                                float& value, int& index) {
   float best = -INFINITY;
   int found = -1;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+  for (int i = threadIdx.x; i < vocab; i += kSamplingThreads) {
     const float v = row[i];
     const bool after = after_index < 0 || v < after_value || (v == after_value && i > after_index);
     if (after && (v > best || (found < 0 && v >= best))) {  // ids ascend: the first of equals is the lowest id
@@ -110,14 +110,14 @@ __device__ void NextMostLikely(const float* row, int vocab, float after_value, i
 // One block per row. A sampled row's thread t owns the tokens [t * chunk, (t + 1) * chunk), so that the prefix sums
 // over the threads in order are cumulative sums in token-id order (the inverse CDF's); greedy rows and the log-prob
 // read strided (coalesced), where the order does not matter.
-__global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, const float* probs) {
-  __shared__ double kept_mass[kThreads];  // per thread, then its inclusive prefix sum
-  __shared__ float values[kThreads];
-  __shared__ int indices[kThreads];       // each thread's argmax, or its last kept token
+__global__ void __launch_bounds__(kSamplingThreads) DrawTokensKernel(SamplingArgs a, const float* probs) {
+  __shared__ double kept_mass[kSamplingThreads];  // per thread, then its inclusive prefix sum
+  __shared__ float values[kSamplingThreads];
+  __shared__ int indices[kSamplingThreads];       // each thread's argmax, or its last kept token
   __shared__ double target;
   __shared__ int chosen;
   const int r = blockIdx.x, t = threadIdx.x, vocab = a.processing.vocab;
-  const int chunk = (vocab + kThreads - 1) / kThreads;
+  const int chunk = (vocab + kSamplingThreads - 1) / kSamplingThreads;
   const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
 
   if (a.greedy[r] != 0) {  // the same branch for the whole block
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
     const double through = BlockInclusiveSum(mass, kept_mass);  // kept mass of threads 0..t
     const double before = t > 0 ? kept_mass[t - 1] : 0.0;       // of threads 0..t-1: thread t's share is [before, through)
     if (t == 0) {
-      target = CounterUniform(a.seed[r], a.counter[r]) * kept_mass[kThreads - 1];
+      target = CounterUniform(a.seed[r], a.counter[r]) * kept_mass[kSamplingThreads - 1];
       chosen = -1;
     }
     __syncthreads();
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
     __syncthreads();
     if (t == 0) {
       int pick = chosen;
-      for (int u = kThreads - 1; u >= 0 && pick < 0; --u) pick = indices[u];  // rounding put the target past the end
+      for (int u = kSamplingThreads - 1; u >= 0 && pick < 0; --u) pick = indices[u];  // rounding put the target past the end
       chosen = max(pick, 0);
     }
   }
@@ -175,10 +175,10 @@ __global__ void __launch_bounds__(kThreads) DrawTokensKernel(SamplingArgs a, con
   // The picked token's log-prob under the model's own distribution: log-softmax of the unprocessed logits.
   const float* raw = a.logits + static_cast<int64_t>(r) * vocab;
   float local_max = -INFINITY;
-  for (int i = t; i < vocab; i += kThreads) local_max = fmaxf(local_max, raw[i]);
+  for (int i = t; i < vocab; i += kSamplingThreads) local_max = fmaxf(local_max, raw[i]);
   const float row_max = BlockMax(local_max, values);
   double sum = 0.0;
-  for (int i = t; i < vocab; i += kThreads) sum += exp(static_cast<double>(raw[i]) - row_max);
+  for (int i = t; i < vocab; i += kSamplingThreads) sum += exp(static_cast<double>(raw[i]) - row_max);
   const double total = BlockSum(sum, kept_mass);
   if (t == 0) a.logprobs[r] = static_cast<float>(static_cast<double>(raw[chosen]) - row_max - log(total));
 }
@@ -204,11 +204,11 @@ __device__ void KeepIfRanked(float value, int id, float* values, int* ids, int& 
 // then merged over the block a token at a time: the first is the row's first maximum), a second its log-sum-exp
 // (double sums, as the host's) and how many logits exceed the target's. Alternatives beyond kListedTop take a pass
 // each.
-__global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
-  __shared__ double sums[kThreads];
-  __shared__ float values[kThreads];
-  __shared__ int indices[kThreads];
-  __shared__ int above[kThreads];
+__global__ void __launch_bounds__(kSamplingThreads) ScoreRowsKernel(ScoringArgs a) {
+  __shared__ double sums[kSamplingThreads];
+  __shared__ float values[kSamplingThreads];
+  __shared__ int indices[kSamplingThreads];
+  __shared__ int above[kSamplingThreads];
   __shared__ float listed_values[kListedTop];  // the merged list (thread 0 reads it)
   __shared__ int listed_ids[kListedTop];
   const int r = blockIdx.x, t = threadIdx.x, vocab = a.vocab, n = a.top_n;
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   float own_values[kListedTop];  // this thread's best tokens: [held] of them, in order
   int own_ids[kListedTop];
   int held = 0;
-  for (int i = t; i < vocab; i += kThreads) KeepIfRanked(row[i], i, own_values, own_ids, held, listed);
+  for (int i = t; i < vocab; i += kSamplingThreads) KeepIfRanked(row[i], i, own_values, own_ids, held, listed);
   float value = -INFINITY, row_max = -INFINITY;
   int index = -1, argmax = -1, next = 0;  // next: this thread's first token not yet merged
   for (int k = 0; k < listed; ++k) {
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kThreads) ScoreRowsKernel(ScoringArgs a) {
   const float target_value = target >= 0 ? row[target] : NAN;  // NaN: nothing above it counted
   double sum = 0.0;
   int count = 0;
-  for (int i = t; i < vocab; i += kThreads) {
+  for (int i = t; i < vocab; i += kSamplingThreads) {
     sum += exp(static_cast<double>(row[i]) - row_max);
     count += row[i] > target_value ? 1 : 0;
   }
@@ -303,13 +303,13 @@ std::string LaunchSampleTokens(const SamplingArgs& args, CUstream_st* stream) {
     if (!failure.empty()) return failure;
     probs = current;
   }
-  ARACH_LAUNCH(DrawTokensKernel, static_cast<unsigned>(rows), kThreads, 0, stream)(args, probs);
+  ARACH_LAUNCH(DrawTokensKernel, static_cast<unsigned>(rows), kSamplingThreads, 0, stream)(args, probs);
   return LaunchFailure("draw");
 }
 
 std::string LaunchScoreRows(const ScoringArgs& args, CUstream_st* stream) {
   if (args.rows == 0) return "";
-  ARACH_LAUNCH(ScoreRowsKernel, static_cast<unsigned>(args.rows), kThreads, 0, stream)(args);
+  ARACH_LAUNCH(ScoreRowsKernel, static_cast<unsigned>(args.rows), kSamplingThreads, 0, stream)(args);
   return LaunchFailure("score rows");
 }
 
