@@ -433,6 +433,9 @@ void Engine::SampleAndEmit(RequestState& r, std::span<const float> logits, Devic
   const bool constraint_complete = r.constraint && !stop_token && r.constraint->OnlyStopAllowed();
   StreamChunk chunk;
   chunk.tokens.push_back(sampled);
+  if (seq.num_generated() == 1 && seq.want_prompt_logprobs && r.request.prompt_scores_in_first_chunk) {  // scored whole by now
+    chunk.prompt_scores = std::make_shared<const PromptScores>(PromptScores{r.prompt_logprobs, r.prompt_top_logprobs});
+  }
   if (!stop_token) {  // a stop token ends the text; it is not part of it
     auto text = r.detokenizer.Add(sampled.token);
     if (!text.ok()) {

@@ -47,6 +47,9 @@ struct EngineRequest {
   std::optional<Clock::time_point> deadline;  // the request is dropped with DEADLINE_EXCEEDED after it
   // With prompt log-probs: this many most likely alternatives at each prompt position too (0..20).
   int prompt_top_logprobs = 0;
+  // With prompt log-probs: the first generated chunk carries them too (StreamChunk::prompt_scores), for a stream
+  // that writes them before the generated tokens.
+  bool prompt_scores_in_first_chunk = false;
   // Diagnostics: where the prompt's attention went (FinishInfo::attention). The prompt is computed in
   // full then (no prefix-cache reuse), so that every row counts.
   bool attention_diagnostics = false;
@@ -91,10 +94,19 @@ absl::Status ValidateRequest(const EngineRequest& request, const ModelConfig& co
 absl::Status CheckPromptFitsContext(size_t prompt_len, RequestKind kind, const ModelConfig& config, absl::string_view field,
                                     FieldNames names = EngineFieldName);
 
+// A prompt's own scores, as FinishInfo carries them (when the request asked for its prompt's log-probs).
+struct PromptScores {
+  std::vector<float> logprobs;                          // [prompt_len - 1]: log p(prompt[t] | prompt[<t]), t >= 1
+  std::vector<std::vector<TokenLogprob>> top_logprobs;  // [prompt_len - 1][k] alternatives (when asked)
+};
+
 // Tokens generated in one step (usually one) and the text they add.
 struct StreamChunk {
   std::vector<SampledToken> tokens;  // ids, and log-probs when asked for
   std::string text;                  // never splits a UTF-8 character; may be empty (held back)
+  // The first chunk of a request that asked for its prompt's log-probs and EngineRequest::prompt_scores_in_first_chunk:
+  // the prompt's scores (FinishInfo carries them too). Null on every other chunk.
+  std::shared_ptr<const PromptScores> prompt_scores;
 };
 
 enum class FinishReason {

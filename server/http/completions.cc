@@ -1,6 +1,7 @@
 #include "server/http/completions.h"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,14 @@ class CompletionCall : public GenerationCall {
  private:
   bool wants_logprobs() const { return fields().logprobs.has_value(); }
   absl::Status FlushTokens(Choice& choice, CompletionLogprobs& logprobs);
-  // echo with logprobs (never streamed): the prompt's log-probs, as its PromptLead scored them, into `logprobs`.
-  absl::Status AddEchoedPromptLogprobs(int index, CompletionLogprobs& logprobs);
+  // echo with logprobs: the prompt's log-probs into `logprobs` once they are known (the first null): in a stream's first
+  // chunk of the choice, from the scores its first tokens brought; in a whole answer at the end, as its PromptLead
+  // scored them. Whether they were written.
+  absl::StatusOr<bool> AddEchoedPromptLogprobs(int index, const Choice& choice, bool final, CompletionLogprobs& logprobs);
 
   CompletionRequest request_;
   std::vector<std::optional<CompletionLogprobs>> logprobs_;  // [choices], when asked for
+  std::vector<bool> prompt_logprobs_written_;                // [choices]: echo's, once written
 };
 
 absl::Status CompletionCall::Start() {
@@ -86,9 +90,10 @@ absl::Status CompletionCall::Start() {
       if (fim) AddFillInMiddleEnds(*fim, &r.sampling);
       if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
       if (request_.score_only) r.kind = RequestKind::kScore;
-      if (request_.echo && wants_logprobs()) {  // (Submit leaves the scoring to the first choice of the prompt)
+      if (request_.echo && wants_logprobs()) {  // (a whole answer's Submit leaves the scoring to the prompt's first choice)
         r.sampling.prompt_logprobs = true;
         r.prompt_top_logprobs = *fields().logprobs;
+        r.prompt_scores_in_first_chunk = fields().stream;
       }
       logprobs_.emplace_back();
       if (wants_logprobs()) {
@@ -100,6 +105,7 @@ absl::Status CompletionCall::Start() {
     }
   }
   for (EngineRequest& r : requests) r.variant = variant();
+  prompt_logprobs_written_.assign(requests.size(), false);
   ARACH_RETURN_IF_ERROR(Submit(std::move(requests), prompt_fields));
   for (size_t c = 0; c < echoes.size(); ++c) choices()[c].text = echoes[c];  // written before the generated text
   return absl::OkStatus();
@@ -111,25 +117,36 @@ absl::Status CompletionCall::FlushTokens(Choice& choice, CompletionLogprobs& log
   return absl::OkStatus();
 }
 
-absl::Status CompletionCall::AddEchoedPromptLogprobs(int index, CompletionLogprobs& logprobs) {
-  const Choice& lead = PromptLead(index);
-  if (!lead.finish) return absl::InternalError("echo: the prompt's log-probs are read before its first choice finished");
-  const FinishInfo& info = *lead.finish;
-  const std::vector<int32_t>& prompt = lead.prompt;
+absl::StatusOr<bool> CompletionCall::AddEchoedPromptLogprobs(int index, const Choice& choice, bool final,
+                                                              CompletionLogprobs& logprobs) {
+  std::span<const float> scored;                      // [prompt_len - 1], t >= 1
+  std::span<const std::vector<TokenLogprob>> ranked;  // [prompt_len - 1][k], the more likely first
+  if (choice.prompt_scores) {
+    scored = choice.prompt_scores->logprobs;
+    ranked = choice.prompt_scores->top_logprobs;
+  } else if (final) {
+    const Choice& scorer = streaming() ? choice : PromptLead(index);
+    if (!scorer.finish) return absl::InternalError("echo: the prompt's log-probs are read before its first choice finished");
+    scored = scorer.finish->prompt_logprobs;
+    ranked = scorer.finish->prompt_top_logprobs;
+  } else {
+    return false;  // not known yet
+  }
+  const std::vector<int32_t>& prompt = choice.prompt;
   // logprobs: 0 asks for no alternatives: the engine keeps none for the prompt, and a prompt token's entry is
   // then, as a generated token's, the token itself (not null beside the generated tokens' objects).
   const std::vector<TokenLogprob> no_alternatives;
   for (size_t t = 0; t < prompt.size(); ++t) {
-    if (t == 0 || info.prompt_logprobs.size() < t) {
+    if (t == 0 || scored.size() < t) {
       ARACH_RETURN_IF_ERROR(logprobs.Add(prompt[t], std::nullopt, nullptr));
       continue;
     }
-    const std::vector<TokenLogprob>& all = info.prompt_top_logprobs.size() >= t ? info.prompt_top_logprobs[t - 1] : no_alternatives;
+    const std::vector<TokenLogprob>& all = ranked.size() >= t ? ranked[t - 1] : no_alternatives;
     // The engine kept as many alternatives as prompt_logprobs or logprobs asks for, the more likely first.
     const std::vector<TokenLogprob> top(all.begin(), all.begin() + std::min(all.size(), static_cast<size_t>(*fields().logprobs)));
-    ARACH_RETURN_IF_ERROR(logprobs.Add(prompt[t], info.prompt_logprobs[t - 1], &top));
+    ARACH_RETURN_IF_ERROR(logprobs.Add(prompt[t], scored[t - 1], &top));
   }
-  return absl::OkStatus();
+  return true;
 }
 
 json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
@@ -137,7 +154,12 @@ json CompletionCall::ChoiceJson(int index, Choice& choice, bool final) {
   choice.text.clear();
   if (std::optional<CompletionLogprobs>& logprobs = logprobs_[static_cast<size_t>(index)]; logprobs) {
     // With echo the prompt's log-probs come first (the first one null), then the generated tokens'.
-    absl::Status status = final && request_.echo ? AddEchoedPromptLogprobs(index, *logprobs) : absl::OkStatus();
+    absl::Status status;
+    if (const size_t c = static_cast<size_t>(index); request_.echo && !prompt_logprobs_written_[c]) {
+      absl::StatusOr<bool> written = AddEchoedPromptLogprobs(index, choice, final, *logprobs);
+      status = written.status();
+      if (written.ok()) prompt_logprobs_written_[c] = *written;
+    }
     if (status.ok()) status = FlushTokens(choice, *logprobs);
     if (!status.ok()) Fail(status);
     out["logprobs"] = logprobs->TakeJson();
@@ -158,10 +180,6 @@ void HandleCompletions(ServiceContext& context, const httplib::Request& request,
   ServeGeneration(context, request, response, client, "/v1/completions",
                   [&](CallTicket ticket, const CallOrigin& origin) -> absl::StatusOr<std::shared_ptr<GenerationCall>> {
                     ARACH_ASSIGN_OR_RETURN(CompletionRequest parsed, ParseCompletionRequest(request.body));
-                    if (parsed.fields.stream && parsed.echo && parsed.fields.logprobs) {
-                      return absl::InvalidArgumentError(
-                          "stream: echo with logprobs is not streamed (the prompt's log-probs come at the end); ask without stream");
-                    }
                     ARACH_ASSIGN_OR_RETURN(ResolvedVariant variant, ResolveRequestVariant(context, ticket, parsed.fields));
                     SetVariantHeaders(response, variant);
                     auto call = std::make_shared<CompletionCall>(context, std::move(ticket), std::move(parsed), std::move(variant),

@@ -87,7 +87,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
       r.sampling.prompt_logprobs = true;
       r.prompt_top_logprobs = std::max(r.prompt_top_logprobs, *fields_.prompt_logprobs);
     }
-    if (!LeadsItsPrompt(c)) {  // its PromptLead scores the prompt; this one may reuse the lead's cached blocks instead
+    if (!LeadsItsPrompt(c) && !fields_.stream) {  // its PromptLead scores the prompt; this one may reuse its cached blocks
       r.sampling.prompt_logprobs = false;
       r.prompt_top_logprobs = 0;
     }
@@ -135,6 +135,7 @@ void GenerationCall::Apply(ChoiceEvent& event) {
   if (!event.finish) {
     choice.text += event.chunk.text;
     for (SampledToken& t : event.chunk.tokens) choice.tokens.push_back(std::move(t));
+    if (event.chunk.prompt_scores) choice.prompt_scores = std::move(event.chunk.prompt_scores);
     return;
   }
   choice.finish = std::move(event.finish);

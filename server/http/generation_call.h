@@ -39,6 +39,7 @@ struct Choice {
   std::string text;                   // text not yet written (a stream) or all of it
   std::vector<SampledToken> tokens;   // generated tokens not yet written
   std::optional<FinishInfo> finish;
+  std::shared_ptr<const PromptScores> prompt_scores;  // brought by its first tokens where it scores its prompt
   bool opened = false;                // a stream wrote its first chunk
   int tokens_written = 0;             // generated tokens written so far
   bool copy = false;                  // answered as a copy of its PromptLead (CopiesItsLead): it used no tokens
@@ -131,8 +132,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   nlohmann::json UsageJson() const;
   // The choice's attention diagnostics (arach_attention) once it has finished, when the request asked.
   std::optional<nlohmann::json> AttentionJsonOf(const Choice& choice) const;
-  // The first choice of choice `index`'s prompt. Only it scores the prompt (prompt_logprobs, echo's log-probs;
-  // the prompt's other choices share prompt and variant, so their scores would be its own) and only its prompt
+  // The first choice of choice `index`'s prompt. In a whole answer only it scores the prompt (prompt_logprobs,
+  // echo's log-probs; the prompt's other choices share prompt and variant, so their scores would be its own; in a
+  // stream each choice scores it, as its lead's scores may come after its own first chunk) and only its prompt
   // counts in the usage; the prompt's other choices take both from it.
   const Choice& PromptLead(int index) const { return choices_[static_cast<size_t>(index - index % fields_.n)]; }
   bool LeadsItsPrompt(size_t index) const { return index % static_cast<size_t>(fields_.n) == 0; }

@@ -424,6 +424,48 @@ TEST(EngineOutput, StopRulesLogprobsAndStreamedText) {
   EXPECT_GT(greedy, 0) << "some prompt tokens are the model's own greedy picks";
 }
 
+// prompt_scores_in_first_chunk: the first generated chunk carries the prompt's scores (a stream writes them before
+// the generated tokens), equal to those the finish carries; no other chunk does, nor any chunk without the flag.
+TEST(EngineOutput, TheFirstChunkCarriesThePromptsScoresWhenAsked) {
+  ARACH_REQUIRE_FIXTURES();
+  auto engine = testing::MakeFixtureEngine();
+  ASSERT_NE(engine, nullptr);
+  Job asked;
+  asked.request.prompt = testing::RefPrompt("gpt2-tiny", "p48");
+  asked.request.sampling.temperature = 0.0f;
+  asked.request.sampling.max_tokens = 3;
+  asked.request.sampling.prompt_logprobs = true;
+  asked.request.prompt_top_logprobs = 2;
+  asked.request.prompt_scores_in_first_chunk = true;
+  Job unasked;
+  unasked.request = asked.request;
+  unasked.request.prompt_scores_in_first_chunk = false;
+  ASSERT_TRUE(engine->Submit(asked.request, asked.observer).ok());
+  ASSERT_TRUE(engine->Submit(unasked.request, unasked.observer).ok());
+  ASSERT_TRUE(asked.observer->Wait());
+  ASSERT_TRUE(unasked.observer->Wait());
+  const std::vector<StreamChunk> chunks = asked.observer->chunks();
+  ASSERT_EQ(chunks.size(), 3u);
+  ASSERT_NE(chunks[0].prompt_scores, nullptr);
+  EXPECT_EQ(chunks[1].prompt_scores, nullptr);
+  EXPECT_EQ(chunks[2].prompt_scores, nullptr);
+  const FinishInfo finish = asked.observer->finish();
+  ASSERT_EQ(finish.prompt_logprobs.size(), asked.request.prompt.size() - 1);
+  EXPECT_EQ(chunks[0].prompt_scores->logprobs, finish.prompt_logprobs);
+  ASSERT_EQ(chunks[0].prompt_scores->top_logprobs.size(), finish.prompt_top_logprobs.size());
+  for (size_t t = 0; t < finish.prompt_top_logprobs.size(); ++t) {
+    ASSERT_EQ(chunks[0].prompt_scores->top_logprobs[t].size(), 2u) << t;
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(chunks[0].prompt_scores->top_logprobs[t][k].token, finish.prompt_top_logprobs[t][k].token) << t;
+      EXPECT_EQ(chunks[0].prompt_scores->top_logprobs[t][k].logprob, finish.prompt_top_logprobs[t][k].logprob) << t;
+    }
+  }
+  for (const StreamChunk& chunk : unasked.observer->chunks()) EXPECT_EQ(chunk.prompt_scores, nullptr);
+  const std::vector<float> unasked_scores = unasked.observer->finish().prompt_logprobs;
+  ASSERT_EQ(unasked_scores.size(), finish.prompt_logprobs.size()) << "the finish carries them either way";
+  for (size_t t = 0; t < unasked_scores.size(); ++t) EXPECT_NEAR(unasked_scores[t], finish.prompt_logprobs[t], 1e-4) << t;
+}
+
 TEST(EngineOutput, EndOfSequenceStopsUnlessMinTokens) {
   ARACH_REQUIRE_FIXTURES();
   auto engine = testing::MakeFixtureEngine();

@@ -358,6 +358,54 @@ TEST_F(HttpFixtureServer, PromptOfManyChoicesIsScoredOnce) {
   EXPECT_EQ(many.body["usage"]["prompt_tokens"], ids.size()) << "the prompt counts once";
 }
 
+// echo with logprobs, streamed: each choice's first chunk carries the echoed prompt and its log-probs (the first null),
+// then its first token's; gathered over the stream, each choice's text and log-prob entries equal the whole answer's.
+// With n 2 each streamed choice scores its own prompt (its lead's scores may come after its own first chunk).
+TEST_F(HttpFixtureServer, EchoWithLogprobsIsStreamedPromptFirst) {
+  const json ids = PromptIds();
+  const json body = {{"model", "gpt2-tiny"}, {"prompt", ids}, {"max_tokens", 4}, {"temperature", 0}, {"n", 2}, {"echo", true},
+                     {"logprobs", 2}};
+  const HttpAnswer whole = Complete(*server_, body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  ASSERT_EQ(whole.body["choices"].size(), 2u);
+  json streamed = body;
+  streamed["stream"] = true;
+  const StreamResult stream = Stream(*server_, streamed);
+  ASSERT_EQ(stream.status, 200);
+  ASSERT_FALSE(stream.events.empty());
+  EXPECT_EQ(stream.events.back(), "[DONE]");
+  const std::vector<std::string> keys = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+  std::vector<json> gathered(2, json{{"text", ""}});
+  std::vector<size_t> first_chunk_entries(2, 0);
+  for (size_t i = 0; i + 1 < stream.events.size(); ++i) {
+    const json chunk = json::parse(stream.events[i]);
+    for (const json& choice : chunk["choices"]) {
+      const size_t c = choice["index"].get<size_t>();
+      ASSERT_LT(c, 2u);
+      gathered[c]["text"] = gathered[c]["text"].get<std::string>() + choice["text"].get<std::string>();
+      if (choice["logprobs"].is_null()) continue;
+      if (first_chunk_entries[c] == 0) first_chunk_entries[c] = choice["logprobs"]["tokens"].size();
+      for (const std::string& key : keys) {
+        for (const json& entry : choice["logprobs"][key]) gathered[c][key].push_back(entry);
+      }
+    }
+  }
+  for (size_t c = 0; c < 2; ++c) {
+    const json& expected = whole.body["choices"][c];
+    EXPECT_EQ(first_chunk_entries[c], ids.size() + 1) << "the first chunk: the prompt's entries, then its first token's";
+    EXPECT_EQ(gathered[c]["text"], expected["text"]) << "the echoed prompt, then the same greedy tokens";
+    ASSERT_EQ(gathered[c]["token_logprobs"].size(), ids.size() + 4) << gathered[c];
+    EXPECT_TRUE(gathered[c]["token_logprobs"][0].is_null());
+    EXPECT_TRUE(gathered[c]["top_logprobs"][0].is_null());
+    EXPECT_EQ(gathered[c]["tokens"], expected["logprobs"]["tokens"]);
+    EXPECT_EQ(gathered[c]["text_offset"], expected["logprobs"]["text_offset"]);
+    for (size_t t = 1; t < ids.size() + 4; ++t) {
+      EXPECT_NEAR(gathered[c]["token_logprobs"][t].get<float>(), expected["logprobs"]["token_logprobs"][t].get<float>(), 1e-5) << t;
+      EXPECT_EQ(gathered[c]["top_logprobs"][t].size(), expected["logprobs"]["top_logprobs"][t].size()) << t;
+    }
+  }
+}
+
 // A prompt only scored (max_tokens 0 with echo) for n choices is scored once, by one engine request: its choices are
 // the same answer n times; each prompt of a list is scored on its own.
 TEST_F(HttpFixtureServer, AScoredPromptOfManyChoicesIsOneEngineRequest) {
