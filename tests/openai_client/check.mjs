@@ -84,6 +84,29 @@ async function main() {
     worst <= 1e-4, `max difference ${worst}, ${tokenLogprobs.length} vs ${reference.length + 1}`);
   check("echo returns the prompt as the text", scored.choices[0].text === prompt);
 
+  // Streamed echo with logprobs: the first chunk is the prompt and its log-probs, then the first token's; the whole
+  // stream equals the answer's.
+  const echoed = { model: `${model}:arach`, prompt, max_tokens: 3, temperature: 0, echo: true, logprobs: 1 };
+  const echoedWhole = await client.completions.create(echoed);
+  const echoedStream = await client.completions.create({ ...echoed, stream: true });
+  let echoedText = "";
+  const echoedLogprobs = [];
+  let firstEntries = -1;
+  for await (const chunk of echoedStream) {
+    for (const choice of chunk.choices) {
+      echoedText += choice.text;
+      if (!choice.logprobs) continue;
+      if (firstEntries < 0) firstEntries = choice.logprobs.token_logprobs.length;
+      echoedLogprobs.push(...choice.logprobs.token_logprobs);
+    }
+  }
+  const wholeLogprobs = echoedWhole.choices[0].logprobs.token_logprobs;
+  const apart = wholeLogprobs.reduce((m, x, i) => (x === null ? m : Math.max(m, Math.abs(x - echoedLogprobs[i]))), 0);
+  check("streamed echo with logprobs: the prompt first, then the tokens, as the whole answer",
+    echoedText === echoedWhole.choices[0].text && echoedText.startsWith(prompt) && echoedLogprobs[0] === null &&
+    echoedLogprobs.length === wholeLogprobs.length && firstEntries === reference.length + 2 && apart <= 1e-5,
+    JSON.stringify({ echoedText, firstEntries, entries: echoedLogprobs.length, whole: wholeLogprobs.length, apart }));
+
   try {
     await client.completions.create({ model, prompt, temperature: -1 });
     check("a bad temperature is a BadRequestError", false, "no error");
