@@ -122,7 +122,10 @@ class ConversationBuilder {
       reasoning_at_ = at;
       return absl::OkStatus();
     }
-    if (type == "item_reference") return InvalidField(at + ".type", "'item_reference' is not supported: nothing is stored here; send the item itself");
+    if (type == "item_reference") {
+      return InvalidField(at + ".type", "'item_reference' is not supported: send the item itself, or continue a stored response with "
+                                        "previous_response_id");
+    }
     if (type.empty()) return InvalidField(at + ".type", "is required (message, function_call, function_call_output or reasoning)");
     return InvalidField(at + ".type", absl::StrCat("'", type, "' is not supported (message, function_call, function_call_output or reasoning)"));
   }
