@@ -28,8 +28,10 @@ void ResponseStore::Put(const std::string& id, Entry entry) {
     CountLocked();
     return;
   }
-  while (bytes_ + bytes > max_bytes_ && !uses_.empty()) {
-    DropLocked(entries_.find(uses_.front()));
+  for (auto use = uses_.begin(); bytes_ + bytes > max_bytes_ && use != uses_.end();) {
+    const auto it = entries_.find(*use++);  // (advanced first: a drop erases its place in uses_)
+    if (it->second.entry.running) continue;
+    DropLocked(it);
     if (metrics_ != nullptr) metrics_->RecordStoredResponseEvicted();
   }
   uses_.push_back(key);

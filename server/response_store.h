@@ -31,14 +31,17 @@ class ResponseStore {
     // every event is in).
     std::shared_ptr<const EventLog> events;
     bool events_dropped = false;  // it had events, left out for room (Put)
+    // A background response still running (queued, in progress): never dropped for room, as its client polls it and
+    // reads its events; the entry of its final state, which replaces it, may be. The budget may be passed by them.
+    bool running = false;
   };
 
   // `metrics` (may be null) follows the entries, their bytes and the evictions.
   explicit ResponseStore(size_t max_bytes, ServerMetrics* metrics = nullptr) : max_bytes_(max_bytes), metrics_(metrics) {}
 
   // Keeps `entry` under `id` for its owner (replacing the owner's entry there; another owner's with the same id
-  // stays apart), dropping the least recently used beyond the budget. An entry larger than the whole budget is kept
-  // without its events where that fits (events_dropped), else not at all.
+  // stays apart), dropping the least recently used beyond the budget (running ones stay). An entry larger than the
+  // whole budget is kept without its events where that fits (events_dropped), else not at all.
   void Put(const std::string& id, Entry entry);
   // The entry `id` when `owner` made it (and marks it used); nullopt otherwise, whoever made it.
   std::optional<Entry> Get(const std::string& id, const std::string& owner);

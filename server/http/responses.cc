@@ -177,7 +177,9 @@ void ResponsesCall::KeepUnanswered(const json& response) { Keep(response, conver
 
 void ResponsesCall::Keep(const json& response, nlohmann::ordered_json conversation) {
   const nlohmann::ordered_json input(conversation_.begin() + static_cast<std::ptrdiff_t>(input_start_), conversation_.end());
-  store_->Put(response_id(), {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id), events_});
+  const std::string status = response.value("status", "");
+  store_->Put(response_id(), {owner_, response, std::move(conversation), ListedInputItems(input, identity().request_id), events_,
+                              /*events_dropped=*/false, /*running=*/status == "queued" || status == "in_progress"});
 }
 
 bool ResponsesCall::AnsweredInBackground(httplib::Response& response) {

@@ -357,7 +357,7 @@ class StoringServer : public ::testing::Test {
     server_ = testing::StartServerOrFail(testing::ServerBinary(),
                                          {"--model=" + testing::FixturePath("qwen3-tiny"), "--chat_template=" + tmpl,
                                           "--kv_cache_bytes=33554432", "--api_key_file=" + dir_.File("keys"),
-                                          "--responses_store_bytes=1048576"});
+                                          "--responses_store_bytes=" + store_bytes_});
     ASSERT_NE(server_, nullptr);
   }
   // `method` `path` with `body` (none when null) to the server's HTTP API as the key `key`.
@@ -384,11 +384,17 @@ class StoringServer : public ::testing::Test {
     return read;
   }
 
+  std::string store_bytes_ = "1048576";
   testing::ScopedTempDir dir_;
   std::unique_ptr<ServerProcess> server_;
 };
 class StoredResponses : public StoringServer {};
 class BackgroundResponses : public StoringServer {};
+// A store a few answers fill.
+class CrowdedStore : public StoringServer {
+ protected:
+  CrowdedStore() { store_bytes_ = "16384"; }
+};
 
 // --responses_store_bytes: a response asked with store (the default) is kept for the key that made it. The next turn
 // with previous_response_id answers as the whole conversation sent again does (greedy); GET returns the response as
@@ -664,6 +670,42 @@ TEST_F(BackgroundResponses, StreamedOnesAreReadAgainFromAnySequenceNumber) {
   const HttpAnswer include = Send("GET", path + "?include%5B%5D=message.output_text.logprobs", "sk-alice");
   EXPECT_EQ(include.status, 400) << include.body;
   EXPECT_EQ(include.body["error"]["param"], "include") << include.body;
+}
+
+// A background response is not dropped for room while it runs: with the store crowded by later answers (the oldest
+// of which go), the running one is still polled, in progress, and cancelled.
+TEST_F(CrowdedStore, KeepsARunningBackgroundResponse) {
+  const json long_body = {{"model", "qwen3-tiny"}, {"input", "Name three colours."}, {"max_output_tokens", 4000}, {"min_tokens", 4000},
+                          {"temperature", 0}, {"chat_template_kwargs", {{"enable_thinking", false}}}, {"background", true}};
+  const HttpAnswer accepted = Send("POST", "/v1/responses", "sk-alice", long_body);
+  ASSERT_EQ(accepted.status, 200) << accepted.body;
+  const std::string id = accepted.body["id"];
+  // In progress before the others come: its entry is then the least recently used, the first to go without the rule.
+  for (int i = 0; i < 6000 && Send("GET", "/v1/responses/" + id, "sk-alice").body["status"] == "queued"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto metric = [&](const std::string& name) {
+    const auto metrics = testing::ScrapeMetrics(*server_);
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    return metrics.ok() ? metrics->Sum(name) : -1;
+  };
+  const json small = {{"model", "qwen3-tiny"}, {"input", "Say hi."}, {"max_output_tokens", 4}, {"temperature", 0},
+                      {"chat_template_kwargs", {{"enable_thinking", false}}}};
+  std::vector<std::string> answered;
+  for (int i = 0; i < 40 && metric("arach_responses_evicted_total") < 2; ++i) {
+    const HttpAnswer answer = Send("POST", "/v1/responses", "sk-alice", small);
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    answered.push_back(answer.body["id"]);
+  }
+  ASSERT_GE(metric("arach_responses_evicted_total"), 2) << "the store is crowded";
+  EXPECT_EQ(Send("GET", "/v1/responses/" + answered[0], "sk-alice").status, 404) << "the oldest answer went for room";
+  ASSERT_EQ(metric("arach_responses_background_running"), 1) << "the long response still runs";
+  const HttpAnswer polled = Send("GET", "/v1/responses/" + id, "sk-alice");
+  ASSERT_EQ(polled.status, 200) << polled.body;
+  EXPECT_EQ(polled.body["status"], "in_progress");
+  const HttpAnswer cancelled = Send("POST", "/v1/responses/" + id + "/cancel", "sk-alice");
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.body["status"], "cancelled");
 }
 
 }  // namespace

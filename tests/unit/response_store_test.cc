@@ -62,6 +62,40 @@ TEST(ResponseStore, TheLeastRecentlyUsedGoFirstWithinTheBudget) {
   EXPECT_EQ(store.count(), 3u) << "and nothing dropped for it";
 }
 
+// A background response is not dropped for room while it runs (its client polls it): the least recently used of the
+// others go, and the budget may be passed while only running ones are left. Its final state replaces it and may go.
+TEST(ResponseStore, ARunningResponseStaysTillItsFinalStateReplacesIt) {
+  const std::string text(200, 'w');
+  ResponseStore probe(1 << 20);
+  probe.Put("resp_1", EntryOf("k", text));
+  const size_t one = probe.bytes();
+  ResponseStore store(2 * one);
+  ResponseStore::Entry running = EntryOf("k", text);
+  running.running = true;
+  store.Put("resp_r", running);
+  store.Put("resp_2", EntryOf("k", text));
+  store.Put("resp_3", EntryOf("k", text));  // the least recently used is the running one: resp_2 goes instead
+  EXPECT_TRUE(store.Get("resp_r", "k").has_value());
+  EXPECT_FALSE(store.Get("resp_2", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_3", "k").has_value());
+  ResponseStore::Entry also_running = EntryOf("k", text);
+  also_running.running = true;
+  store.Put("resp_a", also_running);  // resp_3 goes; then only running ones are left, past the budget
+  store.Put("resp_4", EntryOf("k", text));
+  EXPECT_TRUE(store.Get("resp_r", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_a", "k").has_value());
+  EXPECT_FALSE(store.Get("resp_3", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_4", "k").has_value()) << "the newest is kept: the budget is passed while they run";
+  EXPECT_EQ(store.bytes(), 3 * one);
+  store.Put("resp_r", EntryOf("k", text));  // its final state: an entry like any
+  store.Put("resp_5", EntryOf("k", text));
+  EXPECT_FALSE(store.Get("resp_r", "k").has_value()) << "ended, it goes like any other";
+  EXPECT_FALSE(store.Get("resp_4", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_a", "k").has_value());
+  EXPECT_TRUE(store.Get("resp_5", "k").has_value());
+  EXPECT_EQ(store.bytes(), 2 * one);
+}
+
 // The store's metrics follow its entries, their bytes and the evictions (for sizing --responses_store_bytes).
 TEST(ResponseStore, ItsMetricsFollowTheEntriesAndTheEvictions) {
   std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create();
