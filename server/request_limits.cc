@@ -23,19 +23,27 @@ int DefaultChatMaxTokens(const RequestLimits& limits, const Engine& engine, cons
   return static_cast<int>(std::max<int64_t>(1, most));
 }
 
-absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<EngineRequest>& requests, const std::string& field) {
-  int64_t values = 0;  // log-probs in the answer: each token's own, its alternatives, and (completions) the chosen one among them
-  bool scores_prompts = false;  // a prompt's log-probs come whole at the end: such an answer cannot be streamed
+absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<EngineRequest>& requests, const std::string& field,
+                                 bool streamed) {
+  int64_t values = 0;  // log-probs in the answer (a stream: in its largest chunk): each token's own, its alternatives, and
+                       // (completions) the chosen one among them
+  bool scores_prompts = false;  // a prompt's log-probs come whole (a whole answer: at the end): streaming does not help
   for (const EngineRequest& r : requests) {
     scores_prompts = scores_prompts || r.wants_prompt_logprobs();
-    if (r.wants_prompt_logprobs()) values += static_cast<int64_t>(r.prompt.size()) * (2 + r.prompt_top_logprobs);
+    const int64_t prompt_values = r.wants_prompt_logprobs() ? static_cast<int64_t>(r.prompt.size()) * (2 + r.prompt_top_logprobs) : 0;
+    if (streamed) {  // a choice's first chunk: its prompt's, and a token's (not counted: a chunk holds a few at most)
+      values = std::max(values, prompt_values);
+      continue;
+    }
+    values += prompt_values;
     if (r.kind == RequestKind::kGenerate && r.sampling.logprobs) values += static_cast<int64_t>(r.sampling.max_tokens) * (2 + r.sampling.top_logprobs);
   }
   const int64_t bytes = values * kMinBytesPerLogprob;
   if (bytes <= static_cast<int64_t>(limits.max_response_bytes)) return absl::OkStatus();
-  return InvalidField(field, absl::StrCat("the answer would hold ", values, " log-probs (", bytes >> 20, " MiB at least), over the ",
-                                          limits.max_response_bytes >> 20, " MiB of --max_response_bytes; ask for fewer alternatives, ",
-                                          "tokens or prompts", scores_prompts ? "" : ", or stream it"));
+  return InvalidField(field, absl::StrCat(streamed ? "a choice's first chunk would hold " : "the answer would hold ", values,
+                                          " log-probs (", bytes >> 20, " MiB at least), over the ", limits.max_response_bytes >> 20,
+                                          " MiB of --max_response_bytes; ask for fewer alternatives, ",
+                                          streamed ? "or a shorter prompt" : "tokens or prompts", scores_prompts ? "" : ", or stream it"));
 }
 
 absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingParams& sp, FieldNames names) {

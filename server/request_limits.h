@@ -41,9 +41,12 @@ absl::Status CheckSamplingLimits(const RequestLimits& limits, const SamplingPara
 // A non-streamed answer is built whole in memory: INVALID_ARGUMENT naming `field` when the log-probs that
 // `requests` ask for (each prompt's, when scored, and each generated token's, with their alternatives) would
 // take more than limits.max_response_bytes at kMinBytesPerLogprob each, before any work (one request asking
-// 20 alternatives for 16 long echoed prompts made a 124 MB answer and took 3.5 GB to build).
+// 20 alternatives for 16 long echoed prompts made a 124 MB answer and took 3.5 GB to build). A stream (`streamed`) is
+// written a chunk at a time, but a choice's first chunk holds its whole prompt's log-probs (echo with logprobs): each
+// such chunk is held to the same limit.
 inline constexpr int64_t kMinBytesPerLogprob = 16;  // `"w":-1.234567,` and up: a lower bound, so no answer under the limit is refused
-absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<EngineRequest>& requests, const std::string& field);
+absl::Status CheckAnswerLogprobs(const RequestLimits& limits, const std::vector<EngineRequest>& requests, const std::string& field,
+                                 bool streamed = false);
 
 // The max_tokens of a chat turn that sets none: as OpenAI's and vLLM's, the answer runs until it ends, so it may
 // take the rest of the context and of the KV pool (Engine::MaxNewTokens) within the API's max_tokens limit and,

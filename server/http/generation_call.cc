@@ -98,7 +98,7 @@ absl::Status GenerationCall::Submit(std::vector<EngineRequest> requests, const s
     if (!fields_.stream && identity_.answer_deadline) r.deadline = identity_.answer_deadline;
     tokens += (LeadsItsPrompt(c) ? static_cast<int64_t>(r.prompt.size()) : 0) + (r.kind == RequestKind::kGenerate ? r.sampling.max_tokens : 0);
   }
-  if (!fields_.stream) ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs")));
+  ARACH_RETURN_IF_ERROR(CheckAnswerLogprobs(context_.limits, requests, ParameterName("top_logprobs"), /*streamed=*/fields_.stream));
   ARACH_RETURN_IF_ERROR(ticket_.ReserveTokens(tokens, ParameterName("max_tokens")));
   choices_.assign(requests.size(), Choice{});
   run_ = GenerationRun::Create(engine(), *context_.metrics, *context_.shadow, variant_.variant, static_cast<int>(requests.size()),

@@ -1,10 +1,13 @@
 // TLS, mutual TLS and request limits of the real server process.
+#include <httplib.h>
+
 #include <filesystem>
 #include <thread>
 
 #include "client/arach_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/build_paths.h"
 #include "tests/testing/certificates.h"
 #include "tests/testing/server_process.h"
@@ -109,6 +112,31 @@ TEST(Limits, PromptOutputAndMessageSizes) {
   huge.set_text(std::string(2000, 'x'));
   s = generate(huge);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << "gRPC refuses messages over --max_request_bytes";
+}
+
+// A stream is written a chunk at a time, but the first chunk of an echo with logprobs holds its prompt's log-probs
+// whole: held to --max_response_bytes as a whole answer is (400 naming logprobs, before any work); a shorter prompt
+// streams.
+TEST(Limits, AStreamedEchosPromptLogprobsAreHeldToTheResponseLimit) {
+  auto server = ServerProcess::Start(testing::ServerBinary(), {"--model=" + testing::TinyRandomModelDir(), "--served_model_name=tiny",
+                                                           "--kv_cache_bytes=16777216", "--max_response_bytes=8192"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  httplib::Client http("http://" + (*server)->http_address());
+  http.set_read_timeout(60);
+  // 100 prompt tokens x (own + chosen + 5 alternatives) = 700 log-probs, 11,200 bytes at least: over 8 KiB.
+  nlohmann::json body = {{"model", "tiny"}, {"prompt", std::vector<int>(100, 5)}, {"max_tokens", 2}, {"echo", true},
+                         {"logprobs", 5}, {"stream", true}};
+  const httplib::Result refused = http.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  const nlohmann::json error = nlohmann::json::parse(refused->body, nullptr, false);
+  EXPECT_EQ(error["error"]["param"], "logprobs") << refused->body;
+  EXPECT_THAT(refused->body, HasSubstr("a choice's first chunk would hold 700 log-probs")) << refused->body;
+  body["prompt"] = std::vector<int>(10, 5);
+  const httplib::Result streamed = http.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(streamed);
+  EXPECT_EQ(streamed->status, 200) << streamed->body;
+  EXPECT_THAT(streamed->body, HasSubstr("data: [DONE]"));
 }
 
 TEST(Limits, ConcurrentStreamsPerConnectionAreCapped) {

@@ -52,6 +52,15 @@ TEST(AnswerLogprobs, CountsEveryTokensLogprobWithItsAlternativesAgainstTheRespon
   echoed.sampling.prompt_logprobs = true;
   echoed.prompt_top_logprobs = 20;
   EXPECT_FALSE(CheckAnswerLogprobs(limits, {echoed}, "logprobs").ok()) << "(2000 + 1000) x 22 = 66,000";
+  // Streamed: a chunk at a time, but each choice's first holds its prompt's whole: the largest such chunk counts.
+  EXPECT_TRUE(CheckAnswerLogprobs(limits, {Generation(5, 100000, 20), Generation(5, 100000, 20)}, "logprobs", true).ok());
+  EXPECT_TRUE(CheckAnswerLogprobs(limits, {echoed, echoed, echoed}, "logprobs", true).ok()) << "2000 x 22 = 44,000 in a chunk";
+  EngineRequest long_echoed = echoed;
+  long_echoed.prompt.assign(3000, 7);
+  const absl::Status chunk = CheckAnswerLogprobs(limits, {echoed, long_echoed}, "logprobs", true);
+  EXPECT_EQ(chunk.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(chunk.message()), HasSubstr("logprobs: a choice's first chunk would hold 66000 log-probs"));
+  EXPECT_THAT(std::string(chunk.message()), HasSubstr("or a shorter prompt"));
 }
 
 // truncate_prompt_tokens keeps the prompt's last k ids (-1: the context's worth); more than the context is refused.
