@@ -93,17 +93,10 @@ void Report(const char* test, int sent, Tally& t, long rss_before, long rss_peak
 }
 
 // Memory may not fall back exactly (allocator caches): allow 64 MiB over the warmed-up baseline. Under
-// AddressSanitizer (the server is built as this test is) freed blocks wait in its quarantine, 256 MiB by default,
-// before they are reused, so RSS climbs by up to that much without a leak; LeakSanitizer checks for leaks there
-// when the server exits.
-#if defined(__SANITIZE_ADDRESS__)  // g++
-#define ARACH_UNDER_ASAN 1
-#elif defined(__has_feature)  // clang
-#if __has_feature(address_sanitizer)
-#define ARACH_UNDER_ASAN 1
-#endif
-#endif
-#if defined(ARACH_UNDER_ASAN)
+// AddressSanitizer (ARACH_SERVER_UNDER_ASAN: the ASan stage builds the server instrumented, this test not) freed
+// blocks wait in its quarantine, 256 MiB by default, before they are reused, so RSS climbs by up to that much without
+// a leak; LeakSanitizer checks for leaks there when the server exits.
+#if defined(ARACH_SERVER_UNDER_ASAN)
 constexpr long kAllocatorSlackKib = (64 + 256) * 1024;
 #else
 constexpr long kAllocatorSlackKib = 64 * 1024;

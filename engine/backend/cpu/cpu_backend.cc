@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,11 @@
 
 namespace arach {
 namespace {
+
+// Buffers of at least a huge page are aligned to one and marked for transparent huge pages (madvise): a model's
+// weights, its KV cache and the step workspaces are touched on every step, and 4 KiB pages cost a page fault each
+// on first touch and a TLB miss on most reads after.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 class HostBuffer final : public DeviceBuffer {
  public:
@@ -65,8 +71,10 @@ std::string CpuBackend::Describe() const {
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
-  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* data = std::aligned_alloc(64, rounded);
+  const size_t alignment = bytes >= kHugePageBytes ? kHugePageBytes : 64;
+  const size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+  void* data = std::aligned_alloc(alignment, rounded);
+  if (data != nullptr && alignment == kHugePageBytes) madvise(data, rounded, MADV_HUGEPAGE);
   if (data == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
   }
