@@ -15,7 +15,9 @@
 #                              Our CUDA kernels run here on the SIMT simulator (the bf16 kernel suites, less the
 #                              random-batch attention cases: 5 and 20+ minutes instrumented; the fixed cases run the
 #                              same kernels), so ASan checks their accesses to device buffers and shared arrays.
-#                              xgrammar, a dependency, is built uninstrumented (CMakeLists.txt).
+#                              xgrammar, a dependency, is built uninstrumented (CMakeLists.txt), and so are the
+#                              end-to-end tests' own bodies (tests/CMakeLists.txt): the servers they start are
+#                              instrumented, and those are what this stage checks.
 #   scripts/sanitize.sh tsan   TSan over the engine and server tests (step loop, reactors, cancellation,
 #                              thread team): the executables labelled tsan (tests/CMakeLists.txt), the
 #                              cases below within them; only those and what they start are built
