@@ -74,10 +74,10 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes)
   const size_t alignment = bytes >= kHugePageBytes ? kHugePageBytes : 64;
   const size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
   void* data = std::aligned_alloc(alignment, rounded);
-  if (data != nullptr && alignment == kHugePageBytes) madvise(data, rounded, MADV_HUGEPAGE);
   if (data == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
   }
+  if (alignment == kHugePageBytes) madvise(data, rounded, MADV_HUGEPAGE);
   return std::unique_ptr<DeviceBuffer>(new HostBuffer(data, bytes));
 }
 
