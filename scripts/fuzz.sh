@@ -19,8 +19,11 @@ targets=(fuzz_safetensors fuzz_model_config fuzz_embedding_config fuzz_lora_adap
          fuzz_responses_request fuzz_tokenize_request
          fuzz_chat_output fuzz_chat_template fuzz_api_keys fuzz_batch_files)
 stage "fuzz build" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
-rm -rf "$build/fuzz-artifacts" "$build/fuzz-logs"  # findings of this run only
-mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
+rm -rf "$build/fuzz-artifacts" "$build/fuzz-logs" "$build/fuzz-tmp"  # findings of this run only
+mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs" "$build/fuzz-tmp"
+# The targets' scratch folders (tests/fuzz/fuzz_scratch_dir.h) go here, not to /tmp; a run that ends normally removes
+# its own, so anything left once every run has passed is a leak, and fails the script.
+TMPDIR=$(cd "$build/fuzz-tmp" && pwd); export TMPDIR
 # A finding fails the fuzzer's stage and its report (error, stack, reproducer) goes to the log in full.
 run_fuzzer() {
   local target=$1 scratch=$2 seeds=$3 log="$build/fuzz-logs/$1.log" rc=0
@@ -52,4 +55,8 @@ for target in "${targets[@]}"; do
   fi
 done
 [ "$found" = 0 ] || exit 1
+if [ -n "$(ls -A "$TMPDIR")" ]; then
+  echo "[fuzz] a target left its scratch files behind in $TMPDIR:"; ls -A "$TMPDIR"
+  exit 1
+fi
 echo "[fuzz] no findings"

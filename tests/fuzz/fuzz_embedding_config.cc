@@ -2,8 +2,6 @@
 // Transformer module's sentence_bert_config.json and config_sentence_transformers.json, the input's parts between
 // NUL bytes) are read into an embedding config or refused with INVALID_ARGUMENT / NOT_FOUND naming a file, for any bytes: no crash, no other
 // outcome.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,15 +12,16 @@
 #include <string>
 
 #include "engine/model/embedding_config.h"
+#include "tests/fuzz/fuzz_scratch_dir.h"
 
 namespace {
 
 constexpr int kHiddenSize = 64;
 
-// A folder of this process's own, made once.
+// The model folder, with its Pooling module's subfolder.
 const std::filesystem::path& Folder() {
-  static const std::filesystem::path folder = [] {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("arach_fuzz_pooling_" + std::to_string(::getpid()));
+  static const std::filesystem::path& folder = []() -> const std::filesystem::path& {
+    const std::filesystem::path& path = arach::fuzz::ScratchDir("pooling");
     std::filesystem::create_directories(path / "1_Pooling");
     return path;
   }();

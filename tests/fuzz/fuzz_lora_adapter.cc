@@ -1,8 +1,6 @@
 // libFuzzer: a PEFT LoRA adapter folder (adapter_config.json, then after a NUL byte adapter_model.safetensors) is
 // loaded for a small Llama or refused with INVALID_ARGUMENT / NOT_FOUND naming a file, for any bytes: no crash, no
 // other outcome, and a loaded adapter's matrices fit the model's projections.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +10,7 @@
 #include <string>
 
 #include "engine/model/lora_adapter.h"
+#include "tests/fuzz/fuzz_scratch_dir.h"
 
 namespace {
 
@@ -25,15 +24,7 @@ const arach::ModelConfig& SmallLlama() {
   return config;
 }
 
-// A folder of this process's own, made once.
-const std::filesystem::path& Folder() {
-  static const std::filesystem::path folder = [] {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("arach_fuzz_lora_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-    return path;
-  }();
-  return folder;
-}
+const std::filesystem::path& Folder() { return arach::fuzz::ScratchDir("lora"); }
 
 }  // namespace
 

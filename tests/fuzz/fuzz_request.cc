@@ -1,8 +1,6 @@
 // libFuzzer: arbitrary bytes as a Generate / Score / Tokenize request reach the server's validation
 // (request_mapping) against a real engine on a tiny random model: every outcome is a request or an
 // INVALID_ARGUMENT-style error, never a crash; accepted requests are also submitted and cancelled.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include "engine/engine.h"
 #include "tools/make_model/make_model.h"
 #include "server/grpc/request_mapping.h"
+#include "tests/fuzz/fuzz_scratch_dir.h"
 
 namespace {
 
@@ -29,7 +28,7 @@ class NullSink : public arach::RequestObserver {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   google::protobuf::SetLogHandler(nullptr);  // parse failures on invalid UTF-8 are expected, not news
-  const std::string dir = (std::filesystem::temp_directory_path() / ("arach-fuzz-model-" + std::to_string(::getpid()))).string();
+  const std::string dir = arach::fuzz::ScratchDir("model").string();
   arach::MakeModelOptions options;
   options.arch = "llama";
   options.out_dir = dir;

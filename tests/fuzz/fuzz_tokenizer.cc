@@ -4,8 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <unistd.h>
-
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -13,6 +11,7 @@
 
 #include "tools/make_model/synthetic_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_scratch_dir.h"
 
 namespace {
 
@@ -27,8 +26,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     dir = given;
     g_exact_round_trip = false;  // real tokenizers may normalise (NFC)
   } else {
-    dir = (std::filesystem::temp_directory_path() / ("arach-fuzz-tokenizer-" + std::to_string(::getpid()))).string();
-    std::filesystem::create_directories(dir);
+    dir = arach::fuzz::ScratchDir("tokenizer").string();
     if (!arach::WriteSyntheticTokenizer(dir, 2000, 1).ok()) std::abort();
   }
   auto tokenizer = arach::LoadTokenizer(dir);

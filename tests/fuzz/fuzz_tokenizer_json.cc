@@ -1,8 +1,6 @@
 // libFuzzer: arbitrary bytes as a tokenizer.json. Loading either fails with a status (malformed JSON, an
 // unsupported component or option, a merge outside the vocabulary, a regex that does not compile) or gives
 // a tokenizer that encodes and decodes a fixed text without crashing; never a crash or a hang.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +9,7 @@
 #include <string>
 
 #include "engine/tokenizer/hf_tokenizer.h"
+#include "tests/fuzz/fuzz_scratch_dir.h"
 
 namespace {
 
@@ -19,7 +18,7 @@ std::string g_path;
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  g_path = (std::filesystem::temp_directory_path() / ("arach-fuzz-tokenizer-json-" + std::to_string(::getpid()))).string();
+  g_path = (arach::fuzz::ScratchDir("tokenizer-json") / "tokenizer.json").string();
   return 0;
 }
 
