@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "engine/backend/device_matrix.h"
 #include "engine/core/activation.h"
@@ -15,6 +16,16 @@ inline float ElementAt(const DeviceMatrix& m, int64_t r, int64_t c) {
   float v;
   ConvertToFloat(m.dtype, static_cast<const char*>(m.data) + (r * m.stride + c) * DTypeSize(m.dtype), 1, &v);
   return v;
+}
+
+// The whole matrix widened to float32, row after row: [rows, cols] (for loops that read each element many times).
+inline std::vector<float> RowsAsFloat(const DeviceMatrix& m) {
+  std::vector<float> rows(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    ConvertToFloat(m.dtype, static_cast<const char*>(m.data) + r * m.stride * DTypeSize(m.dtype), static_cast<size_t>(m.cols),
+                   rows.data() + r * m.cols);
+  }
+  return rows;
 }
 
 inline void SetElement(const DeviceMatrix& m, int64_t r, int64_t c, float v) {

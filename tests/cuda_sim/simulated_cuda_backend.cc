@@ -37,10 +37,13 @@ class HostBuffer final : public DeviceBuffer {
 // then the epilogue's activation, the result rounded once to the output's type.
 void Gemm(const DeviceMatrix& in, const DeviceMatrix& weight, const DeviceMatrix& bias, const DeviceMatrix& out,
           bool accumulate, std::optional<Activation> epilogue) {
+  const std::vector<float> x = RowsAsFloat(in);      // [m, k]
+  const std::vector<float> w = RowsAsFloat(weight);  // [n, k]
+  const int64_t k_size = in.cols;
   for (int64_t m = 0; m < in.rows; ++m) {
     for (int64_t n = 0; n < weight.rows; ++n) {
       float sum = 0.0f;
-      for (int64_t k = 0; k < in.cols; ++k) sum += ElementAt(in, m, k) * ElementAt(weight, n, k);
+      for (int64_t k = 0; k < k_size; ++k) sum += x[m * k_size + k] * w[n * k_size + k];
       if (bias.data != nullptr) sum += ElementAt(bias, 0, n);
       if (accumulate) sum += ElementAt(out, m, n);
       if (epilogue.has_value()) sum = FloatActivation(*epilogue, sum);
