@@ -86,6 +86,7 @@ struct Stmt {
   Target target;                                 // kFor (loop variables), kSet, kSetBlock
   ExprPtr condition;                             // kFor: the filtering `if`
   bool recursive = false;                        // kFor: `recursive`: loop(items) renders the loop again over items
+  bool reads_loop = false;                       // kFor: its body reads `loop` (as in Jinja2, else none is made)
   std::vector<MacroParam> params;                // kMacro, kCallBlock (the caller's)
   std::vector<std::pair<Target, ExprPtr>> assignments;  // kWith
   // kMacro: its body reads `varargs` / `kwargs` (not parameters of its own), so that, as in Jinja2, positional

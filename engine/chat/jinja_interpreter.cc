@@ -201,8 +201,10 @@ class Renderer {
     for (int64_t i = 0; i < length; ++i) {
       auto iteration = std::make_shared<Scope>(scope);
       ARACH_RETURN_IF_ERROR(AtPosition(s.at, Assign(s.target, items[static_cast<size_t>(i)], *iteration)));
-      Value recurse = s.recursive ? RecursiveLoopCall(s, scope, depth) : Value();
-      iteration->vars.Set("loop", LoopObject(items, i, depth, last_changed, std::move(recurse)));
+      if (s.reads_loop) {
+        Value recurse = s.recursive ? RecursiveLoopCall(s, scope, depth) : Value();
+        iteration->vars.Set("loop", LoopObject(items, i, depth, last_changed, std::move(recurse)));
+      }
       Flow flow = Flow::kNormal;
       ARACH_RETURN_IF_ERROR(Exec(s.body, iteration, out, &flow));
       if (flow == Flow::kBreak) break;

@@ -158,6 +158,7 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseFor(const Token& tag) {
   --loop_depth_;
   if (!body.ok()) return body.status();
   s->body = std::move(*body);
+  s->reads_loop = ReadsName(s->body, "loop");
   if (end == "else") {
     ARACH_RETURN_IF_ERROR(ExpectBlockEnd());
     ARACH_ASSIGN_OR_RETURN(s->else_body, ParseBody({"endfor"}, &end));

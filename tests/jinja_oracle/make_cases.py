@@ -34,6 +34,12 @@ cases = [
  "{% for x in l %}{{ loop.previtem }}-{{ loop.nextitem }} {% endfor %}", "{% for x in l %}{{ loop.cycle('a','b') }}{% endfor %}",
  "{% for a in [1,2] %}{% for b in [3,4] %}{{ a }}{{ b }}{{ loop.index }} {% endfor %}{% endfor %}",
  "{% for (a, b) in [(1,2),(3,4)] %}{{ a + b }}{% endfor %}",
+ # `loop` read only from statements nested in the body (a loop whose body never reads it makes none)
+ "{% for a in [1,2] %}{% for b in [5,6] %}{{ b }}{% endfor %}{{ loop.index }};{% endfor %}",
+ "{% for a in l %}{% if a > 1 %}{% for b in [0] %}{{ b }}{% endfor %}{{ loop.index }}{% endif %}{% endfor %}",
+ "{% for a in l %}{% set x = loop.revindex %}{% filter upper %}{{ loop.cycle('a', 'b') }}{% endfilter %}{{ x }}{% endfor %}",
+ "{% for a in l %}{% with y = loop.index0 %}{{ y }}{% endwith %}{% endfor %}",
+ "{% for a in l %}{% macro m() %}{{ loop.index }}{% endmacro %}{{ m() }}{% endfor %}",
  # set, block set, namespace, scoping
  "{% set x = 1 %}{% set x = x + 1 %}{{ x }}", "{% set a, b = 1, 2 %}{{ a }}{{ b }}", "{% set x %}inner {{ n }}{% endset %}[{{ x }}]",
  "{% set ns = namespace(c=0, s='') %}{% for x in l %}{% set ns.c = ns.c + x %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.c }} {{ ns.s }}",
