@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
@@ -449,14 +451,19 @@ TEST(ToolChoiceNone, BansTheCallMarkerWhereItIsOneToken) {
   ASSERT_TRUE(tools.ok());
   server::ToolChoice none;
   none.mode = server::ToolChoice::Mode::kNone;
+  std::map<std::string, std::unique_ptr<Tokenizer>> tokenizers;  // each model's, loaded once
   const auto banned = [&](const std::string& model, server::ToolCallSyntax syntax, bool with_tools) -> std::string {
-    auto tokenizer = LoadTokenizer(testing::FixturePath(model));
-    EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
-    if (!tokenizer.ok()) return "(no tokenizer)";
+    std::unique_ptr<Tokenizer>& tokenizer = tokenizers[model];
+    if (tokenizer == nullptr) {
+      auto loaded = LoadTokenizer(testing::FixturePath(model));
+      EXPECT_TRUE(loaded.ok()) << loaded.status();
+      if (!loaded.ok()) return "(no tokenizer)";
+      tokenizer = std::move(*loaded);
+    }
     server::ChatOutputFormat format;
     format.tools = syntax;
     auto plan = server::PlanChatTurn(format, with_tools ? *tools : std::vector<server::ToolSpec>{}, none, true, "", "",
-                                     OutputConstraint{}, **tokenizer, "tools", "tool_choice");
+                                     OutputConstraint{}, *tokenizer, "tools", "tool_choice");
     EXPECT_TRUE(plan.ok()) << plan.status();
     if (!plan.ok()) return "(no plan)";
     EXPECT_FALSE(plan->parse_tools);
