@@ -6,6 +6,7 @@
 ABSL_FLAG(std::vector<std::string>, models, {}, "extra model folders");
 ABSL_FLAG(std::vector<std::string>, fixtures, std::vector<std::string>({"gpt2-tiny", "neox-tiny", "llama-stories260k"}),
           "fixture models (under --fixtures_dir)");
+ABSL_FLAG(std::vector<std::string>, tokenizers, {}, "tokenizer folders (default: the fixtures' qwen3, llama3 and llama2)");
 ABSL_FLAG(std::string, fixtures_dir, "../shared/fixtures", "fixtures folder");
 ABSL_FLAG(std::vector<std::string>, presets, std::vector<std::string>({"gpt2/124m"}), "make-model presets ARCH/NAME");
 ABSL_FLAG(std::string, preset, "gpt2/124m", "make-model preset ARCH/NAME (variant_bench writes it with a random adapter)");

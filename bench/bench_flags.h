@@ -11,6 +11,7 @@
 // Models.
 ABSL_DECLARE_FLAG(std::vector<std::string>, models);
 ABSL_DECLARE_FLAG(std::vector<std::string>, fixtures);
+ABSL_DECLARE_FLAG(std::vector<std::string>, tokenizers);
 ABSL_DECLARE_FLAG(std::string, fixtures_dir);
 ABSL_DECLARE_FLAG(std::vector<std::string>, presets);
 ABSL_DECLARE_FLAG(std::string, preset);
@@ -71,6 +72,7 @@ inline const std::vector<std::string> kEngineBenchFlags = {"preset", "model", "s
                                                            "lora_rank", "lora_adapters", "lora_slots"};
 inline const std::vector<std::string> kSamplingBenchFlags = {"vocab", "rows", "repeats"};
 inline const std::vector<std::string> kDraftLookupBenchFlags = {"vocab", "contexts", "steps", "repeats"};
+inline const std::vector<std::string> kTokenizerBenchFlags = {"tokenizers", "fixtures_dir", "repeats"};
 inline const std::vector<std::string> kConstraintBenchFlags = {"preset", "model", "scratch", "json_schema", "schemas", "steps"};
 
 }  // namespace arach::bench
