@@ -22,7 +22,7 @@ BpeModel& BpeModel::operator=(BpeModel&& other) noexcept {
   return *this;  // the cache starts empty
 }
 
-absl::StatusOr<BpeModel> BpeModel::Create(std::unordered_map<std::string, int32_t> vocab,
+absl::StatusOr<BpeModel> BpeModel::Create(BpeVocabulary vocab,
                                           const std::vector<std::pair<std::string, std::string>>& merges,
                                           const BpeOptions& options, const std::string& source) {
   BpeModel model;
@@ -36,14 +36,14 @@ absl::StatusOr<BpeModel> BpeModel::Create(std::unordered_map<std::string, int32_
   for (const auto& [token, id] : vocab) model.id_to_token_[id] = token;
   model.vocab_ = std::move(vocab);
   model.merges_.reserve(merges.size());
+  std::string merged;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
     const auto l = model.vocab_.find(left);
     const auto r = model.vocab_.find(right);
     // The merged token drops the right part's continuing_subword_prefix.
-    std::string merged = left + right.substr(absl::StartsWith(right, options.continuing_subword_prefix)
-                                                 ? options.continuing_subword_prefix.size()
-                                                 : 0);
+    const size_t prefix = absl::StartsWith(right, options.continuing_subword_prefix) ? options.continuing_subword_prefix.size() : 0;
+    merged.assign(left).append(right, prefix);
     const auto m = model.vocab_.find(merged);
     if (l == model.vocab_.end() || r == model.vocab_.end() || m == model.vocab_.end()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": merge ", rank, " (\"", left, "\" \"", right,
@@ -76,7 +76,7 @@ const std::string& BpeModel::TokenString(int32_t id) const {
 }
 
 std::optional<int32_t> BpeModel::TokenId(absl::string_view token) const {
-  const auto it = vocab_.find(std::string(token));
+  const auto it = vocab_.find(token);
   if (it == vocab_.end()) return std::nullopt;
   return it->second;
 }
@@ -157,7 +157,7 @@ void BpeModel::MergeAll(std::vector<int32_t>& id) const {
 absl::Status BpeModel::Encode(absl::string_view piece, std::vector<int32_t>& out) const {
   if (piece.empty()) return absl::OkStatus();
   if (options_.ignore_merges) {
-    if (const auto it = vocab_.find(std::string(piece)); it != vocab_.end()) {
+    if (const auto it = vocab_.find(piece); it != vocab_.end()) {
       out.push_back(it->second);
       return absl::OkStatus();
     }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,11 +27,14 @@ struct BpeOptions {
   std::string end_of_word_suffix;         // suffixed to a piece's last symbol
 };
 
+// A BPE vocabulary: token string -> id.
+using BpeVocabulary = absl::flat_hash_map<std::string, int32_t>;
+
 class BpeModel {
  public:
   // `vocab`: token string -> id. `merges`: pairs in rank order (rank 0 first). `source` names the file in
   // errors (a merge whose parts or result are missing from the vocabulary, an unknown token that is not in it).
-  static absl::StatusOr<BpeModel> Create(std::unordered_map<std::string, int32_t> vocab,
+  static absl::StatusOr<BpeModel> Create(BpeVocabulary vocab,
                                          const std::vector<std::pair<std::string, std::string>>& merges,
                                          const BpeOptions& options, const std::string& source);
   BpeModel(BpeModel&& other) noexcept;
@@ -62,9 +64,9 @@ class BpeModel {
   static constexpr size_t kCacheCapacity = 10000;  // pieces, as tokenizers keeps
   static constexpr size_t kMaxCachedPieceBytes = 256;
 
-  std::unordered_map<std::string, int32_t> vocab_;
+  BpeVocabulary vocab_;
   std::vector<std::string> id_to_token_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  absl::flat_hash_map<uint64_t, Merge> merges_;  // PairKey(left, right) -> the merge's rank and token
   BpeOptions options_;
   std::optional<int32_t> unk_id_;
   std::vector<int32_t> byte_ids_;  // [256] id of "<0xNN>", or -1 (byte_fallback)

@@ -15,9 +15,9 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::StatusOr<std::unordered_map<std::string, int32_t>> ParseVocab(const json& vocab, const std::string& where) {
+absl::StatusOr<BpeVocabulary> ParseVocab(const json& vocab, const std::string& where) {
   if (!vocab.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, ": must be an object of token -> id"));
-  std::unordered_map<std::string, int32_t> out;
+  BpeVocabulary out;
   out.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer()) return absl::InvalidArgumentError(absl::StrCat(where, ": token \"", token, "\" has a non-integer id"));
@@ -33,12 +33,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseMerges(con
   for (size_t i = 0; i < merges.size(); ++i) {
     const json& m = merges[i];
     if (m.is_string()) {
-      const std::string s = m.get<std::string>();
+      const std::string& s = m.get_ref<const std::string&>();
       const size_t space = s.find(' ', 1);
       if (space == std::string::npos) return absl::InvalidArgumentError(absl::StrCat(where, "[", i, "]: not \"left right\""));
       out.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      out.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+      out.emplace_back(m[0].get_ref<const std::string&>(), m[1].get_ref<const std::string&>());
     } else {
       return absl::InvalidArgumentError(absl::StrCat(where, "[", i, "]: neither \"a b\" nor [\"a\", \"b\"]"));
     }

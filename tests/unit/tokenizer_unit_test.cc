@@ -63,7 +63,7 @@ TEST(Lowercasing, CharacterByCharacterAndAsPythonDoes) {
 }
 
 TEST(Bpe, MergesLowestRankFirstLeftmostOnTies) {
-  std::unordered_map<std::string, int32_t> vocab = {{"a", 0}, {"b", 1}, {"ab", 2}, {"aa", 3}, {"aab", 4}};
+  BpeVocabulary vocab = {{"a", 0}, {"b", 1}, {"ab", 2}, {"aa", 3}, {"aab", 4}};
   auto model = BpeModel::Create(vocab, {{"a", "a"}, {"a", "b"}, {"aa", "b"}}, BpeOptions{}, "test");
   ASSERT_TRUE(model.ok()) << model.status();
   std::vector<int32_t> ids;
