@@ -33,7 +33,13 @@ absl::StatusOr<BpeModel> BpeModel::Create(BpeVocabulary vocab,
     max_id = std::max(max_id, id);
   }
   model.id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  for (const auto& [token, id] : vocab) model.id_to_token_[id] = token;
+  // An id two tokens share decodes to the lesser string, whatever order the map holds them in.
+  std::vector<bool> named(model.id_to_token_.size(), false);
+  for (const auto& [token, id] : vocab) {
+    std::string& name = model.id_to_token_[id];
+    if (!named[id] || token < name) name = token;
+    named[id] = true;
+  }
   model.vocab_ = std::move(vocab);
   model.merges_.reserve(merges.size());
   std::string merged;
