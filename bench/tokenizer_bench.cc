@@ -4,8 +4,10 @@
 // in MB/s and tokens/s (the median of --repeats passes).
 //
 //   build/bench/tokenizer_bench [--tokenizers DIR,...] [--fixtures_dir ../shared/fixtures] [--repeats 3]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 

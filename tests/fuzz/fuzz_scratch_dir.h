@@ -1,7 +1,8 @@
 // The one scratch folder of a fuzzing process: <temp>/arach-fuzz-<name>-<pid> ($TMPDIR or /tmp), made on first use
 // and removed when the process exits (libFuzzer ends a timed run with exit(), which runs atexit handlers). A crash
 // leaves it behind with the files of the input that crashed; scripts/fuzz.sh gives the fuzzers a TMPDIR of their own
-// and fails when a run that ended normally left anything in it.
+// and fails when a run that ended normally left anything in it. One folder a process: `name` is the first call's
+// (every target calls it with one name).
 #ifndef ARACH_TESTS_FUZZ_FUZZ_SCRATCH_DIR_H_
 #define ARACH_TESTS_FUZZ_FUZZ_SCRATCH_DIR_H_
 
